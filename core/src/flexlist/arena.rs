@@ -1,0 +1,440 @@
+//! The provider's FlexList: nodes in one arena, built sequentially or in parallel (Sec. 3.1).
+
+use rayon::prelude::*;
+
+use super::build::{build, count_inner_nodes, BuildError, Fault, Item, Sink};
+use super::reveal::Opening;
+use super::{height_for_tag, Block, Located, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
+use crate::hash::{self, Digest};
+
+/// "No node" in a child index.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Parts smaller than this are not worth a thread of their own.
+const MIN_PART: usize = 4096;
+
+/// A node: 48 bytes. Leaves (level 0) keep their block in [`LeafSlot`] `below`.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Node {
+    pub hash: Digest,
+    /// Inner node: index of the below node. Leaf: index of its [`LeafSlot`].
+    pub below: u32,
+    /// Index of the after node, or [`NIL`].
+    pub after: u32,
+    rank_lo: u32,
+    rank_hi: u16,
+    pub level: u8,
+}
+
+impl Node {
+    pub fn rank(&self) -> u64 {
+        u64::from(self.rank_lo) | (u64::from(self.rank_hi) << 32)
+    }
+
+    fn set_rank(&mut self, rank: u64) {
+        debug_assert!(rank <= MAX_TOTAL_LEN);
+        self.rank_lo = rank as u32;
+        self.rank_hi = (rank >> 32) as u16;
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.level == 0
+    }
+
+    fn leaf(slot: u32, block: &Block, after: Option<(u32, &Node)>) -> Node {
+        let (after, after_rank, after_hash) = match after {
+            Some((i, n)) => (i, n.rank(), n.hash),
+            None => (NIL, 0, Digest::ZERO),
+        };
+        let rank = u64::from(block.length) + after_rank;
+        let mut node =
+            Node { hash: hash::flex_leaf(rank, &block.tag, &after_hash), below: slot, after, ..Node::default() };
+        node.set_rank(rank);
+        node
+    }
+
+    fn inner(level: u8, below: (u32, &Node), after: (u32, &Node)) -> Node {
+        let rank = below.1.rank() + after.1.rank();
+        let mut node = Node {
+            hash: hash::flex_node(level, rank, &below.1.hash, &after.1.hash),
+            below: below.0,
+            after: after.0,
+            level,
+            ..Node::default()
+        };
+        node.set_rank(rank);
+        node
+    }
+}
+
+/// What a leaf keeps besides its node: 40 bytes.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct LeafSlot {
+    pub tag: Digest,
+    pub block_ref: u64,
+}
+
+/// The provider's FlexList over one file.
+///
+/// Pure data structure: no I/O. Callers persist it (see the storage layer) and feed it edits.
+#[derive(Clone, Debug)]
+pub struct FlexList {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) leaves: Vec<LeafSlot>,
+    pub(crate) free_nodes: Vec<u32>,
+    pub(crate) free_leaves: Vec<u32>,
+    pub(crate) root: u32,
+    pub(crate) blocks: usize,
+}
+
+pub(crate) fn left_sentinel() -> Item<u32> {
+    Item::Leaf { block: Block::new(Digest::ZERO, 0, u64::MAX), height: SENTINEL_HEIGHT }
+}
+
+pub(crate) fn right_sentinel() -> Item<u32> {
+    Item::Leaf { block: Block::new(Digest::ZERO, 0, u64::MAX), height: 0 }
+}
+
+fn block_item(block: &Block) -> Item<u32> {
+    Item::Leaf { block: *block, height: height_for_tag(&block.tag) }
+}
+
+impl Default for FlexList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FlexList {
+    /// An empty list: just the two sentinels.
+    pub fn new() -> Self {
+        Self::build(&[]).expect("empty build cannot fail")
+    }
+
+    /// buildFlexList: the list over `blocks`, in O(n), on the calling thread.
+    pub fn build(blocks: &[Block]) -> Result<Self, BuildError> {
+        check_blocks(blocks)?;
+        let mut list = FlexList::with_capacity(blocks.len())?;
+        let items = std::iter::once(left_sentinel())
+            .chain(blocks.iter().map(block_item))
+            .chain(std::iter::once(right_sentinel()));
+        let root = build(&mut ArenaSink { list: &mut list }, items).map_err(|_| BuildError::TooManyBlocks)?;
+        list.root = root;
+        list.blocks = blocks.len();
+        Ok(list)
+    }
+
+    /// The parallel build of Sec. 3.1 on up to `threads` threads of the current rayon pool.
+    ///
+    /// The blocks are split into contiguous parts; each part is built into its own slice of
+    /// one arena, behind an inner left sentinel of its own. *Unify* then opens the nodes along
+    /// each part's left spine (the inner sentinel's tower) and right spine (the path to the
+    /// part's last block), which are the only nodes that depend on the neighbouring parts, drops
+    /// the inner sentinels and rebuilds those spines. The result is node-for-node the list
+    /// [`FlexList::build`] makes, with the same root.
+    pub fn build_parallel(blocks: &[Block], threads: usize) -> Result<Self, BuildError> {
+        let parts = threads.min(blocks.len() / MIN_PART).max(1);
+        if parts == 1 {
+            return Self::build(blocks);
+        }
+        check_blocks(blocks)?;
+        let bounds: Vec<(usize, usize)> =
+            (0..parts).map(|k| (blocks.len() * k / parts, blocks.len() * (k + 1) / parts)).collect();
+        // Exact node counts per part, so that each part writes into its own slice.
+        let sizes: Vec<(usize, usize)> = bounds
+            .par_iter()
+            .enumerate()
+            .map(|(k, &(lo, hi))| {
+                let heights = std::iter::once(SENTINEL_HEIGHT)
+                    .chain(blocks[lo..hi].iter().map(|b| height_for_tag(&b.tag)))
+                    .chain((k == parts - 1).then_some(0));
+                let leaves = hi - lo + 1 + usize::from(k == parts - 1);
+                (leaves + count_inner_nodes(heights), leaves)
+            })
+            .collect();
+        let total_nodes: usize = sizes.iter().map(|s| s.0).sum();
+        let total_leaves: usize = sizes.iter().map(|s| s.1).sum();
+        if total_nodes >= NIL as usize {
+            return Err(BuildError::TooManyBlocks);
+        }
+        let mut nodes = vec![Node::default(); total_nodes];
+        let mut leaves = vec![LeafSlot::default(); total_leaves];
+        let mut node_slices = Vec::with_capacity(parts);
+        let mut leaf_slices = Vec::with_capacity(parts);
+        let (mut rest_n, mut rest_l) = (&mut nodes[..], &mut leaves[..]);
+        let (mut node_base, mut leaf_base) = (0u32, 0u32);
+        for &(n, l) in &sizes {
+            let (a, b) = rest_n.split_at_mut(n);
+            let (c, d) = rest_l.split_at_mut(l);
+            node_slices.push((a, node_base));
+            leaf_slices.push((c, leaf_base));
+            rest_n = b;
+            rest_l = d;
+            node_base += n as u32;
+            leaf_base += l as u32;
+        }
+        let roots: Vec<u32> = node_slices
+            .into_par_iter()
+            .zip(leaf_slices)
+            .enumerate()
+            .map(|(k, ((nodes, node_base), (leaves, leaf_base)))| {
+                let (lo, hi) = bounds[k];
+                let items = std::iter::once(left_sentinel())
+                    .chain(blocks[lo..hi].iter().map(block_item))
+                    .chain((k == parts - 1).then(right_sentinel));
+                let mut sink = SliceSink { nodes, leaves, node_base, leaf_base, used_nodes: 0, used_leaves: 0 };
+                build(&mut sink, items).expect("blocks always form a canonical list")
+            })
+            .collect();
+        let mut list = FlexList {
+            nodes,
+            leaves,
+            free_nodes: Vec::new(),
+            free_leaves: Vec::new(),
+            root: NIL,
+            blocks: blocks.len(),
+        };
+        list.unify(&bounds, &roots, blocks);
+        Ok(list)
+    }
+
+    /// Joins the parts' lists into one (see [`FlexList::build_parallel`]).
+    fn unify(&mut self, bounds: &[(usize, usize)], roots: &[u32], blocks: &[Block]) {
+        let last = roots.len() - 1;
+        let mut opening = Opening::default();
+        for (k, &root) in roots.iter().enumerate() {
+            let part_len: u64 = blocks[bounds[k].0..bounds[k].1].iter().map(|b| u64::from(b.length)).sum();
+            let mut targets = Vec::with_capacity(2);
+            if k > 0 {
+                targets.push(-1); // the inner sentinel's tower
+            }
+            if k < last {
+                targets.push(part_len as i64 - 1); // the right spine
+            }
+            let first_item = opening.items.len();
+            self.open(root, &targets, &mut opening, false);
+            if k > 0 {
+                let sentinel = opening.items.remove(first_item);
+                debug_assert!(matches!(sentinel, Item::Leaf { height: SENTINEL_HEIGHT, .. }));
+            }
+        }
+        self.release(&opening.nodes);
+        let root = build(&mut ArenaSink { list: self }, opening.items.into_iter());
+        self.root = root.expect("parts unify into a canonical list");
+    }
+
+    fn with_capacity(blocks: usize) -> Result<Self, BuildError> {
+        let nodes = blocks + blocks / 2 + 64;
+        if nodes >= NIL as usize {
+            return Err(BuildError::TooManyBlocks);
+        }
+        Ok(FlexList {
+            nodes: Vec::with_capacity(nodes),
+            leaves: Vec::with_capacity(blocks + 2),
+            free_nodes: Vec::new(),
+            free_leaves: Vec::new(),
+            root: NIL,
+            blocks: 0,
+        })
+    }
+
+    /// The root digest: the client's whole state for this file.
+    pub fn root(&self) -> Digest {
+        self.nodes[self.root as usize].hash
+    }
+
+    /// Length of the file in bytes.
+    pub fn total_len(&self) -> u64 {
+        self.nodes[self.root as usize].rank()
+    }
+
+    /// Number of blocks (sentinels excluded).
+    pub fn block_count(&self) -> usize {
+        self.blocks
+    }
+
+    /// The block holding byte `index` (search by byte index, Sec. 2), or `None` past the end.
+    pub fn search(&self, index: u64) -> Option<Located> {
+        if index >= self.total_len() {
+            return None;
+        }
+        let mut at = self.root;
+        let mut rest = index;
+        loop {
+            let node = &self.nodes[at as usize];
+            if node.is_leaf() {
+                let len = node.rank() - self.rank_of(node.after);
+                if rest < len {
+                    return Some(Located { start: index - rest, block: self.block_at(node) });
+                }
+                rest -= len;
+                at = node.after;
+            } else {
+                let below = self.nodes[node.below as usize].rank();
+                if rest < below {
+                    at = node.below;
+                } else {
+                    rest -= below;
+                    at = node.after;
+                }
+            }
+        }
+    }
+
+    /// All blocks in file order, with their offsets.
+    pub fn iter(&self) -> impl Iterator<Item = Located> + '_ {
+        let mut stack = vec![self.root];
+        let mut start = 0u64;
+        std::iter::from_fn(move || loop {
+            let at = stack.pop()?;
+            let node = &self.nodes[at as usize];
+            if node.after != NIL {
+                stack.push(node.after);
+            }
+            if node.is_leaf() {
+                let block = self.block_at(node);
+                if block.length == 0 {
+                    continue; // a sentinel
+                }
+                let located = Located { start, block };
+                start += u64::from(block.length);
+                return Some(located);
+            }
+            stack.push(node.below);
+        })
+    }
+
+    /// Bytes of memory the list holds (node and leaf arenas and free lists, by capacity),
+    /// excluding block data.
+    pub fn memory_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.leaves.capacity() * std::mem::size_of::<LeafSlot>()
+            + (self.free_nodes.capacity() + self.free_leaves.capacity()) * 4
+    }
+
+    pub(crate) fn rank_of(&self, at: u32) -> u64 {
+        if at == NIL {
+            0
+        } else {
+            self.nodes[at as usize].rank()
+        }
+    }
+
+    pub(crate) fn block_at(&self, leaf: &Node) -> Block {
+        let slot = &self.leaves[leaf.below as usize];
+        let length = (leaf.rank() - self.rank_of(leaf.after)) as u32;
+        Block { tag: slot.tag, length, block_ref: slot.block_ref }
+    }
+
+    /// Returns opened nodes (and the leaf slots of opened leaves) to the free lists.
+    pub(crate) fn release(&mut self, nodes: &[u32]) {
+        for &at in nodes {
+            let node = self.nodes[at as usize];
+            if node.is_leaf() {
+                self.free_leaves.push(node.below);
+            }
+            self.free_nodes.push(at);
+        }
+    }
+}
+
+fn check_blocks(blocks: &[Block]) -> Result<(), BuildError> {
+    let mut total = 0u64;
+    for (index, b) in blocks.iter().enumerate() {
+        if b.length == 0 {
+            return Err(BuildError::EmptyBlock { index });
+        }
+        total += u64::from(b.length);
+        if total > MAX_TOTAL_LEN {
+            return Err(BuildError::TooLong);
+        }
+    }
+    Ok(())
+}
+
+/// Builds into the list's arena, reusing freed slots first.
+pub(crate) struct ArenaSink<'a> {
+    pub list: &'a mut FlexList,
+}
+
+impl ArenaSink<'_> {
+    fn push_node(&mut self, node: Node) -> Result<u32, Fault> {
+        let list = &mut *self.list;
+        if let Some(at) = list.free_nodes.pop() {
+            list.nodes[at as usize] = node;
+            return Ok(at);
+        }
+        if list.nodes.len() >= NIL as usize {
+            return Err(Fault::TooManyNodes);
+        }
+        list.nodes.push(node);
+        Ok(list.nodes.len() as u32 - 1)
+    }
+}
+
+impl Sink for ArenaSink<'_> {
+    type Ref = u32;
+
+    fn leaf(&mut self, block: &Block, after: Option<u32>) -> Result<u32, Fault> {
+        let list = &mut *self.list;
+        let slot_data = LeafSlot { tag: block.tag, block_ref: block.block_ref };
+        let slot = match list.free_leaves.pop() {
+            Some(at) => {
+                list.leaves[at as usize] = slot_data;
+                at
+            }
+            None => {
+                list.leaves.push(slot_data);
+                list.leaves.len() as u32 - 1
+            }
+        };
+        let after = after.map(|a| (a, &list.nodes[a as usize]));
+        let node = Node::leaf(slot, block, after);
+        self.push_node(node)
+    }
+
+    fn node(&mut self, level: u8, below: u32, after: u32) -> Result<u32, Fault> {
+        let nodes = &self.list.nodes;
+        let node = Node::inner(level, (below, &nodes[below as usize]), (after, &nodes[after as usize]));
+        self.push_node(node)
+    }
+}
+
+/// Builds one part of the parallel build into its own slices of the arena.
+struct SliceSink<'a> {
+    nodes: &'a mut [Node],
+    leaves: &'a mut [LeafSlot],
+    node_base: u32,
+    leaf_base: u32,
+    used_nodes: usize,
+    used_leaves: usize,
+}
+
+impl SliceSink<'_> {
+    fn get(&self, at: u32) -> &Node {
+        &self.nodes[(at - self.node_base) as usize]
+    }
+
+    fn push_node(&mut self, node: Node) -> u32 {
+        self.nodes[self.used_nodes] = node;
+        self.used_nodes += 1;
+        self.node_base + self.used_nodes as u32 - 1
+    }
+}
+
+impl Sink for SliceSink<'_> {
+    type Ref = u32;
+
+    fn leaf(&mut self, block: &Block, after: Option<u32>) -> Result<u32, Fault> {
+        self.leaves[self.used_leaves] = LeafSlot { tag: block.tag, block_ref: block.block_ref };
+        let slot = self.leaf_base + self.used_leaves as u32;
+        self.used_leaves += 1;
+        let node = Node::leaf(slot, block, after.map(|a| (a, self.get(a))));
+        Ok(self.push_node(node))
+    }
+
+    fn node(&mut self, level: u8, below: u32, after: u32) -> Result<u32, Fault> {
+        let node = Node::inner(level, (below, self.get(below)), (after, self.get(after)));
+        Ok(self.push_node(node))
+    }
+}

@@ -1,0 +1,449 @@
+//! Multi-proofs: their byte encoding, and verification on the client (verifyMultiProof,
+//! constructTemporaryFlexList Alg. A.1, verifyMultiUpdate Alg. A.2).
+//!
+//! # Encoding, version 1
+//!
+//! ```text
+//! proof   = version:u8 (= 1) record+
+//! record  = leaf | inner                      (pre-order: node, its below subtree, its after subtree)
+//! leaf    = header tag:32 length:varint [after]
+//! inner   = header level:u8 [below] [after]
+//! header  = bit 0: 0 leaf, 1 inner | bits 1-2: below kind | bits 3-4: after kind | bits 5-7: zero
+//! kind    = 0 none | 1 opaque (hash:32 rank:varint follow in the record) | 2 open (a record follows later)
+//! ```
+//!
+//! Varints are unsigned LEB128 in their shortest form; a node's own rank and hash are never
+//! sent: the verifier recomputes them from its children. Each node appears once, so the proof
+//! for a set of challenged indices is the union of their search paths without repetition.
+//!
+//! Decoding never panics and allocates at most in proportion to the input: every record takes
+//! at least two bytes.
+
+use super::build::{build, Fault, Item, Sink};
+use super::edit::{apply_edits, ApplyError, Edit, EditError};
+use super::{Block, FlexList, MAX_HEIGHT, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
+use crate::codec::{CodecError, Reader};
+use crate::hash::{self, Digest, DIGEST_LEN};
+
+/// The encoding version this build writes and reads.
+pub const PROOF_VERSION: u8 = 1;
+
+pub(crate) mod record {
+    pub const LEAF: u8 = 0;
+    pub const INNER: u8 = 1;
+    pub const BELOW_SHIFT: u8 = 1;
+    pub const AFTER_SHIFT: u8 = 3;
+}
+pub(crate) const CHILD_NONE: u8 = 0;
+pub(crate) const CHILD_OPAQUE: u8 = 1;
+pub(crate) const CHILD_OPEN: u8 = 2;
+
+/// Why a proof was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProofError {
+    #[error("malformed proof: {0}")]
+    Codec(#[from] CodecError),
+    #[error("unsupported proof version {0}")]
+    Version(u8),
+    #[error("malformed proof: bad node header {0:#04x}")]
+    BadHeader(u8),
+    #[error("malformed proof: node level {0} out of place")]
+    BadLevel(u8),
+    #[error("malformed proof: block length {0} too large")]
+    BadLength(u64),
+    #[error("malformed proof: bytes after the last node")]
+    TrailingBytes,
+    #[error("proof claims more than {} bytes", MAX_TOTAL_LEN)]
+    RankOverflow,
+    #[error("proof does not match the root")]
+    RootMismatch,
+    #[error("challenge is empty")]
+    EmptyChallenge,
+    #[error("challenged byte {index} is past the end of the file ({len} bytes)")]
+    IndexOutOfRange { index: u64, len: u64 },
+    #[error("proof does not open the path to byte {at}")]
+    Incomplete { at: u64 },
+    #[error("proof opens nodes that no challenged path needs")]
+    Superfluous,
+    #[error("proof does not describe a canonical FlexList")]
+    NotCanonical,
+}
+
+/// Why an update proof was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateVerifyError {
+    /// The proof is malformed, does not match the old root, or does not cover the edits.
+    #[error(transparent)]
+    Proof(#[from] ProofError),
+    /// The edits themselves are invalid for the (authenticated) old file.
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// The provider's new root is not the one the edits produce.
+    #[error("the provider's new root does not match the edits")]
+    NewRootMismatch,
+}
+
+/// A proof of the nodes on the search paths of several byte indices (genMultiProof's output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiProof {
+    bytes: Vec<u8>,
+}
+
+impl MultiProof {
+    pub(crate) fn from_trusted(bytes: Vec<u8>) -> Self {
+        MultiProof { bytes }
+    }
+
+    /// Parses an untrusted encoding, checking its structure (not yet against a root).
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, ProofError> {
+        decode(&bytes)?;
+        Ok(MultiProof { bytes })
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Encoded size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Number of nodes the proof opens.
+    pub fn node_count(&self) -> usize {
+        decode(&self.bytes).map_or(0, |nodes| nodes.len())
+    }
+}
+
+/// multiUpdate's answer: the opened region of the old list and the provider's new root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpdateProof {
+    pub new_root: Digest,
+    pub proof: MultiProof,
+}
+
+impl UpdateProof {
+    /// `new_root:32 || multi-proof`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(DIGEST_LEN + self.proof.len());
+        out.extend_from_slice(&self.new_root.0);
+        out.extend_from_slice(self.proof.as_bytes());
+        out
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ProofError> {
+        let mut r = Reader::new(bytes);
+        let new_root = r.digest()?;
+        let proof = MultiProof::from_bytes(r.bytes(r.remaining())?.to_vec())?;
+        Ok(UpdateProof { new_root, proof })
+    }
+}
+
+/// One challenged block, as proven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProvenBlock {
+    /// Offset of the block's first byte.
+    pub start: u64,
+    pub length: u32,
+    pub tag: Digest,
+}
+
+/// A subtree known by hash and rank only (a "dummy node" of Alg. A.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HashRef {
+    pub hash: Digest,
+    pub rank: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Child {
+    None,
+    Opaque(HashRef),
+    Open(u32),
+}
+
+/// A decoded node of the temporary FlexList.
+#[derive(Clone, Debug)]
+struct ProofNode {
+    level: u8,
+    tag: Digest,
+    length: u64,
+    below: Child,
+    after: Child,
+    hash: Digest,
+    rank: u64,
+}
+
+fn read_child(r: &mut Reader<'_>, kind: u8) -> Result<Child, ProofError> {
+    Ok(match kind {
+        CHILD_NONE => Child::None,
+        CHILD_OPAQUE => {
+            let hash = r.digest()?;
+            let rank = r.varint()?;
+            if rank > MAX_TOTAL_LEN {
+                return Err(ProofError::RankOverflow);
+            }
+            Child::Opaque(HashRef { hash, rank })
+        }
+        _ => Child::Open(u32::MAX), // set when the child's record is read
+    })
+}
+
+/// constructTemporaryFlexList (Alg. A.1): decodes the records into a tree, checks the levels,
+/// and computes every node's rank and hash bottom-up.
+fn decode(bytes: &[u8]) -> Result<Vec<ProofNode>, ProofError> {
+    let mut r = Reader::new(bytes);
+    let version = r.u8()?;
+    if version != PROOF_VERSION {
+        return Err(ProofError::Version(version));
+    }
+    let mut nodes: Vec<ProofNode> = Vec::new();
+    // Open child slots still to be filled: (parent, is_after). The below slot is on top.
+    let mut pending: Vec<(usize, bool)> = Vec::new();
+    loop {
+        let slot = pending.pop();
+        if slot.is_none() && !nodes.is_empty() {
+            break;
+        }
+        let header = r.u8()?;
+        let (below_kind, after_kind) = ((header >> record::BELOW_SHIFT) & 3, (header >> record::AFTER_SHIFT) & 3);
+        let inner = header & 1 == record::INNER;
+        let bad_kinds = if inner { below_kind == CHILD_NONE || after_kind == CHILD_NONE } else { below_kind != 0 };
+        if header >> 5 != 0 || below_kind == 3 || after_kind == 3 || bad_kinds {
+            return Err(ProofError::BadHeader(header));
+        }
+        let mut node = ProofNode {
+            level: 0,
+            tag: Digest::ZERO,
+            length: 0,
+            below: Child::None,
+            after: Child::None,
+            hash: Digest::ZERO,
+            rank: 0,
+        };
+        if inner {
+            node.level = r.u8()?;
+            if node.level == 0 || node.level > MAX_HEIGHT {
+                return Err(ProofError::BadLevel(node.level));
+            }
+            node.below = read_child(&mut r, below_kind)?;
+        } else {
+            node.tag = r.digest()?;
+            node.length = r.varint()?;
+            if node.length > u64::from(u32::MAX) {
+                return Err(ProofError::BadLength(node.length));
+            }
+        }
+        node.after = read_child(&mut r, after_kind)?;
+        let index = nodes.len();
+        if let Some((parent, is_after)) = slot {
+            let p = &mut nodes[parent];
+            let fits = if p.level == 0 {
+                node.level == 0
+            } else if is_after {
+                node.level <= p.level
+            } else {
+                node.level < p.level
+            };
+            if !fits {
+                return Err(ProofError::BadLevel(node.level));
+            }
+            let child = if is_after { &mut p.after } else { &mut p.below };
+            *child = Child::Open(index as u32);
+        }
+        if after_kind == CHILD_OPEN {
+            pending.push((index, true));
+        }
+        if below_kind == CHILD_OPEN {
+            pending.push((index, false));
+        }
+        nodes.push(node);
+    }
+    if !r.is_empty() {
+        return Err(ProofError::TrailingBytes);
+    }
+    // Children come after their parent, so one backward pass hashes bottom-up.
+    for i in (0..nodes.len()).rev() {
+        let after = child_ref(&nodes, nodes[i].after);
+        let n = &nodes[i];
+        let (rank, hash) = if n.level == 0 {
+            let (after_rank, after_hash) = after.map_or((0, Digest::ZERO), |a| (a.rank, a.hash));
+            let rank = n.length + after_rank;
+            (rank, hash::flex_leaf(rank, &n.tag, &after_hash))
+        } else {
+            let (below, after) = (child_ref(&nodes, n.below), after);
+            let (Some(below), Some(after)) = (below, after) else {
+                return Err(ProofError::NotCanonical);
+            };
+            let rank = below.rank + after.rank;
+            (rank, hash::flex_node(n.level, rank, &below.hash, &after.hash))
+        };
+        if rank > MAX_TOTAL_LEN {
+            return Err(ProofError::RankOverflow);
+        }
+        nodes[i].rank = rank;
+        nodes[i].hash = hash;
+    }
+    Ok(nodes)
+}
+
+fn child_ref(nodes: &[ProofNode], child: Child) -> Option<HashRef> {
+    match child {
+        Child::None => None,
+        Child::Opaque(r) => Some(r),
+        Child::Open(i) => nodes.get(i as usize).map(|n| HashRef { hash: n.hash, rank: n.rank }),
+    }
+}
+
+fn decode_against(root: &Digest, proof: &MultiProof) -> Result<Vec<ProofNode>, ProofError> {
+    let nodes = decode(proof.as_bytes())?;
+    if nodes[0].hash != *root {
+        return Err(ProofError::RootMismatch);
+    }
+    Ok(nodes)
+}
+
+/// verifyMultiProof: checks `proof` against the client's `root` and returns the block holding
+/// each challenged byte index, in the order of `indices`. The proof must open exactly the
+/// union of the challenged search paths.
+pub fn verify_multi_proof(root: &Digest, indices: &[u64], proof: &MultiProof) -> Result<Vec<ProvenBlock>, ProofError> {
+    if indices.is_empty() {
+        return Err(ProofError::EmptyChallenge);
+    }
+    let nodes = decode_against(root, proof)?;
+    let len = nodes[0].rank;
+    let mut visited = vec![false; nodes.len()];
+    let mut out = Vec::with_capacity(indices.len());
+    for &index in indices {
+        if index >= len {
+            return Err(ProofError::IndexOutOfRange { index, len });
+        }
+        let open = |child: Child| match child {
+            Child::Open(i) => Ok(i as usize),
+            _ => Err(ProofError::Incomplete { at: index }),
+        };
+        let (mut at, mut rest) = (0usize, index);
+        loop {
+            visited[at] = true;
+            let n = &nodes[at];
+            if n.level == 0 {
+                if rest < n.length {
+                    out.push(ProvenBlock { start: index - rest, length: n.length as u32, tag: n.tag });
+                    break;
+                }
+                rest -= n.length;
+                at = open(n.after)?;
+            } else {
+                let below = child_ref(&nodes, n.below).map_or(0, |b| b.rank);
+                if rest < below {
+                    at = open(n.below)?;
+                } else {
+                    rest -= below;
+                    at = open(n.after)?;
+                }
+            }
+        }
+    }
+    if visited.contains(&false) {
+        return Err(ProofError::Superfluous);
+    }
+    Ok(out)
+}
+
+/// verifyMultiUpdate (Alg. A.2): checks the opened region against `old_root`, applies `edits`
+/// to the temporary FlexList built from it, and returns the new root if it equals the
+/// provider's.
+pub fn verify_multi_update(
+    old_root: &Digest,
+    edits: &[Edit],
+    proof: &UpdateProof,
+) -> Result<Digest, UpdateVerifyError> {
+    let nodes = decode_against(old_root, &proof.proof)?;
+    let items = apply_edits(flatten(&nodes), edits).map_err(|e| match e {
+        ApplyError::Edit(e) => UpdateVerifyError::Edit(e),
+        ApplyError::Closed { at } => ProofError::Incomplete { at }.into(),
+    })?;
+    let root = build(&mut HashSink, items.into_iter()).map_err(|f| match f {
+        Fault::RankOverflow => ProofError::RankOverflow,
+        Fault::Shape | Fault::TooManyNodes => ProofError::NotCanonical,
+    })?;
+    if root.hash != proof.new_root {
+        return Err(UpdateVerifyError::NewRootMismatch);
+    }
+    Ok(root.hash)
+}
+
+/// The temporary FlexList as builder items: opened leaves and dummy subtrees, in file order.
+fn flatten(nodes: &[ProofNode]) -> Vec<Item<HashRef>> {
+    let mut items = Vec::with_capacity(nodes.len() * 2);
+    let mut stack = vec![(Child::Open(0), SENTINEL_HEIGHT, SENTINEL_HEIGHT)];
+    while let Some((child, height, base)) = stack.pop() {
+        match child {
+            Child::None => {}
+            Child::Opaque(r) => items.push(Item::Sub { node: r, rank: r.rank, height, base }),
+            Child::Open(i) => {
+                let n = &nodes[i as usize];
+                if n.level == 0 {
+                    let block = Block::new(n.tag, n.length as u32, 0);
+                    items.push(Item::Leaf { block, height });
+                    stack.push((n.after, 0, 0));
+                } else {
+                    stack.push((n.after, n.level, n.level));
+                    stack.push((n.below, height, n.level - 1));
+                }
+            }
+        }
+    }
+    items
+}
+
+/// Builds nothing but hashes and ranks: the client's side of the builder.
+struct HashSink;
+
+impl Sink for HashSink {
+    type Ref = HashRef;
+
+    fn leaf(&mut self, block: &Block, after: Option<HashRef>) -> Result<HashRef, Fault> {
+        let (after_rank, after_hash) = after.map_or((0, Digest::ZERO), |a| (a.rank, a.hash));
+        let rank = u64::from(block.length) + after_rank;
+        if rank > MAX_TOTAL_LEN {
+            return Err(Fault::RankOverflow);
+        }
+        Ok(HashRef { hash: hash::flex_leaf(rank, &block.tag, &after_hash), rank })
+    }
+
+    fn node(&mut self, level: u8, below: HashRef, after: HashRef) -> Result<HashRef, Fault> {
+        let rank = below.rank + after.rank;
+        if rank > MAX_TOTAL_LEN {
+            return Err(Fault::RankOverflow);
+        }
+        Ok(HashRef { hash: hash::flex_node(level, rank, &below.hash, &after.hash), rank })
+    }
+}
+
+impl FlexList {
+    /// genMultiProof: one proof for the blocks holding each of `indices` (byte offsets).
+    pub fn prove(&self, indices: &[u64]) -> Result<MultiProof, ProofError> {
+        if indices.is_empty() {
+            return Err(ProofError::EmptyChallenge);
+        }
+        let len = self.total_len();
+        let mut targets = Vec::with_capacity(indices.len());
+        for &index in indices {
+            if index >= len {
+                return Err(ProofError::IndexOutOfRange { index, len });
+            }
+            targets.push(index as i64);
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let mut opening = super::reveal::Opening::default();
+        opening.proof.push(PROOF_VERSION);
+        self.open(self.root, &targets, &mut opening, true);
+        Ok(MultiProof::from_trusted(opening.proof))
+    }
+}

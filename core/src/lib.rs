@@ -1,0 +1,19 @@
+//! vouch-core: the pure part of vouch. No I/O, no async, no unsafe code.
+//!
+//! * [`hash`]: domain-separated SHA-256, the one hash dispatch point.
+//! * [`flexlist`]: FlexList, the authenticated skip list of FlexDPDP, with multi-proofs and
+//!   batched, verifiable updates.
+//!
+//! Higher layers (storage, server, client) persist and transport what this crate computes.
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
+
+pub mod codec;
+pub mod flexlist;
+pub mod hash;
+
+pub use flexlist::{
+    height_for_tag, verify_multi_proof, verify_multi_update, Block, BuildError, Edit, EditError, FlexList, Located,
+    MultiProof, ProofError, ProvenBlock, UpdateProof, UpdateVerifyError,
+};
+pub use hash::Digest;
