@@ -304,6 +304,11 @@ impl FlexList {
         })
     }
 
+    /// Number of live nodes (leaves, inner nodes and the sentinels' nodes).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len() - self.free_nodes.len()
+    }
+
     /// Bytes of memory the list holds (node and leaf arenas and free lists, by capacity),
     /// excluding block data.
     pub fn memory_bytes(&self) -> usize {
