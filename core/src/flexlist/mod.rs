@@ -57,6 +57,8 @@ mod edit;
 mod proof;
 mod reveal;
 #[cfg(test)]
+mod tamper_tests;
+#[cfg(test)]
 mod tests;
 
 pub use arena::FlexList;

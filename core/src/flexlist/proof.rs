@@ -176,6 +176,8 @@ struct ProofNode {
     after: Child,
     hash: Digest,
     rank: u64,
+    /// Where the node's record lies in the encoding (for tests that cut proofs apart).
+    span: std::ops::Range<usize>,
 }
 
 fn read_child(r: &mut Reader<'_>, kind: u8) -> Result<Child, ProofError> {
@@ -209,6 +211,7 @@ fn decode(bytes: &[u8]) -> Result<Vec<ProofNode>, ProofError> {
         if slot.is_none() && !nodes.is_empty() {
             break;
         }
+        let record_start = bytes.len() - r.remaining();
         let header = r.u8()?;
         let (below_kind, after_kind) = ((header >> record::BELOW_SHIFT) & 3, (header >> record::AFTER_SHIFT) & 3);
         let inner = header & 1 == record::INNER;
@@ -224,6 +227,7 @@ fn decode(bytes: &[u8]) -> Result<Vec<ProofNode>, ProofError> {
             after: Child::None,
             hash: Digest::ZERO,
             rank: 0,
+            span: 0..0,
         };
         if inner {
             node.level = r.u8()?;
@@ -239,6 +243,7 @@ fn decode(bytes: &[u8]) -> Result<Vec<ProofNode>, ProofError> {
             }
         }
         node.after = read_child(&mut r, after_kind)?;
+        node.span = record_start..bytes.len() - r.remaining();
         let index = nodes.len();
         if let Some((parent, is_after)) = slot {
             let p = &mut nodes[parent];
@@ -289,6 +294,12 @@ fn decode(bytes: &[u8]) -> Result<Vec<ProofNode>, ProofError> {
         nodes[i].hash = hash;
     }
     Ok(nodes)
+}
+
+/// The byte range of every record of a well-formed proof, in order.
+#[cfg(test)]
+pub(crate) fn record_spans(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    decode(bytes).expect("well-formed proof").into_iter().map(|n| n.span).collect()
 }
 
 fn child_ref(nodes: &[ProofNode], child: Child) -> Option<HashRef> {
