@@ -3,3 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --locked --all-targets
+# Every decoder of untrusted bytes under libFuzzer, briefly, from the committed corpus.
+scripts/fuzz.sh 10

@@ -10,6 +10,8 @@
 
 pub mod codec;
 pub mod flexlist;
+#[doc(hidden)]
+pub mod fuzz_targets;
 pub mod hash;
 
 pub use flexlist::{

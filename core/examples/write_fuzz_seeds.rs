@@ -1,0 +1,23 @@
+//! Writes the seed inputs of the fuzz corpus: `cargo run -p vouch-core --example write_fuzz_seeds`.
+//! Run it again whenever the proof encoding changes on purpose.
+
+use std::path::PathBuf;
+use vouch_core::fuzz_targets::{reference_edits, reference_indices, reference_list};
+
+fn main() -> std::io::Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+    let list = reference_list();
+    let proof = list.prove(&reference_indices()).expect("valid challenge");
+    let update = list.clone().multi_update(&reference_edits()).expect("valid edits");
+    for (name, bytes) in [("multiproof", proof.as_bytes().to_vec()), ("update_proof", update.to_bytes())] {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("seed-valid"), &bytes)?;
+        std::fs::write(dir.join("seed-truncated"), &bytes[..bytes.len() / 2])?;
+        let mut flipped = bytes.clone();
+        flipped[bytes.len() / 3] ^= 0x40;
+        std::fs::write(dir.join("seed-flipped"), &flipped)?;
+        std::fs::write(dir.join("seed-empty"), [])?;
+    }
+    Ok(())
+}

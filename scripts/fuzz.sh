@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target for a few seconds, starting from the committed corpus.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 15)
+# Needs a nightly toolchain (libFuzzer instrumentation); installs cargo-fuzz when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-15}"
+if ! cargo +nightly --version >/dev/null 2>&1; then
+  echo "fuzz: no nightly toolchain on this machine; cargo-fuzz cannot instrument. The corpus replay in 'cargo test' still ran." >&2
+  exit 0
+fi
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
+cd fuzz
+for target in $(cargo +nightly fuzz list); do
+  scratch="$(mktemp -d)"
+  log="$(mktemp)"
+  echo "fuzz: $target for ${seconds}s"
+  if ! cargo +nightly fuzz run "$target" "$scratch" "corpus/$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    echo "fuzz: $target FAILED (crashing input under fuzz/artifacts/$target)" >&2
+    exit 1
+  fi
+  grep -E "^Done [0-9]+ runs" "$log"
+  rm -rf "$scratch" "$log"
+done
