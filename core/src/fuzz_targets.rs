@@ -52,5 +52,8 @@ pub fn update_proof(data: &[u8]) {
     }
 }
 
+/// A fuzz target's body.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, for the corpus replay.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[("multiproof", multiproof), ("update_proof", update_proof)];
+pub const TARGETS: &[(&str, Target)] = &[("multiproof", multiproof), ("update_proof", update_proof)];
