@@ -157,8 +157,11 @@ impl FlexList {
         if total_nodes >= NIL as usize {
             return Err(BuildError::TooManyBlocks);
         }
-        let mut nodes = vec![Node::default(); total_nodes];
-        let mut leaves = vec![LeafSlot::default(); total_leaves];
+        // Filled on the pool, so that the first touch of the fresh pages is parallel too.
+        let mut nodes = Vec::new();
+        (0..total_nodes).into_par_iter().map(|_| Node::default()).collect_into_vec(&mut nodes);
+        let mut leaves = Vec::new();
+        (0..total_leaves).into_par_iter().map(|_| LeafSlot::default()).collect_into_vec(&mut leaves);
         let mut node_slices = Vec::with_capacity(parts);
         let mut leaf_slices = Vec::with_capacity(parts);
         let (mut rest_n, mut rest_l) = (&mut nodes[..], &mut leaves[..]);
