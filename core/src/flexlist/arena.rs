@@ -2,7 +2,8 @@
 
 use rayon::prelude::*;
 
-use super::build::{build, count_inner_nodes, BuildError, Fault, Item, Sink};
+use super::build::{build, BuildError, Fault, Item, Sink};
+use super::pages::Paged;
 use super::reveal::Opening;
 use super::{height_for_tag, Block, Located, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
 use crate::hash::{self, Digest};
@@ -79,8 +80,8 @@ pub(crate) struct LeafSlot {
 /// Pure data structure: no I/O. Callers persist it (see the storage layer) and feed it edits.
 #[derive(Clone, Debug)]
 pub struct FlexList {
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) leaves: Vec<LeafSlot>,
+    pub(crate) nodes: Paged<Node>,
+    pub(crate) leaves: Paged<LeafSlot>,
     pub(crate) free_nodes: Vec<u32>,
     pub(crate) free_leaves: Vec<u32>,
     pub(crate) root: u32,
@@ -114,7 +115,7 @@ impl FlexList {
     /// buildFlexList: the list over `blocks`, in O(n), on the calling thread.
     pub fn build(blocks: &[Block]) -> Result<Self, BuildError> {
         check_blocks(blocks)?;
-        let mut list = FlexList::with_capacity(blocks.len())?;
+        let mut list = FlexList::empty();
         let items = std::iter::once(left_sentinel())
             .chain(blocks.iter().map(block_item))
             .chain(std::iter::once(right_sentinel()));
@@ -126,11 +127,11 @@ impl FlexList {
 
     /// The parallel build of Sec. 3.1 on up to `threads` threads of the current rayon pool.
     ///
-    /// The blocks are split into contiguous parts; each part is built into its own slice of
-    /// one arena, behind an inner left sentinel of its own. *Unify* then opens the nodes along
-    /// each part's left spine (the inner sentinel's tower) and right spine (the path to the
-    /// part's last block), which are the only nodes that depend on the neighbouring parts, drops
-    /// the inner sentinels and rebuilds those spines. The result is node-for-node the list
+    /// The blocks are split into contiguous parts; each part is built on its own thread, behind
+    /// an inner left sentinel of its own, into arena pages reserved for it. *Unify* then opens
+    /// the nodes along each part's left spine (the inner sentinel's tower) and right spine (the
+    /// path to the part's last block), which are the only nodes that depend on the neighbouring
+    /// parts, drops the inner sentinels and rebuilds those spines. The result is the list
     /// [`FlexList::build`] makes, with the same root.
     pub fn build_parallel(blocks: &[Block], threads: usize) -> Result<Self, BuildError> {
         let parts = threads.min(blocks.len() / MIN_PART).max(1);
@@ -140,69 +141,43 @@ impl FlexList {
         check_blocks(blocks)?;
         let bounds: Vec<(usize, usize)> =
             (0..parts).map(|k| (blocks.len() * k / parts, blocks.len() * (k + 1) / parts)).collect();
-        // Exact node counts per part, so that each part writes into its own slice.
-        let sizes: Vec<(usize, usize)> = bounds
-            .par_iter()
-            .enumerate()
-            .map(|(k, &(lo, hi))| {
-                let heights = std::iter::once(SENTINEL_HEIGHT)
-                    .chain(blocks[lo..hi].iter().map(|b| height_for_tag(&b.tag)))
-                    .chain((k == parts - 1).then_some(0));
-                let leaves = hi - lo + 1 + usize::from(k == parts - 1);
-                (leaves + count_inner_nodes(heights), leaves)
-            })
-            .collect();
-        let total_nodes: usize = sizes.iter().map(|s| s.0).sum();
-        let total_leaves: usize = sizes.iter().map(|s| s.1).sum();
-        if total_nodes >= NIL as usize {
-            return Err(BuildError::TooManyBlocks);
+        // Page numbers for each part: room for its leaves and at most as many inner nodes.
+        let mut first_pages = Vec::with_capacity(parts);
+        let (mut node_page, mut leaf_page) = (0, 0);
+        for &(lo, hi) in &bounds {
+            first_pages.push((node_page, leaf_page));
+            node_page += Paged::<Node>::pages_for(2 * (hi - lo + 2));
+            leaf_page += Paged::<LeafSlot>::pages_for(hi - lo + 2);
         }
-        // Filled on the pool, so that the first touch of the fresh pages is parallel too.
-        let mut nodes = Vec::new();
-        (0..total_nodes).into_par_iter().map(|_| Node::default()).collect_into_vec(&mut nodes);
-        let mut leaves = Vec::new();
-        (0..total_leaves).into_par_iter().map(|_| LeafSlot::default()).collect_into_vec(&mut leaves);
-        let mut node_slices = Vec::with_capacity(parts);
-        let mut leaf_slices = Vec::with_capacity(parts);
-        let (mut rest_n, mut rest_l) = (&mut nodes[..], &mut leaves[..]);
-        let (mut node_base, mut leaf_base) = (0u32, 0u32);
-        for &(n, l) in &sizes {
-            let (a, b) = rest_n.split_at_mut(n);
-            let (c, d) = rest_l.split_at_mut(l);
-            node_slices.push((a, node_base));
-            leaf_slices.push((c, leaf_base));
-            rest_n = b;
-            rest_l = d;
-            node_base += n as u32;
-            leaf_base += l as u32;
-        }
-        let roots: Vec<u32> = node_slices
+        let built: Vec<Result<FlexList, BuildError>> = (0..parts)
             .into_par_iter()
-            .zip(leaf_slices)
-            .enumerate()
-            .map(|(k, ((nodes, node_base), (leaves, leaf_base)))| {
+            .map(|k| {
                 let (lo, hi) = bounds[k];
+                let mut part = FlexList::empty();
+                part.nodes = Paged::starting_at(first_pages[k].0);
+                part.leaves = Paged::starting_at(first_pages[k].1);
                 let items = std::iter::once(left_sentinel())
                     .chain(blocks[lo..hi].iter().map(block_item))
                     .chain((k == parts - 1).then(right_sentinel));
-                let mut sink = SliceSink { nodes, leaves, node_base, leaf_base, used_nodes: 0, used_leaves: 0 };
-                build(&mut sink, items).expect("blocks always form a canonical list")
+                part.root = build(&mut ArenaSink { list: &mut part }, items).map_err(|_| BuildError::TooManyBlocks)?;
+                Ok(part)
             })
             .collect();
-        let mut list = FlexList {
-            nodes,
-            leaves,
-            free_nodes: Vec::new(),
-            free_leaves: Vec::new(),
-            root: NIL,
-            blocks: blocks.len(),
-        };
-        list.unify(&bounds, &roots, blocks);
+        let mut list = FlexList::empty();
+        let mut roots = Vec::with_capacity(parts);
+        for part in built {
+            let part = part?;
+            roots.push(part.root);
+            list.nodes.absorb(part.nodes);
+            list.leaves.absorb(part.leaves);
+        }
+        list.blocks = blocks.len();
+        list.unify(&bounds, &roots, blocks)?;
         Ok(list)
     }
 
     /// Joins the parts' lists into one (see [`FlexList::build_parallel`]).
-    fn unify(&mut self, bounds: &[(usize, usize)], roots: &[u32], blocks: &[Block]) {
+    fn unify(&mut self, bounds: &[(usize, usize)], roots: &[u32], blocks: &[Block]) -> Result<(), BuildError> {
         let last = roots.len() - 1;
         let mut opening = Opening::default();
         for (k, &root) in roots.iter().enumerate() {
@@ -223,32 +198,29 @@ impl FlexList {
         }
         self.release(&opening.nodes);
         let root = build(&mut ArenaSink { list: self }, opening.items.into_iter());
-        self.root = root.expect("parts unify into a canonical list");
+        self.root = root.map_err(|_| BuildError::TooManyBlocks)?;
+        Ok(())
     }
 
-    fn with_capacity(blocks: usize) -> Result<Self, BuildError> {
-        let nodes = blocks + blocks / 2 + 64;
-        if nodes >= NIL as usize {
-            return Err(BuildError::TooManyBlocks);
-        }
-        Ok(FlexList {
-            nodes: Vec::with_capacity(nodes),
-            leaves: Vec::with_capacity(blocks + 2),
+    fn empty() -> Self {
+        FlexList {
+            nodes: Paged::default(),
+            leaves: Paged::default(),
             free_nodes: Vec::new(),
             free_leaves: Vec::new(),
             root: NIL,
             blocks: 0,
-        })
+        }
     }
 
     /// The root digest: the client's whole state for this file.
     pub fn root(&self) -> Digest {
-        self.nodes[self.root as usize].hash
+        self.nodes[self.root].hash
     }
 
     /// Length of the file in bytes.
     pub fn total_len(&self) -> u64 {
-        self.nodes[self.root as usize].rank()
+        self.nodes[self.root].rank()
     }
 
     /// Number of blocks (sentinels excluded).
@@ -264,7 +236,7 @@ impl FlexList {
         let mut at = self.root;
         let mut rest = index;
         loop {
-            let node = &self.nodes[at as usize];
+            let node = &self.nodes[at];
             if node.is_leaf() {
                 let len = node.rank() - self.rank_of(node.after);
                 if rest < len {
@@ -273,7 +245,7 @@ impl FlexList {
                 rest -= len;
                 at = node.after;
             } else {
-                let below = self.nodes[node.below as usize].rank();
+                let below = self.nodes[node.below].rank();
                 if rest < below {
                     at = node.below;
                 } else {
@@ -290,7 +262,7 @@ impl FlexList {
         let mut start = 0u64;
         std::iter::from_fn(move || loop {
             let at = stack.pop()?;
-            let node = &self.nodes[at as usize];
+            let node = &self.nodes[at];
             if node.after != NIL {
                 stack.push(node.after);
             }
@@ -315,8 +287,8 @@ impl FlexList {
     /// Bytes of memory the list holds (node and leaf arenas and free lists, by capacity),
     /// excluding block data.
     pub fn memory_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.leaves.capacity() * std::mem::size_of::<LeafSlot>()
+        self.nodes.capacity_bytes()
+            + self.leaves.capacity_bytes()
             + (self.free_nodes.capacity() + self.free_leaves.capacity()) * 4
     }
 
@@ -324,12 +296,12 @@ impl FlexList {
         if at == NIL {
             0
         } else {
-            self.nodes[at as usize].rank()
+            self.nodes[at].rank()
         }
     }
 
     pub(crate) fn block_at(&self, leaf: &Node) -> Block {
-        let slot = &self.leaves[leaf.below as usize];
+        let slot = &self.leaves[leaf.below];
         let length = (leaf.rank() - self.rank_of(leaf.after)) as u32;
         Block { tag: slot.tag, length, block_ref: slot.block_ref }
     }
@@ -337,7 +309,7 @@ impl FlexList {
     /// Returns opened nodes (and the leaf slots of opened leaves) to the free lists.
     pub(crate) fn release(&mut self, nodes: &[u32]) {
         for &at in nodes {
-            let node = self.nodes[at as usize];
+            let node = self.nodes[at];
             if node.is_leaf() {
                 self.free_leaves.push(node.below);
             }
@@ -369,14 +341,10 @@ impl ArenaSink<'_> {
     fn push_node(&mut self, node: Node) -> Result<u32, Fault> {
         let list = &mut *self.list;
         if let Some(at) = list.free_nodes.pop() {
-            list.nodes[at as usize] = node;
+            list.nodes[at] = node;
             return Ok(at);
         }
-        if list.nodes.len() >= NIL as usize {
-            return Err(Fault::TooManyNodes);
-        }
-        list.nodes.push(node);
-        Ok(list.nodes.len() as u32 - 1)
+        list.nodes.push(node).ok_or(Fault::TooManyNodes)
     }
 }
 
@@ -388,61 +356,18 @@ impl Sink for ArenaSink<'_> {
         let slot_data = LeafSlot { tag: block.tag, block_ref: block.block_ref };
         let slot = match list.free_leaves.pop() {
             Some(at) => {
-                list.leaves[at as usize] = slot_data;
+                list.leaves[at] = slot_data;
                 at
             }
-            None => {
-                list.leaves.push(slot_data);
-                list.leaves.len() as u32 - 1
-            }
+            None => list.leaves.push(slot_data).ok_or(Fault::TooManyNodes)?,
         };
-        let after = after.map(|a| (a, &list.nodes[a as usize]));
-        let node = Node::leaf(slot, block, after);
+        let node = Node::leaf(slot, block, after.map(|a| (a, &list.nodes[a])));
         self.push_node(node)
     }
 
     fn node(&mut self, level: u8, below: u32, after: u32) -> Result<u32, Fault> {
         let nodes = &self.list.nodes;
-        let node = Node::inner(level, (below, &nodes[below as usize]), (after, &nodes[after as usize]));
+        let node = Node::inner(level, (below, &nodes[below]), (after, &nodes[after]));
         self.push_node(node)
-    }
-}
-
-/// Builds one part of the parallel build into its own slices of the arena.
-struct SliceSink<'a> {
-    nodes: &'a mut [Node],
-    leaves: &'a mut [LeafSlot],
-    node_base: u32,
-    leaf_base: u32,
-    used_nodes: usize,
-    used_leaves: usize,
-}
-
-impl SliceSink<'_> {
-    fn get(&self, at: u32) -> &Node {
-        &self.nodes[(at - self.node_base) as usize]
-    }
-
-    fn push_node(&mut self, node: Node) -> u32 {
-        self.nodes[self.used_nodes] = node;
-        self.used_nodes += 1;
-        self.node_base + self.used_nodes as u32 - 1
-    }
-}
-
-impl Sink for SliceSink<'_> {
-    type Ref = u32;
-
-    fn leaf(&mut self, block: &Block, after: Option<u32>) -> Result<u32, Fault> {
-        self.leaves[self.used_leaves] = LeafSlot { tag: block.tag, block_ref: block.block_ref };
-        let slot = self.leaf_base + self.used_leaves as u32;
-        self.used_leaves += 1;
-        let node = Node::leaf(slot, block, after.map(|a| (a, self.get(a))));
-        Ok(self.push_node(node))
-    }
-
-    fn node(&mut self, level: u8, below: u32, after: u32) -> Result<u32, Fault> {
-        let node = Node::inner(level, (below, self.get(below)), (after, self.get(after)));
-        Ok(self.push_node(node))
     }
 }

@@ -98,27 +98,6 @@ where
     }
 }
 
-/// Number of inner nodes [`build`] creates over leaves of these heights (right to left), so the
-/// parallel build can give every part its exact slice of the arena up front.
-pub(crate) fn count_inner_nodes(heights: impl DoubleEndedIterator<Item = u8>) -> usize {
-    let mut stack: Vec<u8> = Vec::with_capacity(64);
-    let mut count = 0;
-    for height in heights.rev() {
-        if stack.last() == Some(&0) {
-            stack.pop();
-        }
-        while let Some(&h) = stack.last() {
-            if h > height {
-                break;
-            }
-            stack.pop();
-            count += 1;
-        }
-        stack.push(height);
-    }
-    count
-}
-
 /// Why [`super::FlexList::build`] refused its input.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {

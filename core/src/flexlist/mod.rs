@@ -54,6 +54,7 @@
 mod arena;
 mod build;
 mod edit;
+mod pages;
 mod proof;
 mod reveal;
 #[cfg(test)]

@@ -44,7 +44,7 @@ impl FlexList {
                 Task::Open { at, height, lo, hi, shift } => (at, height, lo, hi, shift),
             };
             out.nodes.push(at);
-            let node = &self.nodes[at as usize];
+            let node = &self.nodes[at];
             let ts = &targets[lo..hi];
             if node.is_leaf() {
                 let block = self.block_at(node);
@@ -60,7 +60,7 @@ impl FlexList {
                 out.items.push(Item::Leaf { block, height });
                 tasks.extend(after);
             } else {
-                let below_rank = self.nodes[node.below as usize].rank() as i64;
+                let below_rank = self.nodes[node.below].rank() as i64;
                 let split = lo + ts.partition_point(|&t| t - shift < below_rank);
                 let below = self.child(node.below, height, node.level - 1, lo, split, shift);
                 let after = self.child(node.after, node.level, node.level, split, hi, shift + below_rank);
@@ -91,7 +91,7 @@ impl FlexList {
 
     fn write_opaque(&self, child: &Option<Task>, out: &mut Vec<u8>) {
         if let Some(Task::Emit(Item::Sub { node, rank, .. })) = child {
-            out.extend_from_slice(&self.nodes[*node as usize].hash.0);
+            out.extend_from_slice(&self.nodes[*node].hash.0);
             put_varint(out, *rank);
         }
     }

@@ -108,7 +108,7 @@ fn structure_is_optimal() {
     let bs = blocks(5000, 3);
     let list = FlexList::build(&bs).unwrap();
     let tall = bs.iter().filter(|b| height_for_tag(&b.tag) > 0).count();
-    assert_eq!(list.nodes.len(), bs.len() + 2 + tall);
+    assert_eq!(list.node_count(), bs.len() + 2 + tall);
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn parallel_build_gives_identical_list() {
             assert_eq!(par.block_count(), seq.block_count());
             assert_eq!(contents(&par), bs);
             // No node leaked: the arena holds exactly the live nodes plus reusable free slots.
-            assert_eq!(par.nodes.len() - par.free_nodes.len(), seq.nodes.len());
+            assert_eq!(par.node_count(), seq.node_count());
         }
     }
 }
