@@ -1,0 +1,12 @@
+//! vouch-bench: the benchmarks behind `vouch bench`.
+//!
+//! Every benchmark measures the papers' figures on this machine and, in the same run, a baseline
+//! that bounds what is possible (raw hash rate, a well-known crate doing the same job). Figures
+//! are the minimum of several runs. Each report ends in a list of [`Target`]s, met or missed,
+//! and serialises to one JSON object. Nothing here asserts a time: a benchmark prints.
+#![forbid(unsafe_code)]
+
+pub mod flexlist;
+mod measure;
+
+pub use measure::Target;

@@ -1,0 +1,36 @@
+//! `vouch bench ...`: runs a benchmark and prints its report (text, or one JSON object).
+
+use clap::{Args, Subcommand};
+use std::io::Write;
+
+#[derive(Subcommand)]
+pub enum Which {
+    /// FlexList: build, multi-proofs, batched updates (paper 000).
+    Flexlist(Common),
+}
+
+#[derive(Args)]
+pub struct Common {
+    /// Smaller sizes and fewer runs (under 30 s).
+    #[arg(long)]
+    quick: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(which: Which) -> anyhow::Result<()> {
+    match which {
+        Which::Flexlist(common) => {
+            let report = vouch_bench::flexlist::run(vouch_bench::flexlist::Options { quick: common.quick }, progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Progress goes to stderr, so stdout stays one JSON object.
+fn progress(step: &str) {
+    eprintln!("vouch bench: {step}");
+}
