@@ -2,14 +2,22 @@
 //! Run it again whenever the proof encoding changes on purpose.
 
 use std::path::PathBuf;
-use vouch_core::fuzz_targets::{reference_edits, reference_indices, reference_list};
+use vouch_core::fuzz_targets::{
+    reference_edits, reference_file, reference_indices, reference_list, reference_possession_proof,
+};
 
 fn main() -> std::io::Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
     let list = reference_list();
     let proof = list.prove(&reference_indices()).expect("valid challenge");
     let update = list.clone().multi_update(&reference_edits()).expect("valid edits");
-    for (name, bytes) in [("multiproof", proof.as_bytes().to_vec()), ("update_proof", update.to_bytes())] {
+    let seeds = [
+        ("multiproof", proof.as_bytes().to_vec()),
+        ("update_proof", update.to_bytes()),
+        ("possession_proof", reference_possession_proof().to_bytes()),
+        ("linear_key", reference_file().key.to_bytes()),
+    ];
+    for (name, bytes) in seeds {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("seed-valid"), &bytes)?;

@@ -6,6 +6,8 @@
 
 use crate::flexlist::{verify_multi_proof, verify_multi_update, Block, Edit, FlexList, MultiProof, UpdateProof};
 use crate::hash::{self, Digest};
+use crate::pdp::linear::LinearKey;
+use crate::pdp::{prove, verify_possession, Challenge, ClientFile, FileId, Held, PossessionProof, SchemeId};
 use std::sync::OnceLock;
 
 /// A small fixed list that fuzzed proofs are checked against (seed proofs come from it).
@@ -52,8 +54,66 @@ pub fn update_proof(data: &[u8]) {
     }
 }
 
+/// A small tagged file, its client state and its provider's blocks (nonce = block_ref = index).
+#[derive(Debug)]
+pub struct ReferenceFile {
+    pub key: LinearKey,
+    pub client: ClientFile,
+    pub list: FlexList,
+    pub blocks: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+pub fn reference_file() -> &'static ReferenceFile {
+    static FILE: OnceLock<ReferenceFile> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let key = LinearKey::from_secret([5; 32]);
+        let mut client = ClientFile::new(FileId([6; 16]));
+        let data: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 20 + usize::from(i % 7) * 9]).collect();
+        let tagged = client.tag_blocks(&key, &data).expect("valid blocks");
+        let list = FlexList::build(&tagged.iter().map(|t| t.leaf).collect::<Vec<_>>()).expect("valid blocks");
+        client.uploaded(list.root(), list.total_len());
+        let blocks = tagged.into_iter().zip(data).map(|(t, d)| (t.tag, d)).collect();
+        ReferenceFile { key, client, list, blocks }
+    })
+}
+
+/// The challenge fuzzed possession proofs answer.
+pub fn reference_challenge() -> Challenge {
+    Challenge::new([7; 32], 12)
+}
+
+/// An honest proof for [`reference_challenge`] over [`reference_file`].
+pub fn reference_possession_proof() -> PossessionProof {
+    let f = reference_file();
+    prove(SchemeId::Linear, &f.list, &reference_challenge(), |r| {
+        f.blocks.get(r as usize).map(|(tag, data)| Held { nonce: r, tag, data })
+    })
+    .expect("the reference provider holds every block")
+}
+
+/// Target `possession_proof`: decode a possession proof and verify it for the reference file.
+pub fn possession_proof(data: &[u8]) {
+    if let Ok(proof) = PossessionProof::from_bytes(data) {
+        let f = reference_file();
+        let c = &f.client;
+        let _ = verify_possession(&f.key, &c.file, &c.root, c.len, &reference_challenge(), &proof);
+    }
+}
+
+/// Target `linear_key`: decode a key file.
+pub fn linear_key(data: &[u8]) {
+    if let Ok(key) = LinearKey::from_bytes(data) {
+        let _ = crate::pdp::Tagger::tag(&key, &FileId([0; 16]), 0, b"x");
+    }
+}
+
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
 /// Every target by name, for the corpus replay.
-pub const TARGETS: &[(&str, Target)] = &[("multiproof", multiproof), ("update_proof", update_proof)];
+pub const TARGETS: &[(&str, Target)] = &[
+    ("multiproof", multiproof),
+    ("update_proof", update_proof),
+    ("possession_proof", possession_proof),
+    ("linear_key", linear_key),
+];

@@ -57,6 +57,9 @@ pub enum Domain {
     FlexNode = 0x01,
     /// Free-form data hashed by higher layers (block contents, test data).
     Data = 0x10,
+    /// The FlexList tag of a PDP-tagged block: `0x20 || scheme:u8 || nonce:u64le || tag`, the
+    /// tag's length fixed by the scheme.
+    PdpLeaf = 0x20,
 }
 
 /// Hash of a FlexList leaf node.
@@ -87,6 +90,16 @@ pub fn data(bytes: &[u8]) -> Digest {
     let mut h = Sha256::new();
     h.update([Domain::Data as u8]);
     h.update(bytes);
+    Digest(h.finalize().into())
+}
+
+/// The digest a FlexList leaf keeps for a PDP-tagged block: it commits to the block's identity
+/// (nonce) and its homomorphic tag, and through [`crate::height_for_tag`] gives its level.
+pub fn pdp_leaf(scheme: u8, nonce: u64, tag: &[u8]) -> Digest {
+    let mut h = Sha256::new();
+    h.update([Domain::PdpLeaf as u8, scheme]);
+    h.update(nonce.to_le_bytes());
+    h.update(tag);
     Digest(h.finalize().into())
 }
 

@@ -3,6 +3,7 @@
 //! * [`hash`]: domain-separated SHA-256, the one hash dispatch point.
 //! * [`flexlist`]: FlexList, the authenticated skip list of FlexDPDP, with multi-proofs and
 //!   batched, verifiable updates.
+//! * [`pdp`]: provable data possession over FlexList: homomorphic tags, challenges, proofs.
 //!
 //! Higher layers (storage, server, client) persist and transport what this crate computes.
 #![forbid(unsafe_code)]
@@ -13,9 +14,10 @@ pub mod flexlist;
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod hash;
+pub mod pdp;
 
 pub use flexlist::{
-    height_for_tag, verify_multi_proof, verify_multi_update, Block, BuildError, Edit, EditError, FlexList, Located,
-    MultiProof, ProofError, ProvenBlock, UpdateProof, UpdateVerifyError,
+    height_for_tag, verify_multi_proof, verify_multi_update, verify_multi_update_len, Block, BuildError, Edit,
+    EditError, FlexList, Located, MultiProof, ProofError, ProvenBlock, UpdateProof, UpdateVerifyError,
 };
 pub use hash::Digest;

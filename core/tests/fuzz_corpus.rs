@@ -2,7 +2,9 @@
 //! checks that the seeds in it are still what the current code writes.
 
 use std::path::PathBuf;
-use vouch_core::fuzz_targets::{reference_edits, reference_indices, reference_list, TARGETS};
+use vouch_core::fuzz_targets::{
+    reference_challenge, reference_edits, reference_file, reference_indices, reference_list, TARGETS,
+};
 
 fn corpus(target: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target)
@@ -30,4 +32,11 @@ fn seed_proofs_are_valid() {
     let update = std::fs::read(corpus("update_proof").join("seed-valid")).unwrap();
     let update = vouch_core::UpdateProof::from_bytes(&update).unwrap();
     vouch_core::verify_multi_update(&list.root(), &reference_edits(), &update).unwrap();
+    let possession = std::fs::read(corpus("possession_proof").join("seed-valid")).unwrap();
+    let possession = vouch_core::pdp::PossessionProof::from_bytes(&possession).unwrap();
+    let f = reference_file();
+    let c = &f.client;
+    vouch_core::pdp::verify_possession(&f.key, &c.file, &c.root, c.len, &reference_challenge(), &possession).unwrap();
+    let key = std::fs::read(corpus("linear_key").join("seed-valid")).unwrap();
+    vouch_core::pdp::linear::LinearKey::from_bytes(&key).unwrap();
 }

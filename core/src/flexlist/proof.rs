@@ -374,6 +374,15 @@ pub fn verify_multi_update(
     edits: &[Edit],
     proof: &UpdateProof,
 ) -> Result<Digest, UpdateVerifyError> {
+    verify_multi_update_len(old_root, edits, proof).map(|(root, _)| root)
+}
+
+/// [`verify_multi_update`], also returning the file's new length (the new root's rank).
+pub fn verify_multi_update_len(
+    old_root: &Digest,
+    edits: &[Edit],
+    proof: &UpdateProof,
+) -> Result<(Digest, u64), UpdateVerifyError> {
     let nodes = decode_against(old_root, &proof.proof)?;
     let items = apply_edits(flatten(&nodes), edits).map_err(|e| match e {
         ApplyError::Edit(e) => UpdateVerifyError::Edit(e),
@@ -386,7 +395,7 @@ pub fn verify_multi_update(
     if root.hash != proof.new_root {
         return Err(UpdateVerifyError::NewRootMismatch);
     }
-    Ok(root.hash)
+    Ok((root.hash, root.rank))
 }
 
 /// The temporary FlexList as builder items: opened leaves and dummy subtrees, in file order.
