@@ -7,7 +7,7 @@
 //! SHA-256 rate over a 76-byte node input, and the `rs_merkle` crate building a binary Merkle
 //! tree over the same number of leaves.
 
-use crate::measure::{min_time, min_time_with, ms, Target};
+use crate::measure::{check, min_time, min_time_with, ms, SelfCheckFailed, Target};
 use rand::{rngs::StdRng, seq::index::sample, Rng, SeedableRng};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -92,19 +92,6 @@ pub struct UpdateFigure {
 pub struct MemoryFigure {
     pub blocks: usize,
     pub bytes_per_block: f64,
-}
-
-/// A figure could not be trusted: the code under measurement disagreed with itself.
-#[derive(Debug, thiserror::Error)]
-#[error("flexlist benchmark self-check failed: {0}")]
-pub struct SelfCheckFailed(String);
-
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), SelfCheckFailed> {
-    if ok {
-        Ok(())
-    } else {
-        Err(SelfCheckFailed(what()))
-    }
 }
 
 /// Runs the benchmark; `progress` hears a line per step.

@@ -8,5 +8,6 @@
 
 pub mod flexlist;
 mod measure;
+pub mod pdp;
 
-pub use measure::Target;
+pub use measure::{SelfCheckFailed, Target};

@@ -96,3 +96,16 @@ impl Target {
         )
     }
 }
+
+/// A figure could not be trusted: the code under measurement disagreed with itself.
+#[derive(Debug, thiserror::Error)]
+#[error("benchmark self-check failed: {0}")]
+pub struct SelfCheckFailed(pub String);
+
+pub(crate) fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), SelfCheckFailed> {
+    if ok {
+        Ok(())
+    } else {
+        Err(SelfCheckFailed(what()))
+    }
+}

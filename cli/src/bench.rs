@@ -7,6 +7,8 @@ use std::io::Write;
 pub enum Which {
     /// FlexList: build, multi-proofs, batched updates (paper 000).
     Flexlist(Common),
+    /// Provable data possession: tagging, proofs over a 1 GB file at 1-64 KB blocks (paper 001).
+    Pdp(Common),
 }
 
 #[derive(Args)]
@@ -23,6 +25,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Flexlist(common) => {
             let report = vouch_bench::flexlist::run(vouch_bench::flexlist::Options { quick: common.quick }, progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+        Which::Pdp(common) => {
+            let report = vouch_bench::pdp::run(vouch_bench::pdp::Options { quick: common.quick }, progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }

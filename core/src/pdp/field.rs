@@ -105,18 +105,26 @@ pub fn inner_products<const L: usize>(coeffs: &[[u64; L]], data: &[u8]) -> [u64;
     out
 }
 
-/// Adds `coeff * sector_j(data)` to `acc[j]` for every sector: one block's share of the
-/// aggregate. `acc` must have room for every sector; callers reduce it before
-/// [`ACC_BATCH`] blocks have been added.
-pub fn add_scaled(acc: &mut [u128], coeff: u64, data: &[u8]) {
-    let c = u128::from(coeff);
-    let whole = data.len().saturating_sub(1) / SECTOR_BYTES;
+/// Adds `coeffs[k] * sector_j(blocks[k])` to `acc[j]` for every sector of every block: `K`
+/// blocks' share of the aggregate in one pass over `acc` (one read-modify-write of `acc[j]`
+/// per `K` products). `acc` must have room for every sector; callers reduce it before
+/// [`ACC_BATCH`] products have been added to an element.
+pub fn add_scaled<const K: usize>(acc: &mut [u128], coeffs: [u64; K], blocks: [&[u8]; K]) {
+    let c = coeffs.map(u128::from);
+    let whole = blocks.iter().map(|d| d.len().saturating_sub(1) / SECTOR_BYTES).min().unwrap_or(0);
     for (j, a) in acc.iter_mut().enumerate().take(whole) {
-        let word = u64::from_le_bytes(data[j * SECTOR_BYTES..j * SECTOR_BYTES + 8].try_into().expect("8 bytes"));
-        *a += c * u128::from(word & ((1 << 56) - 1));
+        let at = j * SECTOR_BYTES;
+        let mut sum = 0u128;
+        for (ck, data) in c.iter().zip(&blocks) {
+            let word = u64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"));
+            sum += ck * u128::from(word & ((1 << 56) - 1));
+        }
+        *a += sum;
     }
-    for (j, a) in acc.iter_mut().enumerate().take(sectors(data.len())).skip(whole) {
-        *a += c * u128::from(sector(data, j));
+    for (ck, data) in c.iter().zip(&blocks) {
+        for (j, a) in acc.iter_mut().enumerate().take(sectors(data.len())).skip(whole) {
+            *a += ck * u128::from(sector(data, j));
+        }
     }
 }
 
@@ -154,9 +162,18 @@ mod tests {
                 prop_assert_eq!(got[lane], want);
             }
             let mut acc = vec![0u128; sectors(data.len())];
-            add_scaled(&mut acc, coeffs[0][0], &data);
+            add_scaled(&mut acc, [coeffs[0][0]], [&data]);
             for (j, a) in acc.iter().enumerate() {
                 prop_assert_eq!(reduce(*a), mul(coeffs[0][0], sector(&data, j)));
+            }
+            // Four blocks of different lengths in one pass.
+            let parts = [&data[..], &data[data.len() / 2..], &data[..data.len() / 3], &data[1.min(data.len())..]];
+            let mut acc = vec![0u128; sectors(data.len())];
+            add_scaled(&mut acc, [coeffs[0][0], coeffs[1][1], coeffs[2][0], 5], parts);
+            for (j, a) in acc.iter().enumerate() {
+                let want = parts.iter().zip([coeffs[0][0], coeffs[1][1], coeffs[2][0], 5])
+                    .fold(0, |s, (d, c)| add(s, mul(c, sector(d, j))));
+                prop_assert_eq!(reduce(*a), want);
             }
         }
     }

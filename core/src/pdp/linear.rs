@@ -164,20 +164,24 @@ impl Auditor for LinearKey {
 }
 
 /// The prover's aggregate for the linear scheme: `mu_j = sum_i nu_i * m_ij`, one element per
-/// sector of the longest challenged block.
-pub(crate) fn aggregate<'a>(blocks: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<u64> {
-    let mut acc: Vec<u128> = Vec::new();
-    let mut added = 0;
-    for (coefficient, data) in blocks {
-        if acc.len() < field::sectors(data.len()) {
-            acc.resize(field::sectors(data.len()), 0);
-        }
-        field::add_scaled(&mut acc, coefficient, data);
-        added += 1;
-        if added == field::ACC_BATCH {
+/// sector of the longest challenged block. Blocks go through in groups of four, so each
+/// accumulator is read and written once per four products.
+pub fn aggregate<'a>(blocks: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<u64> {
+    let blocks: Vec<(u64, &[u8])> = blocks.into_iter().collect();
+    let longest = blocks.iter().map(|(_, d)| field::sectors(d.len())).max().unwrap_or(0);
+    let mut acc = vec![0u128; longest];
+    let mut products = 0;
+    let mut groups = blocks.chunks_exact(4);
+    for g in &mut groups {
+        if products + 4 > field::ACC_BATCH {
             acc.iter_mut().for_each(|a| *a = u128::from(field::reduce(*a)));
-            added = 0;
+            products = 0;
         }
+        field::add_scaled(&mut acc, [g[0].0, g[1].0, g[2].0, g[3].0], [g[0].1, g[1].1, g[2].1, g[3].1]);
+        products += 4;
+    }
+    for &(coefficient, data) in groups.remainder() {
+        field::add_scaled(&mut acc, [coefficient], [data]);
     }
     acc.into_iter().map(field::reduce).collect()
 }

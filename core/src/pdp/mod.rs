@@ -36,6 +36,8 @@ mod tests;
 
 pub use challenge::{Challenge, DEFAULT_CHALLENGE};
 pub use client::{BadBlockLength, ClientFile, TaggedBlock};
+/// The prover's linear aggregate, exposed for benchmarks: `mu_j = sum_i nu_i * m_ij`.
+pub use linear::aggregate as aggregate_linear;
 pub use proof::{
     prove, verify_possession, Aggregate, DecodeError, Held, PossessionError, PossessionProof, ProofBlock, ProveError,
     POSSESSION_PROOF_VERSION,

@@ -1,0 +1,273 @@
+//! `vouch bench pdp`: tagging throughput, and possession proofs over a 1 GB file at block sizes
+//! from 1 to 64 KB (paper 001, Fig. 2: proof size and server time against block size).
+//!
+//! Baselines in the same run: bulk SHA-256 over the same bytes (what any integrity check costs),
+//! and a naive aggregation loop (one `%` per sector and block) beside ours.
+
+use crate::measure::{check, min_time, ms, SelfCheckFailed, Target};
+use rand::{rngs::StdRng, RngCore, SeedableRng};
+use rayon::prelude::*;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use std::hint::black_box;
+use vouch_core::pdp::linear::LinearKey;
+use vouch_core::pdp::{prove, verify_possession, Challenge, ClientFile, FileId, Held, SchemeId, DEFAULT_CHALLENGE};
+use vouch_core::FlexList;
+
+/// Block sizes of the proof sweep, in KiB.
+const SWEEP_KIB: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// The paper's proof for 1 GB in 16 KB blocks: 415 KB.
+const PAPER_PROOF_BYTES: f64 = 415e3;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// A 256 MB file and fewer runs.
+    pub quick: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub quick: bool,
+    pub threads: usize,
+    pub file_bytes: usize,
+    pub challenges: u32,
+    pub baseline: Baseline,
+    pub tagging: Vec<TaggingFigure>,
+    pub proofs: Vec<ProofFigure>,
+    pub targets: Vec<Target>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Baseline {
+    /// SHA-256 over 16 KB blocks, one thread.
+    pub sha256_mb_per_s: f64,
+    /// Aggregating 460 blocks of 16 KB with a `%` per sector.
+    pub naive_aggregate_ms: f64,
+    /// The same aggregate the way the prover computes it (lazy reduction).
+    pub aggregate_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaggingFigure {
+    pub scheme: &'static str,
+    pub block_bytes: usize,
+    pub threads: usize,
+    pub mb_per_s: f64,
+    pub tags_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProofFigure {
+    pub block_bytes: usize,
+    pub blocks: usize,
+    pub gen_ms: f64,
+    pub verify_ms: f64,
+    pub proof_bytes: usize,
+    pub list_bytes: usize,
+    /// `c * (log2(n / c) + 2)` hashes of 32 bytes: an ideal Merkle multi-proof.
+    pub ideal_merkle_bytes: f64,
+    pub list_vs_ideal: f64,
+}
+
+pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
+    let threads = rayon::current_num_threads();
+    let runs = if opts.quick { 3 } else { 5 };
+    let file_bytes = if opts.quick { 256 << 20 } else { 1 << 30 };
+    let key = LinearKey::from_secret([42; 32]);
+    progress(&format!("generating {} MB of data", file_bytes >> 20));
+    let data = random_bytes(file_bytes);
+
+    progress("baselines: SHA-256, naive aggregation");
+    let sample = &data[..64 << 20];
+    let (sha, _) = min_time(runs, || sample.chunks(16 << 10).map(|b| Sha256::digest(b)[0]).fold(0u8, |a, b| a ^ b));
+    let (naive, want) = min_time(runs, || naive_aggregate(sample, 16 << 10));
+    let (ours, got) = min_time(runs, || fast_aggregate(sample, 16 << 10));
+    check(want == got, || "the naive and the prover's aggregation disagree".into())?;
+
+    let mut tagging = Vec::new();
+    for block in [4 << 10, 16 << 10, 64 << 10] {
+        progress(&format!("tagging: linear, {} KB blocks", block >> 10));
+        for t in [1, threads] {
+            let (took, _) = min_time(runs, || tag_all(&key, sample, block, t));
+            let secs = took.as_secs_f64();
+            tagging.push(TaggingFigure {
+                scheme: "linear",
+                block_bytes: block,
+                threads: t,
+                mb_per_s: sample.len() as f64 / secs / 1e6,
+                tags_per_s: (sample.len() / block) as f64 / secs,
+            });
+            if threads == 1 {
+                break;
+            }
+        }
+    }
+
+    let mut proofs = Vec::new();
+    for kib in SWEEP_KIB {
+        progress(&format!("proofs: {kib} KB blocks"));
+        proofs.push(proof_figure(&key, &data, kib << 10, runs * 2)?);
+    }
+
+    let targets = targets(&tagging, &proofs, file_bytes);
+    Ok(Report {
+        quick: opts.quick,
+        threads,
+        file_bytes,
+        challenges: DEFAULT_CHALLENGE,
+        baseline: Baseline {
+            sha256_mb_per_s: sample.len() as f64 / sha.as_secs_f64() / 1e6,
+            naive_aggregate_ms: ms(naive),
+            aggregate_ms: ms(ours),
+        },
+        tagging,
+        proofs,
+        targets,
+    })
+}
+
+fn random_bytes(n: usize) -> Vec<u8> {
+    let mut data = vec![0u8; n];
+    data.par_chunks_mut(1 << 20).enumerate().for_each(|(i, chunk)| StdRng::seed_from_u64(i as u64).fill_bytes(chunk));
+    data
+}
+
+/// Tags every block of `data` on `threads` threads.
+fn tag_all(key: &LinearKey, data: &[u8], block: usize, threads: usize) -> Vec<vouch_core::pdp::TaggedBlock> {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
+    let blocks: Vec<&[u8]> = data.chunks(block).collect();
+    pool.install(|| ClientFile::new(FileId([1; 16])).tag_blocks(key, &blocks).expect("valid blocks"))
+}
+
+/// The 460 challenged blocks' aggregate with a modular reduction per sector and block.
+fn naive_aggregate(data: &[u8], block: usize) -> Vec<u64> {
+    const P: u64 = (1 << 61) - 1;
+    let blocks: Vec<&[u8]> = data.chunks(block).take(DEFAULT_CHALLENGE as usize).collect();
+    let mut mu = vec![0u64; block.div_ceil(7)];
+    for (i, b) in blocks.iter().enumerate() {
+        let nu = (i as u64 + 1) * 0x9e37_79b9;
+        for (j, m) in mu.iter_mut().enumerate() {
+            let mut sector = [0u8; 8];
+            let chunk = &b[(7 * j).min(b.len())..(7 * j + 7).min(b.len())];
+            sector[..chunk.len()].copy_from_slice(chunk);
+            let s = u64::from_le_bytes(sector);
+            *m = ((u128::from(*m) + u128::from(nu) * u128::from(s)) % u128::from(P)) as u64;
+        }
+    }
+    black_box(mu)
+}
+
+/// The same aggregate through the prover's code path.
+fn fast_aggregate(data: &[u8], block: usize) -> Vec<u64> {
+    let blocks: Vec<&[u8]> = data.chunks(block).take(DEFAULT_CHALLENGE as usize).collect();
+    black_box(vouch_core::pdp::aggregate_linear(
+        blocks.iter().enumerate().map(|(i, b)| ((i as u64 + 1) * 0x9e37_79b9, *b)),
+    ))
+}
+
+fn proof_figure(key: &LinearKey, data: &[u8], block: usize, runs: usize) -> Result<ProofFigure, SelfCheckFailed> {
+    let file = FileId([2; 16]);
+    let mut client = ClientFile::new(file);
+    let blocks: Vec<&[u8]> = data.chunks(block).collect();
+    let tagged = client.tag_blocks(key, &blocks).expect("valid blocks");
+    let leaves: Vec<_> = tagged.iter().map(|t| t.leaf).collect();
+    let list = FlexList::build_parallel(&leaves, rayon::current_num_threads()).expect("valid blocks");
+    client.uploaded(list.root(), list.total_len());
+    let challenge = Challenge::new([7; 32], DEFAULT_CHALLENGE);
+    let fetch = |r: u64| {
+        let t = &tagged[r as usize];
+        Some(Held { nonce: t.nonce, tag: &t.tag, data: blocks[r as usize] })
+    };
+    let (gen, proof) = min_time(runs, || prove(SchemeId::Linear, &list, &challenge, fetch).expect("all blocks held"));
+    let (verify, verdict) =
+        min_time(runs, || verify_possession(key, &file, &client.root, client.len, &challenge, &proof));
+    verdict.map_err(|e| SelfCheckFailed(format!("an honest possession proof was rejected: {e}")))?;
+    let n = blocks.len() as f64;
+    let c = f64::from(DEFAULT_CHALLENGE);
+    let ideal_merkle_bytes = c * ((n / c).log2() + 2.0) * 32.0;
+    Ok(ProofFigure {
+        block_bytes: block,
+        blocks: blocks.len(),
+        gen_ms: ms(gen),
+        verify_ms: ms(verify),
+        proof_bytes: proof.to_bytes().len(),
+        list_bytes: proof.list.len(),
+        ideal_merkle_bytes,
+        list_vs_ideal: proof.list.len() as f64 / ideal_merkle_bytes,
+    })
+}
+
+fn targets(tagging: &[TaggingFigure], proofs: &[ProofFigure], file_bytes: usize) -> Vec<Target> {
+    let one_core = tagging.iter().filter(|t| t.threads == 1).map(|t| t.mb_per_s).fold(f64::MAX, f64::min);
+    let at16 = proofs.iter().find(|p| p.block_bytes == 16 << 10).expect("16 KB in the sweep");
+    let worst_ratio = proofs.iter().map(|p| p.list_vs_ideal).fold(0.0, f64::max);
+    let mut out = vec![
+        Target::at_least("linear tagging, one core (slowest block size)", one_core / 1e3, 2.0, "GB/s", None),
+        Target::at_most("server proof, 460 blocks of 16 KB (linear)", at16.gen_ms, 2.0, "ms", Some("30-40 ms")),
+        Target::at_most("client verification, 16 KB blocks (key owner)", at16.verify_ms, 1.0, "ms", None),
+        Target::at_most("FlexList part vs ideal Merkle multi-proof (worst size)", worst_ratio, 1.5, "x", None),
+    ];
+    let whole = Target::at_most(
+        "whole proof, 1 GB file, 16 KB blocks",
+        at16.proof_bytes as f64 / 1e3,
+        0.6 * PAPER_PROOF_BYTES / 1e3,
+        "KB",
+        Some("415 KB"),
+    );
+    out.push(if file_bytes == 1 << 30 { whole } else { whole.unmeasured() });
+    out
+}
+
+impl Report {
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "PDP benchmark: {} MB file, {} challenges, {} thread(s), minimum of several runs\n",
+            self.file_bytes >> 20,
+            self.challenges,
+            self.threads
+        );
+        let b = &self.baseline;
+        out += &format!(
+            "baseline: SHA-256 {:.0} MB/s; aggregate of 460 x 16 KB: naive {:.3} ms, ours {:.3} ms\n",
+            b.sha256_mb_per_s, b.naive_aggregate_ms, b.aggregate_ms
+        );
+        for t in &self.tagging {
+            out += &format!(
+                "tagging {} {:>5} B blocks, {} thread(s): {:.0} MB/s, {:.0} tags/s\n",
+                t.scheme, t.block_bytes, t.threads, t.mb_per_s, t.tags_per_s
+            );
+        }
+        for p in &self.proofs {
+            out += &format!(
+                "proof {:>5} B blocks ({} blocks): gen {:.3} ms, verify {:.3} ms, {:.1} KB (list {:.1} KB = {:.2}x ideal Merkle)\n",
+                p.block_bytes,
+                p.blocks,
+                p.gen_ms,
+                p.verify_ms,
+                p.proof_bytes as f64 / 1e3,
+                p.list_bytes as f64 / 1e3,
+                p.list_vs_ideal
+            );
+        }
+        out += "targets:\n";
+        for t in &self.targets {
+            out += &format!("  {}\n", t.line());
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proof_figure_self_checks_on_a_small_file() {
+        let key = LinearKey::from_secret([1; 32]);
+        let data = random_bytes(4 << 20);
+        let figure = proof_figure(&key, &data, 4096, 1).unwrap();
+        assert_eq!(figure.blocks, 1024);
+        assert!(figure.list_bytes > 0 && figure.proof_bytes > figure.list_bytes);
+        assert_eq!(naive_aggregate(&data, 4096), fast_aggregate(&data, 4096));
+    }
+}
