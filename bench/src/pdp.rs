@@ -11,7 +11,10 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use std::hint::black_box;
 use vouch_core::pdp::linear::LinearKey;
-use vouch_core::pdp::{prove, verify_possession, Challenge, ClientFile, FileId, Held, SchemeId, DEFAULT_CHALLENGE};
+use vouch_core::pdp::rsa::RsaSecretKey;
+use vouch_core::pdp::{
+    prove, verify_possession, Auditor, Challenge, ClientFile, FileId, Held, Tagger, DEFAULT_CHALLENGE,
+};
 use vouch_core::FlexList;
 
 /// Block sizes of the proof sweep, in KiB.
@@ -34,7 +37,26 @@ pub struct Report {
     pub baseline: Baseline,
     pub tagging: Vec<TaggingFigure>,
     pub proofs: Vec<ProofFigure>,
+    pub rsa: Vec<RsaFigure>,
     pub targets: Vec<Target>,
+}
+
+/// The RSA scheme at one modulus size: 16 KB blocks.
+#[derive(Debug, Serialize)]
+pub struct RsaFigure {
+    pub modulus_bits: u32,
+    pub keygen_s: f64,
+    /// Baseline: the library's generic `g^e mod N`, exponent as wide as `N`.
+    pub modexp_per_s: f64,
+    /// Baseline: an RSA private operation's worth (two half-size modexps, CRT).
+    pub private_op_per_s: f64,
+    pub tagging: Vec<TaggingFigure>,
+    /// The proof figures run on a smaller file than the linear sweep (tagging it all would
+    /// take minutes); proof cost depends on the 460 challenged blocks and only logarithmically
+    /// on the file.
+    pub proof: ProofFigure,
+    /// Anyone with the public key, no secret.
+    pub public_verify_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,7 +131,13 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         proofs.push(proof_figure(&key, &data, kib << 10, runs * 2)?);
     }
 
-    let targets = targets(&tagging, &proofs, file_bytes);
+    let mut rsa = Vec::new();
+    for bits in [1024, 2048] {
+        progress(&format!("rsa: {bits}-bit modulus (key generation, tagging, proofs)"));
+        rsa.push(rsa_figure(bits, &data[..if opts.quick { 16 << 20 } else { 64 << 20 }], threads, runs)?);
+    }
+
+    let targets = targets(&tagging, &proofs, &rsa, file_bytes);
     Ok(Report {
         quick: opts.quick,
         threads,
@@ -122,6 +150,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         },
         tagging,
         proofs,
+        rsa,
         targets,
     })
 }
@@ -133,7 +162,7 @@ fn random_bytes(n: usize) -> Vec<u8> {
 }
 
 /// Tags every block of `data` on `threads` threads.
-fn tag_all(key: &LinearKey, data: &[u8], block: usize, threads: usize) -> Vec<vouch_core::pdp::TaggedBlock> {
+fn tag_all(key: &impl Tagger, data: &[u8], block: usize, threads: usize) -> Vec<vouch_core::pdp::TaggedBlock> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
     let blocks: Vec<&[u8]> = data.chunks(block).collect();
     pool.install(|| ClientFile::new(FileId([1; 16])).tag_blocks(key, &blocks).expect("valid blocks"))
@@ -165,7 +194,12 @@ fn fast_aggregate(data: &[u8], block: usize) -> Vec<u64> {
     ))
 }
 
-fn proof_figure(key: &LinearKey, data: &[u8], block: usize, runs: usize) -> Result<ProofFigure, SelfCheckFailed> {
+fn proof_figure<K: Tagger + Auditor>(
+    key: &K,
+    data: &[u8],
+    block: usize,
+    runs: usize,
+) -> Result<ProofFigure, SelfCheckFailed> {
     let file = FileId([2; 16]);
     let mut client = ClientFile::new(file);
     let blocks: Vec<&[u8]> = data.chunks(block).collect();
@@ -178,7 +212,8 @@ fn proof_figure(key: &LinearKey, data: &[u8], block: usize, runs: usize) -> Resu
         let t = &tagged[r as usize];
         Some(Held { nonce: t.nonce, tag: &t.tag, data: blocks[r as usize] })
     };
-    let (gen, proof) = min_time(runs, || prove(SchemeId::Linear, &list, &challenge, fetch).expect("all blocks held"));
+    let (gen, proof) =
+        min_time(runs, || prove(Tagger::scheme(key), &list, &challenge, fetch).expect("all blocks held"));
     let (verify, verdict) =
         min_time(runs, || verify_possession(key, &file, &client.root, client.len, &challenge, &proof));
     verdict.map_err(|e| SelfCheckFailed(format!("an honest possession proof was rejected: {e}")))?;
@@ -197,7 +232,7 @@ fn proof_figure(key: &LinearKey, data: &[u8], block: usize, runs: usize) -> Resu
     })
 }
 
-fn targets(tagging: &[TaggingFigure], proofs: &[ProofFigure], file_bytes: usize) -> Vec<Target> {
+fn targets(tagging: &[TaggingFigure], proofs: &[ProofFigure], rsa: &[RsaFigure], file_bytes: usize) -> Vec<Target> {
     let one_core = tagging.iter().filter(|t| t.threads == 1).map(|t| t.mb_per_s).fold(f64::MAX, f64::min);
     let at16 = proofs.iter().find(|p| p.block_bytes == 16 << 10).expect("16 KB in the sweep");
     let worst_ratio = proofs.iter().map(|p| p.list_vs_ideal).fold(0.0, f64::max);
@@ -215,7 +250,99 @@ fn targets(tagging: &[TaggingFigure], proofs: &[ProofFigure], file_bytes: usize)
         Some("415 KB"),
     );
     out.push(if file_bytes == 1 << 30 { whole } else { whole.unmeasured() });
+    for r in rsa {
+        let one_core = r.tagging.iter().find(|t| t.threads == 1).expect("one-thread figure");
+        out.push(Target::at_least(
+            &format!("rsa-{} tagging, 16 KB blocks, one core", r.modulus_bits),
+            one_core.tags_per_s,
+            10_000.0,
+            "tags/s",
+            None,
+        ));
+        out.push(Target::at_most(
+            &format!("rsa-{} server proof, 460 blocks of 16 KB", r.modulus_bits),
+            r.proof.gen_ms,
+            5.0,
+            "ms",
+            Some("30-40 ms"),
+        ));
+    }
     out
+}
+
+fn rsa_figure(bits: u32, data: &[u8], threads: usize, runs: usize) -> Result<RsaFigure, SelfCheckFailed> {
+    use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
+    use crypto_bigint::{BoxedUint, Odd};
+    let mut rng = <rand_crypto::rngs::StdRng as rand_crypto::SeedableRng>::seed_from_u64(u64::from(bits));
+    let (keygen, key) = min_time(1, || RsaSecretKey::generate(&mut rng, bits));
+    let key = key.map_err(|e| SelfCheckFailed(format!("RSA key generation failed: {e}")))?;
+
+    // Baselines: generic modexp at full and at half width (a CRT private operation is two).
+    let modexp_s = |width: u32| {
+        let ones = vec![0xa5u8; width as usize / 8];
+        let modulus = BoxedUint::from_be_slice(&ones, width).expect("width bytes");
+        let params = BoxedMontyParams::new_vartime(Odd::new(modulus).expect("odd"));
+        let exponent = BoxedUint::from_be_slice(&vec![0x5au8; width as usize / 8], width).expect("width bytes");
+        let base = BoxedMontyForm::new(BoxedUint::from_words_with_precision([7], width), &params);
+        min_time(runs, || black_box(base.pow(&exponent))).0.as_secs_f64()
+    };
+    let full = modexp_s(bits);
+    let half = modexp_s(bits / 2);
+
+    let block = 16 << 10;
+    let sample = &data[..(64 * block).min(data.len())];
+    let mut tagging = Vec::new();
+    for t in [1, threads] {
+        let (took, _) = min_time(runs, || tag_all(&key, sample, block, t));
+        let secs = took.as_secs_f64();
+        tagging.push(TaggingFigure {
+            scheme: if bits == 1024 { "rsa-1024" } else { "rsa-2048" },
+            block_bytes: block,
+            threads: t,
+            mb_per_s: sample.len() as f64 / secs / 1e6,
+            tags_per_s: (sample.len() / block) as f64 / secs,
+        });
+        if threads == 1 {
+            break;
+        }
+    }
+    let proof = proof_figure(&key, data, block, runs)?;
+    let public = key.public_key().clone();
+    let public_verify_ms = public_verify(&key, &public, data, block)?;
+    Ok(RsaFigure {
+        modulus_bits: bits,
+        keygen_s: keygen.as_secs_f64(),
+        modexp_per_s: 1.0 / full,
+        private_op_per_s: 1.0 / (2.0 * half),
+        tagging,
+        proof,
+        public_verify_ms,
+    })
+}
+
+/// Time for a party holding only the public key to check an honest proof (one run: slow).
+fn public_verify(
+    key: &RsaSecretKey,
+    public: &vouch_core::pdp::rsa::RsaPublicKey,
+    data: &[u8],
+    block: usize,
+) -> Result<f64, SelfCheckFailed> {
+    let file = FileId([3; 16]);
+    let mut client = ClientFile::new(file);
+    let blocks: Vec<&[u8]> = data.chunks(block).collect();
+    let tagged = client.tag_blocks(key, &blocks).expect("valid blocks");
+    let list = FlexList::build(&tagged.iter().map(|t| t.leaf).collect::<Vec<_>>()).expect("valid blocks");
+    client.uploaded(list.root(), list.total_len());
+    let challenge = Challenge::new([9; 32], DEFAULT_CHALLENGE);
+    let proof = prove(public.scheme(), &list, &challenge, |r| {
+        let t = &tagged[r as usize];
+        Some(Held { nonce: t.nonce, tag: &t.tag, data: blocks[r as usize] })
+    })
+    .expect("all blocks held");
+    let (took, verdict) =
+        min_time(1, || verify_possession(public, &file, &client.root, client.len, &challenge, &proof));
+    verdict.map_err(|e| SelfCheckFailed(format!("public audit rejected an honest proof: {e}")))?;
+    Ok(ms(took))
 }
 
 impl Report {
@@ -247,6 +374,28 @@ impl Report {
                 p.proof_bytes as f64 / 1e3,
                 p.list_bytes as f64 / 1e3,
                 p.list_vs_ideal
+            );
+        }
+        for r in &self.rsa {
+            out += &format!(
+                "rsa-{}: keygen {:.2} s; baseline modexp {:.0}/s, private op (CRT) {:.0}/s\n",
+                r.modulus_bits, r.keygen_s, r.modexp_per_s, r.private_op_per_s
+            );
+            for t in &r.tagging {
+                out += &format!(
+                    "  tagging {:>5} B blocks, {} thread(s): {:.1} MB/s, {:.0} tags/s\n",
+                    t.block_bytes, t.threads, t.mb_per_s, t.tags_per_s
+                );
+            }
+            let p = &r.proof;
+            out += &format!(
+                "  proof {} blocks of {} B: gen {:.3} ms, owner verify {:.3} ms, public verify {:.1} ms, {:.1} KB\n",
+                p.blocks,
+                p.block_bytes,
+                p.gen_ms,
+                p.verify_ms,
+                r.public_verify_ms,
+                p.proof_bytes as f64 / 1e3
             );
         }
         out += "targets:\n";

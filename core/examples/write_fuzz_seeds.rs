@@ -16,6 +16,7 @@ fn main() -> std::io::Result<()> {
         ("update_proof", update.to_bytes()),
         ("possession_proof", reference_possession_proof().to_bytes()),
         ("linear_key", reference_file().key.to_bytes()),
+        ("rsa_key", rsa_key().to_bytes()),
     ];
     for (name, bytes) in seeds {
         let dir = root.join(name);
@@ -27,5 +28,13 @@ fn main() -> std::io::Result<()> {
         std::fs::write(dir.join("seed-flipped"), &flipped)?;
         std::fs::write(dir.join("seed-empty"), [])?;
     }
+    std::fs::write(root.join("rsa_key/seed-public"), rsa_key().public_key().to_bytes())?;
     Ok(())
+}
+
+/// A fixed 1024-bit key (seeded, so the corpus is reproducible).
+fn rsa_key() -> vouch_core::pdp::rsa::RsaSecretKey {
+    use rand_crypto::SeedableRng;
+    let mut rng = rand_crypto::rngs::StdRng::seed_from_u64(7);
+    vouch_core::pdp::rsa::RsaSecretKey::generate(&mut rng, 1024).expect("supported size")
 }

@@ -107,6 +107,16 @@ pub fn linear_key(data: &[u8]) {
     }
 }
 
+/// Target `rsa_key`: decode a public and a secret RSA key; use what decodes.
+pub fn rsa_key(data: &[u8]) {
+    if let Ok(key) = crate::pdp::rsa::RsaPublicKey::from_bytes(data) {
+        let _ = key.to_bytes();
+    }
+    if let Ok(key) = crate::pdp::rsa::RsaSecretKey::from_bytes(data) {
+        let _ = crate::pdp::Tagger::tag(&key, &FileId([0; 16]), 0, b"fuzz");
+    }
+}
+
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
@@ -116,4 +126,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("update_proof", update_proof),
     ("possession_proof", possession_proof),
     ("linear_key", linear_key),
+    ("rsa_key", rsa_key),
 ];

@@ -39,4 +39,8 @@ fn seed_proofs_are_valid() {
     vouch_core::pdp::verify_possession(&f.key, &c.file, &c.root, c.len, &reference_challenge(), &possession).unwrap();
     let key = std::fs::read(corpus("linear_key").join("seed-valid")).unwrap();
     vouch_core::pdp::linear::LinearKey::from_bytes(&key).unwrap();
+    let secret = std::fs::read(corpus("rsa_key").join("seed-valid")).unwrap();
+    vouch_core::pdp::rsa::RsaSecretKey::from_bytes(&secret).unwrap();
+    let public = std::fs::read(corpus("rsa_key").join("seed-public")).unwrap();
+    vouch_core::pdp::rsa::RsaPublicKey::from_bytes(&public).unwrap();
 }

@@ -140,7 +140,7 @@ impl Auditor for LinearKey {
     }
 
     fn check(&self, file: &FileId, blocks: &[Challenged<'_>], aggregate: &Aggregate) -> bool {
-        let Aggregate::Sectors(mu) = aggregate;
+        let Aggregate::Sectors(mu) = aggregate else { return false };
         if mu.len() > MAX_SECTORS || mu.iter().any(|&v| v >= field::P) {
             return false;
         }

@@ -24,13 +24,17 @@
 //!
 //! One trait pair serves every scheme: a [`Tagger`] (the key owner) makes tags, an [`Auditor`]
 //! checks the homomorphic equation. [`linear`] is the default: a secret-key linear tag over
-//! Z_p (Shacham–Waters private style), fast enough to tag at memory speed.
+//! Z_p (Shacham–Waters private style), fast enough to tag at memory speed. [`rsa`] is DPDP's
+//! `g^m mod N`: slower, but anyone holding the public key can audit.
 
 mod challenge;
 mod client;
 mod field;
 pub mod linear;
 mod proof;
+pub mod rsa;
+#[cfg(test)]
+mod rsa_tests;
 #[cfg(test)]
 mod tests;
 
@@ -56,12 +60,18 @@ pub struct FileId(pub [u8; 16]);
 pub enum SchemeId {
     /// [`linear`]: secret-key linear tags over Z_p, p = 2^61 - 1.
     Linear = 1,
+    /// [`rsa`] with a 1024-bit modulus (the paper's size).
+    Rsa1024 = 2,
+    /// [`rsa`] with a 2048-bit modulus.
+    Rsa2048 = 3,
 }
 
 impl SchemeId {
     pub fn from_byte(b: u8) -> Option<Self> {
         match b {
             1 => Some(SchemeId::Linear),
+            2 => Some(SchemeId::Rsa1024),
+            3 => Some(SchemeId::Rsa2048),
             _ => None,
         }
     }
@@ -70,6 +80,8 @@ impl SchemeId {
     pub fn tag_len(self) -> usize {
         match self {
             SchemeId::Linear => linear::TAG_LEN,
+            SchemeId::Rsa1024 => 128,
+            SchemeId::Rsa2048 => 256,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Possession proofs: what the provider sends for a [`Challenge`], its byte layout, and
 //! how both sides compute and check it.
 
-use super::{field, linear, Auditor, Challenge, Challenged, FileId, SchemeId, MAX_BLOCK_LEN};
+use super::{field, linear, rsa, Auditor, Challenge, Challenged, FileId, SchemeId, MAX_BLOCK_LEN};
 use crate::codec::{put_varint, CodecError, Reader};
 use crate::flexlist::{verify_multi_proof, FlexList, MultiProof, ProofError, ProvenBlock};
 use crate::hash::{self, Digest};
@@ -16,7 +16,21 @@ pub enum Aggregate {
     /// Linear scheme: `mu_j = sum_i nu_i * m_ij mod p` per sector `j` of the longest
     /// challenged block.
     Sectors(Vec<u64>),
+    /// RSA schemes: `M = sum_i nu_i * m_i` over the integers, little-endian 64-bit words with
+    /// no trailing zero word.
+    Integer(Vec<u64>),
 }
+
+impl Aggregate {
+    fn words(&self) -> &[u64] {
+        match self {
+            Aggregate::Sectors(w) | Aggregate::Integer(w) => w,
+        }
+    }
+}
+
+/// Most words an RSA aggregate can have: the longest block plus coefficient and count bits.
+const MAX_INTEGER_WORDS: usize = MAX_BLOCK_LEN / 8 + 2;
 
 /// One challenged block's identity and tag, as the provider sends them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,8 +43,9 @@ pub struct ProofBlock {
 ///
 /// Layout (version 1): `version:u8 || scheme:u8 || varint(list_len) || multi-proof ||
 /// varint(blocks) || (nonce:u64le || tag)* || aggregate`, where the linear aggregate is
-/// `varint(sectors) || (element:u64le)*`, each element below p. Blocks come in the order of
-/// their first challenged offset.
+/// `varint(sectors) || (element:u64le)*`, each element below p, and the RSA aggregate is
+/// `varint(words) || (word:u64le)*`, the last word nonzero. Blocks come in the order of their
+/// first challenged offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PossessionProof {
     pub scheme: SchemeId,
@@ -52,6 +67,8 @@ pub enum DecodeError {
     Count(u64),
     #[error("aggregate element not below the field modulus")]
     NotInField,
+    #[error("aggregate integer has a trailing zero word")]
+    NonCanonical,
     #[error(transparent)]
     List(#[from] ProofError),
     #[error("{0} trailing bytes")]
@@ -60,7 +77,7 @@ pub enum DecodeError {
 
 impl PossessionProof {
     pub fn to_bytes(&self) -> Vec<u8> {
-        let Aggregate::Sectors(mu) = &self.aggregate;
+        let mu = self.aggregate.words();
         let mut out = Vec::with_capacity(self.list.len() + self.blocks.len() * 32 + mu.len() * 8 + 16);
         out.extend_from_slice(&[POSSESSION_PROOF_VERSION, self.scheme as u8]);
         put_varint(&mut out, self.list.len() as u64);
@@ -96,22 +113,30 @@ impl PossessionProof {
             let nonce = r.u64_le()?;
             blocks.push(ProofBlock { nonce, tag: r.bytes(tag_len)?.to_vec() });
         }
-        let sectors = bounded_count(&mut r, 8)?;
-        if sectors > linear::MAX_SECTORS {
-            return Err(DecodeError::Count(sectors as u64));
+        let count = bounded_count(&mut r, 8)?;
+        let limit = if scheme == SchemeId::Linear { linear::MAX_SECTORS } else { MAX_INTEGER_WORDS };
+        if count > limit {
+            return Err(DecodeError::Count(count as u64));
         }
-        let mut mu = Vec::with_capacity(sectors);
-        for _ in 0..sectors {
-            let m = r.u64_le()?;
-            if m >= field::P {
-                return Err(DecodeError::NotInField);
-            }
-            mu.push(m);
+        let mut words = Vec::with_capacity(count);
+        for _ in 0..count {
+            words.push(r.u64_le()?);
         }
         if !r.is_empty() {
             return Err(DecodeError::Trailing(r.remaining()));
         }
-        Ok(PossessionProof { scheme, list, blocks, aggregate: Aggregate::Sectors(mu) })
+        let aggregate = if scheme == SchemeId::Linear {
+            if words.iter().any(|&m| m >= field::P) {
+                return Err(DecodeError::NotInField);
+            }
+            Aggregate::Sectors(words)
+        } else {
+            if words.last() == Some(&0) {
+                return Err(DecodeError::NonCanonical);
+            }
+            Aggregate::Integer(words)
+        };
+        Ok(PossessionProof { scheme, list, blocks, aggregate })
     }
 }
 
@@ -172,6 +197,7 @@ pub fn prove<'a>(
     }
     let aggregate = match scheme {
         SchemeId::Linear => Aggregate::Sectors(linear::aggregate(weighted)),
+        SchemeId::Rsa1024 | SchemeId::Rsa2048 => Aggregate::Integer(rsa::aggregate(weighted)),
     };
     Ok(PossessionProof { scheme, list: multi, blocks, aggregate })
 }
@@ -226,10 +252,15 @@ pub fn verify_possession(
             tag: &held.tag,
         });
     }
-    let Aggregate::Sectors(mu) = &proof.aggregate;
     let longest = challenged.iter().map(|b| b.length as usize).max().unwrap_or(0).min(MAX_BLOCK_LEN);
-    if mu.len() != field::sectors(longest) {
-        return Err(PossessionError::AggregateShape { expected: field::sectors(longest), got: mu.len() });
+    let got = proof.aggregate.words().len();
+    let shape_ok = match (&proof.aggregate, expected) {
+        (Aggregate::Sectors(_), SchemeId::Linear) => got == field::sectors(longest),
+        (Aggregate::Integer(_), SchemeId::Rsa1024 | SchemeId::Rsa2048) => got <= longest.div_ceil(8) + 2,
+        _ => false,
+    };
+    if !shape_ok {
+        return Err(PossessionError::AggregateShape { expected: field::sectors(longest), got });
     }
     if !auditor.check(file, &challenged, &proof.aggregate) {
         return Err(PossessionError::Equation);

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 
 /// An in-memory provider: the list plus the blocks under their `block_ref`.
 #[derive(Clone)]
-struct Provider {
-    list: FlexList,
-    held: HashMap<u64, (u64, Vec<u8>, Vec<u8>)>,
+pub(super) struct Provider {
+    pub(super) scheme: SchemeId,
+    pub(super) list: FlexList,
+    pub(super) held: HashMap<u64, (u64, Vec<u8>, Vec<u8>)>,
 }
 
 impl Provider {
@@ -19,8 +20,8 @@ impl Provider {
         }
     }
 
-    fn prove(&self, challenge: &Challenge) -> PossessionProof {
-        prove(SchemeId::Linear, &self.list, challenge, |r| {
+    pub(super) fn prove(&self, challenge: &Challenge) -> PossessionProof {
+        prove(self.scheme, &self.list, challenge, |r| {
             self.held.get(&r).map(|(nonce, tag, data)| Held { nonce: *nonce, tag, data })
         })
         .expect("provider holds every block")
@@ -31,23 +32,23 @@ fn key(seed: u8) -> LinearKey {
     LinearKey::from_secret([seed; 32])
 }
 
-fn data_blocks(n: usize, size: impl Fn(usize) -> usize, seed: u8) -> Vec<Vec<u8>> {
+pub(super) fn data_blocks(n: usize, size: impl Fn(usize) -> usize, seed: u8) -> Vec<Vec<u8>> {
     (0..n).map(|i| (0..size(i)).map(|j| (j as u8).wrapping_mul(31) ^ (i as u8) ^ seed).collect()).collect()
 }
 
 /// Uploads `data` as a new file: the client tags and computes the root itself.
-fn upload(key: &LinearKey, file: FileId, data: &[Vec<u8>]) -> (ClientFile, Provider) {
+pub(super) fn upload(key: &impl Tagger, file: FileId, data: &[Vec<u8>]) -> (ClientFile, Provider) {
     let mut client = ClientFile::new(file);
     let tagged = client.tag_blocks(key, data).unwrap();
     let leaves: Vec<_> = tagged.iter().map(|t| t.leaf).collect();
     let list = FlexList::build(&leaves).unwrap();
     client.uploaded(list.root(), list.total_len());
-    let mut provider = Provider { list, held: HashMap::new() };
+    let mut provider = Provider { scheme: key.scheme(), list, held: HashMap::new() };
     provider.store(&tagged, data);
     (client, provider)
 }
 
-fn seed(n: u64) -> Challenge {
+pub(super) fn seed(n: u64) -> Challenge {
     let mut s = [0u8; 32];
     s[..8].copy_from_slice(&n.to_le_bytes());
     Challenge::new(s, DEFAULT_CHALLENGE)
@@ -57,7 +58,7 @@ fn verify(key: &LinearKey, client: &ClientFile, c: &Challenge, p: &PossessionPro
     verify_possession(key, &client.file, &client.root, client.len, c, p)
 }
 
-const FILE: FileId = FileId([1; 16]);
+pub(super) const FILE: FileId = FileId([1; 16]);
 
 #[test]
 fn honest_provider_passes_with_fixed_and_variable_blocks() {
@@ -84,15 +85,15 @@ fn forged_aggregate_is_rejected() {
     let (client, provider) = upload(&k, FILE, &data_blocks(100, |_| 100, 0));
     let c = seed(1);
     let proof = provider.prove(&c);
-    let Aggregate::Sectors(mu) = &proof.aggregate;
+    let Aggregate::Sectors(mu) = &proof.aggregate else { panic!("linear aggregate") };
     for j in [0, mu.len() / 2, mu.len() - 1] {
         let mut bad = proof.clone();
-        let Aggregate::Sectors(m) = &mut bad.aggregate;
+        let Aggregate::Sectors(m) = &mut bad.aggregate else { panic!("linear aggregate") };
         m[j] = (m[j] + 1) % field::P;
         assert_eq!(verify(&k, &client, &c, &bad), Err(PossessionError::Equation));
     }
     let mut short = proof.clone();
-    let Aggregate::Sectors(m) = &mut short.aggregate;
+    let Aggregate::Sectors(m) = &mut short.aggregate else { panic!("linear aggregate") };
     m.pop();
     assert!(matches!(verify(&k, &client, &c, &short), Err(PossessionError::AggregateShape { .. })));
 }
