@@ -37,6 +37,7 @@ pub mod rsa;
 mod rsa_tests;
 #[cfg(test)]
 mod tests;
+mod upload;
 
 pub use challenge::{Challenge, DEFAULT_CHALLENGE};
 pub use client::{BadBlockLength, ClientFile, TaggedBlock};
@@ -46,6 +47,7 @@ pub use proof::{
     prove, verify_possession, Aggregate, DecodeError, Held, PossessionError, PossessionProof, ProofBlock, ProveError,
     POSSESSION_PROOF_VERSION,
 };
+pub use upload::{Upload, DEFAULT_BLOCK_SIZE};
 
 /// Largest block a tag scheme accepts, in bytes.
 pub const MAX_BLOCK_LEN: usize = 1 << 20;
