@@ -21,12 +21,7 @@ pub const WORKING_BLOCKS: usize = 500_000;
 const CHALLENGES: usize = 460;
 const BATCH: usize = 300;
 
-/// What to run.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    /// Stop the builds at 500k blocks and run each figure fewer times (under 30 s).
-    pub quick: bool,
-}
+pub use crate::measure::Options;
 
 /// Every figure of one run.
 #[derive(Debug, Serialize)]

@@ -40,6 +40,13 @@ pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// What a benchmark runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Smaller sizes and fewer runs: seconds, not minutes (`--quick`).
+    pub quick: bool,
+}
+
 /// One target of an issue: a measured value against a limit.
 #[derive(Clone, Debug, Serialize)]
 pub struct Target {

@@ -22,11 +22,7 @@ const SWEEP_KIB: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// The paper's proof for 1 GB in 16 KB blocks: 415 KB.
 const PAPER_PROOF_BYTES: f64 = 415e3;
 
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    /// A 256 MB file and fewer runs.
-    pub quick: bool,
-}
+pub use crate::measure::Options;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -109,20 +105,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     let mut tagging = Vec::new();
     for block in [4 << 10, 16 << 10, 64 << 10] {
         progress(&format!("tagging: linear, {} KB blocks", block >> 10));
-        for t in [1, threads] {
-            let (took, _) = min_time(runs, || tag_all(&key, sample, block, t));
-            let secs = took.as_secs_f64();
-            tagging.push(TaggingFigure {
-                scheme: "linear",
-                block_bytes: block,
-                threads: t,
-                mb_per_s: sample.len() as f64 / secs / 1e6,
-                tags_per_s: (sample.len() / block) as f64 / secs,
-            });
-            if threads == 1 {
-                break;
-            }
-        }
+        tagging.extend(tagging_figures("linear", &key, sample, block, runs));
     }
 
     let mut proofs = Vec::new();
@@ -134,7 +117,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     let mut rsa = Vec::new();
     for bits in [1024, 2048] {
         progress(&format!("rsa: {bits}-bit modulus (key generation, tagging, proofs)"));
-        rsa.push(rsa_figure(bits, &data[..if opts.quick { 16 << 20 } else { 64 << 20 }], threads, runs)?);
+        rsa.push(rsa_figure(bits, &data[..if opts.quick { 16 << 20 } else { 64 << 20 }], runs)?);
     }
 
     let targets = targets(&tagging, &proofs, &rsa, file_bytes);
@@ -159,6 +142,31 @@ fn random_bytes(n: usize) -> Vec<u8> {
     let mut data = vec![0u8; n];
     data.par_chunks_mut(1 << 20).enumerate().for_each(|(i, chunk)| StdRng::seed_from_u64(i as u64).fill_bytes(chunk));
     data
+}
+
+/// Tagging rate over `sample` in blocks of `block` bytes, on one thread and on all.
+fn tagging_figures(
+    scheme: &'static str,
+    key: &impl Tagger,
+    sample: &[u8],
+    block: usize,
+    runs: usize,
+) -> Vec<TaggingFigure> {
+    let all = rayon::current_num_threads();
+    let counts: &[usize] = if all > 1 { &[1, all] } else { &[1] };
+    counts
+        .iter()
+        .map(|&threads| {
+            let secs = min_time(runs, || tag_all(key, sample, block, threads)).0.as_secs_f64();
+            TaggingFigure {
+                scheme,
+                block_bytes: block,
+                threads,
+                mb_per_s: sample.len() as f64 / secs / 1e6,
+                tags_per_s: (sample.len() / block) as f64 / secs,
+            }
+        })
+        .collect()
 }
 
 /// Tags every block of `data` on `threads` threads.
@@ -270,7 +278,7 @@ fn targets(tagging: &[TaggingFigure], proofs: &[ProofFigure], rsa: &[RsaFigure],
     out
 }
 
-fn rsa_figure(bits: u32, data: &[u8], threads: usize, runs: usize) -> Result<RsaFigure, SelfCheckFailed> {
+fn rsa_figure(bits: u32, data: &[u8], runs: usize) -> Result<RsaFigure, SelfCheckFailed> {
     use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
     use crypto_bigint::{BoxedUint, Odd};
     let mut rng = <rand_crypto::rngs::StdRng as rand_crypto::SeedableRng>::seed_from_u64(u64::from(bits));
@@ -291,21 +299,7 @@ fn rsa_figure(bits: u32, data: &[u8], threads: usize, runs: usize) -> Result<Rsa
 
     let block = 16 << 10;
     let sample = &data[..(64 * block).min(data.len())];
-    let mut tagging = Vec::new();
-    for t in [1, threads] {
-        let (took, _) = min_time(runs, || tag_all(&key, sample, block, t));
-        let secs = took.as_secs_f64();
-        tagging.push(TaggingFigure {
-            scheme: if bits == 1024 { "rsa-1024" } else { "rsa-2048" },
-            block_bytes: block,
-            threads: t,
-            mb_per_s: sample.len() as f64 / secs / 1e6,
-            tags_per_s: (sample.len() / block) as f64 / secs,
-        });
-        if threads == 1 {
-            break;
-        }
-    }
+    let tagging = tagging_figures(if bits == 1024 { "rsa-1024" } else { "rsa-2048" }, &key, sample, block, runs);
     let proof = proof_figure(&key, data, block, runs)?;
     let public = key.public_key().clone();
     let public_verify_ms = public_verify(&key, &public, data, block)?;
