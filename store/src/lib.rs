@@ -1,0 +1,30 @@
+//! vouch-store: where an untrusted provider keeps its bytes and its metadata.
+//!
+//! Two small traits, shaped like restic's backend and redb's storage interface:
+//!
+//! * [`BlobStore`]: whole immutable objects under string keys: put (atomic), get, ranged get,
+//!   list, delete. [`ObjectBlobs`] implements it over the `object_store` crate for a local
+//!   directory (the embedded default) and for any S3-compatible service.
+//! * [`MetaStore`]: a transactional key-value store for indexes, lists and roots: reads, and
+//!   batches of puts and deletes that commit atomically. [`MetaDb`] implements it with redb, an
+//!   embedded transactional store.
+//!
+//! **Metadata beside S3, not in it.** With the S3 backend the metadata still lives in the
+//! embedded store beside the provider: one provider process owns a file's structures, redb
+//! gives multi-key atomic commits (index, list nodes and root in one transaction) that S3
+//! conditional writes give only per object, and it keeps the provider's hot path off the
+//! network. S3 holds what is large: the block segments.
+//!
+//! Every failure is a [`StoreError`] naming what went wrong (missing key, permission, full
+//! disk, unreachable endpoint, bad credentials), never a panic.
+#![forbid(unsafe_code)]
+
+mod blobs;
+mod error;
+mod meta;
+mod object;
+
+pub use blobs::BlobStore;
+pub use error::StoreError;
+pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
+pub use object::{ObjectBlobs, S3Config};

@@ -1,0 +1,192 @@
+//! [`BlobStore`] over the `object_store` crate: a local directory or any S3-compatible store.
+
+use crate::error::{chain, from_io, io_cause};
+use crate::{BlobStore, StoreError};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where an S3-compatible store is and how to sign in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct S3Config {
+    /// `http(s)://host:port`; `None` for AWS itself.
+    pub endpoint: Option<String>,
+    pub bucket: String,
+    pub region: String,
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl S3Config {
+    /// From `VOUCH_S3_ENDPOINT`, `VOUCH_S3_BUCKET`, `VOUCH_S3_REGION`, `VOUCH_S3_ACCESS_KEY`,
+    /// `VOUCH_S3_SECRET_KEY`, falling back to the usual `AWS_ENDPOINT_URL`, `AWS_REGION`,
+    /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`. `None` names the first missing one.
+    pub fn from_env(bucket: Option<&str>) -> Result<Self, String> {
+        let var = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()));
+        let need = |names: &[&str]| var(names).ok_or_else(|| format!("set {}", names[0]));
+        Ok(S3Config {
+            endpoint: var(&["VOUCH_S3_ENDPOINT", "AWS_ENDPOINT_URL"]),
+            bucket: match bucket {
+                Some(b) => b.to_string(),
+                None => need(&["VOUCH_S3_BUCKET"])?,
+            },
+            region: var(&["VOUCH_S3_REGION", "AWS_REGION"]).unwrap_or_else(|| "us-east-1".into()),
+            access_key: need(&["VOUCH_S3_ACCESS_KEY", "AWS_ACCESS_KEY_ID"])?,
+            secret_key: need(&["VOUCH_S3_SECRET_KEY", "AWS_SECRET_ACCESS_KEY"])?,
+        })
+    }
+}
+
+/// Blobs in a local directory or an S3 bucket.
+#[derive(Clone, Debug)]
+pub struct ObjectBlobs {
+    inner: Arc<dyn ObjectStore>,
+    /// For messages: the directory, or the endpoint and bucket.
+    place: String,
+    remote: bool,
+}
+
+impl ObjectBlobs {
+    /// The embedded default: objects as files under `dir` (created if missing). Writes go to a
+    /// temporary file and are renamed into place, so a reader never sees part of an object.
+    pub fn local(dir: &std::path::Path) -> Result<Self, StoreError> {
+        let place = dir.display().to_string();
+        std::fs::create_dir_all(dir).map_err(|e| from_io(&place, &e, format!("creating the directory: {e}")))?;
+        let fs = LocalFileSystem::new_with_prefix(dir).map_err(|e| map_err(&place, &place, false, e))?;
+        Ok(ObjectBlobs { inner: Arc::new(fs), place, remote: false })
+    }
+
+    /// An S3 bucket. Requests time out and give up after a few retries, so an unreachable
+    /// endpoint is an error within seconds, not a hang.
+    pub fn s3(config: &S3Config) -> Result<Self, StoreError> {
+        let endpoint = config.endpoint.clone().unwrap_or_else(|| "https://s3.amazonaws.com".into());
+        let place = format!("{endpoint}/{}", config.bucket);
+        let retry = RetryConfig { max_retries: 2, retry_timeout: Duration::from_secs(10), ..Default::default() };
+        let options = ClientOptions::new()
+            .with_connect_timeout(Duration::from_secs(3))
+            .with_timeout(Duration::from_secs(60))
+            .with_allow_http(endpoint.starts_with("http://"));
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(&config.bucket)
+            .with_region(&config.region)
+            .with_access_key_id(&config.access_key)
+            .with_secret_access_key(&config.secret_key)
+            .with_retry(retry)
+            .with_client_options(options);
+        if let Some(e) = &config.endpoint {
+            builder = builder.with_endpoint(e).with_virtual_hosted_style_request(false);
+        }
+        let s3 = builder.build().map_err(|e| map_err(&place, &place, true, e))?;
+        Ok(ObjectBlobs { inner: Arc::new(s3), place, remote: true })
+    }
+
+    fn path(&self, key: &str) -> Result<Path, StoreError> {
+        let valid = !key.is_empty()
+            && key.split('/').all(|seg| {
+                !seg.is_empty()
+                    && seg != "."
+                    && seg != ".."
+                    && seg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            });
+        if valid {
+            Ok(Path::from(key))
+        } else {
+            Err(StoreError::InvalidKey { key: key.to_string() })
+        }
+    }
+
+    fn err(&self, key: &str, e: object_store::Error) -> StoreError {
+        map_err(&self.place, key, self.remote, e)
+    }
+}
+
+/// Maps an `object_store` error on `key` to the variant a user can act on.
+fn map_err(place: &str, key: &str, remote: bool, e: object_store::Error) -> StoreError {
+    let at = format!("{place}: {key}");
+    let detail = chain(&e);
+    match e {
+        object_store::Error::NotFound { .. } => StoreError::NotFound { key: key.to_string() },
+        object_store::Error::InvalidPath { .. } => StoreError::InvalidKey { key: key.to_string() },
+        object_store::Error::Unauthenticated { .. } => {
+            StoreError::BadCredentials { endpoint: place.to_string(), detail }
+        }
+        // S3 answers 403 both to unknown keys and bad signatures; both are credentials.
+        object_store::Error::PermissionDenied { .. }
+            if remote && (detail.contains("InvalidAccessKeyId") || detail.contains("SignatureDoesNotMatch")) =>
+        {
+            StoreError::BadCredentials { endpoint: place.to_string(), detail }
+        }
+        object_store::Error::PermissionDenied { .. } => StoreError::PermissionDenied { at, detail },
+        other => match io_cause(&other) {
+            Some(io) if remote => match from_io(place, io, detail) {
+                StoreError::Backend { at, detail } => StoreError::Backend { at, detail },
+                mapped => mapped,
+            },
+            Some(io) => from_io(&at, io, detail),
+            None if remote && (detail.contains("connect") || detail.contains("Connection refused")) => {
+                StoreError::Unreachable { endpoint: place.to_string(), detail }
+            }
+            None => StoreError::Backend { at, detail },
+        },
+    }
+}
+
+impl BlobStore for ObjectBlobs {
+    async fn put(&self, key: &str, bytes: Bytes) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        self.inner.put(&path, PutPayload::from_bytes(bytes)).await.map_err(|e| self.err(key, e))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
+        let path = self.path(key)?;
+        let got = self.inner.get(&path).await.map_err(|e| self.err(key, e))?;
+        got.bytes().await.map_err(|e| self.err(key, e))
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
+        let path = self.path(key)?;
+        let bad = || StoreError::BadRange { key: key.to_string(), start: range.start, end: range.end };
+        if range.start > range.end {
+            return Err(bad());
+        }
+        if range.is_empty() {
+            let size = self.inner.head(&path).await.map_err(|e| self.err(key, e))?.size;
+            return if range.end <= size { Ok(Bytes::new()) } else { Err(bad()) };
+        }
+        match self.inner.get_range(&path, range.clone()).await {
+            Ok(bytes) if bytes.len() as u64 == range.end - range.start => Ok(bytes),
+            Ok(_) => Err(bad()),
+            Err(e @ object_store::Error::NotFound { .. }) => Err(self.err(key, e)),
+            Err(e) => {
+                // Tell a range past the end from a failing store.
+                match self.inner.head(&path).await {
+                    Ok(meta) if range.end > meta.size => Err(bad()),
+                    _ => Err(self.err(key, e)),
+                }
+            }
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let path = if prefix.is_empty() { None } else { Some(self.path(prefix)?) };
+        let metas: Vec<_> = self.inner.list(path.as_ref()).try_collect().await.map_err(|e| self.err(prefix, e))?;
+        let mut keys: Vec<String> = metas.into_iter().map(|m| m.location.to_string()).collect();
+        keys.sort();
+        Ok(keys)
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        match self.inner.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err(key, e)),
+        }
+    }
+}
