@@ -2,7 +2,8 @@
 # A throwaway local MinIO server for the S3 storage backend tests.
 #
 #   scripts/minio.sh install     # build minio with `go install` if it is missing; prints its path
-#   scripts/minio.sh start DIR   # serve DIR/data on a free 127.0.0.1 port; prints `export VOUCH_S3_*=...`
+#   scripts/minio.sh start DIR   # serve DIR/data on a free 127.0.0.1 port with an empty bucket `vouch`;
+#                                # prints `export VOUCH_S3_*=...`
 #   scripts/minio.sh stop DIR    # stop the server started in DIR (idempotent)
 #
 # Typical use:
@@ -49,7 +50,10 @@ start() {
   echo "$pid" >"$dir/minio.pid"
   for ((i = 0; i < 120; i++)); do
     if curl -sf -o /dev/null "http://127.0.0.1:$port/minio/health/live"; then
+      curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
+        -X PUT "http://127.0.0.1:$port/vouch" || die "could not create the bucket"
       echo "export VOUCH_S3_ENDPOINT=http://127.0.0.1:$port"
+      echo "export VOUCH_S3_BUCKET=vouch"
       echo "export VOUCH_S3_ACCESS_KEY=$ACCESS_KEY"
       echo "export VOUCH_S3_SECRET_KEY=$SECRET_KEY"
       echo "export VOUCH_S3_REGION=us-east-1"
