@@ -21,10 +21,14 @@
 
 mod blobs;
 mod error;
+mod lists;
 mod meta;
 mod object;
+mod segments;
 
 pub use blobs::BlobStore;
 pub use error::StoreError;
+pub use lists::{load_list, save_list, BLOCKS_PER_CHUNK};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::{ObjectBlobs, S3Config};
+pub use segments::{put_segments, read_block, segment_key, Location, SegmentPacker, DEFAULT_SEGMENT_SIZE};

@@ -1,0 +1,111 @@
+//! Blocks packed into large immutable segment objects, never one object per small block.
+//!
+//! A [`SegmentPacker`] appends blocks to an in-memory segment until it reaches the segment size
+//! (32 MiB by default, like the PoR paper's ~50 MB chunks), and records each block's
+//! [`Location`]. A write is two steps, in this order: put the sealed segments, then commit the
+//! metadata (index entries, lists, roots) in one [`crate::MetaBatch`]. A crash between the two
+//! leaves unreferenced segments (garbage for compaction), never an index entry pointing at
+//! bytes that are not there.
+
+use crate::{BlobStore, StoreError};
+use bytes::Bytes;
+use std::ops::Range;
+
+/// Default size at which a segment is sealed.
+pub const DEFAULT_SEGMENT_SIZE: usize = 32 << 20;
+
+/// Where a block's bytes are: a range of one segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub segment: u64,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl Location {
+    pub const ENCODED_LEN: usize = 20;
+
+    /// `segment:u64le || offset:u64le || len:u32le`.
+    pub fn to_bytes(&self) -> [u8; Self::ENCODED_LEN] {
+        let mut out = [0u8; Self::ENCODED_LEN];
+        out[..8].copy_from_slice(&self.segment.to_le_bytes());
+        out[8..16].copy_from_slice(&self.offset.to_le_bytes());
+        out[16..].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// `None` unless `bytes` is exactly one encoded location.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let b: &[u8; Self::ENCODED_LEN] = bytes.try_into().ok()?;
+        Some(Location {
+            segment: u64::from_le_bytes(b[..8].try_into().ok()?),
+            offset: u64::from_le_bytes(b[8..16].try_into().ok()?),
+            len: u32::from_le_bytes(b[16..].try_into().ok()?),
+        })
+    }
+
+    fn range(&self) -> Range<u64> {
+        self.offset..self.offset + u64::from(self.len)
+    }
+}
+
+/// The blob key of a segment.
+pub fn segment_key(segment: u64) -> String {
+    format!("segments/{segment:016x}")
+}
+
+/// Packs blocks into segments numbered from `first_segment` on.
+#[derive(Debug)]
+pub struct SegmentPacker {
+    next: u64,
+    size: usize,
+    current: Vec<u8>,
+    sealed: Vec<(u64, Bytes)>,
+}
+
+impl SegmentPacker {
+    pub fn new(first_segment: u64, segment_size: usize) -> Self {
+        SegmentPacker { next: first_segment, size: segment_size.max(1), current: Vec::new(), sealed: Vec::new() }
+    }
+
+    /// Appends a block; returns where it will be once the segments are written.
+    pub fn add(&mut self, data: &[u8]) -> Location {
+        if !self.current.is_empty() && self.current.len() + data.len() > self.size {
+            self.seal();
+        }
+        let at = Location { segment: self.next, offset: self.current.len() as u64, len: data.len() as u32 };
+        self.current.extend_from_slice(data);
+        at
+    }
+
+    fn seal(&mut self) {
+        let bytes = Bytes::from(std::mem::take(&mut self.current));
+        self.sealed.push((self.next, bytes));
+        self.next += 1;
+    }
+
+    /// The segments to put, and the first segment number of the next batch.
+    pub fn finish(mut self) -> (Vec<(u64, Bytes)>, u64) {
+        if !self.current.is_empty() {
+            self.seal();
+        }
+        (self.sealed, self.next)
+    }
+}
+
+/// Puts sealed segments (two at a time). Call before committing the metadata that refers to them.
+pub async fn put_segments<B: BlobStore>(blobs: &B, segments: Vec<(u64, Bytes)>) -> Result<(), StoreError> {
+    use futures::StreamExt;
+    let mut puts = futures::stream::iter(segments)
+        .map(|(id, bytes)| async move { blobs.put(&segment_key(id), bytes).await })
+        .buffer_unordered(2);
+    while let Some(done) = puts.next().await {
+        done?;
+    }
+    Ok(())
+}
+
+/// Reads one block: a ranged read of its segment.
+pub async fn read_block<B: BlobStore>(blobs: &B, at: &Location) -> Result<Bytes, StoreError> {
+    blobs.get_range(&segment_key(at.segment), at.range()).await
+}
