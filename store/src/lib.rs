@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 mod blobs;
+mod compact;
 mod error;
 mod lists;
 mod meta;
@@ -27,6 +28,7 @@ mod object;
 mod segments;
 
 pub use blobs::BlobStore;
+pub use compact::{compact, next_segment, record_segments, Compaction};
 pub use error::StoreError;
 pub use lists::{load_list, save_list, BLOCKS_PER_CHUNK};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};

@@ -1,7 +1,10 @@
 //! One conformance suite that every backend passes unchanged (restic-style), plus the
 //! failures each backend must report as typed errors.
 
+mod common;
+
 use bytes::Bytes;
+use common::Minio;
 use std::sync::Arc;
 use vouch_core::{hash, Block, FlexList};
 use vouch_store::{
@@ -174,47 +177,6 @@ fn metadata_path_in_a_missing_directory_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = MetaDb::open(&dir.path().join("no/such/dir/meta.redb")).unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
-}
-
-/// A MinIO server of our own on loopback, started by `scripts/minio.sh` (which installs MinIO
-/// with `go install` the first time) and stopped when dropped.
-struct Minio {
-    dir: tempfile::TempDir,
-    config: S3Config,
-}
-
-impl Minio {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let out = std::process::Command::new(script()).arg("start").arg(dir.path()).output().expect("run minio.sh");
-        assert!(out.status.success(), "minio.sh start failed: {}", String::from_utf8_lossy(&out.stderr));
-        let exports = String::from_utf8(out.stdout).unwrap();
-        let var = |name: &str| {
-            exports
-                .lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .unwrap_or_else(|| panic!("minio.sh printed no {name}: {exports}"))
-                .to_string()
-        };
-        let config = S3Config {
-            endpoint: Some(var("VOUCH_S3_ENDPOINT")),
-            bucket: var("VOUCH_S3_BUCKET"),
-            region: var("VOUCH_S3_REGION"),
-            access_key: var("VOUCH_S3_ACCESS_KEY"),
-            secret_key: var("VOUCH_S3_SECRET_KEY"),
-        };
-        Minio { dir, config }
-    }
-}
-
-impl Drop for Minio {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new(script()).arg("stop").arg(self.dir.path()).status();
-    }
-}
-
-fn script() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/minio.sh")
 }
 
 /// The S3 backend against a real MinIO: the same suite, then the S3-only failures.
