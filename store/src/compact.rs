@@ -49,7 +49,7 @@ pub async fn compact<B: BlobStore>(
     min_live: f64,
     segment_size: usize,
 ) -> Result<Compaction, StoreError> {
-    let corrupt = |key: &[u8]| StoreError::Backend {
+    let corrupt = |key: &[u8]| StoreError::Corrupt {
         at: "metadata".into(),
         detail: format!("entry {} is not a location", String::from_utf8_lossy(key)),
     };

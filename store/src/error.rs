@@ -19,6 +19,8 @@ pub enum StoreError {
     Unreachable { endpoint: String, detail: String },
     #[error("the store at {endpoint} refused the credentials: {detail}")]
     BadCredentials { endpoint: String, detail: String },
+    #[error("corrupt data at {at}: {detail}")]
+    Corrupt { at: String, detail: String },
     #[error("storage failure at {at}: {detail}")]
     Backend { at: String, detail: String },
 }

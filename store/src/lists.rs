@@ -47,9 +47,9 @@ pub fn save_list(batch: &mut MetaBatch, name: &str, list: &FlexList, old_chunks:
 
 /// Loads the list saved under `name`; returns it and its number of chunks. A missing list is
 /// [`StoreError::NotFound`]; stored bytes that do not rebuild the saved root are
-/// [`StoreError::Backend`] (corrupt metadata), never a silently different list.
+/// [`StoreError::Corrupt`], never a silently different list.
 pub fn load_list(meta: &impl MetaStore, name: &str) -> Result<(FlexList, usize), StoreError> {
-    let corrupt = |why: &str| StoreError::Backend { at: format!("list {name}"), detail: why.to_string() };
+    let corrupt = |why: &str| StoreError::Corrupt { at: format!("list {name}"), detail: why.to_string() };
     let saved = meta.get(&root_key(name))?.ok_or_else(|| StoreError::NotFound { key: format!("list {name}") })?;
     if saved.len() != 40 {
         return Err(corrupt("bad root record"));

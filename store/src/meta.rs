@@ -54,10 +54,15 @@ pub struct MetaDb {
 }
 
 impl MetaDb {
-    /// Opens the store at `path`, creating it if missing.
+    /// Opens the store at `path`, creating it if missing, and verifies the whole file.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let place = path.display().to_string();
-        let db = Database::create(path).map_err(|e| map_err(&place, e.into()))?;
+        // Check every page on open: a file damaged outside redb is reported as corrupt here
+        // instead of failing (or panicking) on some later read.
+        let db = redb::Builder::new()
+            .set_check_integrity_on_open(true)
+            .create(path)
+            .map_err(|e| map_err(&place, e.into()))?;
         let this = MetaDb { db, place };
         // Make the table exist, so reads of an empty store find it.
         this.commit(&MetaBatch::default())?;
@@ -73,6 +78,7 @@ fn map_err(place: &str, e: redb::Error) -> StoreError {
     let detail = chain(&e);
     match &e {
         redb::Error::Io(io) => from_io(place, io, detail),
+        redb::Error::Corrupted(_) => StoreError::Corrupt { at: place.to_string(), detail },
         redb::Error::DatabaseAlreadyOpen => {
             StoreError::Backend { at: place.to_string(), detail: format!("open in another process ({detail})") }
         }

@@ -14,23 +14,32 @@ use std::ops::Range;
 /// Default size at which a segment is sealed.
 pub const DEFAULT_SEGMENT_SIZE: usize = 32 << 20;
 
-/// Where a block's bytes are: a range of one segment.
+/// Where a block's bytes are: a range of one segment, and a checksum of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
     pub segment: u64,
     pub offset: u64,
     pub len: u32,
+    /// The first 8 bytes of the block's BLAKE3 hash: catches torn and corrupted segments at
+    /// the store, before any bytes are served (the PDP and list proofs catch lies later too).
+    pub check: u64,
+}
+
+/// The checksum [`Location::check`] keeps for `data`.
+fn checksum(data: &[u8]) -> u64 {
+    u64::from_le_bytes(blake3::hash(data).as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
 impl Location {
-    pub const ENCODED_LEN: usize = 20;
+    pub const ENCODED_LEN: usize = 28;
 
-    /// `segment:u64le || offset:u64le || len:u32le`.
+    /// `segment:u64le || offset:u64le || len:u32le || check:u64le`.
     pub fn to_bytes(&self) -> [u8; Self::ENCODED_LEN] {
         let mut out = [0u8; Self::ENCODED_LEN];
         out[..8].copy_from_slice(&self.segment.to_le_bytes());
         out[8..16].copy_from_slice(&self.offset.to_le_bytes());
-        out[16..].copy_from_slice(&self.len.to_le_bytes());
+        out[16..20].copy_from_slice(&self.len.to_le_bytes());
+        out[20..].copy_from_slice(&self.check.to_le_bytes());
         out
     }
 
@@ -40,7 +49,8 @@ impl Location {
         Some(Location {
             segment: u64::from_le_bytes(b[..8].try_into().ok()?),
             offset: u64::from_le_bytes(b[8..16].try_into().ok()?),
-            len: u32::from_le_bytes(b[16..].try_into().ok()?),
+            len: u32::from_le_bytes(b[16..20].try_into().ok()?),
+            check: u64::from_le_bytes(b[20..].try_into().ok()?),
         })
     }
 
@@ -73,7 +83,12 @@ impl SegmentPacker {
         if !self.current.is_empty() && self.current.len() + data.len() > self.size {
             self.seal();
         }
-        let at = Location { segment: self.next, offset: self.current.len() as u64, len: data.len() as u32 };
+        let at = Location {
+            segment: self.next,
+            offset: self.current.len() as u64,
+            len: data.len() as u32,
+            check: checksum(data),
+        };
         self.current.extend_from_slice(data);
         at
     }
@@ -105,7 +120,21 @@ pub async fn put_segments<B: BlobStore>(blobs: &B, segments: Vec<(u64, Bytes)>) 
     Ok(())
 }
 
-/// Reads one block: a ranged read of its segment.
+/// Reads one block: a ranged read of its segment, checked against the index's checksum. A
+/// segment that is shorter than the index says (torn) or whose bytes changed is
+/// [`StoreError::Corrupt`], and no bytes are returned.
 pub async fn read_block<B: BlobStore>(blobs: &B, at: &Location) -> Result<Bytes, StoreError> {
-    blobs.get_range(&segment_key(at.segment), at.range()).await
+    let key = segment_key(at.segment);
+    let where_ = || format!("{key} bytes {}..{}", at.offset, at.offset + u64::from(at.len));
+    match blobs.get_range(&key, at.range()).await {
+        Ok(bytes) if checksum(&bytes) == at.check => Ok(bytes),
+        Ok(_) => Err(StoreError::Corrupt { at: where_(), detail: "checksum mismatch".into() }),
+        Err(StoreError::BadRange { .. }) => {
+            Err(StoreError::Corrupt { at: where_(), detail: "segment shorter than its index (torn)".into() })
+        }
+        Err(StoreError::NotFound { .. }) => {
+            Err(StoreError::Corrupt { at: where_(), detail: "segment named by the index is missing".into() })
+        }
+        Err(e) => Err(e),
+    }
 }

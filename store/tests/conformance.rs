@@ -230,5 +230,5 @@ fn lists_survive_a_restart_and_corruption_is_reported() {
     let mut batch = MetaBatch::default();
     batch.put(key, value);
     meta.commit(&batch).unwrap();
-    assert!(matches!(load_list(&meta, "f1"), Err(StoreError::Backend { .. })));
+    assert!(matches!(load_list(&meta, "f1"), Err(StoreError::Corrupt { .. })));
 }

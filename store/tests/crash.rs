@@ -155,3 +155,51 @@ async fn compaction_moves_live_blocks_and_deletes_dead_and_orphan_segments() {
     let again = compact(&blobs, &meta, b"idx/", 0.7, 256 << 10).await.unwrap();
     assert_eq!((again.moved_blocks, again.deleted_segments), (0, 0));
 }
+
+#[tokio::test]
+async fn torn_corrupted_or_missing_segments_are_reported_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = backend(dir.path(), None);
+    let meta = MetaDb::open(&dir.path().join("meta.redb")).unwrap();
+    write_round(&blobs, &meta, 0).await;
+    let at = |i: u32| Location::from_bytes(&meta.get(&key(0, i)).unwrap().unwrap()).unwrap();
+    let file = |l: &Location| dir.path().join("blobs").join(vouch_store::segment_key(l.segment));
+    let corrupt = |r: Result<Bytes, vouch_store::StoreError>| matches!(r, Err(vouch_store::StoreError::Corrupt { .. }));
+
+    // One flipped bit inside a block.
+    let (first, last) = (at(0), at(BLOCKS_PER_ROUND - 1));
+    let mut bytes = std::fs::read(file(&first)).unwrap();
+    bytes[first.offset as usize + first.len as usize / 2] ^= 0x10;
+    std::fs::write(file(&first), &bytes).unwrap();
+    assert!(corrupt(read_block(&blobs, &first).await));
+    // A segment cut short (a torn write).
+    let mut bytes = std::fs::read(file(&last)).unwrap();
+    bytes.truncate(last.offset as usize + 1);
+    std::fs::write(file(&last), &bytes).unwrap();
+    assert!(corrupt(read_block(&blobs, &last).await));
+    // A segment gone.
+    std::fs::remove_file(file(&last)).unwrap();
+    assert!(corrupt(read_block(&blobs, &last).await));
+}
+
+#[test]
+fn a_corrupted_metadata_file_is_reported_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("meta.redb");
+    {
+        let meta = MetaDb::open(&path).unwrap();
+        let mut batch = MetaBatch::default();
+        for i in 0..2000u32 {
+            batch.put(format!("k/{i:05}").into_bytes(), vec![(i % 256) as u8; 100]);
+        }
+        meta.commit(&batch).unwrap();
+    }
+    // Overwrite a stretch in the middle of the file, where the entries' pages are.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 4096].iter_mut().for_each(|b| *b ^= 0x5a);
+    std::fs::write(&path, &bytes).unwrap();
+    // The integrity check on open finds it.
+    let err = MetaDb::open(&path).unwrap_err();
+    assert!(matches!(err, vouch_store::StoreError::Corrupt { .. }), "{err:?}");
+}
