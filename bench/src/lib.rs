@@ -9,5 +9,6 @@
 pub mod flexlist;
 mod measure;
 pub mod pdp;
+pub mod store;
 
-pub use measure::{SelfCheckFailed, Target};
+pub use measure::{Options, SelfCheckFailed, Target};

@@ -9,6 +9,8 @@ pub enum Which {
     Flexlist(Common),
     /// Provable data possession: tagging, proofs over a 1 GB file at 1-64 KB blocks (paper 001).
     Pdp(Common),
+    /// Storage: segment writes and reads against the raw backend, compaction, list loading.
+    Store(Common),
 }
 
 #[derive(Args)]
@@ -25,6 +27,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Flexlist(common) => {
             let report = vouch_bench::flexlist::run(vouch_bench::flexlist::Options { quick: common.quick }, progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+        Which::Store(common) => {
+            let report = vouch_bench::store::run(vouch_bench::Options { quick: common.quick }, progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }
