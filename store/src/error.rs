@@ -42,8 +42,12 @@ pub(crate) fn chain(err: &(dyn StdError + 'static)) -> String {
     let mut out = err.to_string();
     let mut cur = err.source();
     while let Some(e) = cur {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
+        // Many errors already print their sources; say each thing once.
+        let text = e.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
         cur = e.source();
     }
     out
