@@ -21,6 +21,7 @@
 
 mod blobs;
 mod compact;
+mod config;
 mod error;
 mod lists;
 mod meta;
@@ -29,8 +30,9 @@ mod segments;
 
 pub use blobs::BlobStore;
 pub use compact::{compact, next_segment, record_segments, Compaction};
+pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
 pub use lists::{load_list, save_list, BLOCKS_PER_CHUNK};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
-pub use object::{ObjectBlobs, S3Config};
+pub use object::ObjectBlobs;
 pub use segments::{put_segments, read_block, segment_key, Location, SegmentPacker, DEFAULT_SEGMENT_SIZE};

@@ -1,7 +1,7 @@
 //! [`BlobStore`] over the `object_store` crate: a local directory or any S3-compatible store.
 
 use crate::error::{chain, from_io, io_cause};
-use crate::{BlobStore, StoreError};
+use crate::{BlobStore, S3Config, StoreError};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::aws::AmazonS3Builder;
@@ -11,37 +11,6 @@ use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, Retry
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Where an S3-compatible store is and how to sign in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct S3Config {
-    /// `http(s)://host:port`; `None` for AWS itself.
-    pub endpoint: Option<String>,
-    pub bucket: String,
-    pub region: String,
-    pub access_key: String,
-    pub secret_key: String,
-}
-
-impl S3Config {
-    /// From `VOUCH_S3_ENDPOINT`, `VOUCH_S3_BUCKET`, `VOUCH_S3_REGION`, `VOUCH_S3_ACCESS_KEY`,
-    /// `VOUCH_S3_SECRET_KEY`, falling back to the usual `AWS_ENDPOINT_URL`, `AWS_REGION`,
-    /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`. `None` names the first missing one.
-    pub fn from_env(bucket: Option<&str>) -> Result<Self, String> {
-        let var = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()));
-        let need = |names: &[&str]| var(names).ok_or_else(|| format!("set {}", names[0]));
-        Ok(S3Config {
-            endpoint: var(&["VOUCH_S3_ENDPOINT", "AWS_ENDPOINT_URL"]),
-            bucket: match bucket {
-                Some(b) => b.to_string(),
-                None => need(&["VOUCH_S3_BUCKET"])?,
-            },
-            region: var(&["VOUCH_S3_REGION", "AWS_REGION"]).unwrap_or_else(|| "us-east-1".into()),
-            access_key: need(&["VOUCH_S3_ACCESS_KEY", "AWS_ACCESS_KEY_ID"])?,
-            secret_key: need(&["VOUCH_S3_SECRET_KEY", "AWS_SECRET_ACCESS_KEY"])?,
-        })
-    }
-}
 
 /// Blobs in a local directory or an S3 bucket.
 #[derive(Clone, Debug)]
