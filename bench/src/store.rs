@@ -234,7 +234,7 @@ async fn write_layout(
     let mut batch = MetaBatch::default();
     let mut index = Vec::new();
     for (i, block) in data.chunks(BIG_BLOCK).enumerate() {
-        let at = packer.add(block);
+        let at = packer.add_shared(data.slice_ref(block));
         batch.put(format!("idx/{i:08}").into_bytes(), at.to_bytes().to_vec());
         index.push(at);
     }

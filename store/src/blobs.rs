@@ -12,6 +12,10 @@ use std::ops::Range;
 pub trait BlobStore: Send + Sync {
     fn put(&self, key: &str, bytes: Bytes) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// [`BlobStore::put`] of the concatenation of `parts`, without concatenating them first
+    /// (a segment is written straight from its blocks' buffers).
+    fn put_parts(&self, key: &str, parts: Vec<Bytes>) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     fn get(&self, key: &str) -> impl Future<Output = Result<Bytes, StoreError>> + Send;
 
     /// Bytes `range` of the object; a range past its end is [`StoreError::BadRange`].

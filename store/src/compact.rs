@@ -8,7 +8,7 @@
 //! deletes. Compaction assumes it is the only writer (the provider runs it under its write
 //! lock): a segment that is put but not yet committed looks like garbage to it.
 
-use crate::segments::{put_segments, read_block, segment_key, Location, SegmentPacker};
+use crate::segments::{put_segments, read_block, segment_key, Location, Segment, SegmentPacker};
 use crate::{BlobStore, MetaBatch, MetaStore, StoreError};
 use std::collections::{BTreeMap, HashSet};
 
@@ -24,9 +24,9 @@ pub fn next_segment(meta: &impl MetaStore) -> Result<u64, StoreError> {
 }
 
 /// Adds the bookkeeping for freshly packed segments to the batch that commits their index.
-pub fn record_segments(batch: &mut MetaBatch, segments: &[(u64, bytes::Bytes)], next: u64) {
-    for (id, bytes) in segments {
-        batch.put(seg_entry(*id), (bytes.len() as u64).to_le_bytes().to_vec());
+pub fn record_segments(batch: &mut MetaBatch, segments: &[(u64, Segment)], next: u64) {
+    for (id, segment) in segments {
+        batch.put(seg_entry(*id), (segment.len() as u64).to_le_bytes().to_vec());
     }
     batch.put(NEXT_SEGMENT, next.to_le_bytes().to_vec());
 }
@@ -83,7 +83,7 @@ pub async fn compact<B: BlobStore>(
         for id in &sparse {
             for (key, at) in live.get(id).into_iter().flatten() {
                 let data = read_block(blobs, at).await?;
-                batch.put(key.clone(), packer.add(&data).to_bytes().to_vec());
+                batch.put(key.clone(), packer.add_shared(data).to_bytes().to_vec());
                 done.moved_blocks += 1;
             }
             batch.delete(seg_entry(*id));

@@ -113,6 +113,12 @@ impl BlobStore for ObjectBlobs {
         Ok(())
     }
 
+    async fn put_parts(&self, key: &str, parts: Vec<Bytes>) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        self.inner.put(&path, parts.into_iter().collect::<PutPayload>()).await.map_err(|e| self.err(key, e))?;
+        Ok(())
+    }
+
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
         let path = self.path(key)?;
         let got = self.inner.get(&path).await.map_err(|e| self.err(key, e))?;

@@ -66,48 +66,76 @@ pub fn segment_key(segment: u64) -> String {
     format!("segments/{segment:016x}")
 }
 
+/// A sealed segment: its blocks' buffers, written as one object without being copied together.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    parts: Vec<Bytes>,
+    len: usize,
+}
+
+impl Segment {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl From<Bytes> for Segment {
+    fn from(bytes: Bytes) -> Self {
+        Segment { len: bytes.len(), parts: vec![bytes] }
+    }
+}
+
 /// Packs blocks into segments numbered from `first_segment` on.
 #[derive(Debug)]
 pub struct SegmentPacker {
     next: u64,
     size: usize,
-    current: Vec<u8>,
-    sealed: Vec<(u64, Bytes)>,
+    current: Segment,
+    sealed: Vec<(u64, Segment)>,
 }
 
 impl SegmentPacker {
     pub fn new(first_segment: u64, segment_size: usize) -> Self {
-        SegmentPacker { next: first_segment, size: segment_size.max(1), current: Vec::new(), sealed: Vec::new() }
+        SegmentPacker {
+            next: first_segment,
+            size: segment_size.max(1),
+            current: Segment::default(),
+            sealed: Vec::new(),
+        }
     }
 
-    /// Appends a block; returns where it will be once the segments are written.
+    /// Appends a copy of a block; returns where it will be once the segments are written.
     pub fn add(&mut self, data: &[u8]) -> Location {
-        if !self.current.is_empty() && self.current.len() + data.len() > self.size {
+        self.add_shared(Bytes::copy_from_slice(data))
+    }
+
+    /// Appends a block without copying it (the segment keeps a reference to `data`).
+    pub fn add_shared(&mut self, data: Bytes) -> Location {
+        if !self.current.is_empty() && self.current.len + data.len() > self.size {
             self.seal();
-        }
-        if self.current.is_empty() {
-            // One allocation per segment (pages are touched only as they fill), not a copy
-            // per doubling.
-            self.current.reserve(self.size.max(data.len()));
         }
         let at = Location {
             segment: self.next,
-            offset: self.current.len() as u64,
+            offset: self.current.len as u64,
             len: data.len() as u32,
-            check: checksum(data),
+            check: checksum(&data),
         };
-        self.current.extend_from_slice(data);
+        self.current.len += data.len();
+        self.current.parts.push(data);
         at
     }
 
     fn seal(&mut self) {
-        let bytes = Bytes::from(std::mem::take(&mut self.current));
-        self.sealed.push((self.next, bytes));
+        self.sealed.push((self.next, std::mem::take(&mut self.current)));
         self.next += 1;
     }
 
     /// The segments to put, and the first segment number of the next batch.
-    pub fn finish(mut self) -> (Vec<(u64, Bytes)>, u64) {
+    pub fn finish(mut self) -> (Vec<(u64, Segment)>, u64) {
         if !self.current.is_empty() {
             self.seal();
         }
@@ -116,10 +144,10 @@ impl SegmentPacker {
 }
 
 /// Puts sealed segments (two at a time). Call before committing the metadata that refers to them.
-pub async fn put_segments<B: BlobStore>(blobs: &B, segments: Vec<(u64, Bytes)>) -> Result<(), StoreError> {
+pub async fn put_segments<B: BlobStore>(blobs: &B, segments: Vec<(u64, Segment)>) -> Result<(), StoreError> {
     use futures::StreamExt;
     let mut puts = futures::stream::iter(segments)
-        .map(|(id, bytes)| async move { blobs.put(&segment_key(id), bytes).await })
+        .map(|(id, segment)| async move { blobs.put_parts(&segment_key(id), segment.parts).await })
         .buffer_unordered(2);
     while let Some(done) = puts.next().await {
         done?;

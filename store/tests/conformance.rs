@@ -19,6 +19,11 @@ async fn conformance<S: BlobStore + 'static>(store: Arc<S>) {
     assert_eq!(store.get("a/one").await.unwrap(), Bytes::from_static(b"hello"));
     store.put("a/one", Bytes::from_static(b"hello again")).await.unwrap();
     assert_eq!(store.get("a/one").await.unwrap(), Bytes::from_static(b"hello again"));
+    // an object written from parts is their concatenation
+    let parts = vec![Bytes::from_static(b"ab"), Bytes::new(), Bytes::from_static(b"cde")];
+    store.put_parts("a/parts", parts).await.unwrap();
+    assert_eq!(store.get("a/parts").await.unwrap(), Bytes::from_static(b"abcde"));
+    store.delete("a/parts").await.unwrap();
     // ranged reads, including the empty range at the end and ranges past it
     assert_eq!(store.get_range("a/one", 6..11).await.unwrap(), Bytes::from_static(b"again"));
     assert_eq!(store.get_range("a/one", 11..11).await.unwrap(), Bytes::new());

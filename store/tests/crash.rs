@@ -142,7 +142,9 @@ async fn compaction_moves_live_blocks_and_deletes_dead_and_orphan_segments() {
     }
     // A segment put by a writer that crashed before its commit (ids at the counter are simply
     // reused by the next write; this one is further up).
-    put_segments(&blobs, vec![(next_segment(&meta).unwrap() + 1000, Bytes::from_static(b"orphan"))]).await.unwrap();
+    put_segments(&blobs, vec![(next_segment(&meta).unwrap() + 1000, Bytes::from_static(b"orphan").into())])
+        .await
+        .unwrap();
     let before = blobs.list("segments").await.unwrap().len();
     let done = compact(&blobs, &meta, b"idx/", 0.7, 256 << 10).await.unwrap();
     assert!(done.rewritten_segments > 0 && done.moved_blocks > 0, "{done:?}");
