@@ -7,7 +7,7 @@
 //! SHA-256 rate over a 76-byte node input, and the `rs_merkle` crate building a binary Merkle
 //! tree over the same number of leaves.
 
-use crate::measure::{check, min_time, min_time_with, ms, SelfCheckFailed, Target};
+use crate::measure::{check, min_time, min_time_with, ms, targets_text, SelfCheckFailed, Target};
 use rand::{rngs::StdRng, seq::index::sample, Rng, SeedableRng};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -376,11 +376,7 @@ impl Report {
             ));
         }
         line(format!("memory: {:.1} bytes per block ({} blocks)", self.memory.bytes_per_block, self.memory.blocks));
-        line("targets:".into());
-        for t in &self.targets {
-            line(format!("  {}", t.line()));
-        }
-        out
+        out + &targets_text(&self.targets)
     }
 }
 

@@ -104,6 +104,15 @@ impl Target {
     }
 }
 
+/// The closing block of every text report: one line per target.
+pub(crate) fn targets_text(targets: &[Target]) -> String {
+    let mut out = String::from("targets:\n");
+    for t in targets {
+        out += &format!("  {}\n", t.line());
+    }
+    out
+}
+
 /// A figure could not be trusted: the code under measurement disagreed with itself.
 #[derive(Debug, thiserror::Error)]
 #[error("benchmark self-check failed: {0}")]

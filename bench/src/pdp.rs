@@ -4,7 +4,7 @@
 //! Baselines in the same run: bulk SHA-256 over the same bytes (what any integrity check costs),
 //! and a naive aggregation loop (one `%` per sector and block) beside ours.
 
-use crate::measure::{check, min_time, ms, SelfCheckFailed, Target};
+use crate::measure::{check, min_time, ms, targets_text, SelfCheckFailed, Target};
 use rand::{rngs::StdRng, RngCore, SeedableRng};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -392,11 +392,7 @@ impl Report {
                 p.proof_bytes as f64 / 1e3
             );
         }
-        out += "targets:\n";
-        for t in &self.targets {
-            out += &format!("  {}\n", t.line());
-        }
-        out
+        out + &targets_text(&self.targets)
     }
 }
 

@@ -5,7 +5,7 @@
 //! and reading them directly (32 MiB objects, the same ranged reads, no index, no checksum).
 //! S3 is measured when `VOUCH_S3_*` names a server (`eval "$(scripts/minio.sh start DIR)"`).
 
-use crate::measure::{check, ms, Options, SelfCheckFailed, Target};
+use crate::measure::{check, ms, targets_text, Options, SelfCheckFailed, Target};
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::Serialize;
@@ -306,13 +306,10 @@ impl Report {
             out += &format!("not measured: {s}\n");
         }
         out += &format!(
-            "FlexList of {} blocks: save {:.1} ms, load {:.1} ms\ntargets:\n",
+            "FlexList of {} blocks: save {:.1} ms, load {:.1} ms\n",
             self.list.blocks, self.list.save_ms, self.list.load_ms
         );
-        for t in &self.targets {
-            out += &format!("  {}\n", t.line());
-        }
-        out
+        out + &targets_text(&self.targets)
     }
 }
 

@@ -213,7 +213,7 @@ pub enum PossessionError {
     BlockCount { expected: usize, got: usize },
     #[error("nonce and tag of the block at byte {start} do not match its leaf")]
     LeafMismatch { start: u64 },
-    #[error("aggregate has the wrong shape (expected {expected} elements, got {got})")]
+    #[error("aggregate has the wrong kind or size (at most {expected} elements, got {got})")]
     AggregateShape { expected: usize, got: usize },
     #[error("the aggregate does not match the tags: data lost or altered")]
     Equation,
@@ -254,13 +254,17 @@ pub fn verify_possession(
     }
     let longest = challenged.iter().map(|b| b.length as usize).max().unwrap_or(0).min(MAX_BLOCK_LEN);
     let got = proof.aggregate.words().len();
-    let shape_ok = match (&proof.aggregate, expected) {
-        (Aggregate::Sectors(_), SchemeId::Linear) => got == field::sectors(longest),
-        (Aggregate::Integer(_), SchemeId::Rsa1024 | SchemeId::Rsa2048) => got <= longest.div_ceil(8) + 2,
-        _ => false,
+    // The most elements the aggregate may have (exactly that many for the linear scheme).
+    let (linear, limit) = match expected {
+        SchemeId::Linear => (true, field::sectors(longest)),
+        SchemeId::Rsa1024 | SchemeId::Rsa2048 => (false, longest.div_ceil(8) + 2),
+    };
+    let shape_ok = match &proof.aggregate {
+        Aggregate::Sectors(_) => linear && got == limit,
+        Aggregate::Integer(_) => !linear && got <= limit,
     };
     if !shape_ok {
-        return Err(PossessionError::AggregateShape { expected: field::sectors(longest), got });
+        return Err(PossessionError::AggregateShape { expected: limit, got });
     }
     if !auditor.check(file, &challenged, &proof.aggregate) {
         return Err(PossessionError::Equation);

@@ -117,3 +117,35 @@ fn key_encodings_round_trip_and_reject_bad_bytes() {
     assert!(matches!(RsaSecretKey::from_bytes(&same_factors), Err(RsaKeyError::Invalid(_))));
     assert!(matches!(RsaSecretKey::generate(&mut StdRng::seed_from_u64(1), 512), Err(RsaKeyError::Size(512))));
 }
+
+#[test]
+fn an_all_zero_challenge_and_an_empty_aggregate_do_not_panic() {
+    let k = key();
+    let public = k.public_key();
+    // Blocks of zeros: the honest aggregate is the integer 0, encoded as no words.
+    let (client, provider) = upload(k, FILE, &vec![vec![0u8; 64]; 10]);
+    let mut c = seed(3);
+    c.count = 5;
+    let proof = provider.prove(&c);
+    assert_eq!(proof.aggregate, Aggregate::Integer(vec![]));
+    let decoded = PossessionProof::from_bytes(&proof.to_bytes()).unwrap();
+    verify_possession(k, &client.file, &client.root, client.len, &c, &decoded).unwrap();
+    verify_possession(public, &client.file, &client.root, client.len, &c, &decoded).unwrap();
+    // A provider that sends an empty aggregate for nonzero data is caught, by both.
+    let (client, provider) = upload(k, FILE, &data_blocks(10, |_| 64, 1));
+    let mut bad = provider.prove(&c);
+    bad.aggregate = Aggregate::Integer(vec![]);
+    assert_eq!(verify_possession(k, &client.file, &client.root, client.len, &c, &bad), Err(PossessionError::Equation));
+    assert_eq!(
+        verify_possession(public, &client.file, &client.root, client.len, &c, &bad),
+        Err(PossessionError::Equation)
+    );
+    // A trailing zero word is refused by the decoder: one value, one encoding.
+    let mut bytes = provider.prove(&c).to_bytes();
+    let n = bytes.len();
+    let Aggregate::Integer(words) = provider.prove(&c).aggregate else { panic!() };
+    let at = n - 8 * words.len() - 1;
+    bytes[at] += 1;
+    bytes.extend_from_slice(&[0; 8]);
+    assert_eq!(PossessionProof::from_bytes(&bytes), Err(DecodeError::NonCanonical));
+}
