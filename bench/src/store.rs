@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_core::{hash, Block, FlexList};
 use vouch_store::{
-    compact, load_list, put_segments, read_block, record_segments, save_list, Location, MetaBatch, MetaDb, MetaStore,
-    ObjectBlobs, S3Config, SegmentPacker, DEFAULT_SEGMENT_SIZE,
+    compact, load_list, put_segments, read_block, record_segments, save_list, segment_sizes, Location, MetaBatch,
+    MetaDb, MetaStore, ObjectBlobs, S3Config, SegmentPacker, DEFAULT_SEGMENT_SIZE,
 };
 
 const BIG_BLOCK: usize = 1 << 20;
@@ -36,9 +36,17 @@ pub struct BackendFigure {
     pub backend: &'static str,
     pub bytes: usize,
     pub seq_write_mb_s: f64,
+    /// The raw crate's puts made as durable as vouch's: on the local backend each object is
+    /// flushed to the disk after its put (what vouch does); on S3 an acknowledged put already is.
     pub raw_seq_write_mb_s: f64,
+    /// Local only: the raw crate's puts left in the page cache, unflushed (not crash-safe).
+    pub raw_unflushed_seq_write_mb_s: Option<f64>,
     pub seq_read_mb_s: f64,
     pub raw_seq_read_mb_s: f64,
+    /// Local only: the same reads with the files evicted from the page cache first, so the
+    /// bytes come from the disk (what a provider whose data outgrows its memory sees).
+    pub cold_seq_read_mb_s: Option<f64>,
+    pub raw_cold_seq_read_mb_s: Option<f64>,
     pub random_get_4k_ops_s: f64,
     pub raw_random_get_4k_ops_s: f64,
     pub compaction_mb_s: f64,
@@ -66,14 +74,14 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         object_store::local::LocalFileSystem::new_with_prefix(&local_dir)
             .map_err(|e| SelfCheckFailed(e.to_string()))?,
     );
-    backends.push(rt.block_on(backend_figure("local", &blobs, raw, &data, scratch.path()))?);
+    backends.push(rt.block_on(backend_figure("local", &blobs, raw, Some(&local_dir), &data, scratch.path()))?);
 
     match S3Config::from_env(Some("vouch")) {
         Ok(config) => {
             progress("store: S3");
             let blobs = ObjectBlobs::s3(&config).map_err(fail)?;
             let raw = raw_s3(&config)?;
-            backends.push(rt.block_on(backend_figure("s3", &blobs, raw, &data, scratch.path()))?);
+            backends.push(rt.block_on(backend_figure("s3", &blobs, raw, None, &data, scratch.path()))?);
         }
         Err(why) => skipped.push(format!("s3: {why} (e.g. eval \"$(scripts/minio.sh start DIR)\")")),
     }
@@ -96,6 +104,15 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
             "x",
             None,
         ));
+        if let (Some(cold), Some(raw_cold)) = (b.cold_seq_read_mb_s, b.raw_cold_seq_read_mb_s) {
+            targets.push(Target::at_least(
+                &format!("{}: sequential 1 MB reads from disk vs raw", b.backend),
+                cold / raw_cold,
+                0.9,
+                "x",
+                None,
+            ));
+        }
     }
     targets.push(Target::at_most(
         "load a 500k-block FlexList from the embedded store",
@@ -132,6 +149,7 @@ async fn backend_figure(
     name: &'static str,
     blobs: &ObjectBlobs,
     raw: Arc<dyn ObjectStore>,
+    local_dir: Option<&std::path::Path>,
     data: &Bytes,
     scratch: &std::path::Path,
 ) -> Result<BackendFigure, SelfCheckFailed> {
@@ -141,7 +159,7 @@ async fn backend_figure(
     // the segment size; three rounds, the order alternating, minimum of each.
     let raw_keys: Vec<object_store::path::Path> =
         (0..data.len().div_ceil(DEFAULT_SEGMENT_SIZE)).map(|i| format!("raw/{name}-{i:04}").into()).collect();
-    let (mut seq_write, mut raw_seq_write) = (Duration::MAX, Duration::MAX);
+    let (mut seq_write, mut raw_seq_write, mut raw_unflushed) = (Duration::MAX, Duration::MAX, Duration::MAX);
     let mut index = Vec::new();
     let mut next = 0;
     for round in 0..3 {
@@ -152,31 +170,33 @@ async fn backend_figure(
                 seq_write = seq_write.min(start.elapsed());
             } else {
                 let start = Instant::now();
-                write_raw(&raw, &raw_keys, data).await?;
+                write_raw(&raw, &raw_keys, data, local_dir).await?;
                 raw_seq_write = raw_seq_write.min(start.elapsed());
+                if local_dir.is_some() {
+                    let start = Instant::now();
+                    write_raw(&raw, &raw_keys, data, None).await?;
+                    raw_unflushed = raw_unflushed.min(start.elapsed());
+                }
             }
         }
     }
 
     // Sequential reads of every 1 MB block: checked ranged reads vs the same raw ranges.
-    // Reads change nothing; each is the minimum of three runs.
-    let mut seq_read = Duration::MAX;
-    let mut raw_seq_read = Duration::MAX;
+    // Reads change nothing; each is the minimum of three runs. On the local backend, three
+    // more rounds read from the disk, each file evicted from the page cache before its pass.
+    let (mut seq_read, mut raw_seq_read) = (Duration::MAX, Duration::MAX);
+    let (mut cold_read, mut raw_cold_read) = (Duration::MAX, Duration::MAX);
     for _ in 0..3 {
-        let start = Instant::now();
-        for (i, at) in index.iter().enumerate() {
-            let got = read_block(blobs, at).await.map_err(fail)?;
-            let ok = got.len() == at.len as usize && got[0] == data[i * BIG_BLOCK];
-            check(ok, || format!("block {i} read back wrong"))?;
+        raw_seq_read = raw_seq_read.min(read_raw(&raw, &raw_keys, data.len()).await?);
+        seq_read = seq_read.min(read_layout(blobs, &index, data).await?);
+    }
+    if let Some(dir) = local_dir {
+        for _ in 0..3 {
+            evict(dir)?;
+            cold_read = cold_read.min(read_layout(blobs, &index, data).await?);
+            evict(dir)?;
+            raw_cold_read = raw_cold_read.min(read_raw(&raw, &raw_keys, data.len()).await?);
         }
-        seq_read = seq_read.min(start.elapsed());
-        let start = Instant::now();
-        for i in 0..index.len() {
-            let (seg, off) = (i * BIG_BLOCK / DEFAULT_SEGMENT_SIZE, (i * BIG_BLOCK % DEFAULT_SEGMENT_SIZE) as u64);
-            let len = BIG_BLOCK.min(data.len() - i * BIG_BLOCK) as u64;
-            raw.get_range(&raw_keys[seg], off..off + len).await.map_err(|e| SelfCheckFailed(e.to_string()))?;
-        }
-        raw_seq_read = raw_seq_read.min(start.elapsed());
     }
 
     // Random 4 KB reads inside the first segment's worth.
@@ -216,12 +236,57 @@ async fn backend_figure(
         bytes: data.len(),
         seq_write_mb_s: mb_s(data.len(), seq_write),
         raw_seq_write_mb_s: mb_s(data.len(), raw_seq_write),
+        raw_unflushed_seq_write_mb_s: local_dir.map(|_| mb_s(data.len(), raw_unflushed)),
         seq_read_mb_s: mb_s(data.len(), seq_read),
         raw_seq_read_mb_s: mb_s(data.len(), raw_seq_read),
+        cold_seq_read_mb_s: local_dir.map(|_| mb_s(data.len(), cold_read)),
+        raw_cold_seq_read_mb_s: local_dir.map(|_| mb_s(data.len(), raw_cold_read)),
         random_get_4k_ops_s: picks.len() as f64 / random.as_secs_f64(),
         raw_random_get_4k_ops_s: picks.len() as f64 / raw_random.as_secs_f64(),
         compaction_mb_s: mb_s(done.moved_blocks * BIG_BLOCK, compaction),
     })
+}
+
+/// Reads every 1 MB block through vouch (ranged read + checksum); returns the time taken.
+async fn read_layout(blobs: &ObjectBlobs, index: &[Location], data: &Bytes) -> Result<Duration, SelfCheckFailed> {
+    let start = Instant::now();
+    for (i, at) in index.iter().enumerate() {
+        let got = read_block(blobs, at).await.map_err(fail)?;
+        let ok = got.len() == at.len as usize && got[0] == data[i * BIG_BLOCK];
+        check(ok, || format!("block {i} read back wrong"))?;
+    }
+    Ok(start.elapsed())
+}
+
+/// The same ranges read straight through the client crate.
+async fn read_raw(
+    raw: &Arc<dyn ObjectStore>,
+    keys: &[object_store::path::Path],
+    total: usize,
+) -> Result<Duration, SelfCheckFailed> {
+    let start = Instant::now();
+    for i in 0..total.div_ceil(BIG_BLOCK) {
+        let (seg, off) = (i * BIG_BLOCK / DEFAULT_SEGMENT_SIZE, (i * BIG_BLOCK % DEFAULT_SEGMENT_SIZE) as u64);
+        let len = BIG_BLOCK.min(total - i * BIG_BLOCK) as u64;
+        raw.get_range(&keys[seg], off..off + len).await.map_err(|e| SelfCheckFailed(e.to_string()))?;
+    }
+    Ok(start.elapsed())
+}
+
+/// Drops every file under `dir` from the page cache (flushed first: dirty pages stay cached).
+fn evict(dir: &std::path::Path) -> Result<(), SelfCheckFailed> {
+    let io = |e: std::io::Error| SelfCheckFailed(format!("evicting {}: {e}", dir.display()));
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.is_dir() {
+            evict(&path)?;
+        } else {
+            let file = std::fs::File::open(&path).map_err(io)?;
+            file.sync_all().map_err(io)?;
+            rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).map_err(|e| io(e.into()))?;
+        }
+    }
+    Ok(())
 }
 
 /// vouch's write path: pack 1 MB blocks into segments, put them, commit the index.
@@ -239,30 +304,46 @@ async fn write_layout(
         index.push(at);
     }
     let (segments, next) = packer.finish();
-    record_segments(&mut batch, &segments, next);
+    record_segments(&mut batch, &segment_sizes(&segments), next);
     put_segments(blobs, segments).await.map_err(fail)?;
     meta.commit(&batch).map_err(fail)?;
     Ok((index, next))
 }
 
-/// The baseline: the same bytes straight through the client crate, two puts in flight.
+/// The baseline: the same bytes straight through the client crate, two puts in flight; with
+/// `flush_dir`, each object is then flushed to the disk like a file (`fsync` of it and its
+/// directory), the durability vouch's local puts give.
 async fn write_raw(
     raw: &Arc<dyn ObjectStore>,
     keys: &[object_store::path::Path],
     data: &Bytes,
+    flush_dir: Option<&std::path::Path>,
 ) -> Result<(), SelfCheckFailed> {
     use futures::StreamExt;
     let mut puts = futures::stream::iter(data.chunks(DEFAULT_SEGMENT_SIZE).zip(keys))
         .map(|(chunk, key)| {
             let raw = raw.clone();
             let payload = PutPayload::from_bytes(data.slice_ref(chunk));
-            async move { raw.put(key, payload).await }
+            let file = flush_dir.map(|dir| dir.join(key.as_ref()));
+            async move {
+                raw.put(key, payload).await.map_err(|e| e.to_string())?;
+                if let Some(file) = file {
+                    tokio::task::spawn_blocking(move || flush(&file)).await.map_err(|e| e.to_string())??;
+                }
+                Ok::<_, String>(())
+            }
         })
         .buffer_unordered(2);
     while let Some(r) = puts.next().await {
-        r.map_err(|e| SelfCheckFailed(e.to_string()))?;
+        r.map_err(SelfCheckFailed)?;
     }
     Ok(())
+}
+
+fn flush(file: &std::path::Path) -> Result<(), String> {
+    let sync = |p: &std::path::Path| std::fs::File::open(p).and_then(|f| f.sync_all()).map_err(|e| e.to_string());
+    sync(file)?;
+    file.parent().map_or(Ok(()), sync)
 }
 
 fn list_figure(scratch: &std::path::Path) -> Result<ListFigure, SelfCheckFailed> {
@@ -290,13 +371,18 @@ impl Report {
         let mut out = format!("Store benchmark ({} run)\n", if self.quick { "quick" } else { "full" });
         for b in &self.backends {
             out += &format!(
-                "{} ({} MB): write {:.0} MB/s (raw {:.0}), read {:.0} MB/s (raw {:.0}), random 4 KB {:.0} ops/s (raw {:.0}), compaction {:.0} MB/s\n",
+                "{} ({} MB): write {:.0} MB/s (raw {:.0}{}), read {:.0} MB/s (raw {:.0}){}, random 4 KB {:.0} ops/s (raw {:.0}), compaction {:.0} MB/s\n",
                 b.backend,
                 b.bytes >> 20,
                 b.seq_write_mb_s,
                 b.raw_seq_write_mb_s,
+                b.raw_unflushed_seq_write_mb_s.map_or(String::new(), |u| format!("; unflushed {u:.0}")),
                 b.seq_read_mb_s,
                 b.raw_seq_read_mb_s,
+                match (b.cold_seq_read_mb_s, b.raw_cold_seq_read_mb_s) {
+                    (Some(c), Some(r)) => format!(", from disk {c:.0} MB/s (raw {r:.0})"),
+                    _ => String::new(),
+                },
                 b.random_get_4k_ops_s,
                 b.raw_random_get_4k_ops_s,
                 b.compaction_mb_s
@@ -325,7 +411,7 @@ mod tests {
         let dir = scratch.path().join("local");
         let blobs = ObjectBlobs::local(&dir).unwrap();
         let raw: Arc<dyn ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new_with_prefix(&dir).unwrap());
-        let figure = rt.block_on(backend_figure("local", &blobs, raw, &data, scratch.path())).unwrap();
+        let figure = rt.block_on(backend_figure("local", &blobs, raw, Some(&dir), &data, scratch.path())).unwrap();
         assert_eq!(figure.bytes, 16 << 20);
         assert!(figure.seq_write_mb_s > 0.0 && figure.compaction_mb_s > 0.0);
     }

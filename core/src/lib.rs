@@ -14,10 +14,12 @@ pub mod flexlist;
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod hash;
+pub mod namespace;
 pub mod pdp;
 
 pub use flexlist::{
-    height_for_tag, verify_multi_proof, verify_multi_update, verify_multi_update_len, Block, BuildError, Edit,
-    EditError, FlexList, Located, MultiProof, ProofError, ProvenBlock, UpdateProof, UpdateVerifyError,
+    height_for_tag, verify_multi_proof, verify_multi_proof_len, verify_multi_update, verify_multi_update_len, Block,
+    BuildError, Edit, EditError, FlexList, Located, MultiProof, ProofError, ProvenBlock, UpdateProof,
+    UpdateVerifyError,
 };
 pub use hash::Digest;

@@ -8,7 +8,7 @@
 //! deletes. Compaction assumes it is the only writer (the provider runs it under its write
 //! lock): a segment that is put but not yet committed looks like garbage to it.
 
-use crate::segments::{put_segments, read_block, segment_key, Location, Segment, SegmentPacker};
+use crate::segments::{put_segments, read_block, segment_key, segment_sizes, Location, SegmentPacker};
 use crate::{BlobStore, MetaBatch, MetaStore, StoreError};
 use std::collections::{BTreeMap, HashSet};
 
@@ -24,9 +24,10 @@ pub fn next_segment(meta: &impl MetaStore) -> Result<u64, StoreError> {
 }
 
 /// Adds the bookkeeping for freshly packed segments to the batch that commits their index.
-pub fn record_segments(batch: &mut MetaBatch, segments: &[(u64, Segment)], next: u64) {
-    for (id, segment) in segments {
-        batch.put(seg_entry(*id), (segment.len() as u64).to_le_bytes().to_vec());
+/// `segments` are (number, size in bytes).
+pub fn record_segments(batch: &mut MetaBatch, segments: &[(u64, usize)], next: u64) {
+    for &(id, size) in segments {
+        batch.put(seg_entry(id), (size as u64).to_le_bytes().to_vec());
     }
     batch.put(NEXT_SEGMENT, next.to_le_bytes().to_vec());
 }
@@ -89,7 +90,7 @@ pub async fn compact<B: BlobStore>(
             batch.delete(seg_entry(*id));
         }
         let (segments, next) = packer.finish();
-        record_segments(&mut batch, &segments, next);
+        record_segments(&mut batch, &segment_sizes(&segments), next);
         put_segments(blobs, segments).await?;
         meta.commit(&batch)?;
         done.rewritten_segments = sparse.len();

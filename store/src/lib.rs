@@ -35,4 +35,6 @@ pub use error::StoreError;
 pub use lists::{load_list, save_list, BLOCKS_PER_CHUNK};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::ObjectBlobs;
-pub use segments::{put_segments, read_block, segment_key, Location, Segment, SegmentPacker, DEFAULT_SEGMENT_SIZE};
+pub use segments::{
+    put_segments, read_block, segment_key, segment_sizes, Location, Segment, SegmentPacker, DEFAULT_SEGMENT_SIZE,
+};

@@ -19,6 +19,8 @@ pub struct ObjectBlobs {
     /// For messages: the directory, or the endpoint and bucket.
     place: String,
     remote: bool,
+    /// The directory of a local store: its puts are flushed to the disk before they return.
+    local_root: Option<std::path::PathBuf>,
 }
 
 impl ObjectBlobs {
@@ -28,7 +30,7 @@ impl ObjectBlobs {
         let place = dir.display().to_string();
         std::fs::create_dir_all(dir).map_err(|e| from_io(&place, &e, format!("creating the directory: {e}")))?;
         let fs = LocalFileSystem::new_with_prefix(dir).map_err(|e| map_err(&place, &place, false, e))?;
-        Ok(ObjectBlobs { inner: Arc::new(fs), place, remote: false })
+        Ok(ObjectBlobs { inner: Arc::new(fs), place, remote: false, local_root: Some(dir.to_path_buf()) })
     }
 
     /// An S3 bucket. Requests time out and give up after a few retries, so an unreachable
@@ -52,7 +54,7 @@ impl ObjectBlobs {
             builder = builder.with_endpoint(e).with_virtual_hosted_style_request(false);
         }
         let s3 = builder.build().map_err(|e| map_err(&place, &place, true, e))?;
-        Ok(ObjectBlobs { inner: Arc::new(s3), place, remote: true })
+        Ok(ObjectBlobs { inner: Arc::new(s3), place, remote: true, local_root: None })
     }
 
     fn path(&self, key: &str) -> Result<Path, StoreError> {
@@ -72,6 +74,26 @@ impl ObjectBlobs {
 
     fn err(&self, key: &str, e: object_store::Error) -> StoreError {
         map_err(&self.place, key, self.remote, e)
+    }
+
+    /// Makes a local put durable: `object_store` renames a finished temporary file into place
+    /// but never flushes it, so after a power cut a metadata commit (which redb does flush)
+    /// could name a segment whose bytes never reached the disk. Flushes the file, then the
+    /// directory entry of the rename. An S3 put is durable once acknowledged.
+    async fn make_durable(&self, key: &str) -> Result<(), StoreError> {
+        let Some(root) = &self.local_root else { return Ok(()) };
+        let file = root.join(key);
+        let at = format!("{}: {key}", self.place);
+        tokio::task::spawn_blocking(move || {
+            std::fs::File::open(&file)?.sync_all()?;
+            match file.parent() {
+                Some(dir) => std::fs::File::open(dir)?.sync_all(),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|e| StoreError::Backend { at: at.clone(), detail: format!("flush task failed: {e}") })?
+        .map_err(|e| from_io(&at, &e, format!("flushing to disk: {e}")))
     }
 }
 
@@ -110,13 +132,13 @@ impl BlobStore for ObjectBlobs {
     async fn put(&self, key: &str, bytes: Bytes) -> Result<(), StoreError> {
         let path = self.path(key)?;
         self.inner.put(&path, PutPayload::from_bytes(bytes)).await.map_err(|e| self.err(key, e))?;
-        Ok(())
+        self.make_durable(key).await
     }
 
     async fn put_parts(&self, key: &str, parts: Vec<Bytes>) -> Result<(), StoreError> {
         let path = self.path(key)?;
         self.inner.put(&path, parts.into_iter().collect::<PutPayload>()).await.map_err(|e| self.err(key, e))?;
-        Ok(())
+        self.make_durable(key).await
     }
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use std::process::Command;
 use std::time::Duration;
 use vouch_store::{
-    compact, next_segment, put_segments, read_block, record_segments, BlobStore, Location, MetaBatch, MetaDb,
-    MetaStore, ObjectBlobs, S3Config, SegmentPacker,
+    compact, next_segment, put_segments, read_block, record_segments, segment_sizes, BlobStore, Location, MetaBatch,
+    MetaDb, MetaStore, ObjectBlobs, S3Config, SegmentPacker,
 };
 
 const BLOCKS_PER_ROUND: u32 = 20;
@@ -37,7 +37,7 @@ async fn write_round<B: BlobStore>(blobs: &B, meta: &MetaDb, round: u32) {
     }
     batch.put(&b"last-round"[..], round.to_le_bytes().to_vec());
     let (segments, next) = packer.finish();
-    record_segments(&mut batch, &segments, next);
+    record_segments(&mut batch, &segment_sizes(&segments), next);
     put_segments(blobs, segments).await.unwrap();
     meta.commit(&batch).unwrap();
 }

@@ -66,8 +66,8 @@ pub use arena::FlexList;
 pub use build::BuildError;
 pub use edit::{Edit, EditError};
 pub use proof::{
-    verify_multi_proof, verify_multi_update, verify_multi_update_len, MultiProof, ProofError, ProvenBlock, UpdateProof,
-    UpdateVerifyError, PROOF_VERSION,
+    verify_multi_proof, verify_multi_proof_len, verify_multi_update, verify_multi_update_len, MultiProof, ProofError,
+    ProvenBlock, UpdateProof, UpdateVerifyError, PROOF_VERSION,
 };
 
 use crate::hash::Digest;

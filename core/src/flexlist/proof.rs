@@ -323,6 +323,16 @@ fn decode_against(root: &Digest, proof: &MultiProof) -> Result<Vec<ProofNode>, P
 /// each challenged byte index, in the order of `indices`. The proof must open exactly the
 /// union of the challenged search paths.
 pub fn verify_multi_proof(root: &Digest, indices: &[u64], proof: &MultiProof) -> Result<Vec<ProvenBlock>, ProofError> {
+    verify_multi_proof_len(root, indices, proof).map(|(blocks, _)| blocks)
+}
+
+/// [`verify_multi_proof`], also returning the list's total length (the root's rank, which the
+/// root hash authenticates): a verifier that must see every block learns how many there are.
+pub fn verify_multi_proof_len(
+    root: &Digest,
+    indices: &[u64],
+    proof: &MultiProof,
+) -> Result<(Vec<ProvenBlock>, u64), ProofError> {
     if indices.is_empty() {
         return Err(ProofError::EmptyChallenge);
     }
@@ -363,7 +373,7 @@ pub fn verify_multi_proof(root: &Digest, indices: &[u64], proof: &MultiProof) ->
     if visited.contains(&false) {
         return Err(ProofError::Superfluous);
     }
-    Ok(out)
+    Ok((out, len))
 }
 
 /// verifyMultiUpdate (Alg. A.2): checks the opened region against `old_root`, applies `edits`

@@ -32,6 +32,14 @@ impl<'k, T: Tagger> Upload<'k, T> {
         Ok(Upload { tagger, client: ClientFile::new(file), block_size, pending: Vec::new(), leaves: Vec::new() })
     }
 
+    /// An upload of a new version of `file` whose nonces continue from `next_nonce` (the older
+    /// versions' blocks keep theirs: a nonce never names two contents).
+    pub fn continuing(tagger: &'k T, file: FileId, block_size: usize, next_nonce: u64) -> Result<Self, BadBlockLength> {
+        let mut upload = Self::new(tagger, file, block_size)?;
+        upload.client.next_nonce = next_nonce;
+        Ok(upload)
+    }
+
     /// Adds `bytes` to the file; tags the blocks they complete and passes each to `store` in
     /// file order, with its data.
     pub fn push(&mut self, mut bytes: &[u8], mut store: impl FnMut(&TaggedBlock, &[u8])) {

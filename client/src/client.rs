@@ -1,0 +1,626 @@
+//! The client's operations: each request's answer is verified against the namespace root
+//! before anything is returned, written or saved.
+
+use crate::error::ClientError;
+use crate::remote::Remote;
+use crate::state::{Root, StateDir};
+use bytes::Bytes;
+use rayon::prelude::*;
+use serde_bytes::ByteBuf;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::Path;
+use std::time::Instant;
+use vouch_core::namespace::{
+    check_name, proof_from_bytes, verify_commit, verify_listing, verify_lookup, verify_version, verify_versions,
+    Change, CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
+};
+use vouch_core::pdp::linear::LinearKey;
+use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload, DEFAULT_BLOCK_SIZE};
+use vouch_core::{hash, verify_multi_proof, verify_multi_update_len, Block, Edit, MultiProof, UpdateProof};
+use vouch_proto::{
+    frame, AuditAnswer, AuditRequest, BlockBatch, Committed, EditRequest, ListRequest, Listing, Located, Log,
+    LogRequest, LookupRequest, PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest,
+    RemoveRequest, WireBlock, WireEdit, WireLookup,
+};
+
+/// Bytes of blocks per upload frame.
+const UPLOAD_BATCH_BYTES: usize = 4 << 20;
+
+/// A change of bytes in a stored file, made as one verified batch (`vouch edit`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ByteEdit {
+    Insert { at: u64, data: Vec<u8> },
+    Delete { range: Range<u64> },
+    Replace { at: u64, data: Vec<u8> },
+}
+
+/// What a put, edit or get did, for reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Transfer {
+    pub name: String,
+    pub version: u64,
+    pub bytes: u64,
+    pub blocks: u64,
+    /// Proof bytes received and checked.
+    pub proof_bytes: u64,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AuditReport {
+    pub name: String,
+    pub version: u64,
+    pub file_bytes: u64,
+    pub challenged_offsets: u32,
+    pub challenged_blocks: usize,
+    pub proof_bytes: usize,
+    pub verified: bool,
+    pub seconds: f64,
+}
+
+/// A verified version: its entry and record.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    pub entry: EntryRecord,
+    pub record: VersionRecord,
+}
+
+pub struct Client {
+    state: StateDir,
+    remote: Remote,
+    key: LinearKey,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("dir", &self.state.dir).field("remote", &self.remote).finish()
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn lookup_from_wire(w: &WireLookup) -> Result<LookupProof, ClientError> {
+    Ok(LookupProof {
+        index: w.index,
+        entries: w
+            .entries
+            .iter()
+            .map(|e| EntryRecord::from_bytes(e))
+            .collect::<Result<_, _>>()
+            .map_err(ClientError::lie)?,
+        proof: proof_from_bytes(w.proof.to_vec()).map_err(ClientError::lie)?,
+    })
+}
+
+fn update_from_wire(bytes: &ByteBuf) -> Result<UpdateProof, ClientError> {
+    UpdateProof::from_bytes(bytes).map_err(ClientError::lie)
+}
+
+impl Client {
+    /// Opens the client whose state is in `dir`.
+    pub fn open(dir: &Path) -> Result<Client, ClientError> {
+        let state = StateDir::open(dir)?;
+        let remote = Remote::new(&state.config.server, &state.secret.token)?;
+        let key = LinearKey::from_secret(state.secret.key);
+        Ok(Client { state, remote, key })
+    }
+
+    /// Creates a client state in `dir` (fresh key) for the provider at `server`.
+    pub fn init(dir: &Path, server: &str, token: &str) -> Result<Client, ClientError> {
+        Remote::new(server, token)?;
+        StateDir::init(dir, server, token)?;
+        Client::open(dir)
+    }
+
+    pub fn root(&self) -> Root {
+        self.state.root
+    }
+
+    pub fn server(&self) -> &str {
+        &self.state.config.server
+    }
+
+    pub async fn health(&self) -> Result<vouch_proto::Health, ClientError> {
+        self.remote.health().await
+    }
+
+    /// Checks a located answer: the name's lookup, then the version asked for.
+    fn verify_located(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        located: &Located,
+    ) -> Result<(Found, Option<Verified>), ClientError> {
+        let lookup = lookup_from_wire(&located.lookup)?;
+        let found =
+            verify_lookup(&self.state.root.digest, self.state.root.len, name, &lookup).map_err(ClientError::lie)?;
+        let Found::At { entry, .. } = &found else {
+            if located.version.is_some() {
+                return Err(ClientError::lie("a version of a name that does not exist"));
+            }
+            return Ok((found, None));
+        };
+        let wire = located.version.as_ref().ok_or_else(|| ClientError::lie("the name's version is missing"))?;
+        let answer = VersionProof {
+            index: wire.index,
+            record: VersionRecord::from_bytes(&wire.record).map_err(ClientError::lie)?,
+            proof: MultiProof::from_bytes(wire.proof.to_vec()).map_err(ClientError::lie)?,
+        };
+        verify_version(entry, want, &answer).map_err(ClientError::lie)?;
+        let verified = Verified { entry: entry.clone(), record: answer.record };
+        Ok((found, Some(verified)))
+    }
+
+    /// The verified latest (or given) version of `name`.
+    pub async fn version(&self, name: &str, want: Option<u64>) -> Result<Verified, ClientError> {
+        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let located: Located = self.remote.call("lookup", &LookupRequest { name: name.into(), version: want }).await?;
+        match self.verify_located(name, want, &located)? {
+            (_, Some(v)) => Ok(v),
+            (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        }
+    }
+
+    /// Checks a commit's proofs and, when they hold, records the new root.
+    fn accept_commit(
+        &mut self,
+        name: &str,
+        found: &Found,
+        change: &Change,
+        answer: &Committed,
+    ) -> Result<Option<EntryRecord>, ClientError> {
+        let lookup = lookup_from_wire(&answer.lookup)?;
+        let seen =
+            verify_lookup(&self.state.root.digest, self.state.root.len, name, &lookup).map_err(ClientError::lie)?;
+        if seen != *found {
+            return Err(ClientError::lie("the provider's view of the name changed under the commit"));
+        }
+        let proof = CommitProof {
+            versions: answer.versions_update.as_ref().map(update_from_wire).transpose()?,
+            namespace: update_from_wire(&answer.namespace_update)?,
+        };
+        let done = verify_commit(&self.state.root.digest, name, found, change, &proof).map_err(ClientError::lie)?;
+        let root = Root { digest: done.ns_root, len: done.ns_len };
+        self.state.save_root(root)?;
+        self.state.root = root;
+        Ok(done.entry)
+    }
+
+    /// Stores `reader`'s bytes as a new version of `name` (the first, for a new name).
+    pub async fn put(
+        &mut self,
+        name: &str,
+        mut reader: impl Read + Send + 'static,
+        block_size: Option<usize>,
+        progress: impl Fn(u64) + Send + 'static,
+    ) -> Result<Transfer, ClientError> {
+        let started = Instant::now();
+        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let block_size = block_size.unwrap_or(DEFAULT_BLOCK_SIZE);
+        if block_size == 0 || block_size > pdp::MAX_BLOCK_LEN {
+            return Err(ClientError::BadInput(format!("block size must be 1 to {} bytes", pdp::MAX_BLOCK_LEN)));
+        }
+        let located: Located = self.remote.call("lookup", &LookupRequest { name: name.into(), version: None }).await?;
+        let (found, latest) = self.verify_located(name, None, &located)?;
+        let (file, number, first_nonce) = match &latest {
+            Some(v) => (v.entry.file, v.entry.next_version, v.record.next_nonce),
+            None => (FileId(rand::random()), 1, 0),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+        let secret = self.state.secret.key;
+        let head = PutFrame::Head(PutHead { name: name.into(), file: file.0, scheme: SchemeId::Linear as u8 });
+        let producer = tokio::task::spawn_blocking(move || -> Result<(VersionRecord, u64), ClientError> {
+            let key = LinearKey::from_secret(secret);
+            let send = |frame: &PutFrame| {
+                tx.blocking_send(Ok(frame::encode(&vouch_proto::encode(frame)).into())).map_err(|_| ClientError::Io {
+                    what: "upload".into(),
+                    source: std::io::Error::other("the provider closed the upload"),
+                })
+            };
+            send(&head)?;
+            let mut upload = Upload::continuing(&key, file, block_size, first_nonce)
+                .map_err(|e| ClientError::BadInput(e.to_string()))?;
+            let mut batch: Vec<WireBlock> = Vec::new();
+            let mut batch_bytes = 0usize;
+            let mut total = 0u64;
+            let mut buf = vec![0u8; UPLOAD_BATCH_BYTES];
+            let collect = |t: &pdp::TaggedBlock, d: &[u8], batch: &mut Vec<WireBlock>, n: &mut usize| {
+                batch.push(WireBlock {
+                    nonce: t.nonce,
+                    tag: ByteBuf::from(t.tag.clone()),
+                    data: ByteBuf::from(d.to_vec()),
+                });
+                *n += d.len();
+            };
+            loop {
+                let n = reader.read(&mut buf).map_err(ClientError::io("reading the input"))?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+                upload.push(&buf[..n], |t, d| collect(t, d, &mut batch, &mut batch_bytes));
+                if batch_bytes >= UPLOAD_BATCH_BYTES {
+                    send(&PutFrame::Blocks(BlockBatch { blocks: std::mem::take(&mut batch) }))?;
+                    batch_bytes = 0;
+                    progress(total);
+                }
+            }
+            let (state, _list) = upload
+                .finish(|t, d| collect(t, d, &mut batch, &mut batch_bytes))
+                .map_err(|e| ClientError::BadInput(e.to_string()))?;
+            if !batch.is_empty() {
+                send(&PutFrame::Blocks(BlockBatch { blocks: batch }))?;
+            }
+            progress(total);
+            let record = VersionRecord {
+                number,
+                scheme: SchemeId::Linear,
+                file,
+                root: state.root,
+                len: state.len,
+                next_nonce: state.next_nonce,
+                time: now(),
+            };
+            send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
+            Ok((record, state.next_nonce - first_nonce))
+        });
+        let answer =
+            self.remote.call_streaming::<Committed>("put", tokio_stream::wrappers::ReceiverStream::new(rx)).await;
+        let produced =
+            producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
+        let answer = answer?;
+        let (record, blocks) = produced?;
+        self.accept_commit(name, &found, &Change::Append(record), &answer)?;
+        Ok(Transfer {
+            name: name.into(),
+            version: record.number,
+            bytes: record.len,
+            blocks,
+            proof_bytes: committed_proof_bytes(&answer),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Streams the verified bytes `range` of a version of `name` into `out`. Each chunk is
+    /// checked (list proof, tags, lengths, order) before it is written; a cut-short stream is
+    /// an error after the verified prefix.
+    pub async fn get(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        range: Option<Range<u64>>,
+        out: &mut (impl Write + Send),
+    ) -> Result<Transfer, ClientError> {
+        let started = Instant::now();
+        let mut proof_bytes = 0u64;
+        let mut blocks = 0u64;
+        let (verified, written) = self
+            .read_blocks(name, want, range, |chunk_blocks, proof| {
+                proof_bytes += proof as u64;
+                for (slice, _) in chunk_blocks {
+                    out.write_all(slice).map_err(ClientError::io("writing the output"))?;
+                    blocks += 1;
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(Transfer {
+            name: name.into(),
+            version: verified.record.number,
+            bytes: written,
+            blocks,
+            proof_bytes,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The verified blocks covering `range`, chunk by chunk: `each` gets, per block, the part of
+    /// it inside the range and the block's (start, whole data).
+    async fn read_blocks(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        range: Option<Range<u64>>,
+        mut each: impl FnMut(Vec<(&[u8], (u64, &[u8]))>, usize) -> Result<(), ClientError>,
+    ) -> Result<(Verified, u64), ClientError> {
+        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let (start, end) = range.map_or((0, u64::MAX), |r| (r.start, r.end));
+        if start > end {
+            return Err(ClientError::BadInput(format!("empty range {start}..{end}")));
+        }
+        let req = ReadRequest { name: name.into(), version: want, start, end };
+        let mut frames = self.remote.frames("read", &req).await?;
+        let located = match frames.next::<ReadFrame>().await? {
+            Some(ReadFrame::Located(l)) => l,
+            Some(ReadFrame::Error(e)) => return Err(ClientError::from_server(e.code, e.message)),
+            _ => return Err(ClientError::lie("a read must begin with the version's proof")),
+        };
+        let verified = match self.verify_located(name, want, &located)? {
+            (_, Some(v)) => v,
+            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        };
+        let end = end.min(verified.record.len);
+        if start > end {
+            return Err(ClientError::BadInput(format!("range starts past the end ({} bytes)", verified.record.len)));
+        }
+        let mut pos = start;
+        while let Some(frame) = frames.next::<ReadFrame>().await? {
+            let chunk = match frame {
+                ReadFrame::Chunk(c) => c,
+                ReadFrame::Error(e) => return Err(ClientError::from_server(e.code, e.message)),
+                ReadFrame::Located(_) => return Err(ClientError::lie("a second header in a read")),
+            };
+            if pos >= end {
+                return Err(ClientError::lie("blocks past the end of the range"));
+            }
+            let checked = self.verify_chunk(&verified.record, &chunk, pos)?;
+            let mut parts = Vec::with_capacity(checked.len());
+            for (block_start, data) in &checked {
+                let from = pos.saturating_sub(*block_start) as usize;
+                let to = (end.min(block_start + data.len() as u64) - block_start) as usize;
+                parts.push((&data[from..to], (*block_start, &data[..])));
+                pos = block_start + to as u64;
+            }
+            each(parts, chunk.proof.len())?;
+        }
+        if pos < end {
+            return Err(ClientError::lie(format!("the stream ended at byte {pos} of {end}")));
+        }
+        Ok((verified, end - start))
+    }
+
+    /// Checks one chunk of a read that must continue at byte `pos`: the list proof of its
+    /// blocks against the version root, each block's tag against its bytes, and that the
+    /// blocks follow each other from `pos` on. Returns (start, data) per block.
+    fn verify_chunk(
+        &self,
+        record: &VersionRecord,
+        chunk: &ReadChunk,
+        pos: u64,
+    ) -> Result<Vec<(u64, Vec<u8>)>, ClientError> {
+        if chunk.starts.is_empty() || chunk.starts.len() != chunk.blocks.len() {
+            return Err(ClientError::lie("a read chunk's blocks do not match its offsets"));
+        }
+        let proof = MultiProof::from_bytes(chunk.proof.to_vec()).map_err(ClientError::lie)?;
+        let proven = verify_multi_proof(&record.root, &chunk.starts, &proof).map_err(ClientError::lie)?;
+        let mut next = pos;
+        for (i, p) in proven.iter().enumerate() {
+            let contiguous =
+                if i == 0 { p.start <= next && next < p.start + u64::from(p.length) } else { p.start == next };
+            if !contiguous {
+                return Err(ClientError::lie(format!(
+                    "block at byte {} is not the one that follows byte {next}",
+                    p.start
+                )));
+            }
+            next = p.start + u64::from(p.length);
+        }
+        let scheme = record.scheme as u8;
+        let file = record.file;
+        let bad = proven.par_iter().zip(&chunk.blocks).position_any(|(p, b)| {
+            b.data.len() != p.length as usize
+                || self.key.tag(&file, b.nonce, &b.data) != b.tag.as_slice()
+                || hash::pdp_leaf(scheme, b.nonce, &b.tag) != p.tag
+        });
+        if let Some(i) = bad {
+            return Err(ClientError::lie(format!("block at byte {} was altered", proven[i].start)));
+        }
+        Ok(proven.iter().zip(&chunk.blocks).map(|(p, b)| (p.start, b.data.to_vec())).collect())
+    }
+
+    /// Every name, verified complete.
+    pub async fn list(&self) -> Result<Vec<EntryRecord>, ClientError> {
+        let listing: Listing = self.remote.call("list", &ListRequest {}).await?;
+        let entries: Vec<EntryRecord> = listing
+            .entries
+            .iter()
+            .map(|e| EntryRecord::from_bytes(e))
+            .collect::<Result<_, _>>()
+            .map_err(ClientError::lie)?;
+        let proof = proof_from_bytes(listing.proof.to_vec()).map_err(ClientError::lie)?;
+        verify_listing(&self.state.root.digest, self.state.root.len, &entries, proof.as_ref())
+            .map_err(ClientError::lie)?;
+        Ok(entries)
+    }
+
+    /// Every kept version of `name`, oldest first, verified complete.
+    pub async fn log(&self, name: &str) -> Result<Vec<VersionRecord>, ClientError> {
+        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let log: Log = self.remote.call("log", &LogRequest { name: name.into() }).await?;
+        let lookup = lookup_from_wire(&log.lookup)?;
+        let found =
+            verify_lookup(&self.state.root.digest, self.state.root.len, name, &lookup).map_err(ClientError::lie)?;
+        let Found::At { entry, .. } = found else {
+            return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)")));
+        };
+        let records: Vec<VersionRecord> = log
+            .versions
+            .iter()
+            .map(|r| VersionRecord::from_bytes(r))
+            .collect::<Result<_, _>>()
+            .map_err(ClientError::lie)?;
+        let indices: Vec<u64> = (0..records.len() as u64).collect();
+        let proof = MultiProof::from_bytes(log.proof.to_vec()).map_err(ClientError::lie)?;
+        verify_versions(&entry, &indices, &records, &proof).map_err(ClientError::lie)?;
+        Ok(records)
+    }
+
+    /// Removes `name` and all its versions.
+    pub async fn remove(&mut self, name: &str) -> Result<(), ClientError> {
+        let latest = self.version(name, None).await?;
+        let answer: Committed = self.remote.call("remove", &RemoveRequest { name: name.into() }).await?;
+        let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
+        self.accept_commit(name, &found, &Change::Remove, &answer)?;
+        Ok(())
+    }
+
+    /// Drops old versions of `name` (never the latest).
+    pub async fn prune(&mut self, name: &str, versions: &[u64]) -> Result<(), ClientError> {
+        let all = self.log(name).await?;
+        let latest = self.version(name, None).await?;
+        let mut positions = Vec::new();
+        for v in versions {
+            let p = all
+                .iter()
+                .position(|r| r.number == *v)
+                .ok_or_else(|| ClientError::NotFound(format!("version {v} of {name}")))?;
+            if p + 1 == all.len() {
+                return Err(ClientError::BadInput("the latest version cannot be pruned".into()));
+            }
+            positions.push(p as u64);
+        }
+        let answer: Committed =
+            self.remote.call("prune", &PruneRequest { name: name.into(), versions: versions.to_vec() }).await?;
+        let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
+        self.accept_commit(name, &found, &Change::Prune(positions), &answer)?;
+        Ok(())
+    }
+
+    /// A possession challenge of `count` random offsets over a version of `name`.
+    pub async fn audit(&self, name: &str, want: Option<u64>, count: u32) -> Result<AuditReport, ClientError> {
+        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        if count == 0 || count > 10_000 {
+            return Err(ClientError::BadInput("a challenge has 1 to 10000 offsets".into()));
+        }
+        let started = Instant::now();
+        let seed: [u8; 32] = rand::random();
+        let answer: AuditAnswer =
+            self.remote.call("audit", &AuditRequest { name: name.into(), version: want, seed, count }).await?;
+        let v = match self.verify_located(name, want, &answer.located)? {
+            (_, Some(v)) => v,
+            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        };
+        let challenge = Challenge::new(seed, count);
+        let mut blocks = 0;
+        if v.record.len > 0 {
+            let proof = PossessionProof::from_bytes(&answer.proof).map_err(ClientError::lie)?;
+            blocks = proof.blocks.len();
+            let c = v.record.client_file();
+            pdp::verify_possession(&self.key, &c.file, &c.root, c.len, &challenge, &proof).map_err(ClientError::lie)?;
+        }
+        Ok(AuditReport {
+            name: name.into(),
+            version: v.record.number,
+            file_bytes: v.record.len,
+            challenged_offsets: count,
+            challenged_blocks: blocks,
+            proof_bytes: answer.proof.len(),
+            verified: true,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Changes bytes of the latest version of `name` as one verified batch of block edits,
+    /// making a new version. Only the blocks the change touches are read and sent.
+    pub async fn edit(
+        &mut self,
+        name: &str,
+        change: &ByteEdit,
+        block_size: Option<usize>,
+    ) -> Result<Transfer, ClientError> {
+        let started = Instant::now();
+        let block_size = block_size.unwrap_or(DEFAULT_BLOCK_SIZE).clamp(1, pdp::MAX_BLOCK_LEN);
+        let latest = self.version(name, None).await?;
+        let len = latest.record.len;
+        let (a, b, new_bytes) = match change {
+            ByteEdit::Insert { at, data } => (*at, *at, data.clone()),
+            ByteEdit::Delete { range } => (range.start, range.end, Vec::new()),
+            ByteEdit::Replace { at, data } => (*at, at.saturating_add(data.len() as u64).min(len), data.clone()),
+        };
+        if a > b || b > len {
+            return Err(ClientError::BadInput(format!("the change {a}..{b} is outside the file ({len} bytes)")));
+        }
+        // The blocks the change touches, verified: [first start, last end).
+        let mut touched: Vec<(u64, Vec<u8>)> = Vec::new();
+        if a < len && (a < b || a > 0) {
+            let until = if a == b { a + 1 } else { b };
+            let want = Some(latest.record.number);
+            self.read_blocks(name, want, Some(a..until), |parts, _| {
+                touched.extend(parts.into_iter().map(|(_, (s, d))| (s, d.to_vec())));
+                Ok(())
+            })
+            .await?;
+        }
+        // A pure insert at a block boundary touches nothing.
+        if a == b && touched.first().is_some_and(|(s, _)| *s == a) {
+            touched.clear();
+        }
+        let (lo, hi) = match (touched.first(), touched.last()) {
+            (Some((s, _)), Some((ls, ld))) => (*s, ls + ld.len() as u64),
+            _ => (a, a),
+        };
+        let mut region = Vec::new();
+        for (s, d) in &touched {
+            region.extend_from_slice(d);
+            debug_assert!(*s >= lo);
+        }
+        let mut new_region = region[..(a - lo) as usize].to_vec();
+        new_region.extend_from_slice(&new_bytes);
+        new_region.extend_from_slice(&region[(b - lo) as usize..]);
+        if region == new_region {
+            return Err(ClientError::BadInput("the change leaves the file as it is".into()));
+        }
+        let pieces: Vec<&[u8]> = new_region.chunks(block_size).collect();
+        let mut state = latest.record.client_file();
+        let tagged = state.tag_blocks(&self.key, &pieces).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let leaves: Vec<Block> = tagged.iter().map(|t| t.leaf).collect();
+        let (mut edits, mut wire) = (Vec::new(), Vec::new());
+        for (i, (s, _)) in touched.iter().enumerate() {
+            if i < leaves.len() {
+                edits.push(Edit::Modify { at: *s, block: leaves[i] });
+                wire.push(vouch_proto::WireEdit::Modify { at: *s, block: i as u32 });
+            } else {
+                edits.push(Edit::Remove { at: *s });
+                wire.push(WireEdit::Remove { at: *s });
+            }
+        }
+        for (i, leaf) in leaves.iter().enumerate().skip(touched.len()) {
+            edits.push(Edit::Insert { at: hi, block: *leaf });
+            wire.push(WireEdit::Insert { at: hi, block: i as u32 });
+        }
+        let blocks: Vec<WireBlock> = tagged
+            .iter()
+            .zip(&pieces)
+            .map(|(t, d)| WireBlock {
+                nonce: t.nonce,
+                tag: ByteBuf::from(t.tag.clone()),
+                data: ByteBuf::from(d.to_vec()),
+            })
+            .collect();
+        let time = now();
+        let req = EditRequest { name: name.into(), base: latest.record.number, edits: wire, blocks, time };
+        let answer: Committed = self.remote.call("edit", &req).await?;
+        let file_proof =
+            answer.file_update.as_ref().ok_or_else(|| ClientError::lie("an edit without its list proof"))?;
+        let (root, new_len) = verify_multi_update_len(&latest.record.root, &edits, &update_from_wire(file_proof)?)
+            .map_err(ClientError::lie)?;
+        let record = VersionRecord {
+            number: latest.entry.next_version,
+            scheme: latest.record.scheme,
+            file: latest.record.file,
+            root,
+            len: new_len,
+            next_nonce: state.next_nonce,
+            time,
+        };
+        let lookup = lookup_from_wire(&answer.lookup)?;
+        let found = Found::At { index: lookup.index, entry: latest.entry };
+        self.accept_commit(name, &found, &Change::Append(record), &answer)?;
+        Ok(Transfer {
+            name: name.into(),
+            version: record.number,
+            bytes: new_region.len() as u64,
+            blocks: tagged.len() as u64,
+            proof_bytes: committed_proof_bytes(&answer),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+fn committed_proof_bytes(c: &Committed) -> u64 {
+    let opt = |b: &Option<ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
+    c.lookup.proof.len() as u64 + opt(&c.file_update) + opt(&c.versions_update) + c.namespace_update.len() as u64
+}

@@ -1,0 +1,277 @@
+//! The vouch wire protocol, version [`PROTOCOL_VERSION`].
+//!
+//! HTTP/1.1, one `POST /v1/<operation>` per request, authenticated by a per-client bearer
+//! token (`Authorization: Bearer <token>`) and stamped with the protocol version
+//! (`vouch-protocol: 1`). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
+//! this crate; proofs and records inside them are the canonical byte layouts of `vouch-core`
+//! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`put`,
+//! `read`) are streams of [`frame`]s: `len:u32le || message`, each at most [`MAX_FRAME`]
+//! bytes, so neither side ever buffers a whole file.
+//!
+//! | operation | request | response |
+//! |---|---|---|
+//! | `GET /v1/health` | - | [`Health`] |
+//! | `lookup` | [`LookupRequest`] | [`Located`] |
+//! | `list` | [`ListRequest`] | [`Listing`] |
+//! | `log` | [`LogRequest`] | [`Log`] |
+//! | `read` | [`ReadRequest`] | frames: [`Located`], then [`ReadChunk`]s |
+//! | `put` | frames: [`PutHead`], [`BlockBatch`]es, [`PutTail`] | [`Committed`] |
+//! | `edit` | [`EditRequest`] | [`Committed`] |
+//! | `remove` | [`RemoveRequest`] | [`Committed`] |
+//! | `prune` | [`PruneRequest`] | [`Committed`] |
+//! | `audit` | [`AuditRequest`] | [`AuditAnswer`] |
+//!
+//! Errors are an HTTP status with an [`ErrorBody`].
+#![forbid(unsafe_code)]
+
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+pub mod frame;
+
+/// Version of this protocol; a server refuses requests that name another.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Header carrying [`PROTOCOL_VERSION`].
+pub const VERSION_HEADER: &str = "vouch-protocol";
+/// Largest single (non-streamed) request or response body.
+pub const MAX_MESSAGE: usize = 64 << 20;
+/// Largest frame of a stream.
+pub const MAX_FRAME: usize = 16 << 20;
+/// Bytes of block data a server puts in one [`ReadChunk`].
+pub const READ_CHUNK_BYTES: usize = 4 << 20;
+
+/// Encodes a message.
+pub fn encode<T: Serialize>(message: &T) -> Vec<u8> {
+    postcard::to_stdvec(message).expect("in-memory encoding cannot fail")
+}
+
+/// Decodes a message from untrusted bytes.
+pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, WireError> {
+    postcard::from_bytes(bytes).map_err(|e| WireError::Malformed(e.to_string()))
+}
+
+/// Bytes that are not a message of this protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    #[error("frame of {0} bytes exceeds the limit")]
+    FrameTooLarge(usize),
+    #[error("stream ended in the middle of a frame")]
+    Truncated,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    pub protocol: u16,
+    pub server: String,
+}
+
+/// A lookup as `vouch-core`'s `LookupProof`: position, entry records, multi-proof (empty for
+/// an empty namespace).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireLookup {
+    pub index: u64,
+    pub entries: Vec<ByteBuf>,
+    pub proof: ByteBuf,
+}
+
+/// One version of a file and its proof in the file's version list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireVersion {
+    pub index: u64,
+    pub record: ByteBuf,
+    pub proof: ByteBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookupRequest {
+    pub name: String,
+    /// A version number; `None` is the latest.
+    pub version: Option<u64>,
+}
+
+/// Where a name is, and (when it exists) the version asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Located {
+    pub lookup: WireLookup,
+    pub version: Option<WireVersion>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListRequest {}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listing {
+    pub entries: Vec<ByteBuf>,
+    pub proof: ByteBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRequest {
+    pub name: String,
+}
+
+/// Every version of a file, with one multi-proof over the whole version list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Log {
+    pub lookup: WireLookup,
+    pub versions: Vec<ByteBuf>,
+    pub proof: ByteBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadRequest {
+    pub name: String,
+    pub version: Option<u64>,
+    /// Byte range `start..end` of the version; `end` past the file is clamped to its length.
+    pub start: u64,
+    pub end: u64,
+}
+
+/// A block as the provider holds it: identity, tag, bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireBlock {
+    pub nonce: u64,
+    pub tag: ByteBuf,
+    pub data: ByteBuf,
+}
+
+/// Consecutive blocks of a read with the multi-proof of their start offsets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadChunk {
+    pub starts: Vec<u64>,
+    pub proof: ByteBuf,
+    pub blocks: Vec<WireBlock>,
+}
+
+/// First frame of a put: which name, and the file identity and scheme of the blocks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutHead {
+    pub name: String,
+    pub file: [u8; 16],
+    pub scheme: u8,
+}
+
+/// Blocks of a put, in file order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockBatch {
+    pub blocks: Vec<WireBlock>,
+}
+
+/// Last frame of a put: the version record the client computed (its root must be the root
+/// of the list the blocks build).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutTail {
+    pub record: ByteBuf,
+}
+
+/// A frame of a put stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PutFrame {
+    Head(PutHead),
+    Blocks(BlockBatch),
+    Tail(PutTail),
+}
+
+/// A frame of a read stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadFrame {
+    Located(Located),
+    Chunk(ReadChunk),
+    /// The provider hit an error after the stream began.
+    Error(ErrorBody),
+}
+
+/// One edit of a block list, as `vouch-core`'s `Edit` (offsets into the version edited).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireEdit {
+    /// Insert the block at `block` of the request's blocks before the block starting at `at`.
+    Insert {
+        at: u64,
+        block: u32,
+    },
+    /// Replace the block holding byte `at`.
+    Modify {
+        at: u64,
+        block: u32,
+    },
+    Remove {
+        at: u64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditRequest {
+    pub name: String,
+    /// The version the edits apply to (must be the latest).
+    pub base: u64,
+    pub edits: Vec<WireEdit>,
+    pub blocks: Vec<WireBlock>,
+    /// Client's clock for the new version record.
+    pub time: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoveRequest {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneRequest {
+    pub name: String,
+    /// Version numbers to drop (never the latest).
+    pub versions: Vec<u64>,
+}
+
+/// The provider's proofs for a change: the lookup before it, then the update of each level.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    pub lookup: WireLookup,
+    /// multiUpdate proof of the block list (edits only).
+    pub file_update: Option<ByteBuf>,
+    pub versions_update: Option<ByteBuf>,
+    pub namespace_update: ByteBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRequest {
+    pub name: String,
+    pub version: Option<u64>,
+    pub seed: [u8; 32],
+    pub count: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditAnswer {
+    pub located: Located,
+    pub proof: ByteBuf,
+}
+
+/// What went wrong, for the client to act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// Malformed or unacceptable request.
+    BadRequest,
+    /// Missing or unknown credentials.
+    Unauthorized,
+    /// The name or version does not exist.
+    NotFound,
+    /// The request names another protocol version.
+    Version,
+    /// The request or a frame is larger than the limits.
+    TooLarge,
+    /// The provider found its own stored data damaged or missing.
+    DataLost,
+    /// The provider's storage failed (full, unreachable, ...).
+    Storage,
+    /// The base version of an edit is not the latest.
+    Conflict,
+    Internal,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+}

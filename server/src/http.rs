@@ -1,0 +1,266 @@
+//! The provider over HTTP: routes, authentication, limits, streaming (protocol in `vouch-proto`).
+
+use crate::provider::{Provider, ProviderError};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use vouch_core::namespace::VersionRecord;
+use vouch_core::pdp::{FileId, SchemeId};
+use vouch_proto::frame::Decoder;
+use vouch_proto::{
+    decode, encode, frame, AuditRequest, EditRequest, ErrorBody, ErrorCode, Health, ListRequest, LogRequest,
+    LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION,
+    VERSION_HEADER,
+};
+
+/// Longest time a non-streaming request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest wait for the next piece of a streamed upload.
+const STREAM_IDLE: Duration = Duration::from_secs(60);
+
+pub struct App {
+    pub provider: Provider,
+    /// SHA-256 of each bearer token -> client name.
+    pub clients: HashMap<[u8; 32], String>,
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/lookup", post(lookup))
+        .route("/v1/list", post(list))
+        .route("/v1/log", post(log))
+        .route("/v1/read", post(read))
+        .route("/v1/put", post(put))
+        .route("/v1/edit", post(edit))
+        .route("/v1/remove", post(remove))
+        .route("/v1/prune", post(prune))
+        .route("/v1/audit", post(audit))
+        .with_state(app)
+}
+
+/// An error answer: status and [`ErrorBody`].
+struct Failure(ErrorCode, String);
+
+impl From<ProviderError> for Failure {
+    fn from(e: ProviderError) -> Self {
+        if matches!(e, ProviderError::Store(_)) {
+            tracing::warn!("storage: {e}");
+        }
+        Failure(e.code(), e.to_string())
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let status = match self.0 {
+            ErrorCode::BadRequest | ErrorCode::Version => StatusCode::BAD_REQUEST,
+            ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::Conflict => StatusCode::CONFLICT,
+            ErrorCode::Storage => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::DataLost | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        (status, encode(&ErrorBody { code: self.0, message: self.1 })).into_response()
+    }
+}
+
+fn ok<T: Serialize>(message: &T) -> Response {
+    encode(message).into_response()
+}
+
+/// The client a request speaks for, after checking its protocol version and token.
+fn authenticate(app: &App, headers: &HeaderMap) -> Result<String, Failure> {
+    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    if version != Some(PROTOCOL_VERSION.to_string().as_str()) {
+        return Err(Failure(
+            ErrorCode::Version,
+            format!("this server speaks protocol {PROTOCOL_VERSION}; the request says {version:?}"),
+        ));
+    }
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| Failure(ErrorCode::Unauthorized, "missing bearer token".into()))?;
+    app.clients
+        .get(&crate::config::token_hash(token))
+        .cloned()
+        .ok_or_else(|| Failure(ErrorCode::Unauthorized, "unknown token".into()))
+}
+
+/// Reads and decodes a whole (size-limited) request.
+async fn message<T: DeserializeOwned>(body: Body) -> Result<T, Failure> {
+    let bytes = axum::body::to_bytes(body, MAX_MESSAGE)
+        .await
+        .map_err(|e| Failure(ErrorCode::TooLarge, format!("request body: {e}")))?;
+    decode(&bytes).map_err(|e| Failure(ErrorCode::BadRequest, e.to_string()))
+}
+
+/// Runs a non-streaming request under the timeout.
+async fn timed(work: impl std::future::Future<Output = Result<Response, Failure>>) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(f)) => f.into_response(),
+        Err(_) => Failure(ErrorCode::Internal, "request timed out".into()).into_response(),
+    }
+}
+
+async fn health() -> Response {
+    ok(&Health { protocol: PROTOCOL_VERSION, server: format!("vouch {}", env!("CARGO_PKG_VERSION")) })
+}
+
+async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: LookupRequest = message(body).await?;
+        Ok(ok(&app.provider.located(&client, &req.name, req.version)?))
+    })
+    .await
+}
+
+async fn list(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let _: ListRequest = message(body).await?;
+        Ok(ok(&app.provider.listing(&client)?))
+    })
+    .await
+}
+
+async fn log(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: LogRequest = message(body).await?;
+        Ok(ok(&app.provider.log(&client, &req.name)?))
+    })
+    .await
+}
+
+async fn edit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: EditRequest = message(body).await?;
+        Ok(ok(&app.provider.edit(&client, req).await?))
+    })
+    .await
+}
+
+async fn remove(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: RemoveRequest = message(body).await?;
+        Ok(ok(&app.provider.remove(&client, &req.name).await?))
+    })
+    .await
+}
+
+async fn prune(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: PruneRequest = message(body).await?;
+        Ok(ok(&app.provider.prune(&client, &req).await?))
+    })
+    .await
+}
+
+async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: AuditRequest = message(body).await?;
+        Ok(ok(&app.provider.audit(&client, &req).await?))
+    })
+    .await
+}
+
+/// A read: the located version, then chunks of proven blocks, as a stream of frames.
+async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let started = async {
+        let client = authenticate(&app, &headers)?;
+        let req: ReadRequest = message(body).await?;
+        if req.start > req.end {
+            return Err(Failure(ErrorCode::BadRequest, format!("empty range {}..{}", req.start, req.end)));
+        }
+        let (located, plan) = app.provider.read_plan(&client, &req.name, req.version, req.start, req.end)?;
+        Ok((client, located, plan))
+    };
+    let (client, located, plan) = match started.await {
+        Ok(x) => x,
+        Err(f) => return f.into_response(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    tokio::spawn(async move {
+        let first = frame::encode(&encode(&ReadFrame::Located(located)));
+        if tx.send(Ok(first.into())).await.is_err() {
+            return;
+        }
+        for starts in &plan.chunks {
+            let next = match app.provider.read_chunk(&client, &plan, starts).await {
+                Ok(chunk) => ReadFrame::Chunk(chunk),
+                Err(e) => {
+                    let f = Failure::from(e);
+                    ReadFrame::Error(ErrorBody { code: f.0, message: f.1 })
+                }
+            };
+            let stop = matches!(next, ReadFrame::Error(_));
+            if tx.send(Ok(frame::encode(&encode(&next)).into())).await.is_err() || stop {
+                return;
+            }
+        }
+    });
+    Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)).into_response()
+}
+
+/// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive.
+async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let work = async {
+        let client = authenticate(&app, &headers)?;
+        let bad = |why: String| Failure(ErrorCode::BadRequest, why);
+        let mut stream = body.into_data_stream();
+        let mut decoder = Decoder::new();
+        let mut state = None;
+        loop {
+            let frame = loop {
+                if let Some(f) = decoder.next_frame().map_err(|e| bad(e.to_string()))? {
+                    break Some(f);
+                }
+                match tokio::time::timeout(STREAM_IDLE, stream.next()).await {
+                    Err(_) => return Err(bad("upload stalled".into())),
+                    Ok(None) => {
+                        decoder.finish().map_err(|e| bad(e.to_string()))?;
+                        break None;
+                    }
+                    Ok(Some(Err(e))) => return Err(bad(format!("upload broke off: {e}"))),
+                    Ok(Some(Ok(bytes))) => decoder.extend(&bytes),
+                }
+            };
+            let Some(frame) = frame else { return Err(bad("upload ended before its last frame".into())) };
+            match (decode::<PutFrame>(&frame).map_err(|e| bad(e.to_string()))?, &mut state) {
+                (PutFrame::Head(head), None) => {
+                    let scheme = SchemeId::from_byte(head.scheme)
+                        .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;
+                    state = Some(app.provider.begin_put(&client, &head.name, FileId(head.file), scheme)?);
+                }
+                (PutFrame::Blocks(batch), Some(put)) => app.provider.put_blocks(put, &batch.blocks).await?,
+                (PutFrame::Tail(tail), Some(_)) => {
+                    let record = VersionRecord::from_bytes(&tail.record).map_err(|e| bad(e.to_string()))?;
+                    let put = state.take().expect("matched Some");
+                    return Ok(ok(&app.provider.finish_put(put, record).await?));
+                }
+                _ => return Err(bad("put frames out of order".into())),
+            }
+        }
+    };
+    work.await.unwrap_or_else(IntoResponse::into_response)
+}

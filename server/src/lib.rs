@@ -1,0 +1,79 @@
+//! vouch-server: the provider, untrusted by design.
+//!
+//! It stores each client's blocks and authenticated structures (a namespace of names, each
+//! with versions, each a FlexList of PDP-tagged blocks; see `vouch_core::namespace`) on a
+//! [`vouch_store`] backend, and answers every read, change and challenge with the proofs the
+//! client checks against its one root digest. [`Misbehave`] makes it lie on purpose, so tests
+//! and `vouch demo` can show each lie caught.
+#![forbid(unsafe_code)]
+
+mod config;
+mod http;
+mod keys;
+mod misbehave;
+mod provider;
+
+pub use config::{hex32, token_hash, ClientCredential, ServerConfig, ServerConfigError};
+pub use misbehave::Misbehave;
+pub use provider::{Provider, ProviderError, MAX_CHALLENGE};
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error(transparent)]
+    Config(#[from] ServerConfigError),
+}
+
+/// A server answering on its own tasks until [`RunningServer::shutdown`].
+#[derive(Debug)]
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting, lets requests in flight finish, and waits.
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.await.map_err(std::io::Error::other)?
+    }
+
+    /// Waits until the server stops (for `vouch serve`, on Ctrl-C).
+    pub async fn wait(self) -> std::io::Result<()> {
+        self.task.await.map_err(std::io::Error::other)?
+    }
+}
+
+/// Binds `listen` (port 0 picks a free one) and serves `provider` to the clients whose token
+/// hashes `clients` maps to their names. Stops gracefully when `until` completes.
+pub async fn start(
+    listen: &str,
+    provider: Provider,
+    clients: HashMap<[u8; 32], String>,
+    until: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<RunningServer, StartError> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
+    let app = Arc::new(http::App { provider, clients });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async move {
+        tokio::select! {
+            _ = until => {}
+            _ = stopped => {}
+        }
+    };
+    let task =
+        tokio::spawn(async move { axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown).await });
+    Ok(RunningServer { addr, stop: Some(stop), task })
+}
