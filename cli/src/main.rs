@@ -1,18 +1,62 @@
 //! `vouch`: the command-line face of vouch. Thin: every subcommand calls a library.
+//!
+//! Exit codes (stable): 0 success; 1 other failure; 2 bad usage or input; 3 the provider
+//! misbehaved (a proof failed, data was altered or rolled back, a stream was cut short);
+//! 4 the provider is unreachable; 5 not found; 6 local state missing or damaged; 7 the
+//! provider refused the credentials.
 
 mod bench;
+mod commands;
+mod demo;
+mod output;
+mod serve;
 
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use vouch_client::{exit, ClientError};
 
 #[derive(Parser)]
 #[command(name = "vouch", version, about = "Verifiable storage on untrusted clouds")]
 struct Cli {
+    /// The client's state directory (keys, root digest).
+    #[arg(long, global = true, env = "VOUCH_STATE")]
+    state: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a client state (fresh key) for a provider.
+    Init(commands::Init),
+    /// Store a file as a new version of NAME (default: the file's name).
+    Put(commands::Put),
+    /// Fetch a verified file, a version of it, or a byte range.
+    Get(commands::Get),
+    /// List the stored names (the listing is proven complete).
+    Ls,
+    /// Remove a name and all its versions.
+    Rm(commands::Name),
+    /// List the kept versions of a name.
+    Log(commands::Name),
+    /// Drop old versions of a name.
+    Prune(commands::Prune),
+    /// Insert, delete or replace bytes of a stored file as one verified batch.
+    Edit(commands::EditArgs),
+    /// Make NAME equal to a local file, sending only the blocks that differ.
+    Sync(commands::Sync),
+    /// Challenge the provider to prove it holds a file (all files without NAME).
+    Audit(commands::Audit),
+    /// Run a provider server (untrusted side).
+    Serve(serve::Serve),
+    /// Print a fresh client token and the server configuration lines for it.
+    Token(serve::Token),
+    /// Show vouch end to end in one process: store, edit, sync, audit, then catch lies.
+    Demo(demo::Demo),
     /// Measure vouch on this machine against the papers' figures and same-run baselines.
     Bench {
         #[command(subcommand)]
@@ -20,8 +64,66 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
-        Command::Bench { which } => bench::run(which),
+fn state_dir(flag: Option<PathBuf>) -> PathBuf {
+    flag.unwrap_or_else(|| {
+        std::env::var_os("HOME").map_or_else(|| PathBuf::from(".vouch"), |h| PathBuf::from(h).join(".vouch"))
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The demo's provider lies on purpose; its own warnings about that would only be noise.
+    let quiet = if matches!(cli.command, Command::Demo(_)) { "error" } else { "warn" };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(quiet)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let out = output::Output { json: cli.json };
+    let result = match cli.command {
+        Command::Bench { which } => bench::run(which).map_err(Failure::Other),
+        Command::Serve(args) => run(serve::serve(args)),
+        Command::Token(args) => serve::token(args, &out).map_err(Failure::Other),
+        Command::Demo(args) => run(demo::demo(args, out)),
+        command => {
+            let dir = state_dir(cli.state);
+            run(commands::run(command, dir, out))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::from(exit::OK as u8),
+        Err(Failure::Client(e)) => {
+            eprintln!("vouch: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+        Err(Failure::Other(e)) => {
+            eprintln!("vouch: {e:#}");
+            ExitCode::from(exit::FAILURE as u8)
+        }
     }
+}
+
+/// A command's failure: a typed client error (with its exit code) or anything else.
+pub enum Failure {
+    Client(ClientError),
+    Other(anyhow::Error),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        Failure::Client(e)
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+fn run(work: impl std::future::Future<Output = Result<(), Failure>>) -> Result<(), Failure> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Failure::Other(e.into()))?;
+    rt.block_on(work)
 }

@@ -1,6 +1,7 @@
 //! The client's operations: each request's answer is verified against the namespace root
 //! before anything is returned, written or saved.
 
+use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
 use crate::error::ClientError;
 use crate::remote::Remote;
 use crate::state::{Root, StateDir};
@@ -16,24 +17,16 @@ use vouch_core::namespace::{
     Change, CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
 };
 use vouch_core::pdp::linear::LinearKey;
-use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload, DEFAULT_BLOCK_SIZE};
-use vouch_core::{hash, verify_multi_proof, verify_multi_update_len, Block, Edit, MultiProof, UpdateProof};
+use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload};
+use vouch_core::{hash, verify_multi_proof, MultiProof, UpdateProof};
 use vouch_proto::{
-    frame, AuditAnswer, AuditRequest, BlockBatch, Committed, EditRequest, ListRequest, Listing, Located, Log,
-    LogRequest, LookupRequest, PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest,
-    RemoveRequest, WireBlock, WireEdit, WireLookup,
+    frame, AuditAnswer, AuditRequest, BlockBatch, Committed, ListRequest, Listing, Located, Log, LogRequest,
+    LookupRequest, PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest, RemoveRequest,
+    WireBlock, WireLookup,
 };
 
 /// Bytes of blocks per upload frame.
 const UPLOAD_BATCH_BYTES: usize = 4 << 20;
-
-/// A change of bytes in a stored file, made as one verified batch (`vouch edit`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ByteEdit {
-    Insert { at: u64, data: Vec<u8> },
-    Delete { range: Range<u64> },
-    Replace { at: u64, data: Vec<u8> },
-}
 
 /// What a put, edit or get did, for reports.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -67,9 +60,9 @@ pub struct Verified {
 }
 
 pub struct Client {
-    state: StateDir,
-    remote: Remote,
-    key: LinearKey,
+    pub(crate) state: StateDir,
+    pub(crate) remote: Remote,
+    pub(crate) key: LinearKey,
 }
 
 impl std::fmt::Debug for Client {
@@ -78,11 +71,11 @@ impl std::fmt::Debug for Client {
     }
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn lookup_from_wire(w: &WireLookup) -> Result<LookupProof, ClientError> {
+pub(crate) fn lookup_from_wire(w: &WireLookup) -> Result<LookupProof, ClientError> {
     Ok(LookupProof {
         index: w.index,
         entries: w
@@ -95,7 +88,7 @@ fn lookup_from_wire(w: &WireLookup) -> Result<LookupProof, ClientError> {
     })
 }
 
-fn update_from_wire(bytes: &ByteBuf) -> Result<UpdateProof, ClientError> {
+pub(crate) fn update_from_wire(bytes: &ByteBuf) -> Result<UpdateProof, ClientError> {
     UpdateProof::from_bytes(bytes).map_err(ClientError::lie)
 }
 
@@ -128,7 +121,7 @@ impl Client {
     }
 
     /// Checks a located answer: the name's lookup, then the version asked for.
-    fn verify_located(
+    pub(crate) fn verify_located(
         &self,
         name: &str,
         want: Option<u64>,
@@ -165,7 +158,7 @@ impl Client {
     }
 
     /// Checks a commit's proofs and, when they hold, records the new root.
-    fn accept_commit(
+    pub(crate) fn accept_commit(
         &mut self,
         name: &str,
         found: &Found,
@@ -193,16 +186,13 @@ impl Client {
     pub async fn put(
         &mut self,
         name: &str,
-        mut reader: impl Read + Send + 'static,
+        reader: impl Read + Send + 'static,
         block_size: Option<usize>,
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
         check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
-        let block_size = block_size.unwrap_or(DEFAULT_BLOCK_SIZE);
-        if block_size == 0 || block_size > pdp::MAX_BLOCK_LEN {
-            return Err(ClientError::BadInput(format!("block size must be 1 to {} bytes", pdp::MAX_BLOCK_LEN)));
-        }
+        let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
         let located: Located = self.remote.call("lookup", &LookupRequest { name: name.into(), version: None }).await?;
         let (found, latest) = self.verify_located(name, None, &located)?;
         let (file, number, first_nonce) = match &latest {
@@ -221,12 +211,15 @@ impl Client {
                 })
             };
             send(&head)?;
-            let mut upload = Upload::continuing(&key, file, block_size, first_nonce)
-                .map_err(|e| ClientError::BadInput(e.to_string()))?;
+            let fixed = match cutting {
+                Cutting::Fixed(n) => n,
+                Cutting::Content => CDC_MAX as usize,
+            };
+            let mut upload =
+                Upload::continuing(&key, file, fixed, first_nonce).map_err(|e| ClientError::BadInput(e.to_string()))?;
             let mut batch: Vec<WireBlock> = Vec::new();
             let mut batch_bytes = 0usize;
             let mut total = 0u64;
-            let mut buf = vec![0u8; UPLOAD_BATCH_BYTES];
             let collect = |t: &pdp::TaggedBlock, d: &[u8], batch: &mut Vec<WireBlock>, n: &mut usize| {
                 batch.push(WireBlock {
                     nonce: t.nonce,
@@ -235,13 +228,22 @@ impl Client {
                 });
                 *n += d.len();
             };
-            loop {
-                let n = reader.read(&mut buf).map_err(ClientError::io("reading the input"))?;
-                if n == 0 {
-                    break;
+            let mut chunks = ChunkSource::new(reader, cutting);
+            while let Some(blocks) = chunks.next_batch(UPLOAD_BATCH_BYTES)? {
+                total += blocks.iter().map(|b| b.len() as u64).sum::<u64>();
+                match cutting {
+                    Cutting::Fixed(_) => {
+                        for b in &blocks {
+                            upload.push(b, |t, d| collect(t, d, &mut batch, &mut batch_bytes));
+                        }
+                    }
+                    Cutting::Content => {
+                        let refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+                        upload
+                            .push_blocks(&refs, |t, d| collect(t, d, &mut batch, &mut batch_bytes))
+                            .map_err(|e| ClientError::BadInput(e.to_string()))?;
+                    }
                 }
-                total += n as u64;
-                upload.push(&buf[..n], |t, d| collect(t, d, &mut batch, &mut batch_bytes));
                 if batch_bytes >= UPLOAD_BATCH_BYTES {
                     send(&PutFrame::Blocks(BlockBatch { blocks: std::mem::take(&mut batch) }))?;
                     batch_bytes = 0;
@@ -319,7 +321,7 @@ impl Client {
 
     /// The verified blocks covering `range`, chunk by chunk: `each` gets, per block, the part of
     /// it inside the range and the block's (start, whole data).
-    async fn read_blocks(
+    pub(crate) async fn read_blocks(
         &self,
         name: &str,
         want: Option<u64>,
@@ -375,7 +377,7 @@ impl Client {
     /// Checks one chunk of a read that must continue at byte `pos`: the list proof of its
     /// blocks against the version root, each block's tag against its bytes, and that the
     /// blocks follow each other from `pos` on. Returns (start, data) per block.
-    fn verify_chunk(
+    pub(crate) fn verify_chunk(
         &self,
         record: &VersionRecord,
         chunk: &ReadChunk,
@@ -512,115 +514,9 @@ impl Client {
             seconds: started.elapsed().as_secs_f64(),
         })
     }
-
-    /// Changes bytes of the latest version of `name` as one verified batch of block edits,
-    /// making a new version. Only the blocks the change touches are read and sent.
-    pub async fn edit(
-        &mut self,
-        name: &str,
-        change: &ByteEdit,
-        block_size: Option<usize>,
-    ) -> Result<Transfer, ClientError> {
-        let started = Instant::now();
-        let block_size = block_size.unwrap_or(DEFAULT_BLOCK_SIZE).clamp(1, pdp::MAX_BLOCK_LEN);
-        let latest = self.version(name, None).await?;
-        let len = latest.record.len;
-        let (a, b, new_bytes) = match change {
-            ByteEdit::Insert { at, data } => (*at, *at, data.clone()),
-            ByteEdit::Delete { range } => (range.start, range.end, Vec::new()),
-            ByteEdit::Replace { at, data } => (*at, at.saturating_add(data.len() as u64).min(len), data.clone()),
-        };
-        if a > b || b > len {
-            return Err(ClientError::BadInput(format!("the change {a}..{b} is outside the file ({len} bytes)")));
-        }
-        // The blocks the change touches, verified: [first start, last end).
-        let mut touched: Vec<(u64, Vec<u8>)> = Vec::new();
-        if a < len && (a < b || a > 0) {
-            let until = if a == b { a + 1 } else { b };
-            let want = Some(latest.record.number);
-            self.read_blocks(name, want, Some(a..until), |parts, _| {
-                touched.extend(parts.into_iter().map(|(_, (s, d))| (s, d.to_vec())));
-                Ok(())
-            })
-            .await?;
-        }
-        // A pure insert at a block boundary touches nothing.
-        if a == b && touched.first().is_some_and(|(s, _)| *s == a) {
-            touched.clear();
-        }
-        let (lo, hi) = match (touched.first(), touched.last()) {
-            (Some((s, _)), Some((ls, ld))) => (*s, ls + ld.len() as u64),
-            _ => (a, a),
-        };
-        let mut region = Vec::new();
-        for (s, d) in &touched {
-            region.extend_from_slice(d);
-            debug_assert!(*s >= lo);
-        }
-        let mut new_region = region[..(a - lo) as usize].to_vec();
-        new_region.extend_from_slice(&new_bytes);
-        new_region.extend_from_slice(&region[(b - lo) as usize..]);
-        if region == new_region {
-            return Err(ClientError::BadInput("the change leaves the file as it is".into()));
-        }
-        let pieces: Vec<&[u8]> = new_region.chunks(block_size).collect();
-        let mut state = latest.record.client_file();
-        let tagged = state.tag_blocks(&self.key, &pieces).map_err(|e| ClientError::BadInput(e.to_string()))?;
-        let leaves: Vec<Block> = tagged.iter().map(|t| t.leaf).collect();
-        let (mut edits, mut wire) = (Vec::new(), Vec::new());
-        for (i, (s, _)) in touched.iter().enumerate() {
-            if i < leaves.len() {
-                edits.push(Edit::Modify { at: *s, block: leaves[i] });
-                wire.push(vouch_proto::WireEdit::Modify { at: *s, block: i as u32 });
-            } else {
-                edits.push(Edit::Remove { at: *s });
-                wire.push(WireEdit::Remove { at: *s });
-            }
-        }
-        for (i, leaf) in leaves.iter().enumerate().skip(touched.len()) {
-            edits.push(Edit::Insert { at: hi, block: *leaf });
-            wire.push(WireEdit::Insert { at: hi, block: i as u32 });
-        }
-        let blocks: Vec<WireBlock> = tagged
-            .iter()
-            .zip(&pieces)
-            .map(|(t, d)| WireBlock {
-                nonce: t.nonce,
-                tag: ByteBuf::from(t.tag.clone()),
-                data: ByteBuf::from(d.to_vec()),
-            })
-            .collect();
-        let time = now();
-        let req = EditRequest { name: name.into(), base: latest.record.number, edits: wire, blocks, time };
-        let answer: Committed = self.remote.call("edit", &req).await?;
-        let file_proof =
-            answer.file_update.as_ref().ok_or_else(|| ClientError::lie("an edit without its list proof"))?;
-        let (root, new_len) = verify_multi_update_len(&latest.record.root, &edits, &update_from_wire(file_proof)?)
-            .map_err(ClientError::lie)?;
-        let record = VersionRecord {
-            number: latest.entry.next_version,
-            scheme: latest.record.scheme,
-            file: latest.record.file,
-            root,
-            len: new_len,
-            next_nonce: state.next_nonce,
-            time,
-        };
-        let lookup = lookup_from_wire(&answer.lookup)?;
-        let found = Found::At { index: lookup.index, entry: latest.entry };
-        self.accept_commit(name, &found, &Change::Append(record), &answer)?;
-        Ok(Transfer {
-            name: name.into(),
-            version: record.number,
-            bytes: new_region.len() as u64,
-            blocks: tagged.len() as u64,
-            proof_bytes: committed_proof_bytes(&answer),
-            seconds: started.elapsed().as_secs_f64(),
-        })
-    }
 }
 
-fn committed_proof_bytes(c: &Committed) -> u64 {
+pub(crate) fn committed_proof_bytes(c: &Committed) -> u64 {
     let opt = |b: &Option<ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
     c.lookup.proof.len() as u64 + opt(&c.file_update) + opt(&c.versions_update) + c.namespace_update.len() as u64
 }

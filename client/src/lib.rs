@@ -3,11 +3,15 @@
 //! returns, writes or records anything ([`Client`]).
 #![forbid(unsafe_code)]
 
+mod chunking;
 mod client;
+mod edits;
 mod error;
 mod remote;
 pub mod state;
 
-pub use client::{AuditReport, ByteEdit, Client, Transfer, Verified};
+pub use chunking::Cutting;
+pub use client::{AuditReport, Client, Transfer, Verified};
+pub use edits::{ByteEdit, SyncReport};
 pub use error::{exit, ClientError};
 pub use remote::Remote;

@@ -20,6 +20,7 @@
 //! | `remove` | [`RemoveRequest`] | [`Committed`] |
 //! | `prune` | [`PruneRequest`] | [`Committed`] |
 //! | `audit` | [`AuditRequest`] | [`AuditAnswer`] |
+//! | `blocks` | [`BlocksRequest`] | [`BlockList`] |
 //!
 //! Errors are an HTTP status with an [`ErrorBody`].
 #![forbid(unsafe_code)]
@@ -246,6 +247,29 @@ pub struct AuditRequest {
 pub struct AuditAnswer {
     pub located: Located,
     pub proof: ByteBuf,
+}
+
+/// Asks for a version's block list without the data (what `sync` diffs against).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlocksRequest {
+    pub name: String,
+    pub version: Option<u64>,
+}
+
+/// A block's identity and tag, without its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockMeta {
+    pub nonce: u64,
+    pub tag: ByteBuf,
+}
+
+/// Every block of a version: start offsets, one multi-proof over them, identities and tags.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockList {
+    pub located: Located,
+    pub starts: Vec<u64>,
+    pub proof: ByteBuf,
+    pub blocks: Vec<BlockMeta>,
 }
 
 /// What went wrong, for the client to act on.

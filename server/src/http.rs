@@ -18,9 +18,9 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::{
-    decode, encode, frame, AuditRequest, EditRequest, ErrorBody, ErrorCode, Health, ListRequest, LogRequest,
-    LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION,
-    VERSION_HEADER,
+    decode, encode, frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health, ListRequest,
+    LogRequest, LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE,
+    PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Longest time a non-streaming request may take.
@@ -46,6 +46,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/remove", post(remove))
         .route("/v1/prune", post(prune))
         .route("/v1/audit", post(audit))
+        .route("/v1/blocks", post(blocks))
         .with_state(app)
 }
 
@@ -180,6 +181,15 @@ async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> R
         let client = authenticate(&app, &headers)?;
         let req: AuditRequest = message(body).await?;
         Ok(ok(&app.provider.audit(&client, &req).await?))
+    })
+    .await
+}
+
+async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    timed(async {
+        let client = authenticate(&app, &headers)?;
+        let req: BlocksRequest = message(body).await?;
+        Ok(ok(&app.provider.block_list(&client, &req.name, req.version)?))
     })
     .await
 }

@@ -36,20 +36,31 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The provider, to know when the last connection task has let go of it (and of its store).
+    app: std::sync::Weak<http::App>,
 }
 
 impl RunningServer {
-    /// Stops accepting, lets requests in flight finish, and waits.
+    /// Stops accepting, lets requests in flight finish, and waits until the provider's store
+    /// is closed (so another provider can open it).
     pub async fn shutdown(mut self) -> std::io::Result<()> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        self.task.await.map_err(std::io::Error::other)?
+        self.wait().await
     }
 
-    /// Waits until the server stops (for `vouch serve`, on Ctrl-C).
+    /// Waits until the server stops (for `vouch serve`, on Ctrl-C) and its store is closed.
     pub async fn wait(self) -> std::io::Result<()> {
-        self.task.await.map_err(std::io::Error::other)?
+        let served = self.task.await.map_err(std::io::Error::other)?;
+        // Connection tasks end just after the server future; give them a few seconds.
+        for _ in 0..500 {
+            if self.app.strong_count() == 0 {
+                return served;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        served.and(Err(std::io::Error::other("connections still hold the provider after shutdown")))
     }
 }
 
@@ -66,6 +77,7 @@ pub async fn start(
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let addr = listener.local_addr().map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let app = Arc::new(http::App { provider, clients });
+    let weak = Arc::downgrade(&app);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         tokio::select! {
@@ -75,5 +87,5 @@ pub async fn start(
     };
     let task =
         tokio::spawn(async move { axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown).await });
-    Ok(RunningServer { addr, stop: Some(stop), task })
+    Ok(RunningServer { addr, stop: Some(stop), task, app: weak })
 }

@@ -15,8 +15,8 @@ use vouch_core::namespace::{
 use vouch_core::pdp::{self, Challenge, FileId, Held, SchemeId};
 use vouch_core::{hash, Block, Edit, FlexList};
 use vouch_proto::{
-    AuditAnswer, AuditRequest, Committed, EditRequest, ErrorCode, Listing, Located, Log, PruneRequest, ReadChunk,
-    WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
+    AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
+    PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
 use vouch_store::{
     load_list, next_segment, put_segments, read_block, record_segments, save_list, Location, MetaBatch, MetaDb,
@@ -265,8 +265,14 @@ impl Provider {
         if !current.is_empty() {
             chunks.push(current);
         }
-        if self.misbehave == Misbehave::TruncateStream && chunks.len() > 1 {
-            chunks.truncate(1);
+        if self.misbehave == Misbehave::TruncateStream {
+            // End the stream early: after the first chunk, or halfway through the only one.
+            if chunks.len() > 1 {
+                chunks.truncate(1);
+            } else if let Some(only) = chunks.first_mut() {
+                only.truncate(only.len() / 2);
+                chunks.retain(|c| !c.is_empty());
+            }
         }
         Ok((located, ReadPlan { chunks, file: version.record.file, list }))
     }
@@ -314,6 +320,25 @@ impl Provider {
         let location = Location::from_bytes(&value[..Location::ENCODED_LEN]).expect("length checked");
         let data = read_block(&self.blobs, &location).await?;
         Ok((value[Location::ENCODED_LEN..].to_vec(), data.to_vec()))
+    }
+
+    /// Every block of a version without its bytes, with one multi-proof (for `sync`).
+    pub fn block_list(&self, client: &str, name: &str, want: Option<u64>) -> Result<BlockList, ProviderError> {
+        let (located, version) = self.locate(client, name, want)?;
+        let mut out = BlockList { located, starts: Vec::new(), proof: ByteBuf::new(), blocks: Vec::new() };
+        let Some(version) = version else { return Ok(out) };
+        for l in version.list.iter() {
+            let key = keys::block(client, &version.record.file, l.block.block_ref);
+            let at = String::from_utf8_lossy(&key).into_owned();
+            let value = self.meta.get(&key)?.ok_or_else(|| corrupt(&at, "block listed but not indexed"))?;
+            let tag = value.get(Location::ENCODED_LEN..).ok_or_else(|| corrupt(&at, "short index entry"))?;
+            out.starts.push(l.start);
+            out.blocks.push(BlockMeta { nonce: l.block.block_ref, tag: ByteBuf::from(tag.to_vec()) });
+        }
+        if !out.starts.is_empty() {
+            out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(bad)?.as_bytes().to_vec());
+        }
+        Ok(out)
     }
 
     // ---- audits ----

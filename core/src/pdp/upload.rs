@@ -59,6 +59,22 @@ impl<'k, T: Tagger> Upload<'k, T> {
         self.pending.extend_from_slice(&bytes[whole..]);
     }
 
+    /// Adds blocks the caller cut itself (content-defined chunks), in file order. One upload
+    /// uses either this or [`Upload::push`], never both (a pending partial block would end up
+    /// after these blocks).
+    pub fn push_blocks(
+        &mut self,
+        blocks: &[&[u8]],
+        mut store: impl FnMut(&TaggedBlock, &[u8]),
+    ) -> Result<(), BadBlockLength> {
+        debug_assert!(self.pending.is_empty(), "push_blocks after a partial push");
+        if let Some(bad) = blocks.iter().map(|b| b.len()).find(|&n| n == 0 || n > MAX_BLOCK_LEN) {
+            return Err(BadBlockLength(bad));
+        }
+        self.tag_and_store(blocks, &mut store);
+        Ok(())
+    }
+
     /// Tags the last, short block (if any), builds the list on every core, and returns the
     /// client's state (root computed here, not taken from the provider) and the provider's list.
     pub fn finish(mut self, mut store: impl FnMut(&TaggedBlock, &[u8])) -> Result<(ClientFile, FlexList), BuildError> {

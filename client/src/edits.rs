@@ -1,0 +1,502 @@
+//! Changing stored files in place: `edit` (a byte range) and `sync` (to a local file). Both
+//! end as one batch of block edits (FlexDPDP multiUpdate), verified by the client
+//! (verifyMultiUpdate) before the new version is accepted: the VCS commit of paper 000 Sec. 4.4.
+
+use crate::chunking::Cutting;
+use crate::client::{committed_proof_bytes, lookup_from_wire, now, update_from_wire, Client, Transfer, Verified};
+use crate::error::ClientError;
+use serde_bytes::ByteBuf;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::time::Instant;
+use vouch_core::namespace::{Change, Found, VersionRecord};
+use vouch_core::pdp::{self, Tagger};
+use vouch_core::{hash, verify_multi_proof, verify_multi_update_len, Edit, MultiProof};
+use vouch_proto::{BlockList, BlocksRequest, Committed, EditRequest, WireBlock, WireEdit};
+
+/// A change of bytes in a stored file, made as one verified batch (`vouch edit`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ByteEdit {
+    Insert { at: u64, data: Vec<u8> },
+    Delete { range: Range<u64> },
+    Replace { at: u64, data: Vec<u8> },
+}
+
+/// What a sync sent.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SyncReport {
+    pub name: String,
+    pub version: u64,
+    /// False when the stored version already equalled the local file (no new version).
+    pub changed: bool,
+    pub edits: usize,
+    pub blocks_total: usize,
+    pub blocks_kept: usize,
+    pub blocks_sent: u64,
+    pub bytes_sent: u64,
+    /// Bytes of the block list and its proof received to diff against.
+    pub list_bytes: u64,
+    pub proof_bytes: u64,
+    pub seconds: f64,
+}
+
+/// A batch being assembled: edits in old-version offsets and the new blocks they bring.
+struct Batch {
+    edits: Vec<Edit>,
+    wire: Vec<WireEdit>,
+    blocks: Vec<WireBlock>,
+    state: pdp::ClientFile,
+    bytes: u64,
+}
+
+impl Batch {
+    fn new(latest: &VersionRecord) -> Batch {
+        Batch { edits: Vec::new(), wire: Vec::new(), blocks: Vec::new(), state: latest.client_file(), bytes: 0 }
+    }
+
+    /// Replaces the stored blocks starting at `old` (consecutive, ending at `end`) by
+    /// `bytes` cut into blocks: modify in place while both last, then remove or insert.
+    fn replace(
+        &mut self,
+        client: &Client,
+        old: &[u64],
+        end: u64,
+        bytes: &[u8],
+        cutting: Cutting,
+    ) -> Result<(), ClientError> {
+        let pieces = cutting.cut(bytes);
+        let tagged = self.state.tag_blocks(&client.key, &pieces).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        for (i, t) in tagged.iter().enumerate() {
+            let index = self.blocks.len() as u32;
+            self.blocks.push(WireBlock {
+                nonce: t.nonce,
+                tag: ByteBuf::from(t.tag.clone()),
+                data: ByteBuf::from(pieces[i].to_vec()),
+            });
+            self.bytes += pieces[i].len() as u64;
+            if let Some(&at) = old.get(i) {
+                self.edits.push(Edit::Modify { at, block: t.leaf });
+                self.wire.push(WireEdit::Modify { at, block: index });
+            } else {
+                self.edits.push(Edit::Insert { at: end, block: t.leaf });
+                self.wire.push(WireEdit::Insert { at: end, block: index });
+            }
+        }
+        for &at in old.iter().skip(tagged.len()) {
+            self.edits.push(Edit::Remove { at });
+            self.wire.push(WireEdit::Remove { at });
+        }
+        Ok(())
+    }
+}
+
+impl Client {
+    /// Sends a batch against `latest` and verifies the answer at every level.
+    async fn commit_batch(
+        &mut self,
+        name: &str,
+        latest: Verified,
+        batch: Batch,
+    ) -> Result<(VersionRecord, Committed), ClientError> {
+        let time = now();
+        let req = EditRequest {
+            name: name.into(),
+            base: latest.record.number,
+            edits: batch.wire,
+            blocks: batch.blocks,
+            time,
+        };
+        let answer: Committed = self.remote.call("edit", &req).await?;
+        let file_proof =
+            answer.file_update.as_ref().ok_or_else(|| ClientError::lie("an edit without its list proof"))?;
+        let (root, len) = verify_multi_update_len(&latest.record.root, &batch.edits, &update_from_wire(file_proof)?)
+            .map_err(ClientError::lie)?;
+        let record = VersionRecord {
+            number: latest.entry.next_version,
+            scheme: latest.record.scheme,
+            file: latest.record.file,
+            root,
+            len,
+            next_nonce: batch.state.next_nonce,
+            time,
+        };
+        let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
+        self.accept_commit(name, &found, &Change::Append(record), &answer)?;
+        Ok((record, answer))
+    }
+
+    /// Changes bytes of the latest version of `name` as one verified batch of block edits,
+    /// making a new version. Only the blocks the change touches are read and sent.
+    pub async fn edit(
+        &mut self,
+        name: &str,
+        change: &ByteEdit,
+        block_size: Option<usize>,
+    ) -> Result<Transfer, ClientError> {
+        let started = Instant::now();
+        let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
+        let latest = self.version(name, None).await?;
+        let len = latest.record.len;
+        let (a, b, new_bytes) = match change {
+            ByteEdit::Insert { at, data } => (*at, *at, data.as_slice()),
+            ByteEdit::Delete { range } => (range.start, range.end, &[][..]),
+            ByteEdit::Replace { at, data } => (*at, at.saturating_add(data.len() as u64).min(len), data.as_slice()),
+        };
+        if a > b || b > len {
+            return Err(ClientError::BadInput(format!("the change {a}..{b} is outside the file ({len} bytes)")));
+        }
+        // The blocks the change touches, read verified. An insert at offset 0 or at the end
+        // touches none.
+        let mut touched: Vec<(u64, Vec<u8>)> = Vec::new();
+        if a < len && (a < b || a > 0) {
+            let until = if a == b { a + 1 } else { b };
+            self.read_blocks(name, Some(latest.record.number), Some(a..until), |parts, _| {
+                touched.extend(parts.into_iter().map(|(_, (s, d))| (s, d.to_vec())));
+                Ok(())
+            })
+            .await?;
+        }
+        // Neither does an insert at a block boundary.
+        if a == b && touched.first().is_some_and(|(s, _)| *s == a) {
+            touched.clear();
+        }
+        let (lo, hi) = match (touched.first(), touched.last()) {
+            (Some((s, _)), Some((ls, ld))) => (*s, ls + ld.len() as u64),
+            _ => (a, a),
+        };
+        let region: Vec<u8> = touched.iter().flat_map(|(_, d)| d.iter().copied()).collect();
+        let mut new_region = region[..(a - lo) as usize].to_vec();
+        new_region.extend_from_slice(new_bytes);
+        new_region.extend_from_slice(&region[(b - lo) as usize..]);
+        if region == new_region {
+            return Err(ClientError::BadInput("the change leaves the file as it is".into()));
+        }
+        let mut batch = Batch::new(&latest.record);
+        let old: Vec<u64> = touched.iter().map(|(s, _)| *s).collect();
+        batch.replace(self, &old, hi, &new_region, cutting)?;
+        let blocks = batch.blocks.len() as u64;
+        let (record, answer) = self.commit_batch(name, latest, batch).await?;
+        Ok(Transfer {
+            name: name.into(),
+            version: record.number,
+            bytes: new_region.len() as u64,
+            blocks,
+            proof_bytes: committed_proof_bytes(&answer),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Makes `name` equal to the local file `path`, sending only what differs: the stored
+    /// blocks still found in the file (at their old offset, or shifted by the change in
+    /// length) stay; every gap between them is re-cut from the local bytes. One verified batch.
+    /// A name that does not exist yet is put whole.
+    pub async fn sync(&mut self, name: &str, path: &std::path::Path) -> Result<SyncReport, ClientError> {
+        let started = Instant::now();
+        let local = std::fs::read(path).map_err(ClientError::io(format!("reading {}", path.display())))?;
+        let answer: BlockList = self.remote.call("blocks", &BlocksRequest { name: name.into(), version: None }).await?;
+        let list_bytes = (answer.proof.len() + answer.blocks.iter().map(|b| b.tag.len() + 8).sum::<usize>()) as u64;
+        let latest = match self.verify_located(name, None, &answer.located)? {
+            (_, Some(v)) => v,
+            (_, None) => {
+                let t = self.put(name, std::io::Cursor::new(local), None, |_| {}).await?;
+                return Ok(SyncReport {
+                    name: name.into(),
+                    version: t.version,
+                    changed: true,
+                    edits: 0,
+                    blocks_total: 0,
+                    blocks_kept: 0,
+                    blocks_sent: t.blocks,
+                    bytes_sent: t.bytes,
+                    list_bytes,
+                    proof_bytes: t.proof_bytes,
+                    seconds: started.elapsed().as_secs_f64(),
+                });
+            }
+        };
+        let stored = self.verify_block_list(&latest.record, &answer)?;
+        let plan = diff(&stored, &local, &chunk_starts(&local), |i, at| {
+            let (_, len, nonce, tag) = &stored[i];
+            self.key.tag(&latest.record.file, *nonce, &local[at..at + *len as usize]) == *tag
+        });
+        let mut batch = Batch::new(&latest.record);
+        for gap in &plan.gaps {
+            batch.replace(self, &gap.old, gap.end, &local[gap.local.clone()], Cutting::Content)?;
+        }
+        let (edits, sent, bytes_sent) = (batch.edits.len(), batch.blocks.len() as u64, batch.bytes);
+        if edits == 0 {
+            return Ok(SyncReport {
+                name: name.into(),
+                version: latest.record.number,
+                changed: false,
+                edits: 0,
+                blocks_total: stored.len(),
+                blocks_kept: plan.kept,
+                blocks_sent: 0,
+                bytes_sent: 0,
+                list_bytes,
+                proof_bytes: 0,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+        }
+        let (record, committed) = self.commit_batch(name, latest, batch).await?;
+        Ok(SyncReport {
+            name: name.into(),
+            version: record.number,
+            changed: true,
+            edits,
+            blocks_total: stored.len(),
+            blocks_kept: plan.kept,
+            blocks_sent: sent,
+            bytes_sent,
+            list_bytes,
+            proof_bytes: committed_proof_bytes(&committed),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Checks a block list against the version: the proof opens every block, in order, from
+    /// byte 0 to the end, and each (nonce, tag) is its leaf's. Returns (start, length, nonce, tag).
+    fn verify_block_list(
+        &self,
+        record: &VersionRecord,
+        list: &BlockList,
+    ) -> Result<Vec<(u64, u32, u64, Vec<u8>)>, ClientError> {
+        if record.len == 0 {
+            return if list.starts.is_empty() && list.blocks.is_empty() {
+                Ok(Vec::new())
+            } else {
+                Err(ClientError::lie("blocks listed for an empty file"))
+            };
+        }
+        if list.starts.len() != list.blocks.len() || list.starts.is_empty() {
+            return Err(ClientError::lie("a block list's offsets and blocks differ in number"));
+        }
+        let proof = MultiProof::from_bytes(list.proof.to_vec()).map_err(ClientError::lie)?;
+        let proven = verify_multi_proof(&record.root, &list.starts, &proof).map_err(ClientError::lie)?;
+        let mut next = 0u64;
+        let mut out = Vec::with_capacity(proven.len());
+        for (p, b) in proven.iter().zip(&list.blocks) {
+            if p.start != next || hash::pdp_leaf(record.scheme as u8, b.nonce, &b.tag) != p.tag {
+                return Err(ClientError::lie(format!("block list wrong at byte {}", p.start)));
+            }
+            next = p.start + u64::from(p.length);
+            out.push((p.start, p.length, b.nonce, b.tag.to_vec()));
+        }
+        if next != record.len {
+            return Err(ClientError::lie("the block list does not cover the file"));
+        }
+        Ok(out)
+    }
+}
+
+/// Stored blocks to replace, and the local bytes that replace them.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Gap {
+    /// Starts of the consecutive stored blocks replaced (maybe none: a pure insert).
+    pub old: Vec<u64>,
+    /// Where the gap ends in the stored version (the next kept block's start, or its length).
+    pub end: u64,
+    pub local: Range<usize>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub gaps: Vec<Gap>,
+    pub kept: usize,
+}
+
+/// Which stored blocks survive in `local` and what fills the gaps between them.
+///
+/// Walks the stored blocks in order and looks for each one in the local file after the part
+/// already accounted for: where the previous kept block's shift puts it, where the change in
+/// total length puts it, and at the next content-defined chunks of its length
+/// (`chunk_starts`, by length). `matches(i, at)` says whether stored block `i` is the local
+/// bytes at `at` (the tag check). A match is an equality, so any alignment rebuilds `local`
+/// exactly; this one keeps most blocks when the file was cut by content.
+pub(crate) fn diff(
+    stored: &[(u64, u32, u64, Vec<u8>)],
+    local: &[u8],
+    chunk_starts: &HashMap<usize, Vec<usize>>,
+    matches: impl Fn(usize, usize) -> bool,
+) -> Plan {
+    let stored_len = stored.last().map_or(0, |(s, l, _, _)| s + u64::from(*l));
+    let delta = local.len() as i128 - i128::from(stored_len);
+    let (mut gaps, mut old) = (Vec::new(), Vec::new());
+    let (mut cursor, mut shift, mut kept) = (0usize, 0i128, 0usize);
+    for (i, (s, l, _, _)) in stored.iter().enumerate() {
+        let len = *l as usize;
+        let mut candidates = Vec::with_capacity(4);
+        for sh in [shift, delta] {
+            if let Ok(at) = usize::try_from(i128::from(*s) + sh) {
+                candidates.push(at);
+            }
+        }
+        if let Some(starts) = chunk_starts.get(&len) {
+            let from = starts.partition_point(|&o| o < cursor);
+            candidates.extend(starts[from..].iter().take(2));
+        }
+        let mut tried = Vec::with_capacity(4);
+        let hit = candidates.into_iter().find(|&at| {
+            let fits = at >= cursor && at + len <= local.len() && !tried.contains(&at);
+            tried.push(at);
+            fits && matches(i, at)
+        });
+        match hit {
+            Some(at) => {
+                if !old.is_empty() || cursor < at {
+                    gaps.push(Gap { old: std::mem::take(&mut old), end: *s, local: cursor..at });
+                }
+                cursor = at + len;
+                shift = at as i128 - i128::from(*s);
+                kept += 1;
+            }
+            None => old.push(*s),
+        }
+    }
+    if !old.is_empty() || cursor < local.len() {
+        gaps.push(Gap { old, end: stored_len, local: cursor..local.len() });
+    }
+    Plan { gaps, kept }
+}
+
+/// Offsets of `local`'s content-defined chunks, by chunk length.
+pub(crate) fn chunk_starts(local: &[u8]) -> HashMap<usize, Vec<usize>> {
+    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut at = 0;
+    for c in Cutting::Content.cut(local) {
+        out.entry(c.len()).or_default().push(at);
+        at += c.len();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stored blocks of `sizes` over `data`, "tag" = the bytes themselves.
+    fn blocks(data: &[u8], sizes: &[usize]) -> Vec<(u64, u32, u64, Vec<u8>)> {
+        let mut at = 0;
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let b = (at as u64, n as u32, i as u64, data[at..at + n].to_vec());
+                at += n;
+                b
+            })
+            .collect()
+    }
+
+    fn plan(stored: &[(u64, u32, u64, Vec<u8>)], local: &[u8]) -> Plan {
+        diff(stored, local, &chunk_starts(local), |i, at| local[at..at + stored[i].1 as usize] == stored[i].3[..])
+    }
+
+    /// Applies a plan the way the provider would, to check it rebuilds `local`.
+    fn rebuild(stored: &[(u64, u32, u64, Vec<u8>)], local: &[u8], plan: &Plan) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut gaps = plan.gaps.iter().peekable();
+        for (s, _, _, bytes) in stored {
+            if let Some(g) = gaps.peek() {
+                if g.old.first() == Some(s) || (g.old.is_empty() && g.end == *s) {
+                    out.extend_from_slice(&local[g.local.clone()]);
+                    gaps.next();
+                }
+            }
+            if !plan.gaps.iter().any(|g| g.old.contains(s)) {
+                out.extend_from_slice(bytes);
+            }
+        }
+        for g in gaps {
+            out.extend_from_slice(&local[g.local.clone()]);
+        }
+        out
+    }
+
+    #[test]
+    fn diff_keeps_untouched_blocks_and_rebuilds_the_local_file() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let stored = blocks(&data, &[100; 10]);
+        let cases: Vec<(Vec<u8>, usize)> = vec![
+            (data.clone(), 10),
+            (
+                {
+                    let mut d = data.clone();
+                    d.splice(250..250, [1, 2, 3]);
+                    d
+                },
+                9,
+            ),
+            (
+                {
+                    let mut d = data.clone();
+                    d.drain(250..260);
+                    d
+                },
+                9,
+            ),
+            (
+                {
+                    let mut d = data.clone();
+                    d[550] ^= 1;
+                    d
+                },
+                9,
+            ),
+            (
+                {
+                    let mut d = data.clone();
+                    d.extend([9; 50]);
+                    d
+                },
+                10,
+            ),
+            (
+                {
+                    let mut d = data.clone();
+                    d.splice(0..0, [9; 50]);
+                    d
+                },
+                10,
+            ),
+            (
+                {
+                    let mut d = data.clone();
+                    d.drain(0..100);
+                    d
+                },
+                9,
+            ),
+            (Vec::new(), 0),
+            (
+                {
+                    let mut d = data.clone();
+                    d[50] ^= 1;
+                    d.splice(700..700, [4; 30]);
+                    d
+                },
+                9,
+            ),
+        ];
+        for (local, kept) in cases {
+            let p = plan(&stored, &local);
+            assert_eq!(p.kept, kept, "kept blocks for a local file of {} bytes", local.len());
+            assert_eq!(rebuild(&stored, &local, &p), local);
+        }
+    }
+
+    #[test]
+    fn diff_of_content_defined_blocks_survives_scattered_changes() {
+        let data: Vec<u8> = (0..600_000u64).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 13) as u8).collect();
+        let sizes: Vec<usize> = Cutting::Content.cut(&data).iter().map(|b| b.len()).collect();
+        let stored = blocks(&data, &sizes);
+        let mut local = data.clone();
+        local.splice(500_000..500_010, []);
+        local[300_000] ^= 1;
+        local.splice(100_000..100_000, [5u8; 999]);
+        let p = plan(&stored, &local);
+        assert!(p.kept + 6 >= stored.len(), "kept {} of {}", p.kept, stored.len());
+        assert_eq!(rebuild(&stored, &local, &p), local);
+    }
+}
