@@ -58,7 +58,7 @@ pub struct Prune {
 }
 
 #[derive(Args)]
-#[group(id = "change", required = true, multiple = false, args = ["insert", "delete", "replace"])]
+#[command(group(clap::ArgGroup::new("change").required(true).args(["insert", "delete", "replace"])))]
 pub struct EditArgs {
     name: String,
     /// Insert the new bytes before byte OFFSET.

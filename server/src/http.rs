@@ -34,6 +34,12 @@ pub struct App {
     pub clients: HashMap<[u8; 32], String>,
 }
 
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").field("provider", &self.provider).field("clients", &self.clients.len()).finish()
+    }
+}
+
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/health", get(health))

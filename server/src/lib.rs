@@ -36,8 +36,9 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
-    /// The provider, to know when the last connection task has let go of it (and of its store).
-    app: std::sync::Weak<http::App>,
+    /// The provider: held here so that, once the connection tasks have let go of it, this is
+    /// the last owner and closes its store before `shutdown` returns.
+    app: Arc<http::App>,
 }
 
 impl RunningServer {
@@ -55,7 +56,8 @@ impl RunningServer {
         let served = self.task.await.map_err(std::io::Error::other)?;
         // Connection tasks end just after the server future; give them a few seconds.
         for _ in 0..500 {
-            if self.app.strong_count() == 0 {
+            if Arc::strong_count(&self.app) == 1 {
+                drop(self.app);
                 return served;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -77,7 +79,7 @@ pub async fn start(
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let addr = listener.local_addr().map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let app = Arc::new(http::App { provider, clients });
-    let weak = Arc::downgrade(&app);
+    let held = app.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         tokio::select! {
@@ -87,5 +89,5 @@ pub async fn start(
     };
     let task =
         tokio::spawn(async move { axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown).await });
-    Ok(RunningServer { addr, stop: Some(stop), task, app: weak })
+    Ok(RunningServer { addr, stop: Some(stop), task, app: held })
 }
