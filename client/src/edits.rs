@@ -215,7 +215,7 @@ impl Client {
             }
         };
         let stored = self.verify_block_list(&latest.record, &answer)?;
-        let plan = diff(&stored, &local, &chunk_starts(&local), |i, at| {
+        let plan = diff(&stored, &local, &local_chunks(&local), |i, at| {
             let (_, len, nonce, tag) = &stored[i];
             self.key.tag(&latest.record.file, *nonce, &local[at..at + *len as usize]) == *tag
         });
@@ -308,67 +308,106 @@ pub(crate) struct Plan {
 
 /// Which stored blocks survive in `local` and what fills the gaps between them.
 ///
-/// Walks the stored blocks in order and looks for each one in the local file after the part
-/// already accounted for: where the previous kept block's shift puts it, where the change in
-/// total length puts it, and at the next content-defined chunks of its length
-/// (`chunk_starts`, by length). `matches(i, at)` says whether stored block `i` is the local
-/// bytes at `at` (the tag check). A match is an equality, so any alignment rebuilds `local`
-/// exactly; this one keeps most blocks when the file was cut by content.
+/// Two ways to find the stored blocks in the local file, and the one that keeps more wins:
+/// by position (each block where the previous kept block's shift, or the change in total
+/// length, puts it: right for fixed-size blocks around one change) and by content (each
+/// content-defined chunk of the local file against the next stored blocks of its length:
+/// right for content-defined blocks around any number of changes). `matches(i, at)` says
+/// whether stored block `i` equals the local bytes at `at` (the tag check), so a kept block
+/// is an equality and any plan rebuilds `local` exactly.
 pub(crate) fn diff(
     stored: &[(u64, u32, u64, Vec<u8>)],
     local: &[u8],
-    chunk_starts: &HashMap<usize, Vec<usize>>,
+    chunks: &[(usize, usize)],
     matches: impl Fn(usize, usize) -> bool,
 ) -> Plan {
+    let fits = |i: usize, at: usize| at + stored[i].1 as usize <= local.len() && matches(i, at);
+    let a = by_position(stored, local.len(), &fits);
+    let b = by_content(stored, chunks, &fits);
+    let kept = if b.len() > a.len() { b } else { a };
+    plan_from(stored, local.len(), &kept)
+}
+
+/// Kept (stored index, local offset) pairs, finding each block at its expected position.
+fn by_position(
+    stored: &[(u64, u32, u64, Vec<u8>)],
+    local_len: usize,
+    fits: &impl Fn(usize, usize) -> bool,
+) -> Vec<(usize, usize)> {
     let stored_len = stored.last().map_or(0, |(s, l, _, _)| s + u64::from(*l));
-    let delta = local.len() as i128 - i128::from(stored_len);
-    let (mut gaps, mut old) = (Vec::new(), Vec::new());
-    let (mut cursor, mut shift, mut kept) = (0usize, 0i128, 0usize);
+    let delta = local_len as i128 - i128::from(stored_len);
+    let (mut kept, mut cursor, mut shift) = (Vec::new(), 0usize, 0i128);
     for (i, (s, l, _, _)) in stored.iter().enumerate() {
-        let len = *l as usize;
-        let mut candidates = Vec::with_capacity(4);
-        for sh in [shift, delta] {
-            if let Ok(at) = usize::try_from(i128::from(*s) + sh) {
-                candidates.push(at);
-            }
+        let at = [shift, delta]
+            .into_iter()
+            .filter_map(|sh| usize::try_from(i128::from(*s) + sh).ok())
+            .find(|&at| at >= cursor && fits(i, at));
+        if let Some(at) = at {
+            kept.push((i, at));
+            cursor = at + *l as usize;
+            shift = at as i128 - i128::from(*s);
         }
-        if let Some(starts) = chunk_starts.get(&len) {
-            let from = starts.partition_point(|&o| o < cursor);
-            candidates.extend(starts[from..].iter().take(2));
+    }
+    kept
+}
+
+/// Kept pairs found by content: each local chunk against the next few stored blocks of its
+/// length after the last kept one (nearest first, so repeated content stays aligned).
+fn by_content(
+    stored: &[(u64, u32, u64, Vec<u8>)],
+    chunks: &[(usize, usize)],
+    fits: &impl Fn(usize, usize) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut by_len: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, (_, l, _, _)) in stored.iter().enumerate() {
+        by_len.entry(*l).or_default().push(i);
+    }
+    let (mut kept, mut next) = (Vec::new(), 0usize);
+    for &(at, len) in chunks {
+        let Some(same) = u32::try_from(len).ok().and_then(|l| by_len.get(&l)) else { continue };
+        let from = same.partition_point(|&i| i < next);
+        if let Some(&i) = same[from..].iter().take(4).find(|&&i| fits(i, at)) {
+            kept.push((i, at));
+            next = i + 1;
         }
-        let mut tried = Vec::with_capacity(4);
-        let hit = candidates.into_iter().find(|&at| {
-            let fits = at >= cursor && at + len <= local.len() && !tried.contains(&at);
-            tried.push(at);
-            fits && matches(i, at)
-        });
-        match hit {
-            Some(at) => {
+    }
+    kept
+}
+
+/// The gaps around kept blocks (both coordinates increasing).
+fn plan_from(stored: &[(u64, u32, u64, Vec<u8>)], local_len: usize, kept: &[(usize, usize)]) -> Plan {
+    let stored_len = stored.last().map_or(0, |(s, l, _, _)| s + u64::from(*l));
+    let (mut gaps, mut old, mut cursor) = (Vec::new(), Vec::new(), 0usize);
+    let mut keep = kept.iter().peekable();
+    for (i, (s, l, _, _)) in stored.iter().enumerate() {
+        match keep.peek() {
+            Some(&&(k, at)) if k == i => {
+                keep.next();
                 if !old.is_empty() || cursor < at {
                     gaps.push(Gap { old: std::mem::take(&mut old), end: *s, local: cursor..at });
                 }
-                cursor = at + len;
-                shift = at as i128 - i128::from(*s);
-                kept += 1;
+                cursor = at + *l as usize;
             }
-            None => old.push(*s),
+            _ => old.push(*s),
         }
     }
-    if !old.is_empty() || cursor < local.len() {
-        gaps.push(Gap { old, end: stored_len, local: cursor..local.len() });
+    if !old.is_empty() || cursor < local_len {
+        gaps.push(Gap { old, end: stored_len, local: cursor..local_len });
     }
-    Plan { gaps, kept }
+    Plan { gaps, kept: kept.len() }
 }
 
-/// Offsets of `local`'s content-defined chunks, by chunk length.
-pub(crate) fn chunk_starts(local: &[u8]) -> HashMap<usize, Vec<usize>> {
-    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
+/// (offset, length) of `local`'s content-defined chunks.
+pub(crate) fn local_chunks(local: &[u8]) -> Vec<(usize, usize)> {
     let mut at = 0;
-    for c in Cutting::Content.cut(local) {
-        out.entry(c.len()).or_default().push(at);
-        at += c.len();
-    }
-    out
+    Cutting::Content
+        .cut(local)
+        .iter()
+        .map(|c| {
+            at += c.len();
+            (at - c.len(), c.len())
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -390,7 +429,7 @@ mod tests {
     }
 
     fn plan(stored: &[(u64, u32, u64, Vec<u8>)], local: &[u8]) -> Plan {
-        diff(stored, local, &chunk_starts(local), |i, at| local[at..at + stored[i].1 as usize] == stored[i].3[..])
+        diff(stored, local, &local_chunks(local), |i, at| local[at..at + stored[i].1 as usize] == stored[i].3[..])
     }
 
     /// Applies a plan the way the provider would, to check it rebuilds `local`.
@@ -497,6 +536,19 @@ mod tests {
         local.splice(100_000..100_000, [5u8; 999]);
         let p = plan(&stored, &local);
         assert!(p.kept + 6 >= stored.len(), "kept {} of {}", p.kept, stored.len());
+        assert_eq!(rebuild(&stored, &local, &p), local);
+    }
+
+    #[test]
+    fn diff_stays_aligned_in_repetitive_content() {
+        // Low-entropy data: many content-defined blocks are identical.
+        let data: Vec<u8> = (0..2_000_000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as u8).collect();
+        let sizes: Vec<usize> = Cutting::Content.cut(&data).iter().map(|b| b.len()).collect();
+        let stored = blocks(&data, &sizes);
+        let mut local = data.clone();
+        local.splice(700_000..700_000, *b"inserted");
+        let p = plan(&stored, &local);
+        assert!(p.kept + 2 >= stored.len(), "kept {} of {}", p.kept, stored.len());
         assert_eq!(rebuild(&stored, &local, &p), local);
     }
 }
