@@ -128,7 +128,7 @@ fn fail(e: vouch_store::StoreError) -> SelfCheckFailed {
     SelfCheckFailed(e.to_string())
 }
 
-fn raw_s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, SelfCheckFailed> {
+pub(crate) fn raw_s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, SelfCheckFailed> {
     let mut b = object_store::aws::AmazonS3Builder::new()
         .with_bucket_name(&config.bucket)
         .with_region(&config.region)
@@ -313,7 +313,7 @@ async fn write_layout(
 /// The baseline: the same bytes straight through the client crate, two puts in flight; with
 /// `flush_dir`, each object is then flushed to the disk like a file (`fsync` of it and its
 /// directory), the durability vouch's local puts give.
-async fn write_raw(
+pub(crate) async fn write_raw(
     raw: &Arc<dyn ObjectStore>,
     keys: &[object_store::path::Path],
     data: &Bytes,

@@ -11,6 +11,9 @@ pub enum Which {
     Pdp(Common),
     /// Storage: segment writes and reads against the raw backend, compaction, list loading.
     Store(Common),
+    /// Whole system: verified put/get through the server against the raw backend, and a VCS
+    /// replay of 20 KB commits to a large file (papers 000 and 001).
+    E2e(Common),
 }
 
 #[derive(Args)]
@@ -32,6 +35,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
         }
         Which::Store(common) => {
             let report = vouch_bench::store::run(vouch_bench::Options { quick: common.quick }, progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+        Which::E2e(common) => {
+            let report = vouch_bench::e2e::run(vouch_bench::Options { quick: common.quick }, progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }

@@ -112,6 +112,11 @@ impl Client {
         self.state.root
     }
 
+    /// The provider's reported time for the last request (measurements only; not verified).
+    pub fn last_server_time(&self) -> Option<std::time::Duration> {
+        self.remote.last_server_time()
+    }
+
     pub fn server(&self) -> &str {
         &self.state.config.server
     }

@@ -36,7 +36,12 @@ pub struct SyncReport {
     pub bytes_sent: u64,
     /// Bytes of the block list and its proof received to diff against.
     pub list_bytes: u64,
+    /// All proofs of the commit (block list, version list, namespace, lookup).
     pub proof_bytes: u64,
+    /// The block list's multiUpdate proof alone (what the papers report per commit).
+    pub file_proof_bytes: u64,
+    /// The provider's reported time for the commit, in ms (not verified).
+    pub server_ms: Option<f64>,
     pub seconds: f64,
 }
 
@@ -210,6 +215,8 @@ impl Client {
                     bytes_sent: t.bytes,
                     list_bytes,
                     proof_bytes: t.proof_bytes,
+                    file_proof_bytes: 0,
+                    server_ms: self.last_server_time().map(|d| d.as_secs_f64() * 1e3),
                     seconds: started.elapsed().as_secs_f64(),
                 });
             }
@@ -236,6 +243,8 @@ impl Client {
                 bytes_sent: 0,
                 list_bytes,
                 proof_bytes: 0,
+                file_proof_bytes: 0,
+                server_ms: None,
                 seconds: started.elapsed().as_secs_f64(),
             });
         }
@@ -251,6 +260,8 @@ impl Client {
             bytes_sent,
             list_bytes,
             proof_bytes: committed_proof_bytes(&committed),
+            file_proof_bytes: committed.file_update.as_ref().map_or(0, |p| p.len() as u64),
+            server_ms: self.last_server_time().map(|d| d.as_secs_f64() * 1e3),
             seconds: started.elapsed().as_secs_f64(),
         })
     }

@@ -15,6 +15,8 @@ pub struct Remote {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// The provider's own time for the last answered request (its `Server-Timing`), in µs.
+    last_server_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -31,10 +33,11 @@ impl Remote {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true)
             .read_timeout(Duration::from_secs(120))
             .build()
             .map_err(|e| ClientError::BadInput(format!("HTTP client: {e}")))?;
-        Ok(Remote { http, base, token: token.to_string() })
+        Ok(Remote { http, base, token: token.to_string(), last_server_us: Default::default() })
     }
 
     fn unreachable(&self, e: reqwest::Error) -> ClientError {
@@ -51,6 +54,14 @@ impl Remote {
             .send()
             .await
             .map_err(|e| self.unreachable(e))?;
+        let timing = resp
+            .headers()
+            .get("server-timing")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split("dur=").nth(1))
+            .and_then(|ms| ms.parse::<f64>().ok());
+        self.last_server_us
+            .store(timing.map_or(u64::MAX, |ms| (ms * 1e3) as u64), std::sync::atomic::Ordering::Relaxed);
         if resp.status().is_success() {
             return Ok(resp);
         }
@@ -100,6 +111,13 @@ impl Remote {
     pub async fn frames<Req: Serialize>(&self, op: &str, req: &Req) -> Result<Frames, ClientError> {
         let resp = self.send(op, encode(req).into()).await?;
         Ok(Frames { remote: self.clone(), stream: Box::pin(resp.bytes_stream()), decoder: Decoder::new(), done: false })
+    }
+
+    /// The provider's own time for the last request, as it reported it (not verified: for
+    /// measurements only).
+    pub fn last_server_time(&self) -> Option<std::time::Duration> {
+        let us = self.last_server_us.load(std::sync::atomic::Ordering::Relaxed);
+        (us != u64::MAX).then(|| std::time::Duration::from_micros(us))
     }
 
     pub async fn health(&self) -> Result<Health, ClientError> {

@@ -115,13 +115,24 @@ async fn message<T: DeserializeOwned>(body: Body) -> Result<T, Failure> {
     decode(&bytes).map_err(|e| Failure(ErrorCode::BadRequest, e.to_string()))
 }
 
-/// Runs a non-streaming request under the timeout.
+/// Runs a non-streaming request under the timeout, and says how long it took in a standard
+/// `Server-Timing` header (what `vouch bench e2e` reports as server time).
 async fn timed(work: impl std::future::Future<Output = Result<Response, Failure>>) -> Response {
-    match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
+    let started = std::time::Instant::now();
+    let response = match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
         Ok(Ok(r)) => r,
         Ok(Err(f)) => f.into_response(),
         Err(_) => Failure(ErrorCode::Internal, "request timed out".into()).into_response(),
+    };
+    with_timing(response, started)
+}
+
+fn with_timing(mut response: Response, started: std::time::Instant) -> Response {
+    let value = format!("app;dur={:.3}", started.elapsed().as_secs_f64() * 1e3);
+    if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+        response.headers_mut().insert("server-timing", v);
     }
+    response
 }
 
 async fn health() -> Response {
@@ -240,6 +251,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
 
 /// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive.
 async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let started = std::time::Instant::now();
     let work = async {
         let client = authenticate(&app, &headers)?;
         let bad = |why: String| Failure(ErrorCode::BadRequest, why);
@@ -268,7 +280,7 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
                         .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;
                     state = Some(app.provider.begin_put(&client, &head.name, FileId(head.file), scheme)?);
                 }
-                (PutFrame::Blocks(batch), Some(put)) => app.provider.put_blocks(put, &batch.blocks).await?,
+                (PutFrame::Blocks(batch), Some(put)) => app.provider.put_blocks(put, batch.blocks).await?,
                 (PutFrame::Tail(tail), Some(_)) => {
                     let record = VersionRecord::from_bytes(&tail.record).map_err(|e| bad(e.to_string()))?;
                     let put = state.take().expect("matched Some");
@@ -278,5 +290,5 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
             }
         }
     };
-    work.await.unwrap_or_else(IntoResponse::into_response)
+    with_timing(work.await.unwrap_or_else(IntoResponse::into_response), started)
 }

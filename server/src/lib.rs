@@ -78,6 +78,10 @@ pub async fn start(
         .await
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let addr = listener.local_addr().map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
+    // Small answers must not wait for a delayed ACK (Nagle).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    });
     let app = Arc::new(http::App { provider, clients });
     let held = app.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -19,8 +19,8 @@ use vouch_proto::{
     PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
 use vouch_store::{
-    load_list, next_segment, put_segments, read_block, record_segments, save_list, Location, MetaBatch, MetaDb,
-    MetaStore, ObjectBlobs, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE,
+    load_list, next_segment, put_segments, read_block, read_blocks, record_segments, save_list, Location, MetaBatch,
+    MetaDb, MetaStore, ObjectBlobs, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE,
 };
 
 /// Most offsets one audit may ask for.
@@ -280,12 +280,23 @@ impl Provider {
     /// The blocks starting at `starts`, with their multi-proof.
     pub async fn read_chunk(&self, client: &str, plan: &ReadPlan, starts: &[u64]) -> Result<ReadChunk, ProviderError> {
         let proof = plan.list.prove(starts).map_err(bad)?;
-        let mut blocks = Vec::with_capacity(starts.len());
+        let mut entries = Vec::with_capacity(starts.len());
         for &s in starts {
-            let found = plan.list.search(s).ok_or_else(|| bad("offset past the end"))?;
-            let (tag, data) = self.block(client, &plan.file, found.block.block_ref).await?;
-            blocks.push(WireBlock { nonce: found.block.block_ref, tag: ByteBuf::from(tag), data: ByteBuf::from(data) });
+            let nonce = plan.list.search(s).ok_or_else(|| bad("offset past the end"))?.block.block_ref;
+            let (location, tag) = self.indexed(client, &plan.file, nonce)?;
+            entries.push((nonce, location, tag));
         }
+        let locations: Vec<Location> = entries.iter().map(|e| e.1).collect();
+        let data = read_blocks(&self.blobs, &locations).await?;
+        let mut blocks: Vec<WireBlock> = entries
+            .into_iter()
+            .zip(data)
+            .map(|((nonce, _, tag), data)| WireBlock {
+                nonce,
+                tag: ByteBuf::from(tag),
+                data: ByteBuf::from(data.to_vec()),
+            })
+            .collect();
         self.tamper(&mut blocks);
         Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof.as_bytes().to_vec()), blocks })
     }
@@ -309,17 +320,22 @@ impl Provider {
         }
     }
 
+    /// Where a block is and its tag, from the index.
+    fn indexed(&self, client: &str, file: &FileId, nonce: u64) -> Result<(Location, Vec<u8>), ProviderError> {
+        let key = keys::block(client, file, nonce);
+        let at = || String::from_utf8_lossy(&key).into_owned();
+        let value = self.meta.get(&key)?.ok_or_else(|| corrupt(&at(), "block listed but not indexed"))?;
+        let location = value
+            .get(..Location::ENCODED_LEN)
+            .and_then(Location::from_bytes)
+            .ok_or_else(|| corrupt(&at(), "short index entry"))?;
+        Ok((location, value[Location::ENCODED_LEN..].to_vec()))
+    }
+
     /// A stored block's tag and bytes (the store checks the bytes' checksum).
     async fn block(&self, client: &str, file: &FileId, nonce: u64) -> Result<(Vec<u8>, Vec<u8>), ProviderError> {
-        let key = keys::block(client, file, nonce);
-        let at = String::from_utf8_lossy(&key).into_owned();
-        let value = self.meta.get(&key)?.ok_or_else(|| corrupt(&at, "block listed but not indexed"))?;
-        if value.len() < Location::ENCODED_LEN {
-            return Err(corrupt(&at, "short index entry"));
-        }
-        let location = Location::from_bytes(&value[..Location::ENCODED_LEN]).expect("length checked");
-        let data = read_block(&self.blobs, &location).await?;
-        Ok((value[Location::ENCODED_LEN..].to_vec(), data.to_vec()))
+        let (location, tag) = self.indexed(client, file, nonce)?;
+        Ok((tag, read_block(&self.blobs, &location).await?.to_vec()))
     }
 
     /// Every block of a version without its bytes, with one multi-proof (for `sync`).
@@ -328,12 +344,9 @@ impl Provider {
         let mut out = BlockList { located, starts: Vec::new(), proof: ByteBuf::new(), blocks: Vec::new() };
         let Some(version) = version else { return Ok(out) };
         for l in version.list.iter() {
-            let key = keys::block(client, &version.record.file, l.block.block_ref);
-            let at = String::from_utf8_lossy(&key).into_owned();
-            let value = self.meta.get(&key)?.ok_or_else(|| corrupt(&at, "block listed but not indexed"))?;
-            let tag = value.get(Location::ENCODED_LEN..).ok_or_else(|| corrupt(&at, "short index entry"))?;
+            let (_, tag) = self.indexed(client, &version.record.file, l.block.block_ref)?;
             out.starts.push(l.start);
-            out.blocks.push(BlockMeta { nonce: l.block.block_ref, tag: ByteBuf::from(tag.to_vec()) });
+            out.blocks.push(BlockMeta { nonce: l.block.block_ref, tag: ByteBuf::from(tag) });
         }
         if !out.starts.is_empty() {
             out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(bad)?.as_bytes().to_vec());
@@ -410,11 +423,12 @@ impl Provider {
             leaves: Vec::new(),
             batch: MetaBatch::default(),
             nonces: HashSet::new(),
+            writing: tokio::task::JoinSet::new(),
         })
     }
 
-    /// Adds blocks to a put; each segment is written as soon as it is full.
-    pub async fn put_blocks(&self, put: &mut PutState, blocks: &[WireBlock]) -> Result<(), ProviderError> {
+    /// Adds blocks to a put; each segment is written (in the background) as soon as it is full.
+    pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
         for b in blocks {
             if put.packed > 0 && put.packed + b.data.len() > DEFAULT_SEGMENT_SIZE {
                 self.flush(put).await?;
@@ -424,29 +438,45 @@ impl Provider {
         Ok(())
     }
 
-    /// Writes the current segment (before any metadata names it) and starts the next one.
+    /// Starts writing the current segment and starts the next one; at most two segments are
+    /// being written at a time, so receiving goes on while the disk works.
     async fn flush(&self, put: &mut PutState) -> Result<(), ProviderError> {
         let fresh = SegmentPacker::new(self.reserve_segment(), DEFAULT_SEGMENT_SIZE);
         let (sealed, _) = std::mem::replace(&mut put.packer, fresh).finish();
         put.written.extend(sealed.iter().map(|(id, s)| (*id, s.len())));
         put.packed = 0;
-        put_segments(&self.blobs, sealed).await?;
+        while put.writing.len() >= 2 {
+            joined(put.writing.join_next().await)?;
+        }
+        let blobs = self.blobs.clone();
+        put.writing.spawn(async move { put_segments(&blobs, sealed).await });
         Ok(())
     }
 
-    fn stage_block(&self, put: &mut PutState, b: &WireBlock) -> Result<(), ProviderError> {
+    /// Writes what is left and waits for every segment of the put to be stored: only then may
+    /// metadata name them.
+    async fn written(&self, put: &mut PutState) -> Result<(), ProviderError> {
+        self.flush(put).await?;
+        while let Some(done) = put.writing.join_next().await {
+            joined(Some(done))?;
+        }
+        Ok(())
+    }
+
+    fn stage_block(&self, put: &mut PutState, b: WireBlock) -> Result<(), ProviderError> {
         if b.data.is_empty() || b.data.len() > pdp::MAX_BLOCK_LEN || b.tag.len() != put.scheme.tag_len() {
             return Err(bad("a block must hold 1 byte to 1 MiB and a tag of its scheme's length"));
         }
         if !put.nonces.insert(b.nonce) {
             return Err(bad(format!("nonce {} used twice", b.nonce)));
         }
-        let at = put.packer.add(&b.data);
-        put.packed += b.data.len();
+        put.leaves.push(leaf_of(put.scheme, &b));
+        let len = b.data.len();
+        let at = put.packer.add_shared(bytes::Bytes::from(b.data.into_vec()));
+        put.packed += len;
         let mut value = at.to_bytes().to_vec();
         value.extend_from_slice(&b.tag);
         put.batch.put(keys::block(&put.client, &put.file, b.nonce), value);
-        put.leaves.push(leaf_of(put.scheme, b));
         Ok(())
     }
 
@@ -462,6 +492,7 @@ impl Provider {
         if record.file != put.file || record.scheme != put.scheme {
             return Err(bad("the version record names another file or scheme than the upload"));
         }
+        let started = std::time::Instant::now();
         let leaves = std::mem::take(&mut put.leaves);
         let list = tokio::task::spawn_blocking(move || FlexList::build_parallel(&leaves, rayon::current_num_threads()))
             .await
@@ -470,18 +501,24 @@ impl Provider {
         if list.root() != record.root || list.total_len() != record.len {
             return Err(bad("the uploaded blocks do not build the version record's root and length"));
         }
-        self.flush(&mut put).await?;
+        let built = started.elapsed();
+        self.written(&mut put).await?;
+        let written = started.elapsed();
         let _guard = self.write.lock().await;
         let (client, name) = (put.client.clone(), put.name.clone());
         let batch = self.sealed_batch(put);
-        self.commit(&client, &name, Change::Append(record), Some(list), None, batch)
+        let done = self.commit(&client, &name, Change::Append(record), Some(list), None, batch);
+        tracing::debug!(?built, ?written, total = ?started.elapsed(), "put");
+        done
     }
 
     /// Applies a batch of edits to the latest version, making a new version.
     pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
         let _guard = self.write.lock().await;
+        let started = std::time::Instant::now();
         let (_, version) = self.locate(client, &req.name, None)?;
         let version = version.ok_or_else(|| ProviderError::NotFound(req.name.clone()))?;
+        let located = started.elapsed();
         if version.record.number != req.base {
             return Err(ProviderError::Conflict(format!(
                 "edits name version {}, the latest is {}",
@@ -493,7 +530,8 @@ impl Provider {
             return Err(bad("new blocks take the version's next nonces in order"));
         }
         let mut put = self.begin_put(client, &req.name, base.file, base.scheme)?;
-        self.put_blocks(&mut put, &req.blocks).await?;
+        let blocks = req.blocks.len() as u64;
+        self.put_blocks(&mut put, req.blocks).await?;
         let leaves = std::mem::take(&mut put.leaves);
         let block = |i: u32| leaves.get(i as usize).copied().ok_or_else(|| bad(format!("edit names block {i}")));
         let edits = req
@@ -507,20 +545,25 @@ impl Provider {
                 })
             })
             .collect::<Result<Vec<_>, ProviderError>>()?;
+        let staged = started.elapsed();
         let mut list = (*version.list).clone();
         let update = list.multi_update(&edits).map_err(bad)?;
+        let updated = started.elapsed();
         let record = VersionRecord {
             number: version.entry.next_version,
             scheme: base.scheme,
             file: base.file,
             root: list.root(),
             len: list.total_len(),
-            next_nonce: base.next_nonce + req.blocks.len() as u64,
+            next_nonce: base.next_nonce + blocks,
             time: req.time,
         };
-        self.flush(&mut put).await?;
+        self.written(&mut put).await?;
+        let flushed = started.elapsed();
         let batch = self.sealed_batch(put);
-        self.commit(client, &req.name, Change::Append(record), Some(list), Some(update.to_bytes()), batch)
+        let done = self.commit(client, &req.name, Change::Append(record), Some(list), Some(update.to_bytes()), batch);
+        tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit");
+        done
     }
 
     pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
@@ -662,6 +705,16 @@ pub struct PutState {
     leaves: Vec<Block>,
     batch: MetaBatch,
     nonces: HashSet<u64>,
+    /// Segment writes in flight.
+    writing: tokio::task::JoinSet<Result<(), StoreError>>,
+}
+
+fn joined(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), ProviderError> {
+    match done {
+        None | Some(Ok(Ok(()))) => Ok(()),
+        Some(Ok(Err(e))) => Err(e.into()),
+        Some(Err(e)) => Err(bad(format!("segment write failed: {e}"))),
+    }
 }
 
 /// The FlexList leaf of an uploaded block.

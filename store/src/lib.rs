@@ -36,5 +36,6 @@ pub use lists::{load_list, save_list, BLOCKS_PER_CHUNK};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::ObjectBlobs;
 pub use segments::{
-    put_segments, read_block, segment_key, segment_sizes, Location, Segment, SegmentPacker, DEFAULT_SEGMENT_SIZE,
+    put_segments, read_block, read_blocks, segment_key, segment_sizes, Location, Segment, SegmentPacker,
+    DEFAULT_SEGMENT_SIZE,
 };

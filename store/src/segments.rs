@@ -166,17 +166,60 @@ pub async fn put_segments<B: BlobStore>(blobs: &B, segments: Vec<(u64, Segment)>
 /// segment that is shorter than the index says (torn) or whose bytes changed is
 /// [`StoreError::Corrupt`], and no bytes are returned.
 pub async fn read_block<B: BlobStore>(blobs: &B, at: &Location) -> Result<Bytes, StoreError> {
+    Ok(read_blocks(blobs, std::slice::from_ref(at)).await?.pop().expect("one block asked, one read"))
+}
+
+/// Longest single ranged read [`read_blocks`] makes.
+const MAX_RUN: u64 = 8 << 20;
+
+/// Reads many blocks, each checked like [`read_block`], with one ranged read per run of blocks
+/// that lie back to back in one segment (a file written in one go reads in a few requests,
+/// not one per block).
+pub async fn read_blocks<B: BlobStore>(blobs: &B, locations: &[Location]) -> Result<Vec<Bytes>, StoreError> {
+    let mut out = Vec::with_capacity(locations.len());
+    let mut i = 0;
+    while i < locations.len() {
+        let first = locations[i];
+        let mut end = i + 1;
+        while end < locations.len() {
+            let (prev, next) = (locations[end - 1], locations[end]);
+            let contiguous = next.segment == first.segment && next.offset == prev.offset + u64::from(prev.len);
+            if !contiguous || next.offset + u64::from(next.len) - first.offset > MAX_RUN {
+                break;
+            }
+            end += 1;
+        }
+        let last = locations[end - 1];
+        let run = Location { len: (last.offset + u64::from(last.len) - first.offset) as u32, ..first };
+        let bytes = read_range(blobs, &run, &locations[i..end]).await?;
+        for at in &locations[i..end] {
+            let start = (at.offset - first.offset) as usize;
+            let block = bytes.slice(start..start + at.len as usize);
+            if checksum(&block) != at.check {
+                return Err(corrupt(at, "checksum mismatch"));
+            }
+            out.push(block);
+        }
+        i = end;
+    }
+    Ok(out)
+}
+
+fn corrupt(at: &Location, detail: &str) -> StoreError {
     let key = segment_key(at.segment);
-    let where_ = || format!("{key} bytes {}..{}", at.offset, at.offset + u64::from(at.len));
-    match blobs.get_range(&key, at.range()).await {
-        Ok(bytes) if checksum(&bytes) == at.check => Ok(bytes),
-        Ok(_) => Err(StoreError::Corrupt { at: where_(), detail: "checksum mismatch".into() }),
-        Err(StoreError::BadRange { .. }) => {
-            Err(StoreError::Corrupt { at: where_(), detail: "segment shorter than its index (torn)".into() })
-        }
-        Err(StoreError::NotFound { .. }) => {
-            Err(StoreError::Corrupt { at: where_(), detail: "segment named by the index is missing".into() })
-        }
+    StoreError::Corrupt {
+        at: format!("{key} bytes {}..{}", at.offset, at.offset + u64::from(at.len)),
+        detail: detail.into(),
+    }
+}
+
+/// The bytes of `run` (a range covering `blocks`), with torn and missing segments reported
+/// as corruption of the first block concerned.
+async fn read_range<B: BlobStore>(blobs: &B, run: &Location, blocks: &[Location]) -> Result<Bytes, StoreError> {
+    match blobs.get_range(&segment_key(run.segment), run.range()).await {
+        Ok(bytes) => Ok(bytes),
+        Err(StoreError::BadRange { .. }) => Err(corrupt(&blocks[0], "segment shorter than its index (torn)")),
+        Err(StoreError::NotFound { .. }) => Err(corrupt(&blocks[0], "segment named by the index is missing")),
         Err(e) => Err(e),
     }
 }
