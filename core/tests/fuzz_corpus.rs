@@ -43,4 +43,7 @@ fn seed_proofs_are_valid() {
     vouch_core::pdp::rsa::RsaSecretKey::from_bytes(&secret).unwrap();
     let public = std::fs::read(corpus("rsa_key").join("seed-public")).unwrap();
     vouch_core::pdp::rsa::RsaPublicKey::from_bytes(&public).unwrap();
+    let (entry, version) = vouch_core::fuzz_targets::reference_records();
+    assert_eq!(std::fs::read(corpus("namespace_record").join("seed-entry")).unwrap(), entry);
+    assert_eq!(std::fs::read(corpus("namespace_record").join("seed-version")).unwrap(), version);
 }
