@@ -82,7 +82,7 @@ fn sample(size: usize) -> Vec<u8> {
         x ^= x >> 7;
         x ^= x << 17;
         out.extend_from_slice(words[(x % words.len() as u64) as usize].as_bytes());
-        out.push(if x % 13 == 0 { b'\n' } else { b' ' });
+        out.push(if x.is_multiple_of(13) { b'\n' } else { b' ' });
     }
     out.truncate(size);
     out

@@ -13,8 +13,8 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 use vouch_core::namespace::{
-    check_name, proof_from_bytes, verify_commit, verify_listing, verify_lookup, verify_version, verify_versions,
-    Change, CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
+    check_name, proof_from_bytes, verify_commit, verify_listing, verify_log, verify_lookup, verify_version, Change,
+    CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
 };
 use vouch_core::pdp::linear::LinearKey;
 use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload};
@@ -449,9 +449,8 @@ impl Client {
             .map(|r| VersionRecord::from_bytes(r))
             .collect::<Result<_, _>>()
             .map_err(ClientError::lie)?;
-        let indices: Vec<u64> = (0..records.len() as u64).collect();
         let proof = MultiProof::from_bytes(log.proof.to_vec()).map_err(ClientError::lie)?;
-        verify_versions(&entry, &indices, &records, &proof).map_err(ClientError::lie)?;
+        verify_log(&entry, &records, &proof).map_err(ClientError::lie)?;
         Ok(records)
     }
 

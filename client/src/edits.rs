@@ -223,8 +223,8 @@ impl Client {
         };
         let stored = self.verify_block_list(&latest.record, &answer)?;
         let plan = diff(&stored, &local, &local_chunks(&local), |i, at| {
-            let (_, len, nonce, tag) = &stored[i];
-            self.key.tag(&latest.record.file, *nonce, &local[at..at + *len as usize]) == *tag
+            let b = &stored[i];
+            self.key.tag(&latest.record.file, b.nonce, &local[at..at + b.len as usize]) == b.tag
         });
         let mut batch = Batch::new(&latest.record);
         for gap in &plan.gaps {
@@ -268,11 +268,7 @@ impl Client {
 
     /// Checks a block list against the version: the proof opens every block, in order, from
     /// byte 0 to the end, and each (nonce, tag) is its leaf's. Returns (start, length, nonce, tag).
-    fn verify_block_list(
-        &self,
-        record: &VersionRecord,
-        list: &BlockList,
-    ) -> Result<Vec<(u64, u32, u64, Vec<u8>)>, ClientError> {
+    fn verify_block_list(&self, record: &VersionRecord, list: &BlockList) -> Result<Vec<StoredBlock>, ClientError> {
         if record.len == 0 {
             return if list.starts.is_empty() && list.blocks.is_empty() {
                 Ok(Vec::new())
@@ -292,13 +288,22 @@ impl Client {
                 return Err(ClientError::lie(format!("block list wrong at byte {}", p.start)));
             }
             next = p.start + u64::from(p.length);
-            out.push((p.start, p.length, b.nonce, b.tag.to_vec()));
+            out.push(StoredBlock { start: p.start, len: p.length, nonce: b.nonce, tag: b.tag.to_vec() });
         }
         if next != record.len {
             return Err(ClientError::lie("the block list does not cover the file"));
         }
         Ok(out)
     }
+}
+
+/// A block of the stored version, as its proven block list describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StoredBlock {
+    pub start: u64,
+    pub len: u32,
+    pub nonce: u64,
+    pub tag: Vec<u8>,
 }
 
 /// Stored blocks to replace, and the local bytes that replace them.
@@ -327,12 +332,12 @@ pub(crate) struct Plan {
 /// whether stored block `i` equals the local bytes at `at` (the tag check), so a kept block
 /// is an equality and any plan rebuilds `local` exactly.
 pub(crate) fn diff(
-    stored: &[(u64, u32, u64, Vec<u8>)],
+    stored: &[StoredBlock],
     local: &[u8],
     chunks: &[(usize, usize)],
     matches: impl Fn(usize, usize) -> bool,
 ) -> Plan {
-    let fits = |i: usize, at: usize| at + stored[i].1 as usize <= local.len() && matches(i, at);
+    let fits = |i: usize, at: usize| at + stored[i].len as usize <= local.len() && matches(i, at);
     let a = by_position(stored, local.len(), &fits);
     let b = by_content(stored, chunks, &fits);
     let kept = if b.len() > a.len() { b } else { a };
@@ -340,15 +345,11 @@ pub(crate) fn diff(
 }
 
 /// Kept (stored index, local offset) pairs, finding each block at its expected position.
-fn by_position(
-    stored: &[(u64, u32, u64, Vec<u8>)],
-    local_len: usize,
-    fits: &impl Fn(usize, usize) -> bool,
-) -> Vec<(usize, usize)> {
-    let stored_len = stored.last().map_or(0, |(s, l, _, _)| s + u64::from(*l));
+fn by_position(stored: &[StoredBlock], local_len: usize, fits: &impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+    let stored_len = stored.last().map_or(0, |b| b.start + u64::from(b.len));
     let delta = local_len as i128 - i128::from(stored_len);
     let (mut kept, mut cursor, mut shift) = (Vec::new(), 0usize, 0i128);
-    for (i, (s, l, _, _)) in stored.iter().enumerate() {
+    for (i, StoredBlock { start: s, len: l, .. }) in stored.iter().enumerate() {
         let at = [shift, delta]
             .into_iter()
             .filter_map(|sh| usize::try_from(i128::from(*s) + sh).ok())
@@ -365,13 +366,13 @@ fn by_position(
 /// Kept pairs found by content: each local chunk against the next few stored blocks of its
 /// length after the last kept one (nearest first, so repeated content stays aligned).
 fn by_content(
-    stored: &[(u64, u32, u64, Vec<u8>)],
+    stored: &[StoredBlock],
     chunks: &[(usize, usize)],
     fits: &impl Fn(usize, usize) -> bool,
 ) -> Vec<(usize, usize)> {
     let mut by_len: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, (_, l, _, _)) in stored.iter().enumerate() {
-        by_len.entry(*l).or_default().push(i);
+    for (i, b) in stored.iter().enumerate() {
+        by_len.entry(b.len).or_default().push(i);
     }
     let (mut kept, mut next) = (Vec::new(), 0usize);
     for &(at, len) in chunks {
@@ -386,11 +387,11 @@ fn by_content(
 }
 
 /// The gaps around kept blocks (both coordinates increasing).
-fn plan_from(stored: &[(u64, u32, u64, Vec<u8>)], local_len: usize, kept: &[(usize, usize)]) -> Plan {
-    let stored_len = stored.last().map_or(0, |(s, l, _, _)| s + u64::from(*l));
+fn plan_from(stored: &[StoredBlock], local_len: usize, kept: &[(usize, usize)]) -> Plan {
+    let stored_len = stored.last().map_or(0, |b| b.start + u64::from(b.len));
     let (mut gaps, mut old, mut cursor) = (Vec::new(), Vec::new(), 0usize);
     let mut keep = kept.iter().peekable();
-    for (i, (s, l, _, _)) in stored.iter().enumerate() {
+    for (i, StoredBlock { start: s, len: l, .. }) in stored.iter().enumerate() {
         match keep.peek() {
             Some(&&(k, at)) if k == i => {
                 keep.next();
@@ -426,28 +427,29 @@ mod tests {
     use super::*;
 
     /// Stored blocks of `sizes` over `data`, "tag" = the bytes themselves.
-    fn blocks(data: &[u8], sizes: &[usize]) -> Vec<(u64, u32, u64, Vec<u8>)> {
+    fn blocks(data: &[u8], sizes: &[usize]) -> Vec<StoredBlock> {
         let mut at = 0;
         sizes
             .iter()
             .enumerate()
             .map(|(i, &n)| {
-                let b = (at as u64, n as u32, i as u64, data[at..at + n].to_vec());
+                let b =
+                    StoredBlock { start: at as u64, len: n as u32, nonce: i as u64, tag: data[at..at + n].to_vec() };
                 at += n;
                 b
             })
             .collect()
     }
 
-    fn plan(stored: &[(u64, u32, u64, Vec<u8>)], local: &[u8]) -> Plan {
-        diff(stored, local, &local_chunks(local), |i, at| local[at..at + stored[i].1 as usize] == stored[i].3[..])
+    fn plan(stored: &[StoredBlock], local: &[u8]) -> Plan {
+        diff(stored, local, &local_chunks(local), |i, at| local[at..at + stored[i].len as usize] == stored[i].tag[..])
     }
 
     /// Applies a plan the way the provider would, to check it rebuilds `local`.
-    fn rebuild(stored: &[(u64, u32, u64, Vec<u8>)], local: &[u8], plan: &Plan) -> Vec<u8> {
+    fn rebuild(stored: &[StoredBlock], local: &[u8], plan: &Plan) -> Vec<u8> {
         let mut out = Vec::new();
         let mut gaps = plan.gaps.iter().peekable();
-        for (s, _, _, bytes) in stored {
+        for StoredBlock { start: s, tag: bytes, .. } in stored {
             if let Some(g) = gaps.peek() {
                 if g.old.first() == Some(s) || (g.old.is_empty() && g.end == *s) {
                     out.extend_from_slice(&local[g.local.clone()]);

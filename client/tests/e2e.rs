@@ -1,64 +1,11 @@
 //! The client against a real provider server over HTTP: every operation end to end, and every
 //! lie of a misbehaving provider caught with nothing altered handed out.
 
-use std::collections::HashMap;
+mod common;
+
+use common::{sample, Setup};
 use vouch_client::{ByteEdit, Client, ClientError};
-use vouch_server::{token_hash, Misbehave, Provider, RunningServer};
-use vouch_store::{MetaDb, ObjectBlobs};
-
-const TOKEN: &str = "test-token";
-
-struct Setup {
-    _dir: tempfile::TempDir,
-    state: std::path::PathBuf,
-    data: std::path::PathBuf,
-    server: Option<RunningServer>,
-}
-
-async fn start(data: &std::path::Path, misbehave: Misbehave) -> RunningServer {
-    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
-    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs, meta, misbehave).unwrap();
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
-    vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
-}
-
-impl Setup {
-    async fn new(misbehave: Misbehave) -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("provider");
-        let server = start(&data, misbehave).await;
-        let state = dir.path().join("client");
-        Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
-        Setup { state, data, server: Some(server), _dir: dir }
-    }
-
-    fn client(&self) -> Client {
-        Client::open(&self.state).unwrap()
-    }
-
-    /// Restarts the provider over the same data, behaving as told.
-    async fn restart(&mut self, misbehave: Misbehave) {
-        self.server.take().unwrap().shutdown().await.unwrap();
-        let server = start(&self.data, misbehave).await;
-        // The client state names the server's address: rewrite it for the new port.
-        let config = format!("server = \"http://{}\"\n", server.addr);
-        std::fs::write(self.state.join("config.toml"), config).unwrap();
-        self.server = Some(server);
-    }
-}
-
-fn sample(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use vouch_server::Misbehave;
 
 async fn get(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<u8>, ClientError> {
     let mut out = Vec::new();

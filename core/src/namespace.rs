@@ -314,8 +314,7 @@ pub fn verify_listing(
     Ok(())
 }
 
-/// Verifies versions of a file against its entry: with `all`, every version (a log);
-/// otherwise exactly the ones proven.
+/// Verifies some versions of a file against its entry: the records at positions `indices`.
 pub fn verify_versions(
     entry: &EntryRecord,
     indices: &[u64],
@@ -333,6 +332,18 @@ pub fn verify_versions(
         return Err(NamespaceError::Inconsistent("version records do not fit the entry"));
     }
     Ok(())
+}
+
+/// Verifies a whole log: every version of the file, so none can be left out.
+pub fn verify_log(entry: &EntryRecord, records: &[VersionRecord], proof: &MultiProof) -> Result<(), NamespaceError> {
+    if records.len() as u64 != entry.versions {
+        return Err(NamespaceError::Inconsistent("the log leaves out or invents versions"));
+    }
+    let indices: Vec<u64> = (0..entry.versions).collect();
+    if indices.is_empty() {
+        return Err(NamespaceError::Inconsistent("a name without versions"));
+    }
+    verify_versions(entry, &indices, records, proof)
 }
 
 /// Verifies one version: `want` = `None` asks for the latest, which must be the last one.
@@ -483,3 +494,7 @@ pub fn proof_from_bytes(bytes: Vec<u8>) -> Result<Option<MultiProof>, ProofError
         MultiProof::from_bytes(bytes).map(Some)
     }
 }
+
+#[cfg(test)]
+#[path = "namespace_tests.rs"]
+mod tests;

@@ -139,75 +139,62 @@ async fn health() -> Response {
     ok(&Health { protocol: PROTOCOL_VERSION, server: format!("vouch {}", env!("CARGO_PKG_VERSION")) })
 }
 
-async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
+/// One request, one answer: authenticate, decode `Req`, let the provider answer.
+async fn answer<Req, Resp, Fut>(
+    app: Arc<App>,
+    headers: HeaderMap,
+    body: Body,
+    work: impl FnOnce(Arc<App>, String, Req) -> Fut,
+) -> Response
+where
+    Req: DeserializeOwned,
+    Resp: Serialize,
+    Fut: std::future::Future<Output = Result<Resp, ProviderError>>,
+{
+    timed(async move {
         let client = authenticate(&app, &headers)?;
-        let req: LookupRequest = message(body).await?;
-        Ok(ok(&app.provider.located(&client, &req.name, req.version)?))
+        let req: Req = message(body).await?;
+        Ok(ok(&work(app, client, req).await?))
     })
     .await
+}
+
+async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: LookupRequest| async move { app.provider.located(&c, &r.name, r.version) })
+        .await
 }
 
 async fn list(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let _: ListRequest = message(body).await?;
-        Ok(ok(&app.provider.listing(&client)?))
-    })
-    .await
+    answer(app, headers, body, |app, c, _: ListRequest| async move { app.provider.listing(&c) }).await
 }
 
 async fn log(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let req: LogRequest = message(body).await?;
-        Ok(ok(&app.provider.log(&client, &req.name)?))
-    })
-    .await
+    answer(app, headers, body, |app, c, r: LogRequest| async move { app.provider.log(&c, &r.name) }).await
 }
 
 async fn edit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let req: EditRequest = message(body).await?;
-        Ok(ok(&app.provider.edit(&client, req).await?))
-    })
-    .await
+    answer(app, headers, body, |app, c, r: EditRequest| async move { app.provider.edit(&c, r).await }).await
 }
 
 async fn remove(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let req: RemoveRequest = message(body).await?;
-        Ok(ok(&app.provider.remove(&client, &req.name).await?))
-    })
-    .await
+    answer(app, headers, body, |app, c, r: RemoveRequest| async move { app.provider.remove(&c, &r.name).await }).await
 }
 
 async fn prune(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let req: PruneRequest = message(body).await?;
-        Ok(ok(&app.provider.prune(&client, &req).await?))
-    })
-    .await
+    answer(app, headers, body, |app, c, r: PruneRequest| async move { app.provider.prune(&c, &r).await }).await
 }
 
 async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let req: AuditRequest = message(body).await?;
-        Ok(ok(&app.provider.audit(&client, &req).await?))
-    })
-    .await
+    answer(app, headers, body, |app, c, r: AuditRequest| async move { app.provider.audit(&c, &r).await }).await
 }
 
 async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    timed(async {
-        let client = authenticate(&app, &headers)?;
-        let req: BlocksRequest = message(body).await?;
-        Ok(ok(&app.provider.block_list(&client, &req.name, req.version)?))
-    })
+    answer(
+        app,
+        headers,
+        body,
+        |app, c, r: BlocksRequest| async move { app.provider.block_list(&c, &r.name, r.version) },
+    )
     .await
 }
 

@@ -1,0 +1,66 @@
+//! Test support shared by the client's end-to-end tests: a real provider server on
+//! 127.0.0.1 over a temporary directory, and a client initialised against it.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use vouch_client::Client;
+use vouch_server::{token_hash, Misbehave, Provider, RunningServer};
+use vouch_store::{MetaDb, ObjectBlobs};
+
+pub const TOKEN: &str = "test-token";
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+    pub state: PathBuf,
+    pub data: PathBuf,
+    pub server: Option<RunningServer>,
+}
+
+pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer {
+    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
+    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
+    let provider = Provider::open(blobs, meta, misbehave).unwrap();
+    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
+    vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
+}
+
+impl Setup {
+    pub async fn new(misbehave: Misbehave) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("provider");
+        let server = start(&data, misbehave).await;
+        let state = dir.path().join("client");
+        Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
+        Setup { state, data, server: Some(server), dir }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::open(&self.state).unwrap()
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.server.as_ref().unwrap().addr)
+    }
+
+    /// Restarts the provider over the same data, behaving as told.
+    pub async fn restart(&mut self, misbehave: Misbehave) {
+        self.server.take().unwrap().shutdown().await.unwrap();
+        let server = start(&self.data, misbehave).await;
+        // The client state names the server's address: rewrite it for the new port.
+        let config = format!("server = \"http://{}\"\n", server.addr);
+        std::fs::write(self.state.join("config.toml"), config).unwrap();
+        self.server = Some(server);
+    }
+}
+
+pub fn sample(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
