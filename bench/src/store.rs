@@ -353,13 +353,13 @@ fn list_figure(scratch: &std::path::Path) -> Result<ListFigure, SelfCheckFailed>
     let meta = MetaDb::open(&scratch.join("lists.redb")).map_err(fail)?;
     let start = Instant::now();
     let mut batch = MetaBatch::default();
-    save_list(&mut batch, "bench", &list, 0);
+    save_list(&mut batch, &meta, "bench", &list).map_err(fail)?;
     meta.commit(&batch).map_err(fail)?;
     let save = start.elapsed();
     let mut load = Duration::MAX;
     for _ in 0..3 {
         let start = Instant::now();
-        let (loaded, _) = load_list(&meta, "bench").map_err(fail)?;
+        let loaded = load_list(&meta, "bench").map_err(fail)?;
         load = load.min(start.elapsed());
         check(loaded.root() == list.root(), || "loaded list has another root".into())?;
     }

@@ -19,8 +19,8 @@ use vouch_proto::{
     PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
 use vouch_store::{
-    load_list, next_segment, put_segments, read_block, read_blocks, record_segments, save_list, Location, MetaBatch,
-    MetaDb, MetaStore, ObjectBlobs, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE,
+    load_list, next_segment, put_segments, read_block, read_blocks, record_segments, save_list, ListWriter, Location,
+    MetaBatch, MetaDb, MetaStore, ObjectBlobs, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE,
 };
 
 /// Most offsets one audit may ask for.
@@ -135,7 +135,7 @@ impl Provider {
         if let Some(list) = self.lists.lock().expect("list cache").get(&name) {
             return Ok(list.clone());
         }
-        let (list, _) = load_list(&self.meta, &name)?;
+        let list = load_list(&self.meta, &name)?;
         let list = Arc::new(list);
         self.cache_list(name, list.clone());
         Ok(list)
@@ -546,7 +546,10 @@ impl Provider {
             })
             .collect::<Result<Vec<_>, ProviderError>>()?;
         let staged = started.elapsed();
-        let mut list = (*version.list).clone();
+        // The new version's list replaces the old one in the cache; when nothing else holds
+        // the old one (a read in flight), it is edited in place instead of copied.
+        self.lists.lock().expect("list cache").remove(&keys::list(client, &base.file, base.number));
+        let mut list = Arc::try_unwrap(version.list).unwrap_or_else(|shared| (*shared).clone());
         let update = list.multi_update(&edits).map_err(bad)?;
         let updated = started.elapsed();
         let record = VersionRecord {
@@ -628,7 +631,7 @@ impl Provider {
                 batch.put(keys::version(client, &record.file, record.number), record.to_bytes().to_vec());
                 batch.put(keys::entry(client, name), entry.to_bytes());
                 let list = new_list.as_ref().ok_or_else(|| bad("a new version needs its block list"))?;
-                save_list(&mut batch, &keys::list(client, &record.file, record.number), list, 0);
+                save_list(&mut batch, &self.meta, &keys::list(client, &record.file, record.number), list)?;
             }
             (Change::Prune(positions), Some(entry)) => {
                 batch.put(keys::entry(client, name), entry.to_bytes());
@@ -672,14 +675,12 @@ impl Provider {
         for r in kept {
             live.extend(self.list(client, r)?.iter().map(|l| l.block.block_ref));
         }
+        let mut lists = ListWriter::new(&self.meta);
         for r in dropped {
             batch.delete(keys::version(client, file, r.number));
-            let name = keys::list(client, file, r.number);
-            for (key, _) in self.meta.scan(format!("list/{name}/").as_bytes())? {
-                batch.delete(key);
-            }
-            batch.delete(format!("root/{name}").into_bytes());
+            lists.delete(&keys::list(client, file, r.number))?;
         }
+        lists.finish(batch);
         for (key, _) in self.meta.scan(&keys::block_prefix(client, file))? {
             let nonce = std::str::from_utf8(&key[key.len() - 16..]).ok().and_then(|h| u64::from_str_radix(h, 16).ok());
             if nonce.is_some_and(|n| !live.contains(&n)) {

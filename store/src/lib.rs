@@ -32,7 +32,7 @@ pub use blobs::BlobStore;
 pub use compact::{compact, next_segment, record_segments, Compaction};
 pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
-pub use lists::{load_list, save_list, BLOCKS_PER_CHUNK};
+pub use lists::{chunk_count, load_list, save_list, ListWriter, CHUNK_MAX, CHUNK_TARGET};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::ObjectBlobs;
 pub use segments::{

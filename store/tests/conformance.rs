@@ -8,8 +8,8 @@ use common::Minio;
 use std::sync::Arc;
 use vouch_core::{hash, Block, FlexList};
 use vouch_store::{
-    load_list, put_segments, read_block, save_list, segment_key, BlobStore, Location, MetaBatch, MetaDb, MetaStore,
-    ObjectBlobs, S3Config, SegmentPacker, StoreError, BLOCKS_PER_CHUNK,
+    chunk_count, load_list, put_segments, read_block, save_list, segment_key, BlobStore, ListWriter, Location,
+    MetaBatch, MetaDb, MetaStore, ObjectBlobs, S3Config, SegmentPacker, StoreError,
 };
 
 /// Everything a [`BlobStore`] promises, against an empty store.
@@ -203,34 +203,59 @@ async fn s3_on_minio_passes_the_suite_and_reports_bad_credentials() {
 }
 
 #[test]
-fn lists_survive_a_restart_and_corruption_is_reported() {
+fn lists_survive_a_restart_share_chunks_and_corruption_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("meta.redb");
-    let blocks: Vec<Block> =
-        (0..(2 * BLOCKS_PER_CHUNK as u64 + 77)).map(|i| Block::new(hash::data(&i.to_le_bytes()), 4096, i)).collect();
+    let blocks: Vec<Block> = (0..20_077u64).map(|i| Block::new(hash::data(&i.to_le_bytes()), 4096, i)).collect();
     let list = FlexList::build(&blocks).unwrap();
     {
         let meta = MetaDb::open(&path).unwrap();
         let mut batch = MetaBatch::default();
-        assert_eq!(save_list(&mut batch, "f1", &list, 0), 3);
+        save_list(&mut batch, &meta, "f1", &list).unwrap();
         meta.commit(&batch).unwrap();
     }
     let meta = MetaDb::open(&path).unwrap();
-    let (loaded, chunks) = load_list(&meta, "f1").unwrap();
-    assert_eq!((loaded.root(), loaded.total_len(), chunks), (list.root(), list.total_len(), 3));
+    let loaded = load_list(&meta, "f1").unwrap();
+    assert_eq!((loaded.root(), loaded.total_len()), (list.root(), list.total_len()));
     assert_eq!(loaded.search(12_345_678).unwrap(), list.search(12_345_678).unwrap());
     assert!(matches!(load_list(&meta, "other"), Err(StoreError::NotFound { .. })));
+    let chunks = chunk_count(&meta).unwrap();
+    assert!(chunks >= 10, "{chunks} chunks for 20k blocks");
 
-    // A shorter version replaces the longer one whole, stale chunks included.
-    let short = FlexList::build(&blocks[..10]).unwrap();
+    // A second version with one block inserted shares all but about one chunk.
+    let mut edited = list.clone();
+    edited.insert(4096 * 9000, Block::new(hash::data(b"new"), 100, 99_999)).unwrap();
     let mut batch = MetaBatch::default();
-    assert_eq!(save_list(&mut batch, "f1", &short, chunks), 1);
+    save_list(&mut batch, &meta, "f2", &edited).unwrap();
     meta.commit(&batch).unwrap();
-    assert_eq!(load_list(&meta, "f1").unwrap().0.root(), short.root());
+    let after = chunk_count(&meta).unwrap();
+    assert!(after <= chunks + 2, "an insert added {} chunks", after - chunks);
+    assert_eq!(load_list(&meta, "f2").unwrap().root(), edited.root());
+    assert_eq!(load_list(&meta, "f1").unwrap().root(), list.root());
 
-    // A flipped byte in a stored chunk is caught by the root check, not served.
-    let key = b"list/f1/00000000".to_vec();
-    let mut value = meta.get(&key).unwrap().unwrap();
+    // Deleting both lists deletes every chunk; replacing one keeps the other whole.
+    let short = FlexList::build(&blocks[..10]).unwrap();
+    let mut writer = ListWriter::new(&meta);
+    writer.save("f1", &short).unwrap();
+    let mut batch = MetaBatch::default();
+    writer.finish(&mut batch);
+    meta.commit(&batch).unwrap();
+    assert_eq!(load_list(&meta, "f1").unwrap().root(), short.root());
+    assert_eq!(load_list(&meta, "f2").unwrap().root(), edited.root());
+    let mut writer = ListWriter::new(&meta);
+    writer.delete("f1").unwrap();
+    writer.delete("f2").unwrap();
+    let mut batch = MetaBatch::default();
+    writer.finish(&mut batch);
+    meta.commit(&batch).unwrap();
+    assert_eq!(chunk_count(&meta).unwrap(), 0, "no chunk outlives its lists");
+    assert!(meta.scan(b"lref/").unwrap().is_empty());
+
+    // A flipped byte in a stored chunk is caught, not served.
+    let mut batch = MetaBatch::default();
+    save_list(&mut batch, &meta, "f1", &list).unwrap();
+    meta.commit(&batch).unwrap();
+    let (key, mut value) = meta.scan(b"lchunk/").unwrap().remove(0);
     value[3] ^= 1;
     let mut batch = MetaBatch::default();
     batch.put(key, value);
