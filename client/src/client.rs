@@ -363,9 +363,10 @@ impl Client {
             if pos >= end {
                 return Err(ClientError::lie("blocks past the end of the range"));
             }
-            let checked = self.verify_chunk(&verified.record, &chunk, pos)?;
-            let mut parts = Vec::with_capacity(checked.len());
-            for (block_start, data) in &checked {
+            let starts = self.verify_chunk(&verified.record, &chunk, pos)?;
+            let mut parts = Vec::with_capacity(starts.len());
+            for (block_start, block) in starts.iter().zip(&chunk.blocks) {
+                let data = &block.data;
                 let from = pos.saturating_sub(*block_start) as usize;
                 let to = (end.min(block_start + data.len() as u64) - block_start) as usize;
                 parts.push((&data[from..to], (*block_start, &data[..])));
@@ -381,13 +382,13 @@ impl Client {
 
     /// Checks one chunk of a read that must continue at byte `pos`: the list proof of its
     /// blocks against the version root, each block's tag against its bytes, and that the
-    /// blocks follow each other from `pos` on. Returns (start, data) per block.
+    /// blocks follow each other from `pos` on. Returns each block's start.
     pub(crate) fn verify_chunk(
         &self,
         record: &VersionRecord,
         chunk: &ReadChunk,
         pos: u64,
-    ) -> Result<Vec<(u64, Vec<u8>)>, ClientError> {
+    ) -> Result<Vec<u64>, ClientError> {
         if chunk.starts.is_empty() || chunk.starts.len() != chunk.blocks.len() {
             return Err(ClientError::lie("a read chunk's blocks do not match its offsets"));
         }
@@ -415,7 +416,7 @@ impl Client {
         if let Some(i) = bad {
             return Err(ClientError::lie(format!("block at byte {} was altered", proven[i].start)));
         }
-        Ok(proven.iter().zip(&chunk.blocks).map(|(p, b)| (p.start, b.data.to_vec())).collect())
+        Ok(proven.iter().map(|p| p.start).collect())
     }
 
     /// Every name, verified complete.

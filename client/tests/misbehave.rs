@@ -397,3 +397,16 @@ async fn a_log_with_the_newest_version_left_out_is_caught() {
     let r = client.log("f.bin").await.map(|log| numbers(&log));
     assert!(matches!(r, Err(ClientError::Misbehaved(_))), "a log without the newest version was accepted: {r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_list_with_an_altered_tag_is_caught_by_sync() {
+    let (setup, data) = stored_then_lying(Misbehave::CorruptBlock, 100_000).await;
+    let mut changed = data.clone();
+    changed.splice(50_000..50_000, *b"new bytes");
+    let local = setup.dir.path().join("local.bin");
+    std::fs::write(&local, &changed).unwrap();
+    let mut client = setup.client();
+    let root = client.root();
+    assert_misbehaved(client.sync("f.bin", &local).await, "sync against an altered block list");
+    assert_eq!(client.root(), root, "nothing was committed");
+}

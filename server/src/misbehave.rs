@@ -9,7 +9,7 @@ pub enum Misbehave {
     /// Honest.
     #[default]
     None,
-    /// Flip a byte of a block it serves (reads and audits).
+    /// Flip a byte of a block it serves (reads and audits) or of a tag it lists (sync).
     CorruptBlock,
     /// Leave a block out of what it serves.
     DropBlock,

@@ -351,6 +351,11 @@ impl Provider {
         if !out.starts.is_empty() {
             out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(bad)?.as_bytes().to_vec());
         }
+        if self.misbehave == Misbehave::CorruptBlock {
+            if let Some(b) = out.blocks.first_mut() {
+                b.tag[0] ^= 1;
+            }
+        }
         Ok(out)
     }
 

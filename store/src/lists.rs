@@ -231,7 +231,7 @@ pub fn load_list(meta: &impl MetaStore, name: &str) -> Result<FlexList, StoreErr
     Ok(list)
 }
 
-/// Every chunk key and count, for tests that check nothing leaks.
+/// How many list chunks are stored, for tests that check nothing leaks.
 #[doc(hidden)]
 pub fn chunk_count(meta: &impl MetaStore) -> Result<usize, StoreError> {
     Ok(meta.scan(b"lchunk/")?.len())
