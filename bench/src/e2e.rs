@@ -8,8 +8,10 @@
 //!   change 20 KB of it, `random`ly (four 5 KB changes at random offsets) or `consecutive`ly
 //!   (one 20 KB region), each sent with `vouch sync`: bytes sent, the commit's multiUpdate proof,
 //!   the provider's time (its `Server-Timing`) and the client's whole time per commit.
+//! * With `--repo PATH`, a real repository's history the same way ([`crate::repo`]).
 
 use crate::measure::{check, ms, Options, SelfCheckFailed, Target};
+use crate::repo::{RepoReplay, Source};
 use crate::store::{raw_s3, write_raw};
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -31,6 +33,8 @@ pub struct Report {
     pub backends: Vec<Throughput>,
     pub skipped: Vec<String>,
     pub vcs: Vec<Replay>,
+    /// A real repository's history (`--repo PATH`); null when none was given.
+    pub repo: Option<RepoReplay>,
     pub targets: Vec<Target>,
 }
 
@@ -63,12 +67,13 @@ pub struct Replay {
     pub client_ms: f64,
 }
 
-struct Running {
-    server: RunningServer,
-    client: Client,
+pub(crate) struct Running {
+    pub(crate) server: RunningServer,
+    pub(crate) client: Client,
 }
 
-async fn start(blobs: ObjectBlobs, dir: &Path) -> Result<Running, SelfCheckFailed> {
+/// A provider over `blobs` and a redb in `dir`, serving on a loopback port, and a client of it.
+pub(crate) async fn start(blobs: ObjectBlobs, dir: &Path) -> Result<Running, SelfCheckFailed> {
     let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(e.to_string());
     let meta = MetaDb::open(&dir.join("meta.redb")).map_err(|e| fail(&e))?;
     let provider = Provider::open(blobs, meta, Misbehave::None).map_err(|e| fail(&e))?;
@@ -93,7 +98,11 @@ fn data(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
+/// Runs every measurement; with `repo`, also replays that repository's history.
+pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
+    if let Some(source) = repo {
+        crate::repo::probe(source)?; // a wrong path fails now, not after minutes of measuring
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
     let big = Bytes::from(data(if opts.quick { 64 << 20 } else { 512 << 20 }, 7));
@@ -124,6 +133,13 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         let dir = scratch.path().join(format!("vcs-{pattern}"));
         vcs.push(rt.block_on(replay(pattern, base, &dir))?);
     }
+    let repo = match repo {
+        Some(source) => {
+            let dir = scratch.path().join("repo");
+            Some(rt.block_on(crate::repo::replay_in(source, opts, &dir, &mut progress))?)
+        }
+        None => None,
+    };
 
     let mut targets = Vec::new();
     for b in &backends {
@@ -149,7 +165,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
             Some(proof_paper),
         ));
     }
-    Ok(Report { quick: opts.quick, backends, skipped, vcs, targets })
+    Ok(Report { quick: opts.quick, backends, skipped, vcs, repo, targets })
 }
 
 async fn throughput(
@@ -328,6 +344,9 @@ impl Report {
                 r.server_ms,
                 r.client_ms
             );
+        }
+        if let Some(repo) = &self.repo {
+            out += &repo.to_text();
         }
         out + &crate::measure::targets_text(&self.targets)
     }

@@ -10,6 +10,7 @@ pub mod e2e;
 pub mod flexlist;
 mod measure;
 pub mod pdp;
+pub mod repo;
 pub mod store;
 
 pub use measure::{Options, SelfCheckFailed, Target};

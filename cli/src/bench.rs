@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 use std::io::Write;
+use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum Which {
@@ -12,8 +13,9 @@ pub enum Which {
     /// Storage: segment writes and reads against the raw backend, compaction, list loading.
     Store(Common),
     /// Whole system: verified put/get through the server against the raw backend, and a VCS
-    /// replay of 20 KB commits to a large file (papers 000 and 001).
-    E2e(Common),
+    /// replay of 20 KB commits to a large file (papers 000 and 001); with `--repo`, also a real
+    /// repository's history.
+    E2e(E2e),
 }
 
 #[derive(Args)]
@@ -24,6 +26,19 @@ pub struct Common {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+pub struct E2e {
+    #[command(flatten)]
+    common: Common,
+    /// Also replay this git repository's first-parent history, each commit as a `sync` of
+    /// every file it changed.
+    #[arg(long, value_name = "PATH")]
+    repo: Option<PathBuf>,
+    /// How many of the repository's newest commits to replay [default: 100, 20 with --quick].
+    #[arg(long, value_name = "N", requires = "repo")]
+    commits: Option<usize>,
 }
 
 pub fn run(which: Which) -> anyhow::Result<()> {
@@ -38,8 +53,10 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }
-        Which::E2e(common) => {
-            let report = vouch_bench::e2e::run(vouch_bench::Options { quick: common.quick }, progress)?;
+        Which::E2e(E2e { common, repo, commits }) => {
+            let source = repo.map(|path| vouch_bench::repo::Source { path, commits });
+            let report =
+                vouch_bench::e2e::run(vouch_bench::Options { quick: common.quick }, source.as_ref(), progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }

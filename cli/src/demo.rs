@@ -201,6 +201,9 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
         let got = fetch(&world.client()?, "notes.txt", None).await;
         lies.push(verdict(mode.name(), "get", got.map(|_| ())));
     }
+    world.provider(Misbehave::HideVersion).await?;
+    let got = fetch(&world.client()?, "notes.txt", Some(1)).await.map(|_| ());
+    lies.push(verdict("hide-version (v1 \"not found\")", "get v1", got));
     world.provider(Misbehave::HideFile).await?;
     lies.push(verdict("hide-file", "ls", world.client()?.list().await.map(|_| ())));
     world.provider(Misbehave::OtherChallenge).await?;

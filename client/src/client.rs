@@ -155,11 +155,32 @@ impl Client {
     /// The verified latest (or given) version of `name`.
     pub async fn version(&self, name: &str, want: Option<u64>) -> Result<Verified, ClientError> {
         check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
-        let located: Located = self.remote.call("lookup", &LookupRequest { name: name.into(), version: want }).await?;
-        match self.verify_located(name, want, &located)? {
-            (_, Some(v)) => Ok(v),
-            (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        let located = async {
+            let located: Located =
+                self.remote.call("lookup", &LookupRequest { name: name.into(), version: want }).await?;
+            match self.verify_located(name, want, &located)? {
+                (_, Some(v)) => Ok(v),
+                (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+            }
+        };
+        self.absent_checked(name, want, located.await).await
+    }
+
+    /// The provider's "no such version" for a version asked by number, checked against the
+    /// name's log, which is proven complete (`verify_log`): a version the log lists was hidden.
+    pub(crate) async fn absent_checked<T>(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        result: Result<T, ClientError>,
+    ) -> Result<T, ClientError> {
+        let (Err(ClientError::NotFound(_)), Some(v)) = (&result, want) else { return result };
+        if self.log(name).await?.iter().any(|r| r.number == v) {
+            return Err(ClientError::lie(format!(
+                "the provider says version {v} of {name} is missing; its own log lists it"
+            )));
         }
+        Err(ClientError::NotFound(format!("version {v} of {name} (not in its proven log)")))
     }
 
     /// Checks a commit's proofs and, when they hold, records the new root.
@@ -339,16 +360,19 @@ impl Client {
             return Err(ClientError::BadInput(format!("empty range {start}..{end}")));
         }
         let req = ReadRequest { name: name.into(), version: want, start, end };
-        let mut frames = self.remote.frames("read", &req).await?;
-        let located = match frames.next::<ReadFrame>().await? {
-            Some(ReadFrame::Located(l)) => l,
-            Some(ReadFrame::Error(e)) => return Err(ClientError::from_server(e.code, e.message)),
-            _ => return Err(ClientError::lie("a read must begin with the version's proof")),
+        let opened = async {
+            let mut frames = self.remote.frames("read", &req).await?;
+            let located = match frames.next::<ReadFrame>().await? {
+                Some(ReadFrame::Located(l)) => l,
+                Some(ReadFrame::Error(e)) => return Err(ClientError::from_server(e.code, e.message)),
+                _ => return Err(ClientError::lie("a read must begin with the version's proof")),
+            };
+            match self.verify_located(name, want, &located)? {
+                (_, Some(v)) => Ok((frames, v)),
+                (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+            }
         };
-        let verified = match self.verify_located(name, want, &located)? {
-            (_, Some(v)) => v,
-            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
-        };
+        let (mut frames, verified) = self.absent_checked(name, want, opened.await).await?;
         let end = end.min(verified.record.len);
         if start > end {
             return Err(ClientError::BadInput(format!("range starts past the end ({} bytes)", verified.record.len)));
@@ -494,12 +518,15 @@ impl Client {
         }
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
-        let answer: AuditAnswer =
-            self.remote.call("audit", &AuditRequest { name: name.into(), version: want, seed, count }).await?;
-        let v = match self.verify_located(name, want, &answer.located)? {
-            (_, Some(v)) => v,
-            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        let asked = async {
+            let answer: AuditAnswer =
+                self.remote.call("audit", &AuditRequest { name: name.into(), version: want, seed, count }).await?;
+            match self.verify_located(name, want, &answer.located)? {
+                (_, Some(v)) => Ok((answer, v)),
+                (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+            }
         };
+        let (answer, v) = self.absent_checked(name, want, asked.await).await?;
         let challenge = Challenge::new(seed, count);
         let mut blocks = 0;
         if v.record.len > 0 {

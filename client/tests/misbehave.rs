@@ -126,6 +126,29 @@ async fn old_version_served_as_latest_is_caught() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_version_said_to_be_missing_is_caught() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let mut client = setup.client();
+    put(&mut client, "f.bin", &sample(100_000, 1)).await;
+    let v2 = sample(100_000, 2);
+    put(&mut client, "f.bin", &v2).await;
+    setup.restart(Misbehave::HideVersion).await;
+    let client = setup.client();
+    // "Not found" for version 1, which the proven log lists: a lie, on every path.
+    let (result, out) = get(&client, "f.bin", Some(1)).await;
+    assert_misbehaved(result, "get of a hidden version");
+    assert!(out.is_empty());
+    assert_misbehaved(client.version("f.bin", Some(1)).await, "lookup of a hidden version");
+    assert_misbehaved(client.audit("f.bin", Some(1), 20).await, "audit of a hidden version");
+    // A version that really does not exist is still plainly not found, and the latest reads.
+    let r = client.version("f.bin", Some(7)).await;
+    assert!(matches!(r, Err(ClientError::NotFound(_))), "{r:?}");
+    let (result, out) = get(&client, "f.bin", Some(2)).await;
+    result.unwrap();
+    assert_eq!(out, v2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolled_back_new_name_is_caught() {
     let setup = Setup::new(Misbehave::Rollback).await;
     let mut client = setup.client();

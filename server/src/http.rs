@@ -219,8 +219,12 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         if tx.send(Ok(first.into())).await.is_err() {
             return;
         }
-        for starts in &plan.chunks {
-            let next = match app.provider.read_chunk(&client, &plan, starts).await {
+        // A few chunks read ahead: the backend's latency (an S3 round trip per chunk) overlaps
+        // with sending the chunks before.
+        let reads: Vec<_> = plan.chunks.iter().map(|starts| app.provider.read_chunk(&client, &plan, starts)).collect();
+        let mut chunks = futures::stream::iter(reads).buffered(READ_AHEAD);
+        while let Some(read) = chunks.next().await {
+            let next = match read {
                 Ok(chunk) => ReadFrame::Chunk(chunk),
                 Err(e) => {
                     let f = Failure::from(e);
@@ -235,6 +239,9 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
     });
     Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)).into_response()
 }
+
+/// Chunks of a read being fetched from the store at once.
+const READ_AHEAD: usize = 3;
 
 /// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive.
 async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

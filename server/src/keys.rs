@@ -4,8 +4,12 @@
 //! * `ns/c/e/<name>`: the name's [`vouch_core::namespace::EntryRecord`]; key order is name
 //!   order, so a scan yields the namespace list in order;
 //! * `ns/c/v/<file>/<number:016x>`: a [`vouch_core::namespace::VersionRecord`];
-//! * `ns/c/b/<file>/<nonce:016x>`: a block: its [`vouch_store::Location`] then its tag;
-//! * the block list of a version, saved by [`vouch_store::save_list`] as `c.<file>.<number>`.
+//! * `ns/c/b/<file>/<nonce:016x>`: a block: its [`vouch_store::Location`] then its tag (a
+//!   small edit's blocks are in an inline segment of the metadata store, see
+//!   [`vouch_store::INLINE_MAX`]);
+//! * the block list of a version, saved by [`vouch_store::save_list`] (a put) or
+//!   [`vouch_store::save_edited_list`] (an edit: a delta of the version before) as
+//!   `c.<file>.<number>`.
 
 use vouch_core::pdp::FileId;
 

@@ -28,10 +28,13 @@ pub enum Misbehave {
     HideFile,
     /// Stop a read stream after its first chunk.
     TruncateStream,
+    /// Say an old version that exists does not ("not found" for any version asked by number
+    /// but the latest).
+    HideVersion,
 }
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 10] = [
+    pub const ALL: [Misbehave; 11] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -42,6 +45,7 @@ impl Misbehave {
         Misbehave::OtherChallenge,
         Misbehave::HideFile,
         Misbehave::TruncateStream,
+        Misbehave::HideVersion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +60,7 @@ impl Misbehave {
             Misbehave::OtherChallenge => "other-challenge",
             Misbehave::HideFile => "hide-file",
             Misbehave::TruncateStream => "truncate-stream",
+            Misbehave::HideVersion => "hide-version",
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Every answer carries what the client needs to check it against its one root digest; the
 //! provider is trusted with nothing. Changes are serialised by one write lock and committed to
-//! the metadata store in one batch (blocks' segments first, see `vouch_store::segments`).
+//! the metadata store in one batch (blocks' segments first, see `vouch_store::segments`; a
+//! small edit's blocks inside the batch itself, so that a commit costs one flush).
 
 use crate::keys;
 use crate::misbehave::Misbehave;
@@ -19,8 +20,9 @@ use vouch_proto::{
     PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
 use vouch_store::{
-    load_list, next_segment, put_segments, read_block, read_blocks, record_segments, save_list, ListWriter, Location,
-    MetaBatch, MetaDb, MetaStore, ObjectBlobs, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE,
+    delete_inline_segment, load_list, next_segment, put_inline_segments, put_segments, read_stored_blocks,
+    record_segments, save_edited_list, save_list, ListWriter, Location, MetaBatch, MetaDb, MetaStore, ObjectBlobs,
+    Segment, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE, INLINE_BIT, INLINE_MAX,
 };
 
 /// Most offsets one audit may ask for.
@@ -107,6 +109,16 @@ impl Provider {
         *next - 1
     }
 
+    /// A packer for a fresh segment, in the blob store or inline in the metadata store.
+    fn packer(&self, inline: bool) -> SegmentPacker {
+        let id = self.reserve_segment();
+        if inline {
+            SegmentPacker::new(id | INLINE_BIT, INLINE_MAX)
+        } else {
+            SegmentPacker::new(id, DEFAULT_SEGMENT_SIZE)
+        }
+    }
+
     pub fn misbehave(&self) -> Misbehave {
         self.misbehave
     }
@@ -178,6 +190,7 @@ impl Provider {
             Some(n) => records
                 .iter()
                 .position(|r| r.number == n)
+                .filter(|&p| self.misbehave != Misbehave::HideVersion || p + 1 == records.len())
                 .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {name}")))?,
         };
         let record = records[position];
@@ -280,14 +293,15 @@ impl Provider {
     /// The blocks starting at `starts`, with their multi-proof.
     pub async fn read_chunk(&self, client: &str, plan: &ReadPlan, starts: &[u64]) -> Result<ReadChunk, ProviderError> {
         let proof = plan.list.prove(starts).map_err(bad)?;
-        let mut entries = Vec::with_capacity(starts.len());
-        for &s in starts {
-            let nonce = plan.list.search(s).ok_or_else(|| bad("offset past the end"))?.block.block_ref;
-            let (location, tag) = self.indexed(client, &plan.file, nonce)?;
-            entries.push((nonce, location, tag));
-        }
+        let nonces = starts
+            .iter()
+            .map(|&s| Ok(plan.list.search(s).ok_or_else(|| bad("offset past the end"))?.block.block_ref))
+            .collect::<Result<Vec<u64>, ProviderError>>()?;
+        let indexed = self.indexed_many(client, &plan.file, &nonces)?;
+        let entries: Vec<(u64, Location, Vec<u8>)> =
+            nonces.into_iter().zip(indexed).map(|(n, (location, tag))| (n, location, tag)).collect();
         let locations: Vec<Location> = entries.iter().map(|e| e.1).collect();
-        let data = read_blocks(&self.blobs, &locations).await?;
+        let data = read_stored_blocks(&self.blobs, &self.meta, &locations).await?;
         let mut blocks: Vec<WireBlock> = entries
             .into_iter()
             .zip(data)
@@ -322,20 +336,37 @@ impl Provider {
 
     /// Where a block is and its tag, from the index.
     fn indexed(&self, client: &str, file: &FileId, nonce: u64) -> Result<(Location, Vec<u8>), ProviderError> {
-        let key = keys::block(client, file, nonce);
-        let at = || String::from_utf8_lossy(&key).into_owned();
-        let value = self.meta.get(&key)?.ok_or_else(|| corrupt(&at(), "block listed but not indexed"))?;
-        let location = value
-            .get(..Location::ENCODED_LEN)
-            .and_then(Location::from_bytes)
-            .ok_or_else(|| corrupt(&at(), "short index entry"))?;
-        Ok((location, value[Location::ENCODED_LEN..].to_vec()))
+        Ok(self.indexed_many(client, file, &[nonce])?.pop().expect("one asked, one found"))
+    }
+
+    /// Where many blocks are and their tags, in one read of the index.
+    fn indexed_many(
+        &self,
+        client: &str,
+        file: &FileId,
+        nonces: &[u64],
+    ) -> Result<Vec<(Location, Vec<u8>)>, ProviderError> {
+        let keys: Vec<Vec<u8>> = nonces.iter().map(|&n| keys::block(client, file, n)).collect();
+        let values = self.meta.get_many(&keys)?;
+        keys.iter()
+            .zip(values)
+            .map(|(key, value)| {
+                let at = || String::from_utf8_lossy(key).into_owned();
+                let value = value.ok_or_else(|| corrupt(&at(), "block listed but not indexed"))?;
+                let location = value
+                    .get(..Location::ENCODED_LEN)
+                    .and_then(Location::from_bytes)
+                    .ok_or_else(|| corrupt(&at(), "short index entry"))?;
+                Ok((location, value[Location::ENCODED_LEN..].to_vec()))
+            })
+            .collect()
     }
 
     /// A stored block's tag and bytes (the store checks the bytes' checksum).
     async fn block(&self, client: &str, file: &FileId, nonce: u64) -> Result<(Vec<u8>, Vec<u8>), ProviderError> {
         let (location, tag) = self.indexed(client, file, nonce)?;
-        Ok((tag, read_block(&self.blobs, &location).await?.to_vec()))
+        let data = read_stored_blocks(&self.blobs, &self.meta, &[location]).await?;
+        Ok((tag, data.into_iter().next().expect("one block asked, one read").to_vec()))
     }
 
     /// Every block of a version without its bytes, with one multi-proof (for `sync`).
@@ -343,10 +374,13 @@ impl Provider {
         let (located, version) = self.locate(client, name, want)?;
         let mut out = BlockList { located, starts: Vec::new(), proof: ByteBuf::new(), blocks: Vec::new() };
         let Some(version) = version else { return Ok(out) };
-        for l in version.list.iter() {
-            let (_, tag) = self.indexed(client, &version.record.file, l.block.block_ref)?;
-            out.starts.push(l.start);
-            out.blocks.push(BlockMeta { nonce: l.block.block_ref, tag: ByteBuf::from(tag) });
+        let blocks: Vec<(u64, u64)> = version.list.iter().map(|l| (l.start, l.block.block_ref)).collect();
+        let nonces: Vec<u64> = blocks.iter().map(|b| b.1).collect();
+        for ((start, nonce), (_, tag)) in
+            blocks.into_iter().zip(self.indexed_many(client, &version.record.file, &nonces)?)
+        {
+            out.starts.push(start);
+            out.blocks.push(BlockMeta { nonce, tag: ByteBuf::from(tag) });
         }
         if !out.starts.is_empty() {
             out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(bad)?.as_bytes().to_vec());
@@ -416,15 +450,29 @@ impl Provider {
         file: FileId,
         scheme: SchemeId,
     ) -> Result<PutState, ProviderError> {
+        self.begin(client, name, file, scheme, false)
+    }
+
+    /// A put whose segments are kept in the metadata store when `inline` (a small edit's).
+    fn begin(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+        inline: bool,
+    ) -> Result<PutState, ProviderError> {
         vouch_core::namespace::check_name(name).map_err(bad)?;
         Ok(PutState {
             client: client.to_string(),
             name: name.to_string(),
             file,
             scheme,
-            packer: SegmentPacker::new(self.reserve_segment(), DEFAULT_SEGMENT_SIZE),
+            packer: self.packer(inline),
+            inline,
             packed: 0,
             written: Vec::new(),
+            kept_inline: Vec::new(),
             leaves: Vec::new(),
             batch: MetaBatch::default(),
             nonces: HashSet::new(),
@@ -446,10 +494,14 @@ impl Provider {
     /// Starts writing the current segment and starts the next one; at most two segments are
     /// being written at a time, so receiving goes on while the disk works.
     async fn flush(&self, put: &mut PutState) -> Result<(), ProviderError> {
-        let fresh = SegmentPacker::new(self.reserve_segment(), DEFAULT_SEGMENT_SIZE);
+        let fresh = self.packer(put.inline);
         let (sealed, _) = std::mem::replace(&mut put.packer, fresh).finish();
-        put.written.extend(sealed.iter().map(|(id, s)| (*id, s.len())));
         put.packed = 0;
+        if put.inline {
+            put.kept_inline.extend(sealed);
+            return Ok(());
+        }
+        put.written.extend(sealed.iter().map(|(id, s)| (*id, s.len())));
         while put.writing.len() >= 2 {
             joined(put.writing.join_next().await)?;
         }
@@ -461,7 +513,9 @@ impl Provider {
     /// Writes what is left and waits for every segment of the put to be stored: only then may
     /// metadata name them.
     async fn written(&self, put: &mut PutState) -> Result<(), ProviderError> {
-        self.flush(put).await?;
+        if put.packed > 0 {
+            self.flush(put).await?;
+        }
         while let Some(done) = put.writing.join_next().await {
             joined(Some(done))?;
         }
@@ -489,6 +543,7 @@ impl Provider {
     fn sealed_batch(&self, mut put: PutState) -> MetaBatch {
         let next = *self.next_segment.lock().expect("segment counter");
         record_segments(&mut put.batch, &put.written, next);
+        put_inline_segments(&mut put.batch, &put.kept_inline);
         put.batch
     }
 
@@ -512,7 +567,7 @@ impl Provider {
         let _guard = self.write.lock().await;
         let (client, name) = (put.client.clone(), put.name.clone());
         let batch = self.sealed_batch(put);
-        let done = self.commit(&client, &name, Change::Append(record), Some(list), None, batch);
+        let done = self.commit(&client, &name, Change::Append(record), Some(NewList { list, base: None }), None, batch);
         tracing::debug!(?built, ?written, total = ?started.elapsed(), "put");
         done
     }
@@ -534,9 +589,15 @@ impl Provider {
         if req.blocks.iter().enumerate().any(|(i, b)| b.nonce != base.next_nonce + i as u64) {
             return Err(bad("new blocks take the version's next nonces in order"));
         }
-        let mut put = self.begin_put(client, &req.name, base.file, base.scheme)?;
+        // A small commit's blocks go in the metadata transaction: one flush, not two.
+        let inline = req.blocks.iter().map(|b| b.data.len()).sum::<usize>() <= INLINE_MAX;
+        let mut put = self.begin(client, &req.name, base.file, base.scheme, inline)?;
         let blocks = req.blocks.len() as u64;
         self.put_blocks(&mut put, req.blocks).await?;
+        if put.packed > 0 {
+            // The disk writes the new blocks while the lists are updated.
+            self.flush(&mut put).await?;
+        }
         let leaves = std::mem::take(&mut put.leaves);
         let block = |i: u32| leaves.get(i as usize).copied().ok_or_else(|| bad(format!("edit names block {i}")));
         let edits = req
@@ -553,7 +614,8 @@ impl Provider {
         let staged = started.elapsed();
         // The new version's list replaces the old one in the cache; when nothing else holds
         // the old one (a read in flight), it is edited in place instead of copied.
-        self.lists.lock().expect("list cache").remove(&keys::list(client, &base.file, base.number));
+        let base_list = keys::list(client, &base.file, base.number);
+        self.lists.lock().expect("list cache").remove(&base_list);
         let mut list = Arc::try_unwrap(version.list).unwrap_or_else(|shared| (*shared).clone());
         let update = list.multi_update(&edits).map_err(bad)?;
         let updated = started.elapsed();
@@ -569,6 +631,7 @@ impl Provider {
         self.written(&mut put).await?;
         let flushed = started.elapsed();
         let batch = self.sealed_batch(put);
+        let list = NewList { list, base: Some((base_list, edits)) };
         let done = self.commit(client, &req.name, Change::Append(record), Some(list), Some(update.to_bytes()), batch);
         tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit");
         done
@@ -607,10 +670,11 @@ impl Provider {
         client: &str,
         name: &str,
         change: Change,
-        new_list: Option<FlexList>,
+        new_list: Option<NewList>,
         file_update: Option<Vec<u8>>,
         mut batch: MetaBatch,
     ) -> Result<Committed, ProviderError> {
+        let started = std::time::Instant::now();
         let entries = self.entries(client)?;
         let (answer, found) = Self::lookup(&entries, name)?;
         let plan = commit_edits(&found, &change).map_err(bad)?;
@@ -630,13 +694,18 @@ impl Provider {
             plan.namespace_edit(name, &change, versions_update.as_ref().map(|(_, root, len)| (*root, *len)));
         let mut ns = namespace_list(&entries)?;
         let namespace_update = ns.multi_update(&[ns_edit]).map_err(bad)?;
+        let proven = started.elapsed();
 
         match (&change, &new_entry) {
             (Change::Append(record), Some(entry)) => {
                 batch.put(keys::version(client, &record.file, record.number), record.to_bytes().to_vec());
                 batch.put(keys::entry(client, name), entry.to_bytes());
-                let list = new_list.as_ref().ok_or_else(|| bad("a new version needs its block list"))?;
-                save_list(&mut batch, &self.meta, &keys::list(client, &record.file, record.number), list)?;
+                let new = new_list.as_ref().ok_or_else(|| bad("a new version needs its block list"))?;
+                let name = keys::list(client, &record.file, record.number);
+                match &new.base {
+                    Some((base, changes)) => save_edited_list(&mut batch, &self.meta, &name, base, &new.list, changes)?,
+                    None => save_list(&mut batch, &self.meta, &name, &new.list)?,
+                }
             }
             (Change::Prune(positions), Some(entry)) => {
                 batch.put(keys::entry(client, name), entry.to_bytes());
@@ -652,10 +721,12 @@ impl Provider {
             }
             _ => return Err(bad("inconsistent change")),
         }
+        let batched = started.elapsed();
         if self.misbehave != Misbehave::Rollback {
             self.meta.commit(&batch)?;
+            tracing::debug!(?proven, ?batched, stored = ?started.elapsed(), "commit");
             if let (Change::Append(record), Some(list)) = (&change, new_list) {
-                self.cache_list(keys::list(client, &record.file, record.number), Arc::new(list));
+                self.cache_list(keys::list(client, &record.file, record.number), Arc::new(list.list));
             }
         }
         Ok(Committed {
@@ -686,15 +757,32 @@ impl Provider {
             lists.delete(&keys::list(client, file, r.number))?;
         }
         lists.finish(batch);
-        for (key, _) in self.meta.scan(&keys::block_prefix(client, file))? {
+        // Inline segments hold one commit's blocks: they go with the last of them.
+        let (mut dropped_inline, mut kept_inline) = (HashSet::new(), HashSet::new());
+        for (key, value) in self.meta.scan(&keys::block_prefix(client, file))? {
             let nonce = std::str::from_utf8(&key[key.len() - 16..]).ok().and_then(|h| u64::from_str_radix(h, 16).ok());
-            if nonce.is_some_and(|n| !live.contains(&n)) {
+            let at = value.get(..Location::ENCODED_LEN).and_then(Location::from_bytes);
+            let at = at.ok_or_else(|| corrupt(&String::from_utf8_lossy(&key), "short index entry"))?;
+            let dropped = nonce.is_some_and(|n| !live.contains(&n));
+            if at.is_inline() {
+                if dropped { &mut dropped_inline } else { &mut kept_inline }.insert(at.segment);
+            }
+            if dropped {
                 batch.delete(key);
             }
+        }
+        for segment in dropped_inline.difference(&kept_inline) {
+            delete_inline_segment(batch, *segment);
         }
         self.lists.lock().expect("list cache").clear();
         Ok(())
     }
+}
+
+/// The block list of a new version, and for an edit, the list it was edited from and how.
+struct NewList {
+    list: FlexList,
+    base: Option<(String, Vec<Edit>)>,
 }
 
 /// A put in progress.
@@ -705,9 +793,13 @@ pub struct PutState {
     file: FileId,
     scheme: SchemeId,
     packer: SegmentPacker,
+    /// Segments go to the metadata store, not the blob store (a small edit's).
+    inline: bool,
     packed: usize,
     /// Segments written so far, with their sizes.
     written: Vec<(u64, usize)>,
+    /// Inline segments, written with the commit.
+    kept_inline: Vec<(u64, Segment)>,
     leaves: Vec<Block>,
     batch: MetaBatch,
     nonces: HashSet<u64>,

@@ -23,6 +23,7 @@ mod blobs;
 mod compact;
 mod config;
 mod error;
+mod inline;
 mod lists;
 mod meta;
 mod object;
@@ -32,7 +33,10 @@ pub use blobs::BlobStore;
 pub use compact::{compact, next_segment, record_segments, Compaction};
 pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
-pub use lists::{chunk_count, load_list, save_list, ListWriter, CHUNK_MAX, CHUNK_TARGET};
+pub use inline::{delete_inline_segment, put_inline_segments, read_stored_blocks, INLINE_BIT, INLINE_MAX};
+pub use lists::{
+    chunk_count, load_list, save_edited_list, save_list, ListWriter, CHUNK_MAX, CHUNK_TARGET, MAX_DELTA_DEPTH,
+};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::ObjectBlobs;
 pub use segments::{

@@ -39,6 +39,11 @@ pub type Entry = (Vec<u8>, Vec<u8>);
 pub trait MetaStore: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// The values of many keys, read together (one read transaction where the store has them).
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     /// Every entry whose key starts with `prefix`, in key order.
     fn scan(&self, prefix: &[u8]) -> Result<Vec<Entry>, StoreError>;
 
@@ -92,6 +97,12 @@ impl MetaStore for MetaDb {
         let table = txn.open_table(TABLE).map_err(|e| self.err(e))?;
         let value = table.get(key).map_err(|e| self.err(e))?;
         Ok(value.map(|v| v.value().to_vec()))
+    }
+
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(TABLE).map_err(|e| self.err(e))?;
+        keys.iter().map(|k| Ok(table.get(k.as_slice()).map_err(|e| self.err(e))?.map(|v| v.value().to_vec()))).collect()
     }
 
     fn scan(&self, prefix: &[u8]) -> Result<Vec<Entry>, StoreError> {

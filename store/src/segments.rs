@@ -30,7 +30,7 @@ pub struct Location {
 /// The checksum [`Location::check`] keeps for `data`: XXH3-64, seed 0. The `xxh3` crate picks
 /// AVX2 at run time (about 40 GB/s here against 22 GB/s for an SSE2-only build), which matters
 /// because every read of a block pays for it.
-fn checksum(data: &[u8]) -> u64 {
+pub(crate) fn checksum(data: &[u8]) -> u64 {
     xxh3::hash64_with_seed(data, 0)
 }
 
@@ -82,6 +82,13 @@ impl Segment {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The segment's bytes in one buffer.
+    pub(crate) fn concat(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len);
+        self.parts.iter().for_each(|p| out.extend_from_slice(p));
+        out
     }
 }
 
@@ -205,8 +212,8 @@ pub async fn read_blocks<B: BlobStore>(blobs: &B, locations: &[Location]) -> Res
     Ok(out)
 }
 
-fn corrupt(at: &Location, detail: &str) -> StoreError {
-    let key = segment_key(at.segment);
+pub(crate) fn corrupt(at: &Location, detail: &str) -> StoreError {
+    let key = if at.is_inline() { format!("inline segment {:016x}", at.segment) } else { segment_key(at.segment) };
     StoreError::Corrupt {
         at: format!("{key} bytes {}..{}", at.offset, at.offset + u64::from(at.len)),
         detail: detail.into(),

@@ -256,6 +256,55 @@ impl FlexList {
         }
     }
 
+    /// The blocks from the one holding byte `index` to the end, in file order, without
+    /// visiting the blocks before it (what saving an edited list's changed part needs).
+    ///
+    /// Every node has one parent, so the walk is `search`'s descent that remembers, as
+    /// [`FlexList::iter`] does, the `after` subtrees it passes by going below.
+    pub fn iter_from(&self, index: u64) -> impl Iterator<Item = Located> + '_ {
+        // Pending subtrees with the offset each starts at, the next on top.
+        let mut stack: Vec<(u32, u64)> = Vec::new();
+        if index < self.total_len() {
+            let (mut at, mut start) = (self.root, 0u64);
+            loop {
+                let node = &self.nodes[at];
+                let below =
+                    if node.is_leaf() { node.rank() - self.rank_of(node.after) } else { self.rank_of(node.below) };
+                if index < start + below {
+                    if node.is_leaf() {
+                        stack.push((at, start));
+                        break;
+                    }
+                    if node.after != NIL {
+                        stack.push((node.after, start + below));
+                    }
+                    at = node.below;
+                } else {
+                    start += below;
+                    at = node.after;
+                }
+            }
+        }
+        std::iter::from_fn(move || loop {
+            let (at, start) = stack.pop()?;
+            let node = &self.nodes[at];
+            if node.is_leaf() {
+                let block = self.block_at(node);
+                if node.after != NIL {
+                    stack.push((node.after, start + u64::from(block.length)));
+                }
+                if block.length == 0 {
+                    continue; // a sentinel
+                }
+                return Some(Located { start, block });
+            }
+            if node.after != NIL {
+                stack.push((node.after, start + self.rank_of(node.below)));
+            }
+            stack.push((node.below, start));
+        })
+    }
+
     /// All blocks in file order, with their offsets.
     pub fn iter(&self) -> impl Iterator<Item = Located> + '_ {
         let mut stack = vec![self.root];

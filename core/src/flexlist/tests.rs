@@ -229,7 +229,13 @@ proptest! {
         prop_assert_eq!(contents(&single), expected.clone());
         for at in [0, fresh.total_len() / 3, fresh.total_len().saturating_sub(1)] {
             prop_assert_eq!(batched.search(at), fresh.search(at));
+            // iter_from walks the edited list's bottom level: the blocks from `at`'s on.
+            let walked: Vec<Located> = batched.iter_from(at).collect();
+            let expected: Vec<Located> =
+                fresh.iter().skip_while(|l| l.start + u64::from(l.block.length) <= at).collect();
+            prop_assert_eq!(walked, expected);
         }
+        prop_assert_eq!(batched.iter_from(fresh.total_len()).count(), 0);
     }
 
     /// A long random sequence of single edits keeps ranks, search and contents right.
