@@ -28,6 +28,7 @@ mod lists;
 mod meta;
 mod object;
 mod segments;
+mod wal;
 
 pub use blobs::BlobStore;
 pub use compact::{compact, next_segment, record_segments, Compaction};

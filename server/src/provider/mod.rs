@@ -1,0 +1,264 @@
+//! The provider's logic over the store, without HTTP: namespaces, versions, blocks, proofs.
+//!
+//! Every answer carries what the client needs to check it against its one root digest; the
+//! provider is trusted with nothing. Changes are serialised by one write lock and committed to
+//! the metadata store in one batch (blocks' segments first, see `vouch_store::segments`; a
+//! small edit's blocks inside the batch itself, so that a commit costs one flush).
+
+use crate::keys;
+use crate::misbehave::Misbehave;
+use serde_bytes::ByteBuf;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use vouch_core::namespace::{
+    commit_edits, lookup_indices, proof_bytes, Change, EntryRecord, Found, LookupProof, VersionRecord,
+};
+use vouch_core::pdp::{self, Challenge, FileId, Held, SchemeId};
+use vouch_core::{hash, Block, Edit, FlexList};
+use vouch_proto::{
+    AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
+    PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
+};
+use vouch_store::{
+    delete_inline_segment, load_list, next_segment, put_inline_segments, put_segments, read_stored_blocks,
+    record_segments, save_edited_list, save_list, ListWriter, Location, MetaBatch, MetaDb, MetaStore, ObjectBlobs,
+    Segment, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE, INLINE_BIT, INLINE_MAX,
+};
+
+mod read;
+mod write;
+
+/// Most offsets one audit may ask for.
+pub const MAX_CHALLENGE: u32 = 10_000;
+/// Block lists kept in memory between requests.
+const LIST_CACHE: usize = 16;
+
+/// Why the provider cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ProviderError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ProviderError::BadRequest(_) => ErrorCode::BadRequest,
+            ProviderError::NotFound(_) => ErrorCode::NotFound,
+            ProviderError::Conflict(_) => ErrorCode::Conflict,
+            ProviderError::Store(StoreError::Corrupt { .. }) => ErrorCode::DataLost,
+            ProviderError::Store(_) => ErrorCode::Storage,
+        }
+    }
+}
+
+fn bad(why: impl ToString) -> ProviderError {
+    ProviderError::BadRequest(why.to_string())
+}
+
+fn corrupt(at: &str, why: impl ToString) -> ProviderError {
+    ProviderError::Store(StoreError::Corrupt { at: at.to_string(), detail: why.to_string() })
+}
+
+/// A version found for a request: its entry, record and block list.
+struct Version {
+    entry: EntryRecord,
+    record: VersionRecord,
+    list: Arc<FlexList>,
+}
+
+/// The provider: one store, many clients' namespaces.
+pub struct Provider {
+    blobs: ObjectBlobs,
+    meta: MetaDb,
+    write: tokio::sync::Mutex<()>,
+    lists: Mutex<HashMap<String, Arc<FlexList>>>,
+    misbehave: Misbehave,
+    /// First audit proof per (file, version), for [`Misbehave::ReplayProof`].
+    first_proofs: Mutex<HashMap<String, Vec<u8>>>,
+    /// The next unreserved segment number: concurrent puts pack into disjoint segments.
+    next_segment: Mutex<u64>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider").field("blobs", &self.blobs).field("misbehave", &self.misbehave).finish()
+    }
+}
+
+impl Provider {
+    pub fn open(blobs: ObjectBlobs, meta: MetaDb, misbehave: Misbehave) -> Result<Self, StoreError> {
+        let next = next_segment(&meta)?;
+        Ok(Provider {
+            blobs,
+            meta,
+            write: tokio::sync::Mutex::new(()),
+            lists: Mutex::new(HashMap::new()),
+            misbehave,
+            first_proofs: Mutex::new(HashMap::new()),
+            next_segment: Mutex::new(next),
+        })
+    }
+
+    fn reserve_segment(&self) -> u64 {
+        let mut next = self.next_segment.lock().expect("segment counter");
+        *next += 1;
+        *next - 1
+    }
+
+    /// A packer for a fresh segment, in the blob store or inline in the metadata store.
+    fn packer(&self, inline: bool) -> SegmentPacker {
+        let id = self.reserve_segment();
+        if inline {
+            SegmentPacker::new(id | INLINE_BIT, INLINE_MAX)
+        } else {
+            SegmentPacker::new(id, DEFAULT_SEGMENT_SIZE)
+        }
+    }
+
+    pub fn misbehave(&self) -> Misbehave {
+        self.misbehave
+    }
+
+    // ---- reading the namespace ----
+
+    fn entries(&self, client: &str) -> Result<Vec<EntryRecord>, ProviderError> {
+        let prefix = keys::entry_prefix(client);
+        self.meta
+            .scan(&prefix)?
+            .into_iter()
+            .map(|(k, v)| EntryRecord::from_bytes(&v).map_err(|e| corrupt(&String::from_utf8_lossy(&k), e)))
+            .collect()
+    }
+
+    fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {
+        self.meta
+            .scan(&keys::version_prefix(client, file))?
+            .into_iter()
+            .map(|(k, v)| VersionRecord::from_bytes(&v).map_err(|e| corrupt(&String::from_utf8_lossy(&k), e)))
+            .collect()
+    }
+
+    fn list(&self, client: &str, record: &VersionRecord) -> Result<Arc<FlexList>, ProviderError> {
+        let name = keys::list(client, &record.file, record.number);
+        if let Some(list) = self.lists.lock().expect("list cache").get(&name) {
+            return Ok(list.clone());
+        }
+        let list = load_list(&self.meta, &name)?;
+        let list = Arc::new(list);
+        self.cache_list(name, list.clone());
+        Ok(list)
+    }
+
+    fn cache_list(&self, name: String, list: Arc<FlexList>) {
+        let mut cache = self.lists.lock().expect("list cache");
+        if cache.len() >= LIST_CACHE {
+            cache.clear();
+        }
+        cache.insert(name, list);
+    }
+
+    /// The namespace list, the lookup proof of `name` and what it found.
+    fn lookup(entries: &[EntryRecord], name: &str) -> Result<(LookupProof, Found), ProviderError> {
+        let len = entries.len() as u64;
+        let index = entries.partition_point(|e| e.name.as_str() < name) as u64;
+        let found = index < len && entries[index as usize].name == name;
+        let indices = lookup_indices(index, len, found);
+        let proof = if len == 0 { None } else { Some(namespace_list(entries)?.prove(&indices).map_err(bad)?) };
+        let answer =
+            LookupProof { index, entries: indices.iter().map(|&i| entries[i as usize].clone()).collect(), proof };
+        let found =
+            if found { Found::At { index, entry: entries[index as usize].clone() } } else { Found::Absent { index } };
+        Ok((answer, found))
+    }
+
+    /// Where `name` is and, when it exists, the version asked for (`None`: the latest).
+    fn locate(&self, client: &str, name: &str, want: Option<u64>) -> Result<(Located, Option<Version>), ProviderError> {
+        let entries = self.entries(client)?;
+        let (answer, found) = Self::lookup(&entries, name)?;
+        let Found::At { entry, .. } = found else {
+            return Ok((Located { lookup: wire_lookup(&answer), version: None }, None));
+        };
+        let records = self.versions(client, &entry.file)?;
+        let position = match want {
+            // The old-version lie: the one before the latest, when there is one.
+            None if self.misbehave == Misbehave::OldVersion && records.len() > 1 => records.len() - 2,
+            None => records.len().checked_sub(1).ok_or_else(|| corrupt(name, "a name without versions"))?,
+            Some(n) => records
+                .iter()
+                .position(|r| r.number == n)
+                .filter(|&p| self.misbehave != Misbehave::HideVersion || p + 1 == records.len())
+                .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {name}")))?,
+        };
+        let record = records[position];
+        let proof = version_list(&records)?.prove(&[position as u64]).map_err(bad)?;
+        let version = WireVersion {
+            index: position as u64,
+            record: ByteBuf::from(record.to_bytes().to_vec()),
+            proof: ByteBuf::from(proof.as_bytes().to_vec()),
+        };
+        let list = self.list(client, &record)?;
+        Ok((Located { lookup: wire_lookup(&answer), version: Some(version) }, Some(Version { entry, record, list })))
+    }
+
+    pub fn located(&self, client: &str, name: &str, want: Option<u64>) -> Result<Located, ProviderError> {
+        Ok(self.locate(client, name, want)?.0)
+    }
+
+    pub fn listing(&self, client: &str) -> Result<Listing, ProviderError> {
+        let mut entries = self.entries(client)?;
+        let mut proof = Vec::new();
+        if !entries.is_empty() {
+            let indices: Vec<u64> = (0..entries.len() as u64).collect();
+            proof = namespace_list(&entries)?.prove(&indices).map_err(bad)?.as_bytes().to_vec();
+        }
+        if self.misbehave == Misbehave::HideFile && !entries.is_empty() {
+            entries.remove(0);
+        }
+        Ok(Listing {
+            entries: entries.iter().map(|e| ByteBuf::from(e.to_bytes())).collect(),
+            proof: ByteBuf::from(proof),
+        })
+    }
+
+    pub fn log(&self, client: &str, name: &str) -> Result<Log, ProviderError> {
+        let entries = self.entries(client)?;
+        let (answer, found) = Self::lookup(&entries, name)?;
+        let (versions, proof) = match found {
+            Found::At { entry, .. } => {
+                let records = self.versions(client, &entry.file)?;
+                let indices: Vec<u64> = (0..records.len() as u64).collect();
+                let proof = if indices.is_empty() {
+                    Vec::new()
+                } else {
+                    version_list(&records)?.prove(&indices).map_err(bad)?.as_bytes().to_vec()
+                };
+                (records.iter().map(|r| ByteBuf::from(r.to_bytes().to_vec())).collect(), proof)
+            }
+            Found::Absent { .. } => (Vec::new(), Vec::new()),
+        };
+        Ok(Log { lookup: wire_lookup(&answer), versions, proof: ByteBuf::from(proof) })
+    }
+}
+
+fn namespace_list(entries: &[EntryRecord]) -> Result<FlexList, ProviderError> {
+    FlexList::build(&entries.iter().map(EntryRecord::leaf).collect::<Vec<_>>()).map_err(|e| corrupt("namespace", e))
+}
+
+fn version_list(records: &[VersionRecord]) -> Result<FlexList, ProviderError> {
+    FlexList::build(&records.iter().map(VersionRecord::leaf).collect::<Vec<_>>()).map_err(|e| corrupt("versions", e))
+}
+
+fn wire_lookup(answer: &LookupProof) -> WireLookup {
+    WireLookup {
+        index: answer.index,
+        entries: answer.entries.iter().map(|e| ByteBuf::from(e.to_bytes())).collect(),
+        proof: ByteBuf::from(proof_bytes(answer.proof.as_ref())),
+    }
+}

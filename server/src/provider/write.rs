@@ -1,0 +1,385 @@
+//! Changes: puts, edits, removes and prunes, each one verified commit.
+
+use super::*;
+
+impl Provider {
+    // ---- changes ----
+
+    /// Starts storing a new version of `name` from uploaded blocks (`put`): feed the blocks in
+    /// file order to [`Provider::put_blocks`], then end with [`Provider::finish_put`].
+    pub fn begin_put(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+    ) -> Result<PutState, ProviderError> {
+        self.begin(client, name, file, scheme, false)
+    }
+
+    /// A put whose segments are kept in the metadata store when `inline` (a small edit's).
+    fn begin(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+        inline: bool,
+    ) -> Result<PutState, ProviderError> {
+        vouch_core::namespace::check_name(name).map_err(bad)?;
+        Ok(PutState {
+            client: client.to_string(),
+            name: name.to_string(),
+            file,
+            scheme,
+            packer: self.packer(inline),
+            inline,
+            packed: 0,
+            written: Vec::new(),
+            kept_inline: Vec::new(),
+            leaves: Vec::new(),
+            batch: MetaBatch::default(),
+            nonces: HashSet::new(),
+            writing: tokio::task::JoinSet::new(),
+        })
+    }
+
+    /// Adds blocks to a put; each segment is written (in the background) as soon as it is full.
+    pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
+        for b in blocks {
+            if put.packed > 0 && put.packed + b.data.len() > DEFAULT_SEGMENT_SIZE {
+                self.flush(put).await?;
+            }
+            self.stage_block(put, b)?;
+        }
+        Ok(())
+    }
+
+    /// Starts writing the current segment and starts the next one; at most two segments are
+    /// being written at a time, so receiving goes on while the disk works.
+    async fn flush(&self, put: &mut PutState) -> Result<(), ProviderError> {
+        let fresh = self.packer(put.inline);
+        let (sealed, _) = std::mem::replace(&mut put.packer, fresh).finish();
+        put.packed = 0;
+        if put.inline {
+            put.kept_inline.extend(sealed);
+            return Ok(());
+        }
+        put.written.extend(sealed.iter().map(|(id, s)| (*id, s.len())));
+        while put.writing.len() >= 2 {
+            joined(put.writing.join_next().await)?;
+        }
+        let blobs = self.blobs.clone();
+        put.writing.spawn(async move { put_segments(&blobs, sealed).await });
+        Ok(())
+    }
+
+    /// Writes what is left and waits for every segment of the put to be stored: only then may
+    /// metadata name them.
+    async fn written(&self, put: &mut PutState) -> Result<(), ProviderError> {
+        if put.packed > 0 {
+            self.flush(put).await?;
+        }
+        while let Some(done) = put.writing.join_next().await {
+            joined(Some(done))?;
+        }
+        Ok(())
+    }
+
+    fn stage_block(&self, put: &mut PutState, b: WireBlock) -> Result<(), ProviderError> {
+        if b.data.is_empty() || b.data.len() > pdp::MAX_BLOCK_LEN || b.tag.len() != put.scheme.tag_len() {
+            return Err(bad("a block must hold 1 byte to 1 MiB and a tag of its scheme's length"));
+        }
+        if !put.nonces.insert(b.nonce) {
+            return Err(bad(format!("nonce {} used twice", b.nonce)));
+        }
+        put.leaves.push(leaf_of(put.scheme, &b));
+        let len = b.data.len();
+        let at = put.packer.add_shared(bytes::Bytes::from(b.data.into_vec()));
+        put.packed += len;
+        let mut value = at.to_bytes().to_vec();
+        value.extend_from_slice(&b.tag);
+        put.batch.put(keys::block(&put.client, &put.file, b.nonce), value);
+        Ok(())
+    }
+
+    /// The batch a put commits: its blocks' index entries and its segments' bookkeeping.
+    fn sealed_batch(&self, mut put: PutState) -> MetaBatch {
+        let next = *self.next_segment.lock().expect("segment counter");
+        record_segments(&mut put.batch, &put.written, next);
+        put_inline_segments(&mut put.batch, &put.kept_inline);
+        put.batch
+    }
+
+    /// Ends a put: checks the client's record against the blocks, then commits the version.
+    pub async fn finish_put(&self, mut put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
+        if record.file != put.file || record.scheme != put.scheme {
+            return Err(bad("the version record names another file or scheme than the upload"));
+        }
+        let started = std::time::Instant::now();
+        let leaves = std::mem::take(&mut put.leaves);
+        let list = tokio::task::spawn_blocking(move || FlexList::build_parallel(&leaves, rayon::current_num_threads()))
+            .await
+            .map_err(|e| bad(format!("list build failed: {e}")))?
+            .map_err(bad)?;
+        if list.root() != record.root || list.total_len() != record.len {
+            return Err(bad("the uploaded blocks do not build the version record's root and length"));
+        }
+        let built = started.elapsed();
+        self.written(&mut put).await?;
+        let written = started.elapsed();
+        let _guard = self.write.lock().await;
+        let (client, name) = (put.client.clone(), put.name.clone());
+        let batch = self.sealed_batch(put);
+        let done = self.commit(&client, &name, Change::Append(record), Some(NewList { list, base: None }), None, batch);
+        tracing::debug!(?built, ?written, total = ?started.elapsed(), "put");
+        done
+    }
+
+    /// Applies a batch of edits to the latest version, making a new version.
+    pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
+        let _guard = self.write.lock().await;
+        let started = std::time::Instant::now();
+        let (_, version) = self.locate(client, &req.name, None)?;
+        let version = version.ok_or_else(|| ProviderError::NotFound(req.name.clone()))?;
+        let located = started.elapsed();
+        if version.record.number != req.base {
+            return Err(ProviderError::Conflict(format!(
+                "edits name version {}, the latest is {}",
+                req.base, version.record.number
+            )));
+        }
+        let base = version.record;
+        if req.blocks.iter().enumerate().any(|(i, b)| b.nonce != base.next_nonce + i as u64) {
+            return Err(bad("new blocks take the version's next nonces in order"));
+        }
+        // A small commit's blocks go in the metadata transaction: one flush, not two.
+        let inline = req.blocks.iter().map(|b| b.data.len()).sum::<usize>() <= INLINE_MAX;
+        let mut put = self.begin(client, &req.name, base.file, base.scheme, inline)?;
+        let blocks = req.blocks.len() as u64;
+        self.put_blocks(&mut put, req.blocks).await?;
+        if put.packed > 0 {
+            // The disk writes the new blocks while the lists are updated.
+            self.flush(&mut put).await?;
+        }
+        let leaves = std::mem::take(&mut put.leaves);
+        let block = |i: u32| leaves.get(i as usize).copied().ok_or_else(|| bad(format!("edit names block {i}")));
+        let edits = req
+            .edits
+            .iter()
+            .map(|e| {
+                Ok(match *e {
+                    WireEdit::Insert { at, block: i } => Edit::Insert { at, block: block(i)? },
+                    WireEdit::Modify { at, block: i } => Edit::Modify { at, block: block(i)? },
+                    WireEdit::Remove { at } => Edit::Remove { at },
+                })
+            })
+            .collect::<Result<Vec<_>, ProviderError>>()?;
+        let staged = started.elapsed();
+        // The new version's list replaces the old one in the cache; when nothing else holds
+        // the old one (a read in flight), it is edited in place instead of copied.
+        let base_list = keys::list(client, &base.file, base.number);
+        self.lists.lock().expect("list cache").remove(&base_list);
+        let mut list = Arc::try_unwrap(version.list).unwrap_or_else(|shared| (*shared).clone());
+        let update = list.multi_update(&edits).map_err(bad)?;
+        let updated = started.elapsed();
+        let record = VersionRecord {
+            number: version.entry.next_version,
+            scheme: base.scheme,
+            file: base.file,
+            root: list.root(),
+            len: list.total_len(),
+            next_nonce: base.next_nonce + blocks,
+            time: req.time,
+        };
+        self.written(&mut put).await?;
+        let flushed = started.elapsed();
+        let batch = self.sealed_batch(put);
+        let list = NewList { list, base: Some((base_list, edits)) };
+        let done = self.commit(client, &req.name, Change::Append(record), Some(list), Some(update.to_bytes()), batch);
+        tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit");
+        done
+    }
+
+    pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
+        let _guard = self.write.lock().await;
+        self.commit(client, name, Change::Remove, None, None, MetaBatch::default())
+    }
+
+    pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
+        let _guard = self.write.lock().await;
+        let entries = self.entries(client)?;
+        let (_, found) = Self::lookup(&entries, &req.name)?;
+        let Found::At { entry, .. } = found else { return Err(ProviderError::NotFound(req.name.clone())) };
+        let records = self.versions(client, &entry.file)?;
+        let positions = req
+            .versions
+            .iter()
+            .map(|n| {
+                records
+                    .iter()
+                    .position(|r| r.number == *n)
+                    .map(|p| p as u64)
+                    .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {}", req.name)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.commit(client, &req.name, Change::Prune(positions), None, None, MetaBatch::default())
+    }
+
+    /// The common end of every change: computes the version-list and namespace updates (the
+    /// client recomputes the same edits from the lookup), adds the records to `batch` and
+    /// commits it, unless the provider is lying about it ([`Misbehave::Rollback`]).
+    fn commit(
+        &self,
+        client: &str,
+        name: &str,
+        change: Change,
+        new_list: Option<NewList>,
+        file_update: Option<Vec<u8>>,
+        mut batch: MetaBatch,
+    ) -> Result<Committed, ProviderError> {
+        let started = std::time::Instant::now();
+        let entries = self.entries(client)?;
+        let (answer, found) = Self::lookup(&entries, name)?;
+        let plan = commit_edits(&found, &change).map_err(bad)?;
+        let records = match &found {
+            Found::At { entry, .. } => self.versions(client, &entry.file)?,
+            Found::Absent { .. } => Vec::new(),
+        };
+        let versions_update = match &change {
+            Change::Remove => None,
+            _ => {
+                let mut versions = version_list(&records)?;
+                let proof = versions.multi_update(&plan.versions).map_err(bad)?;
+                Some((proof, versions.root(), versions.total_len()))
+            }
+        };
+        let (ns_edit, new_entry) =
+            plan.namespace_edit(name, &change, versions_update.as_ref().map(|(_, root, len)| (*root, *len)));
+        let mut ns = namespace_list(&entries)?;
+        let namespace_update = ns.multi_update(&[ns_edit]).map_err(bad)?;
+        let proven = started.elapsed();
+
+        match (&change, &new_entry) {
+            (Change::Append(record), Some(entry)) => {
+                batch.put(keys::version(client, &record.file, record.number), record.to_bytes().to_vec());
+                batch.put(keys::entry(client, name), entry.to_bytes());
+                let new = new_list.as_ref().ok_or_else(|| bad("a new version needs its block list"))?;
+                let name = keys::list(client, &record.file, record.number);
+                match &new.base {
+                    Some((base, changes)) => save_edited_list(&mut batch, &self.meta, &name, base, &new.list, changes)?,
+                    None => save_list(&mut batch, &self.meta, &name, &new.list)?,
+                }
+            }
+            (Change::Prune(positions), Some(entry)) => {
+                batch.put(keys::entry(client, name), entry.to_bytes());
+                let dropped: Vec<&VersionRecord> = positions.iter().map(|&p| &records[p as usize]).collect();
+                let kept: Vec<&VersionRecord> =
+                    records.iter().filter(|r| !dropped.iter().any(|d| d.number == r.number)).collect();
+                self.forget_versions(client, &plan.entry.file, &dropped, &kept, &mut batch)?;
+            }
+            (Change::Remove, None) => {
+                batch.delete(keys::entry(client, name));
+                let all: Vec<&VersionRecord> = records.iter().collect();
+                self.forget_versions(client, &plan.entry.file, &all, &[], &mut batch)?;
+            }
+            _ => return Err(bad("inconsistent change")),
+        }
+        let batched = started.elapsed();
+        if self.misbehave != Misbehave::Rollback {
+            self.meta.commit(&batch)?;
+            tracing::debug!(?proven, ?batched, stored = ?started.elapsed(), "commit");
+            if let (Change::Append(record), Some(list)) = (&change, new_list) {
+                self.cache_list(keys::list(client, &record.file, record.number), Arc::new(list.list));
+            }
+        }
+        Ok(Committed {
+            lookup: wire_lookup(&answer),
+            file_update: file_update.map(ByteBuf::from),
+            versions_update: versions_update.map(|(p, _, _)| ByteBuf::from(p.to_bytes())),
+            namespace_update: ByteBuf::from(namespace_update.to_bytes()),
+        })
+    }
+
+    /// Deletes versions' records and lists, and the blocks no kept version uses. (Their
+    /// segments' space comes back at the next compaction.)
+    fn forget_versions(
+        &self,
+        client: &str,
+        file: &FileId,
+        dropped: &[&VersionRecord],
+        kept: &[&VersionRecord],
+        batch: &mut MetaBatch,
+    ) -> Result<(), ProviderError> {
+        let mut live = HashSet::new();
+        for r in kept {
+            live.extend(self.list(client, r)?.iter().map(|l| l.block.block_ref));
+        }
+        let mut lists = ListWriter::new(&self.meta);
+        for r in dropped {
+            batch.delete(keys::version(client, file, r.number));
+            lists.delete(&keys::list(client, file, r.number))?;
+        }
+        lists.finish(batch);
+        // Inline segments hold one commit's blocks: they go with the last of them.
+        let (mut dropped_inline, mut kept_inline) = (HashSet::new(), HashSet::new());
+        for (key, value) in self.meta.scan(&keys::block_prefix(client, file))? {
+            let nonce = std::str::from_utf8(&key[key.len() - 16..]).ok().and_then(|h| u64::from_str_radix(h, 16).ok());
+            let at = value.get(..Location::ENCODED_LEN).and_then(Location::from_bytes);
+            let at = at.ok_or_else(|| corrupt(&String::from_utf8_lossy(&key), "short index entry"))?;
+            let dropped = nonce.is_some_and(|n| !live.contains(&n));
+            if at.is_inline() {
+                if dropped { &mut dropped_inline } else { &mut kept_inline }.insert(at.segment);
+            }
+            if dropped {
+                batch.delete(key);
+            }
+        }
+        for segment in dropped_inline.difference(&kept_inline) {
+            delete_inline_segment(batch, *segment);
+        }
+        self.lists.lock().expect("list cache").clear();
+        Ok(())
+    }
+}
+
+/// The block list of a new version, and for an edit, the list it was edited from and how.
+struct NewList {
+    list: FlexList,
+    base: Option<(String, Vec<Edit>)>,
+}
+
+/// A put in progress.
+#[derive(Debug)]
+pub struct PutState {
+    client: String,
+    name: String,
+    file: FileId,
+    scheme: SchemeId,
+    packer: SegmentPacker,
+    /// Segments go to the metadata store, not the blob store (a small edit's).
+    inline: bool,
+    packed: usize,
+    /// Segments written so far, with their sizes.
+    written: Vec<(u64, usize)>,
+    /// Inline segments, written with the commit.
+    kept_inline: Vec<(u64, Segment)>,
+    leaves: Vec<Block>,
+    batch: MetaBatch,
+    nonces: HashSet<u64>,
+    /// Segment writes in flight.
+    writing: tokio::task::JoinSet<Result<(), StoreError>>,
+}
+
+fn joined(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), ProviderError> {
+    match done {
+        None | Some(Ok(Ok(()))) => Ok(()),
+        Some(Ok(Err(e))) => Err(e.into()),
+        Some(Err(e)) => Err(bad(format!("segment write failed: {e}"))),
+    }
+}
+
+/// The FlexList leaf of an uploaded block.
+fn leaf_of(scheme: SchemeId, b: &WireBlock) -> Block {
+    Block::new(hash::pdp_leaf(scheme as u8, b.nonce, &b.tag), b.data.len() as u32, b.nonce)
+}
