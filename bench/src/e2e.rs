@@ -85,7 +85,8 @@ pub(crate) async fn start(blobs: ObjectBlobs, dir: &Path) -> Result<Running, Sel
     Ok(Running { server, client })
 }
 
-fn data(len: usize, seed: u64) -> Vec<u8> {
+/// Pseudo-random bytes (xorshift), the same for the same seed.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {

@@ -2,24 +2,11 @@
 
 use std::path::Path;
 use std::process::Command;
+use vouch_bench::e2e::data;
 use vouch_bench::repo::{replay, RepoReplay, Source};
 use vouch_bench::Options;
 
 const BIG: usize = 300 << 10;
-
-/// Pseudo-random bytes (xorshift), the same for the same seed.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
 
 /// Runs git in `repo` with no system or user configuration.
 fn git(repo: &Path, home: &Path, args: &[&str]) {
@@ -46,12 +33,12 @@ fn history(home: &Path) -> std::path::PathBuf {
     let repo = home.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, home, &["init", "-q"]);
-    let mut big = noise(BIG, 1);
+    let mut big = data(BIG, 1);
     std::fs::write(repo.join("big.bin"), &big).unwrap();
     std::fs::write(repo.join("notes.txt"), "a text file\n".repeat(100)).unwrap();
     std::fs::write(repo.join("empty"), b"").unwrap();
     commit(&repo, home, "add");
-    big[150_000..154_000].copy_from_slice(&noise(4000, 2));
+    big[150_000..154_000].copy_from_slice(&data(4000, 2));
     std::fs::write(repo.join("big.bin"), &big).unwrap();
     commit(&repo, home, "modify");
     std::fs::create_dir_all(repo.join("sub/dir")).unwrap();

@@ -42,6 +42,15 @@ fn open() -> (tempfile::TempDir, MetaDb) {
     (dir, meta)
 }
 
+/// Commits what `change` does with one list writer.
+fn with_writer(meta: &MetaDb, change: impl FnOnce(&mut ListWriter<'_, MetaDb>)) {
+    let mut writer = ListWriter::new(meta);
+    change(&mut writer);
+    let mut batch = MetaBatch::default();
+    writer.finish(&mut batch);
+    meta.commit(&batch).unwrap();
+}
+
 fn list_keys(meta: &MetaDb) -> Vec<Vec<u8>> {
     [&b"root/"[..], b"lchunk/", b"lref/", b"ldep/", b"lhide/"]
         .iter()
@@ -120,13 +129,7 @@ proptest! {
             check_model(&meta, &model, &gone);
         }
         // Deleting every list, in any order, leaves nothing behind.
-        let mut writer = ListWriter::new(&meta);
-        for name in model.keys() {
-            writer.delete(name).unwrap();
-        }
-        let mut batch = MetaBatch::default();
-        writer.finish(&mut batch);
-        meta.commit(&batch).unwrap();
+        with_writer(&meta, |w| model.keys().for_each(|name| w.delete(name).unwrap()));
         prop_assert_eq!(list_keys(&meta), Vec::<Vec<u8>>::new());
     }
 }
@@ -139,27 +142,17 @@ fn a_deleted_base_stays_readable_for_its_deltas_and_goes_with_the_last() {
     let edits = edits_for(&v2, 7);
     v2.apply(&edits).unwrap();
     // Both in one batch: one writer sees the other's changes.
-    let mut writer = ListWriter::new(&meta);
-    writer.save("v1", &base).unwrap();
-    writer.save_edited("v2", "v1", &v2, &edits).unwrap();
-    let mut batch = MetaBatch::default();
-    writer.finish(&mut batch);
-    meta.commit(&batch).unwrap();
+    with_writer(&meta, |w| {
+        w.save("v1", &base).unwrap();
+        w.save_edited("v2", "v1", &v2, &edits).unwrap();
+    });
     let delta_len = meta.get(b"root/v2").unwrap().unwrap().len();
     assert!(delta_len < 1024, "a delta of a few edits takes {delta_len} bytes");
 
-    let mut writer = ListWriter::new(&meta);
-    writer.delete("v1").unwrap();
-    let mut batch = MetaBatch::default();
-    writer.finish(&mut batch);
-    meta.commit(&batch).unwrap();
+    with_writer(&meta, |w| w.delete("v1").unwrap());
     assert_eq!(load_list(&meta, "v2").unwrap().root(), v2.root(), "v2 still loads through hidden v1");
 
-    let mut writer = ListWriter::new(&meta);
-    writer.delete("v2").unwrap();
-    let mut batch = MetaBatch::default();
-    writer.finish(&mut batch);
-    meta.commit(&batch).unwrap();
+    with_writer(&meta, |w| w.delete("v2").unwrap());
     assert_eq!(list_keys(&meta), Vec::<Vec<u8>>::new(), "v1 went with its last delta");
 }
 
@@ -191,12 +184,10 @@ fn a_delta_that_does_not_rebuild_its_root_or_lost_its_base_is_corrupt() {
     let mut v2 = base.clone();
     let edits = edits_for(&v2, 5);
     v2.apply(&edits).unwrap();
-    let mut writer = ListWriter::new(&meta);
-    writer.save("v1", &base).unwrap();
-    writer.save_edited("v2", "v1", &v2, &edits).unwrap();
-    let mut batch = MetaBatch::default();
-    writer.finish(&mut batch);
-    meta.commit(&batch).unwrap();
+    with_writer(&meta, |w| {
+        w.save("v1", &base).unwrap();
+        w.save_edited("v2", "v1", &v2, &edits).unwrap();
+    });
 
     let mut manifest = meta.get(b"root/v2").unwrap().unwrap();
     manifest[5] ^= 1; // inside the saved root
