@@ -20,9 +20,8 @@ use vouch_core::pdp::linear::LinearKey;
 use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload};
 use vouch_core::{hash, verify_multi_proof, MultiProof, UpdateProof};
 use vouch_proto::{
-    frame, AuditAnswer, AuditRequest, BlockBatch, Committed, ListRequest, Listing, Located, Log, LogRequest,
-    LookupRequest, PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest, RemoveRequest,
-    WireBlock, WireLookup,
+    AuditAnswer, AuditRequest, BlockBatch, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest,
+    PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest, RemoveRequest, WireBlock, WireLookup,
 };
 
 /// Bytes of blocks per upload frame.
@@ -231,7 +230,7 @@ impl Client {
         let producer = tokio::task::spawn_blocking(move || -> Result<(VersionRecord, u64), ClientError> {
             let key = LinearKey::from_secret(secret);
             let send = |frame: &PutFrame| {
-                tx.blocking_send(Ok(frame::encode(&vouch_proto::encode(frame)).into())).map_err(|_| ClientError::Io {
+                tx.blocking_send(Ok(vouch_proto::encode_frame(frame).into())).map_err(|_| ClientError::Io {
                     what: "upload".into(),
                     source: std::io::Error::other("the provider closed the upload"),
                 })

@@ -64,6 +64,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_message_encoded_into_its_frame_is_the_message_framed() {
+        let message =
+            crate::ReadFrame::Error(crate::ErrorBody { code: crate::ErrorCode::NotFound, message: "x".repeat(300) });
+        assert_eq!(crate::encode_frame(&message), encode(&crate::encode(&message)));
+    }
+
+    #[test]
     fn frames_survive_any_split() {
         let mut stream = Vec::new();
         for m in [&b"one"[..], b"", &[7u8; 1000]] {

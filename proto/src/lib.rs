@@ -43,7 +43,21 @@ pub const READ_CHUNK_BYTES: usize = 4 << 20;
 
 /// Encodes a message.
 pub fn encode<T: Serialize>(message: &T) -> Vec<u8> {
-    postcard::to_stdvec(message).expect("in-memory encoding cannot fail")
+    encode_after(message, Vec::new())
+}
+
+/// `message` as one [`frame`], encoded straight into its frame: a read chunk of 4 MiB is
+/// written once, not encoded, grown and copied into a frame.
+pub fn encode_frame<T: Serialize>(message: &T) -> Vec<u8> {
+    let len = postcard::experimental::serialized_size(message).expect("in-memory encoding cannot fail");
+    encode_after(message, (len as u32).to_le_bytes().to_vec())
+}
+
+/// `head` then `message`, in a buffer of the exact size (measured first: no regrowth).
+fn encode_after<T: Serialize>(message: &T, mut head: Vec<u8>) -> Vec<u8> {
+    let len = postcard::experimental::serialized_size(message).expect("in-memory encoding cannot fail");
+    head.reserve_exact(len);
+    postcard::to_extend(message, head).expect("in-memory encoding cannot fail")
 }
 
 /// Decodes a message from untrusted bytes.
@@ -348,7 +362,7 @@ pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
     };
     vec![
         ("seed-located", encode(&located)),
-        ("seed-chunk", frame::encode(&encode(&ReadFrame::Chunk(chunk)))),
+        ("seed-chunk", encode_frame(&ReadFrame::Chunk(chunk))),
         ("seed-committed", encode(&committed)),
         ("seed-error", encode(&ErrorBody { code: ErrorCode::DataLost, message: "x".into() })),
         ("seed-empty", Vec::new()),

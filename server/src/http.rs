@@ -18,7 +18,7 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::{
-    decode, encode, frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health, ListRequest,
+    decode, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health, ListRequest,
     LogRequest, LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE,
     PROTOCOL_VERSION, VERSION_HEADER,
 };
@@ -215,7 +215,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     tokio::spawn(async move {
-        let first = frame::encode(&encode(&ReadFrame::Located(located)));
+        let first = encode_frame(&ReadFrame::Located(located));
         if tx.send(Ok(first.into())).await.is_err() {
             return;
         }
@@ -232,7 +232,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
                 }
             };
             let stop = matches!(next, ReadFrame::Error(_));
-            if tx.send(Ok(frame::encode(&encode(&next)).into())).await.is_err() || stop {
+            if tx.send(Ok(encode_frame(&next).into())).await.is_err() || stop {
                 return;
             }
         }
