@@ -68,4 +68,24 @@ async fn put_get_edit_log_audit_remove_end_to_end() {
     // A fresh client process with the saved state sees the same.
     let again = setup.client();
     assert_eq!(again.list().await.unwrap().len(), 2);
+
+    // A restarted provider rebuilds the latest list through the pruned (hidden) versions'
+    // deltas and reads the edits' inline blocks from its metadata store.
+    let mut setup = setup;
+    setup.restart(Misbehave::None).await;
+    let client = setup.client();
+    assert_eq!(get(&client, "docs/report.bin", None).await.unwrap(), want);
+    // Removing the file leaves none of its lists, hidden bases or inline segments behind.
+    let mut client = client;
+    client.remove("docs/report.bin").await.unwrap();
+    setup.server.take().unwrap().shutdown().await.unwrap();
+    let meta = vouch_store::MetaDb::open(&setup.data.join("meta.redb")).unwrap();
+    for prefix in [&b"iseg/"[..], b"ldep/", b"lhide/"] {
+        assert_eq!(
+            vouch_store::MetaStore::scan(&meta, prefix).unwrap(),
+            Vec::new(),
+            "{}",
+            String::from_utf8_lossy(prefix)
+        );
+    }
 }

@@ -78,3 +78,41 @@ pub async fn read_stored_blocks<B: BlobStore>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MetaDb, ObjectBlobs, SegmentPacker};
+
+    #[tokio::test]
+    async fn inline_blocks_read_back_checked_beside_blob_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = ObjectBlobs::local(&dir.path().join("blobs")).unwrap();
+        let meta = MetaDb::open(&dir.path().join("meta.redb")).unwrap();
+        let mut packer = SegmentPacker::new(7 | INLINE_BIT, INLINE_MAX);
+        let (a, b) = (packer.add(b"first block"), packer.add(b"second"));
+        let (segments, _) = packer.finish();
+        let mut batch = MetaBatch::default();
+        put_inline_segments(&mut batch, &segments);
+        meta.commit(&batch).unwrap();
+        let mut blob_packer = SegmentPacker::new(8, INLINE_MAX);
+        let c = blob_packer.add(b"in a blob");
+        crate::put_segments(&blobs, blob_packer.finish().0).await.unwrap();
+        assert!(a.is_inline() && !c.is_inline());
+
+        let got = read_stored_blocks(&blobs, &meta, &[b, c, a]).await.unwrap();
+        assert_eq!(got, [&b"second"[..], b"in a blob", b"first block"]);
+
+        // Damaged or missing inline bytes are corruption, never served.
+        let mut batch = MetaBatch::default();
+        batch.put(inline_key(a.segment), b"first blocK second".to_vec());
+        meta.commit(&batch).unwrap();
+        let err = read_stored_blocks(&blobs, &meta, &[a]).await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        let mut batch = MetaBatch::default();
+        delete_inline_segment(&mut batch, a.segment);
+        meta.commit(&batch).unwrap();
+        let err = read_stored_blocks(&blobs, &meta, &[b]).await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    }
+}

@@ -159,7 +159,8 @@ impl Provider {
         let blocks = req.blocks.len() as u64;
         self.put_blocks(&mut put, req.blocks).await?;
         if put.packed > 0 {
-            // The disk writes the new blocks while the lists are updated.
+            // Seals the blocks: a large edit's segments are written while the lists are
+            // updated; a small edit's go into the commit's own batch.
             self.flush(&mut put).await?;
         }
         let leaves = std::mem::take(&mut put.leaves);
