@@ -173,7 +173,7 @@ fn tagging_figures(
 fn tag_all(key: &impl Tagger, data: &[u8], block: usize, threads: usize) -> Vec<vouch_core::pdp::TaggedBlock> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
     let blocks: Vec<&[u8]> = data.chunks(block).collect();
-    pool.install(|| ClientFile::new(FileId([1; 16])).tag_blocks(key, &blocks).expect("valid blocks"))
+    pool.install(|| ClientFile::new(FileId([1; 16])).tag_blocks(key, &[0; 16], &blocks).expect("valid blocks"))
 }
 
 /// The 460 challenged blocks' aggregate with a modular reduction per sector and block.
@@ -211,7 +211,7 @@ fn proof_figure<K: Tagger + Auditor>(
     let file = FileId([2; 16]);
     let mut client = ClientFile::new(file);
     let blocks: Vec<&[u8]> = data.chunks(block).collect();
-    let tagged = client.tag_blocks(key, &blocks).expect("valid blocks");
+    let tagged = client.tag_blocks(key, &[0; 16], &blocks).expect("valid blocks");
     let leaves: Vec<_> = tagged.iter().map(|t| t.leaf).collect();
     let list = FlexList::build_parallel(&leaves, rayon::current_num_threads()).expect("valid blocks");
     client.uploaded(list.root(), list.total_len());
@@ -324,7 +324,7 @@ fn public_verify(
     let file = FileId([3; 16]);
     let mut client = ClientFile::new(file);
     let blocks: Vec<&[u8]> = data.chunks(block).collect();
-    let tagged = client.tag_blocks(key, &blocks).expect("valid blocks");
+    let tagged = client.tag_blocks(key, &[0; 16], &blocks).expect("valid blocks");
     let list = FlexList::build(&tagged.iter().map(|t| t.leaf).collect::<Vec<_>>()).expect("valid blocks");
     client.uploaded(list.root(), list.total_len());
     let challenge = Challenge::new([9; 32], DEFAULT_CHALLENGE);

@@ -17,6 +17,10 @@ pub struct Init {
     /// This client's bearer token (from `vouch token` on the provider's side).
     #[arg(long, env = "VOUCH_TOKEN", hide_env_values = true)]
     token: String,
+    /// Over https://, trust only this PEM certificate (the provider's own, e.g. from `vouch
+    /// tls-cert`, or its CA); copied into the state directory.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -137,7 +141,10 @@ struct Done<'a> {
 
 pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Failure> {
     if let Command::Init(args) = command {
-        let client = Client::init(&dir, &args.server, &args.token)?;
+        let client = match &args.ca {
+            Some(ca) => Client::init_pinned(&dir, &args.server, &args.token, ca)?,
+            None => Client::init(&dir, &args.server, &args.token)?,
+        };
         let health = client.health().await;
         #[derive(Serialize)]
         struct Inited<'a> {

@@ -212,6 +212,12 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
         "audit",
         world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
     ));
+    world.provider(Misbehave::StretchBlock).await?;
+    lies.push(verdict(
+        "stretch-block (a block claims its neighbour's bytes)",
+        "audit",
+        world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
+    ));
     world.provider(Misbehave::ReplayProof).await?;
     let c = world.client()?;
     c.audit("notes.txt", None, 460).await?;

@@ -2,8 +2,8 @@
 //!
 //! Exit codes (stable): 0 success; 1 other failure; 2 bad usage or input; 3 the provider
 //! misbehaved (a proof failed, data was altered or rolled back, a stream was cut short);
-//! 4 the provider is unreachable; 5 not found; 6 local state missing or damaged; 7 the
-//! provider refused the credentials.
+//! 4 the provider is unreachable or unavailable; 5 not found; 6 local state missing or
+//! damaged; 7 the provider refused the credentials.
 
 mod bench;
 mod commands;
@@ -55,6 +55,8 @@ enum Command {
     Serve(serve::Serve),
     /// Print a fresh client token and the server configuration lines for it.
     Token(serve::Token),
+    /// Write a self-signed TLS certificate and key for `vouch serve --tls-cert/--tls-key`.
+    TlsCert(serve::TlsCert),
     /// Show vouch end to end in one process: store, edit, sync, audit, then catch lies.
     Demo(demo::Demo),
     /// Measure vouch on this machine against the papers' figures and same-run baselines.
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Command::Bench { which } => bench::run(which).map_err(Failure::Other),
         Command::Serve(args) => run(serve::serve(args)),
         Command::Token(args) => serve::token(args, &out).map_err(Failure::Other),
+        Command::TlsCert(args) => serve::tls_cert(args, &out).map_err(Failure::Other),
         Command::Demo(args) => run(demo::demo(args, out)),
         command => {
             let dir = state_dir(cli.state);

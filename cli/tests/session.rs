@@ -204,7 +204,7 @@ fn demo_runs_and_catches_every_lie() {
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["all_caught"], true);
-    assert!(report["lies"].as_array().unwrap().len() >= 11);
+    assert!(report["lies"].as_array().unwrap().len() >= 12);
     assert!(report["lies"].as_array().unwrap().iter().all(|l| l["caught"] == true));
 }
 

@@ -3,6 +3,7 @@
 
 use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
 use crate::error::ClientError;
+use crate::intent::{self, Intent, Planned};
 use crate::remote::Remote;
 use crate::state::{Root, StateDir};
 use bytes::Bytes;
@@ -62,6 +63,10 @@ pub struct Client {
     pub(crate) state: StateDir,
     pub(crate) remote: Remote,
     pub(crate) key: LinearKey,
+    /// The change sent and not yet settled, as in the state directory's `intent` file.
+    pub(crate) pending: std::sync::Mutex<Option<Intent>>,
+    /// Taken while a pending change is being settled (one settles, the others wait).
+    pub(crate) settling: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Client {
@@ -95,9 +100,11 @@ impl Client {
     /// Opens the client whose state is in `dir`.
     pub fn open(dir: &Path) -> Result<Client, ClientError> {
         let state = StateDir::open(dir)?;
-        let remote = Remote::new(&state.config.server, &state.secret.token)?;
+        let transport = crate::transport::Transport::from_config(&state.dir, &state.config)?;
+        let remote = Remote::with(&state.config.server, &state.secret.token, &transport)?;
         let key = LinearKey::from_secret(state.secret.key);
-        Ok(Client { state, remote, key })
+        let pending = std::sync::Mutex::new(intent::load(&state.dir)?);
+        Ok(Client { state, remote, key, pending, settling: tokio::sync::Mutex::new(()) })
     }
 
     /// Creates a client state in `dir` (fresh key) for the provider at `server`.
@@ -107,8 +114,10 @@ impl Client {
         Client::open(dir)
     }
 
+    /// The namespace root as saved (before a change left unsettled by a crash is settled: every
+    /// operation that talks to the provider settles it first).
     pub fn root(&self) -> Root {
-        self.state.root
+        self.state.root()
     }
 
     /// The provider's reported time for the last request (measurements only; not verified).
@@ -132,8 +141,8 @@ impl Client {
         located: &Located,
     ) -> Result<(Found, Option<Verified>), ClientError> {
         let lookup = lookup_from_wire(&located.lookup)?;
-        let found =
-            verify_lookup(&self.state.root.digest, self.state.root.len, name, &lookup).map_err(ClientError::lie)?;
+        let root = self.state.root();
+        let found = verify_lookup(&root.digest, root.len, name, &lookup).map_err(ClientError::lie)?;
         let Found::At { entry, .. } = &found else {
             if located.version.is_some() {
                 return Err(ClientError::lie("a version of a name that does not exist"));
@@ -154,18 +163,18 @@ impl Client {
     /// The verified latest (or given) version of `name`.
     pub async fn version(&self, name: &str, want: Option<u64>) -> Result<Verified, ClientError> {
         check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
-        let located = async {
-            let located: Located =
-                self.remote.call("lookup", &LookupRequest { name: name.into(), version: want }).await?;
-            match self.verify_located(name, want, &located)? {
-                (_, Some(v)) => Ok(v),
-                (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
-            }
-        };
-        self.absent_checked(name, want, located.await).await
+        self.settle().await?;
+        let asked = self.remote.call("lookup", &LookupRequest { name: name.into(), version: want }).await;
+        let located: Located = self.absent_checked(name, want, asked).await?;
+        match self.verify_located(name, want, &located)? {
+            (_, Some(v)) => Ok(v),
+            (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        }
     }
 
-    /// The provider's "no such version" for a version asked by number, checked against the
+    /// The provider's bare "not found" (an error, not a proof) for a version of `name`. The
+    /// latest version is never missing (an existing name has one; an absent name is proven
+    /// absent), so that answer is a lie. A version asked by number is checked against the
     /// name's log, which is proven complete (`verify_log`): a version the log lists was hidden.
     pub(crate) async fn absent_checked<T>(
         &self,
@@ -173,7 +182,13 @@ impl Client {
         want: Option<u64>,
         result: Result<T, ClientError>,
     ) -> Result<T, ClientError> {
-        let (Err(ClientError::NotFound(_)), Some(v)) = (&result, want) else { return result };
+        let v = match (result, want) {
+            (Err(e @ ClientError::NotFound(_)), None) => {
+                return Err(e.absence_unproven(&format!("the latest version of {name}")))
+            }
+            (Err(ClientError::NotFound(_)), Some(v)) => v,
+            (result, _) => return result,
+        };
         if self.log(name).await?.iter().any(|r| r.number == v) {
             return Err(ClientError::lie(format!(
                 "the provider says version {v} of {name} is missing; its own log lists it"
@@ -182,29 +197,18 @@ impl Client {
         Err(ClientError::NotFound(format!("version {v} of {name} (not in its proven log)")))
     }
 
-    /// Checks a commit's proofs and, when they hold, records the new root.
+    /// Checks a commit's proofs and, when they hold, records the new root (and forgets the
+    /// commit's intent: the change is settled).
     pub(crate) fn accept_commit(
-        &mut self,
+        &self,
         name: &str,
         found: &Found,
         change: &Change,
         answer: &Committed,
     ) -> Result<Option<EntryRecord>, ClientError> {
-        let lookup = lookup_from_wire(&answer.lookup)?;
-        let seen =
-            verify_lookup(&self.state.root.digest, self.state.root.len, name, &lookup).map_err(ClientError::lie)?;
-        if seen != *found {
-            return Err(ClientError::lie("the provider's view of the name changed under the commit"));
-        }
-        let proof = CommitProof {
-            versions: answer.versions_update.as_ref().map(update_from_wire).transpose()?,
-            namespace: update_from_wire(&answer.namespace_update)?,
-        };
-        let done = verify_commit(&self.state.root.digest, name, found, change, &proof).map_err(ClientError::lie)?;
-        let root = Root { digest: done.ns_root, len: done.ns_len };
-        self.state.save_root(root)?;
-        self.state.root = root;
-        Ok(done.entry)
+        let (root, entry) = check_commit(&self.state.root(), name, Some(found), change, answer)?;
+        self.adopt(root)?;
+        Ok(entry)
     }
 
     /// Stores `reader`'s bytes as a new version of `name` (the first, for a new name).
@@ -218,8 +222,15 @@ impl Client {
         let started = Instant::now();
         check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
-        let located: Located = self.remote.call("lookup", &LookupRequest { name: name.into(), version: None }).await?;
+        self.settle().await?;
+        let located: Located = self
+            .remote
+            .call("lookup", &LookupRequest { name: name.into(), version: None })
+            .await
+            .map_err(|e| e.absence_unproven(name))?;
         let (found, latest) = self.verify_located(name, None, &located)?;
+        // Written by the upload just before its last frame: from then on the commit may happen.
+        let (dir, old, intent_name) = (self.state.dir.clone(), self.state.root(), name.to_string());
         let (file, number, first_nonce) = match &latest {
             Some(v) => (v.entry.file, v.entry.next_version, v.record.next_nonce),
             None => (FileId(rand::random()), 1, 0),
@@ -240,8 +251,9 @@ impl Client {
                 Cutting::Fixed(n) => n,
                 Cutting::Content => CDC_MAX as usize,
             };
-            let mut upload =
-                Upload::continuing(&key, file, fixed, first_nonce).map_err(|e| ClientError::BadInput(e.to_string()))?;
+            // A fresh salt per attempt: a retry after a refused commit reuses the nonces.
+            let mut upload = Upload::continuing(&key, rand::random(), file, fixed, first_nonce)
+                .map_err(|e| ClientError::BadInput(e.to_string()))?;
             let mut batch: Vec<WireBlock> = Vec::new();
             let mut batch_bytes = 0usize;
             let mut total = 0u64;
@@ -291,14 +303,18 @@ impl Client {
                 next_nonce: state.next_nonce,
                 time: now(),
             };
+            intent::record(&dir, &Intent { old, name: intent_name, change: Planned::Put(record) })?;
             send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
             Ok((record, state.next_nonce - first_nonce))
         });
         let answer =
             self.remote.call_streaming::<Committed>("put", tokio_stream::wrappers::ReceiverStream::new(rx)).await;
+        let produced = producer.await;
+        // The upload may have recorded its intent (whatever became of the request).
+        self.reload_pending()?;
         let produced =
-            producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
-        let answer = answer?;
+            produced.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
+        let answer = answer.map_err(|e| e.absence_unproven(name))?;
         let (record, blocks) = produced?;
         self.accept_commit(name, &found, &Change::Append(record), &answer)?;
         Ok(Transfer {
@@ -322,6 +338,7 @@ impl Client {
         out: &mut (impl Write + Send),
     ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
+        self.settle().await?;
         let mut proof_bytes = 0u64;
         let mut blocks = 0u64;
         let (verified, written) = self
@@ -361,17 +378,17 @@ impl Client {
         let req = ReadRequest { name: name.into(), version: want, start, end };
         let opened = async {
             let mut frames = self.remote.frames("read", &req).await?;
-            let located = match frames.next::<ReadFrame>().await? {
-                Some(ReadFrame::Located(l)) => l,
-                Some(ReadFrame::Error(e)) => return Err(ClientError::from_server(e.code, e.message)),
-                _ => return Err(ClientError::lie("a read must begin with the version's proof")),
-            };
-            match self.verify_located(name, want, &located)? {
-                (_, Some(v)) => Ok((frames, v)),
-                (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+            match frames.next::<ReadFrame>().await? {
+                Some(ReadFrame::Located(l)) => Ok((frames, l)),
+                Some(ReadFrame::Error(e)) => Err(ClientError::from_server(e.code, e.message)),
+                _ => Err(ClientError::lie("a read must begin with the version's proof")),
             }
         };
-        let (mut frames, verified) = self.absent_checked(name, want, opened.await).await?;
+        let (mut frames, located) = self.absent_checked(name, want, opened.await).await?;
+        let verified = match self.verify_located(name, want, &located)? {
+            (_, Some(v)) => v,
+            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+        };
         let end = end.min(verified.record.len);
         if start > end {
             return Err(ClientError::BadInput(format!("range starts past the end ({} bytes)", verified.record.len)));
@@ -380,7 +397,11 @@ impl Client {
         while let Some(frame) = frames.next::<ReadFrame>().await? {
             let chunk = match frame {
                 ReadFrame::Chunk(c) => c,
-                ReadFrame::Error(e) => return Err(ClientError::from_server(e.code, e.message)),
+                // The header proved the version: it is not missing (nor is it lost: `DataLost`).
+                ReadFrame::Error(e) => {
+                    let what = format!("version {} of {name}", verified.record.number);
+                    return Err(ClientError::from_server(e.code, e.message).absence_unproven(&what));
+                }
                 ReadFrame::Located(_) => return Err(ClientError::lie("a second header in a read")),
             };
             if pos >= end {
@@ -389,6 +410,9 @@ impl Client {
             let starts = self.verify_chunk(&verified.record, &chunk, pos)?;
             let mut parts = Vec::with_capacity(starts.len());
             for (block_start, block) in starts.iter().zip(&chunk.blocks) {
+                if *block_start >= end {
+                    return Err(ClientError::lie(format!("a block at byte {block_start}, past the range's end {end}")));
+                }
                 let data = &block.data;
                 let from = pos.saturating_sub(*block_start) as usize;
                 let to = (end.min(block_start + data.len() as u64) - block_start) as usize;
@@ -433,7 +457,7 @@ impl Client {
         let file = record.file;
         let bad = proven.par_iter().zip(&chunk.blocks).position_any(|(p, b)| {
             b.data.len() != p.length as usize
-                || self.key.tag(&file, b.nonce, &b.data) != b.tag.as_slice()
+                || !self.key.check_block(&file, b.nonce, &b.data, &b.tag)
                 || hash::pdp_leaf(scheme, b.nonce, &b.tag) != p.tag
         });
         if let Some(i) = bad {
@@ -444,7 +468,9 @@ impl Client {
 
     /// Every name, verified complete.
     pub async fn list(&self) -> Result<Vec<EntryRecord>, ClientError> {
-        let listing: Listing = self.remote.call("list", &ListRequest {}).await?;
+        self.settle().await?;
+        let listing: Listing =
+            self.remote.call("list", &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
         let entries: Vec<EntryRecord> = listing
             .entries
             .iter()
@@ -452,18 +478,21 @@ impl Client {
             .collect::<Result<_, _>>()
             .map_err(ClientError::lie)?;
         let proof = proof_from_bytes(listing.proof.to_vec()).map_err(ClientError::lie)?;
-        verify_listing(&self.state.root.digest, self.state.root.len, &entries, proof.as_ref())
-            .map_err(ClientError::lie)?;
+        let root = self.state.root();
+        verify_listing(&root.digest, root.len, &entries, proof.as_ref()).map_err(ClientError::lie)?;
         Ok(entries)
     }
 
     /// Every kept version of `name`, oldest first, verified complete.
     pub async fn log(&self, name: &str) -> Result<Vec<VersionRecord>, ClientError> {
         check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
-        let log: Log = self.remote.call("log", &LogRequest { name: name.into() }).await?;
+        self.settle().await?;
+        // A log always comes with the name's lookup, proving it present or absent.
+        let log: Log =
+            self.remote.call("log", &LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
         let lookup = lookup_from_wire(&log.lookup)?;
-        let found =
-            verify_lookup(&self.state.root.digest, self.state.root.len, name, &lookup).map_err(ClientError::lie)?;
+        let root = self.state.root();
+        let found = verify_lookup(&root.digest, root.len, name, &lookup).map_err(ClientError::lie)?;
         let Found::At { entry, .. } = found else {
             return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)")));
         };
@@ -480,8 +509,14 @@ impl Client {
 
     /// Removes `name` and all its versions.
     pub async fn remove(&mut self, name: &str) -> Result<(), ClientError> {
+        // Proven present: a "not found" from here on is a lie.
         let latest = self.version(name, None).await?;
-        let answer: Committed = self.remote.call("remove", &RemoveRequest { name: name.into() }).await?;
+        self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove })?;
+        let answer: Committed = self
+            .remote
+            .call("remove", &RemoveRequest { name: name.into() })
+            .await
+            .map_err(|e| e.absence_unproven(name))?;
         let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(name, &found, &Change::Remove, &answer)?;
         Ok(())
@@ -502,8 +537,13 @@ impl Client {
             }
             positions.push(p as u64);
         }
-        let answer: Committed =
-            self.remote.call("prune", &PruneRequest { name: name.into(), versions: versions.to_vec() }).await?;
+        // Every version pruned is in the proven log: a "not found" from here on is a lie.
+        self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Prune(positions.clone()) })?;
+        let answer: Committed = self
+            .remote
+            .call("prune", &PruneRequest { name: name.into(), versions: versions.to_vec() })
+            .await
+            .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
         let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(name, &found, &Change::Prune(positions), &answer)?;
         Ok(())
@@ -517,18 +557,21 @@ impl Client {
         }
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
-        let asked = async {
-            let answer: AuditAnswer =
-                self.remote.call("audit", &AuditRequest { name: name.into(), version: want, seed, count }).await?;
-            match self.verify_located(name, want, &answer.located)? {
-                (_, Some(v)) => Ok((answer, v)),
-                (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
-            }
+        self.settle().await?;
+        let asked = self.remote.call("audit", &AuditRequest { name: name.into(), version: want, seed, count }).await;
+        let answer: AuditAnswer = self.absent_checked(name, want, asked).await?;
+        let v = match self.verify_located(name, want, &answer.located)? {
+            (_, Some(v)) => v,
+            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
         };
-        let (answer, v) = self.absent_checked(name, want, asked.await).await?;
         let challenge = Challenge::new(seed, count);
         let mut blocks = 0;
-        if v.record.len > 0 {
+        if v.record.len == 0 {
+            // Nothing to hold: the proven record says the version is empty.
+            if !answer.proof.is_empty() {
+                return Err(ClientError::lie("a possession proof for an empty file"));
+            }
+        } else {
             let proof = PossessionProof::from_bytes(&answer.proof).map_err(ClientError::lie)?;
             blocks = proof.blocks.len();
             let c = v.record.client_file();
@@ -545,6 +588,31 @@ impl Client {
             seconds: started.elapsed().as_secs_f64(),
         })
     }
+}
+
+/// Checks the provider's answer to a commit of `change` to `name` from the root `old`: the
+/// lookup the commit started from (equal to the client's own proven view `found`, when it has
+/// one), then the update of each level. Returns the root after the change and the name's
+/// entry (`None` once removed). Pure: a commit just answered and one settled after a crash
+/// ([`crate::intent`]) are checked alike.
+pub(crate) fn check_commit(
+    old: &Root,
+    name: &str,
+    found: Option<&Found>,
+    change: &Change,
+    answer: &Committed,
+) -> Result<(Root, Option<EntryRecord>), ClientError> {
+    let lookup = lookup_from_wire(&answer.lookup)?;
+    let seen = verify_lookup(&old.digest, old.len, name, &lookup).map_err(ClientError::lie)?;
+    if found.is_some_and(|f| *f != seen) {
+        return Err(ClientError::lie("the provider's view of the name changed under the commit"));
+    }
+    let proof = CommitProof {
+        versions: answer.versions_update.as_ref().map(update_from_wire).transpose()?,
+        namespace: update_from_wire(&answer.namespace_update)?,
+    };
+    let done = verify_commit(&old.digest, old.len, name, &seen, change, &proof).map_err(ClientError::lie)?;
+    Ok((Root { digest: done.ns_root, len: done.ns_len }, done.entry))
 }
 
 pub(crate) fn committed_proof_bytes(c: &Committed) -> u64 {

@@ -3,15 +3,16 @@
 //! (verifyMultiUpdate) before the new version is accepted: the VCS commit of paper 000 Sec. 4.4.
 
 use crate::chunking::Cutting;
-use crate::client::{committed_proof_bytes, lookup_from_wire, now, update_from_wire, Client, Transfer, Verified};
+use crate::client::{committed_proof_bytes, lookup_from_wire, now, Client, Transfer, Verified};
 use crate::error::ClientError;
+use crate::intent::{EditPlan, Intent, Planned};
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::time::Instant;
 use vouch_core::namespace::{Change, Found, VersionRecord};
 use vouch_core::pdp::{self, Tagger};
-use vouch_core::{hash, verify_multi_proof, verify_multi_update_len, Edit, MultiProof};
+use vouch_core::{hash, verify_multi_proof, Edit, MultiProof};
 use vouch_proto::{BlockList, BlocksRequest, Committed, EditRequest, WireBlock, WireEdit};
 
 /// A change of bytes in a stored file, made as one verified batch (`vouch edit`).
@@ -51,12 +52,15 @@ struct Batch {
     wire: Vec<WireEdit>,
     blocks: Vec<WireBlock>,
     state: pdp::ClientFile,
+    /// This attempt's salt: a retry after a refused commit reuses the nonces, never the salt.
+    salt: pdp::Salt,
     bytes: u64,
 }
 
 impl Batch {
     fn new(latest: &VersionRecord) -> Batch {
-        Batch { edits: Vec::new(), wire: Vec::new(), blocks: Vec::new(), state: latest.client_file(), bytes: 0 }
+        let state = latest.client_file();
+        Batch { edits: Vec::new(), wire: Vec::new(), blocks: Vec::new(), state, salt: rand::random(), bytes: 0 }
     }
 
     /// Replaces the stored blocks starting at `old` (consecutive, ending at `end`) by
@@ -70,7 +74,10 @@ impl Batch {
         cutting: Cutting,
     ) -> Result<(), ClientError> {
         let pieces = cutting.cut(bytes);
-        let tagged = self.state.tag_blocks(&client.key, &pieces).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let tagged = self
+            .state
+            .tag_blocks(&client.key, &self.salt, &pieces)
+            .map_err(|e| ClientError::BadInput(e.to_string()))?;
         for (i, t) in tagged.iter().enumerate() {
             let index = self.blocks.len() as u32;
             self.blocks.push(WireBlock {
@@ -111,20 +118,17 @@ impl Client {
             blocks: batch.blocks,
             time,
         };
-        let answer: Committed = self.remote.call("edit", &req).await?;
-        let file_proof =
-            answer.file_update.as_ref().ok_or_else(|| ClientError::lie("an edit without its list proof"))?;
-        let (root, len) = verify_multi_update_len(&latest.record.root, &batch.edits, &update_from_wire(file_proof)?)
-            .map_err(ClientError::lie)?;
-        let record = VersionRecord {
+        let plan = EditPlan {
+            base: latest.record,
             number: latest.entry.next_version,
-            scheme: latest.record.scheme,
-            file: latest.record.file,
-            root,
-            len,
             next_nonce: batch.state.next_nonce,
             time,
+            edits: batch.edits,
         };
+        self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()) })?;
+        // The name was proven present: a "not found" is a lie.
+        let answer: Committed = self.remote.call("edit", &req).await.map_err(|e| e.absence_unproven(name))?;
+        let record = plan.record(&answer)?;
         let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(name, &found, &Change::Append(record), &answer)?;
         Ok((record, answer))
@@ -198,7 +202,13 @@ impl Client {
     pub async fn sync(&mut self, name: &str, path: &std::path::Path) -> Result<SyncReport, ClientError> {
         let started = Instant::now();
         let local = std::fs::read(path).map_err(ClientError::io(format!("reading {}", path.display())))?;
-        let answer: BlockList = self.remote.call("blocks", &BlocksRequest { name: name.into(), version: None }).await?;
+        self.settle().await?;
+        // An absent name is proven absent in the answer, never a bare "not found".
+        let answer: BlockList = self
+            .remote
+            .call("blocks", &BlocksRequest { name: name.into(), version: None })
+            .await
+            .map_err(|e| e.absence_unproven(name))?;
         let list_bytes = (answer.proof.len() + answer.blocks.iter().map(|b| b.tag.len() + 8).sum::<usize>()) as u64;
         let latest = match self.verify_located(name, None, &answer.located)? {
             (_, Some(v)) => v,
@@ -224,7 +234,7 @@ impl Client {
         let stored = self.verify_block_list(&latest.record, &answer)?;
         let plan = diff(&stored, &local, &local_chunks(&local), |i, at| {
             let b = &stored[i];
-            self.key.tag(&latest.record.file, b.nonce, &local[at..at + b.len as usize]) == b.tag
+            self.key.check_block(&latest.record.file, b.nonce, &local[at..at + b.len as usize], &b.tag)
         });
         let mut batch = Batch::new(&latest.record);
         for gap in &plan.gaps {

@@ -7,11 +7,16 @@ mod chunking;
 mod client;
 mod edits;
 mod error;
+mod intent;
+mod lock;
 mod remote;
+mod settle;
 pub mod state;
+mod transport;
 
 pub use chunking::Cutting;
 pub use client::{AuditReport, Client, Transfer, Verified};
 pub use edits::{ByteEdit, SyncReport};
 pub use error::{exit, ClientError};
-pub use remote::Remote;
+pub use remote::{Remote, MAX_ERROR_BODY};
+pub use transport::{Transport, DEFAULT_MIN_RATE, DEFAULT_TIMEOUT};

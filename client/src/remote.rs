@@ -1,20 +1,36 @@
-//! The provider as seen over the wire: requests, limits, typed errors. Nothing it returns is
-//! trusted here; callers verify.
+//! The provider as seen over the wire: requests, limits, deadlines, typed errors. Nothing it
+//! returns is trusted here; callers verify.
+//!
+//! Nor is it trusted to be prompt or brief: every call ends within the deadlines of its
+//! [`Transport`] (a slow, trickling or stalled provider is [`ClientError::TimedOut`], exit 4,
+//! never "misbehaved"), an answer is at most [`MAX_MESSAGE`] bytes, and an error answer is
+//! read up to [`MAX_ERROR_BODY`] bytes and no further.
 
 use crate::error::ClientError;
+use crate::transport::{parse_ca, Transport};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::time::Instant;
 use vouch_proto::frame::Decoder;
 use vouch_proto::{decode, encode, ErrorBody, Health, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER};
+
+/// Most bytes of an error answer the client reads (its message is for people; the rest is
+/// dropped with the connection).
+pub const MAX_ERROR_BODY: usize = 64 << 10;
 
 #[derive(Clone)]
 pub struct Remote {
     http: reqwest::Client,
     base: String,
     token: String,
+    timeout: Duration,
+    min_rate: u64,
     /// The provider's own time for the last answered request (its `Server-Timing`), in µs.
     last_server_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
@@ -26,34 +42,72 @@ impl std::fmt::Debug for Remote {
 }
 
 impl Remote {
+    /// The provider at `base` with the default [`Transport`].
     pub fn new(base: &str, token: &str) -> Result<Remote, ClientError> {
+        Self::with(base, token, &Transport::default())
+    }
+
+    pub fn with(base: &str, token: &str, transport: &Transport) -> Result<Remote, ClientError> {
         let base = base.trim_end_matches('/').to_string();
         if !base.starts_with("http://") && !base.starts_with("https://") {
             return Err(ClientError::BadInput(format!("server URL {base:?} must start with http:// or https://")));
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            .read_timeout(Duration::from_secs(120))
-            .build()
-            .map_err(|e| ClientError::BadInput(format!("HTTP client: {e}")))?;
-        Ok(Remote { http, base, token: token.to_string(), last_server_us: Default::default() })
+        let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5)).tcp_nodelay(true);
+        if let Some(pem) = &transport.ca_pem {
+            if !base.starts_with("https://") {
+                return Err(ClientError::BadInput(format!("a pinned certificate needs an https:// URL, not {base:?}")));
+            }
+            // The pinned certificates and nothing else: no system roots.
+            http = http.tls_certs_only(parse_ca(pem)?);
+        }
+        let http = http.build().map_err(|e| ClientError::BadInput(format!("HTTP client: {}", error_chain(&e))))?;
+        Ok(Remote {
+            http,
+            base,
+            token: token.to_string(),
+            timeout: transport.timeout,
+            min_rate: transport.min_rate.max(1),
+            last_server_us: Default::default(),
+        })
     }
 
     fn unreachable(&self, e: reqwest::Error) -> ClientError {
+        if e.is_timeout() {
+            return self.timed_out(error_chain(&e));
+        }
         ClientError::Unreachable { url: self.base.clone(), detail: error_chain(&e) }
     }
 
-    async fn send(&self, op: &str, body: reqwest::Body) -> Result<reqwest::Response, ClientError> {
-        let resp = self
+    fn timed_out(&self, detail: impl Into<String>) -> ClientError {
+        ClientError::TimedOut { url: self.base.clone(), detail: detail.into() }
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+
+    /// Sends a request; its answer's head must come by `deadline` (none: the caller bounds the
+    /// wait). An error answer is returned as its typed error.
+    async fn send(
+        &self,
+        op: &str,
+        body: reqwest::Body,
+        deadline: Option<Instant>,
+    ) -> Result<reqwest::Response, ClientError> {
+        let request = self
             .http
             .post(format!("{}/v1/{op}", self.base))
             .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
             .bearer_auth(&self.token)
             .body(body)
-            .send()
-            .await
-            .map_err(|e| self.unreachable(e))?;
+            .send();
+        let resp = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, request)
+                .await
+                .map_err(|_| self.timed_out(format!("no answer to {op} within {:?}", self.timeout)))?,
+            None => request.await,
+        }
+        .map_err(|e| self.unreachable(e))?;
         let timing = resp
             .headers()
             .get("server-timing")
@@ -66,7 +120,7 @@ impl Remote {
             return Ok(resp);
         }
         let status = resp.status();
-        let bytes = resp.bytes().await.unwrap_or_default();
+        let bytes = error_body(resp, deadline.unwrap_or_else(|| self.deadline())).await;
         Err(match decode::<ErrorBody>(&bytes) {
             Ok(body) => ClientError::from_server(body.code, body.message),
             Err(_) => ClientError::Refused {
@@ -76,41 +130,72 @@ impl Remote {
         })
     }
 
-    async fn body(&self, resp: reqwest::Response) -> Result<Vec<u8>, ClientError> {
+    /// A whole answer, at most [`MAX_MESSAGE`] bytes, by `deadline`.
+    async fn body(&self, resp: reqwest::Response, deadline: Instant) -> Result<Vec<u8>, ClientError> {
         let mut out = Vec::new();
         let mut stream = resp.bytes_stream();
-        while let Some(piece) = stream.next().await {
-            let piece = piece.map_err(|e| self.unreachable(e))?;
+        loop {
+            let piece = match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_) => return Err(self.timed_out(format!("the answer did not arrive within {:?}", self.timeout))),
+                Ok(None) => return Ok(out),
+                Ok(Some(piece)) => piece.map_err(|e| self.unreachable(e))?,
+            };
             if out.len() + piece.len() > MAX_MESSAGE {
                 return Err(ClientError::Misbehaved("answer larger than the protocol allows".into()));
             }
             out.extend_from_slice(&piece);
         }
-        Ok(out)
     }
 
-    /// One request, one answer.
+    /// One request, one answer, within the call deadline.
     pub async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: &str, req: &Req) -> Result<Resp, ClientError> {
-        let resp = self.send(op, encode(req).into()).await?;
-        let bytes = self.body(resp).await?;
+        let deadline = self.deadline();
+        let resp = self.send(op, encode(req).into(), Some(deadline)).await?;
+        let bytes = self.body(resp, deadline).await?;
         decode(&bytes).map_err(ClientError::lie)
     }
 
-    /// A request whose body is streamed (a put), one answer.
+    /// A request whose body is streamed (a put), one answer. The provider must take each frame
+    /// within the timeout and keep up the minimum rate, and answer within the timeout of the
+    /// last frame.
     pub async fn call_streaming<Resp: DeserializeOwned>(
         &self,
         op: &str,
         frames: impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
     ) -> Result<Resp, ClientError> {
-        let resp = self.send(op, reqwest::Body::wrap_stream(frames)).await?;
-        let bytes = self.body(resp).await?;
-        decode(&bytes).map_err(ClientError::lie)
+        let meter = Arc::new(Mutex::new(UploadMeter::new(StreamBudget::new(self.timeout, self.min_rate))));
+        let metered = Metered { inner: Box::pin(frames), meter: meter.clone() };
+        let exchange = async {
+            let resp = self.send(op, reqwest::Body::wrap_stream(metered), None).await?;
+            let bytes = self.body(resp, self.deadline()).await?;
+            decode(&bytes).map_err(ClientError::lie)
+        };
+        let tick = (self.timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let watchdog = async {
+            loop {
+                tokio::time::sleep(tick).await;
+                if let Some(why) = meter.lock().expect("upload meter").overdue() {
+                    return why;
+                }
+            }
+        };
+        tokio::select! {
+            answer = exchange => answer,
+            why = watchdog => Err(self.timed_out(why)),
+        }
     }
 
-    /// A request answered by a stream of frames (a read).
+    /// A request answered by a stream of frames (a read). The answer's head must come within
+    /// the timeout; [`Frames::next`] bounds the rest.
     pub async fn frames<Req: Serialize>(&self, op: &str, req: &Req) -> Result<Frames, ClientError> {
-        let resp = self.send(op, encode(req).into()).await?;
-        Ok(Frames { remote: self.clone(), stream: Box::pin(resp.bytes_stream()), decoder: Decoder::new(), done: false })
+        let resp = self.send(op, encode(req).into(), Some(self.deadline())).await?;
+        Ok(Frames {
+            remote: self.clone(),
+            stream: Box::pin(resp.bytes_stream()),
+            decoder: Decoder::new(),
+            done: false,
+            budget: StreamBudget::new(self.timeout, self.min_rate),
+        })
     }
 
     /// The provider's own time for the last request, as it reported it (not verified: for
@@ -121,23 +206,85 @@ impl Remote {
     }
 
     pub async fn health(&self) -> Result<Health, ClientError> {
-        let resp = self.http.get(format!("{}/v1/health", self.base)).send().await.map_err(|e| self.unreachable(e))?;
-        let bytes = self.body(resp).await?;
+        let deadline = self.deadline();
+        let request = self.http.get(format!("{}/v1/health", self.base)).send();
+        let resp = tokio::time::timeout_at(deadline, request)
+            .await
+            .map_err(|_| self.timed_out(format!("no answer to health within {:?}", self.timeout)))?
+            .map_err(|e| self.unreachable(e))?;
+        let bytes = self.body(resp, deadline).await?;
         decode(&bytes).map_err(ClientError::lie)
+    }
+}
+
+/// At most [`MAX_ERROR_BODY`] bytes of an error answer, whatever arrived by `deadline`.
+async fn error_body(mut resp: reqwest::Response, deadline: Instant) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < MAX_ERROR_BODY {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(piece))) => {
+                let room = MAX_ERROR_BODY - out.len();
+                out.extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// How long a stream may keep the client waiting: each frame within `timeout`, and all the
+/// waiting within `timeout` plus the bytes so far at `min_rate` bytes per second.
+#[derive(Clone, Copy, Debug)]
+struct StreamBudget {
+    timeout: Duration,
+    min_rate: u64,
+    /// Time spent waiting on the provider so far (not the client's own work).
+    waited: Duration,
+    bytes: u64,
+}
+
+impl StreamBudget {
+    fn new(timeout: Duration, min_rate: u64) -> Self {
+        StreamBudget { timeout, min_rate: min_rate.max(1), waited: Duration::ZERO, bytes: 0 }
+    }
+
+    /// How much longer the current wait may go on, `frame_waited` into it; `None`: over.
+    fn left(&self, frame_waited: Duration) -> Option<Duration> {
+        let earned = Duration::from_secs_f64(self.bytes as f64 / self.min_rate as f64);
+        let total_left = (self.timeout + earned).checked_sub(self.waited + frame_waited)?;
+        let frame_left = self.timeout.checked_sub(frame_waited)?;
+        Some(total_left.min(frame_left)).filter(|left| !left.is_zero())
+    }
+
+    /// Why [`StreamBudget::left`] said no.
+    fn overrun(&self, frame_waited: Duration) -> String {
+        if frame_waited >= self.timeout {
+            format!("no frame within {:?}", self.timeout)
+        } else {
+            format!("the stream fell below {} KiB/s", self.min_rate / 1024)
+        }
     }
 }
 
 /// The frames of a streamed answer.
 pub struct Frames {
     remote: Remote,
-    stream: std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    stream: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     decoder: Decoder,
     done: bool,
+    budget: StreamBudget,
 }
 
 impl Frames {
     /// The next frame decoded, or `None` at a clean end of the stream.
     pub async fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, ClientError> {
+        let began = Instant::now();
+        let result = self.next_within(began).await;
+        self.budget.waited += began.elapsed();
+        result
+    }
+
+    async fn next_within<T: DeserializeOwned>(&mut self, began: Instant) -> Result<Option<T>, ClientError> {
         loop {
             if let Some(frame) = self.decoder.next_frame().map_err(ClientError::lie)? {
                 return decode(&frame).map(Some).map_err(ClientError::lie);
@@ -145,15 +292,88 @@ impl Frames {
             if self.done {
                 return Ok(None);
             }
-            match self.stream.next().await {
-                Some(Ok(bytes)) => self.decoder.extend(&bytes),
-                Some(Err(e)) => return Err(self.remote.unreachable(e)),
-                None => {
+            let waited = began.elapsed();
+            let Some(left) = self.budget.left(waited) else {
+                return Err(self.remote.timed_out(self.budget.overrun(waited)));
+            };
+            match tokio::time::timeout(left, self.stream.next()).await {
+                Err(_) => return Err(self.remote.timed_out(self.budget.overrun(began.elapsed()))),
+                Ok(Some(Ok(bytes))) => {
+                    self.budget.bytes += bytes.len() as u64;
+                    self.decoder.extend(&bytes);
+                }
+                Ok(Some(Err(e))) => return Err(self.remote.unreachable(e)),
+                Ok(None) => {
                     self.done = true;
                     self.decoder.finish().map_err(ClientError::lie)?;
                 }
             }
         }
+    }
+}
+
+/// An upload's progress, as seen from its body stream: the provider makes the client wait
+/// while the HTTP stack holds a frame and does not come back for the next one; the time the
+/// client itself takes to produce frames (tagging blocks) is not counted.
+#[derive(Debug)]
+struct UploadMeter {
+    budget: StreamBudget,
+    /// When the current wait on the provider began (`None` while the client is producing).
+    waiting_since: Option<Instant>,
+    /// The last frame has been handed over: what remains is the answer.
+    finished: bool,
+}
+
+impl UploadMeter {
+    fn new(budget: StreamBudget) -> Self {
+        // Connecting and sending the request head is waiting on the provider too.
+        UploadMeter { budget, waiting_since: Some(Instant::now()), finished: false }
+    }
+
+    fn polled(&mut self, poll: &Poll<Option<Result<Bytes, std::io::Error>>>) {
+        if let Some(since) = self.waiting_since.take() {
+            self.budget.waited += since.elapsed();
+        }
+        match poll {
+            Poll::Ready(Some(Ok(frame))) => {
+                self.budget.bytes += frame.len() as u64;
+                self.waiting_since = Some(Instant::now());
+            }
+            Poll::Ready(None) => {
+                self.finished = true;
+                self.waiting_since = Some(Instant::now());
+            }
+            Poll::Ready(Some(Err(_))) | Poll::Pending => {}
+        }
+    }
+
+    /// Why the provider has made the client wait too long, if it has.
+    fn overdue(&self) -> Option<String> {
+        let waited = self.waiting_since?.elapsed();
+        if self.finished {
+            return (waited >= self.budget.timeout)
+                .then(|| format!("no answer within {:?} of the end of the upload", self.budget.timeout));
+        }
+        match self.budget.left(waited) {
+            Some(_) => None,
+            None => Some(format!("the provider stopped taking the upload: {}", self.budget.overrun(waited))),
+        }
+    }
+}
+
+/// An upload body that reports each poll to its [`UploadMeter`].
+struct Metered {
+    inner: Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>,
+    meter: Arc<Mutex<UploadMeter>>,
+}
+
+impl Stream for Metered {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let poll = self.inner.as_mut().poll_next(cx);
+        self.meter.lock().expect("upload meter").polled(&poll);
+        poll
     }
 }
 
@@ -168,4 +388,23 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_budget_bounds_each_frame_and_the_average_rate() {
+        let mut b = StreamBudget::new(Duration::from_secs(10), 1000);
+        assert_eq!(b.left(Duration::from_secs(4)), Some(Duration::from_secs(6)));
+        assert_eq!(b.left(Duration::from_secs(10)), None, "one frame within the timeout");
+        assert!(b.overrun(Duration::from_secs(10)).contains("no frame"));
+        // 8 s waited before, 5 000 bytes earned 5 s: 7 s left in all, under the frame's 10.
+        b.waited = Duration::from_secs(8);
+        b.bytes = 5000;
+        assert_eq!(b.left(Duration::ZERO), Some(Duration::from_secs(7)));
+        assert_eq!(b.left(Duration::from_secs(7)), None);
+        assert!(b.overrun(Duration::from_secs(7)).contains("KiB/s"));
+    }
 }

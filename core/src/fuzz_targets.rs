@@ -69,7 +69,7 @@ pub fn reference_file() -> &'static ReferenceFile {
         let key = LinearKey::from_secret([5; 32]);
         let mut client = ClientFile::new(FileId([6; 16]));
         let data: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 20 + usize::from(i % 7) * 9]).collect();
-        let tagged = client.tag_blocks(&key, &data).expect("valid blocks");
+        let tagged = client.tag_blocks(&key, &[0; 16], &data).expect("valid blocks");
         let list = FlexList::build(&tagged.iter().map(|t| t.leaf).collect::<Vec<_>>()).expect("valid blocks");
         client.uploaded(list.root(), list.total_len());
         let blocks = tagged.into_iter().zip(data).map(|(t, d)| (t.tag, d)).collect();
@@ -103,7 +103,7 @@ pub fn possession_proof(data: &[u8]) {
 /// Target `linear_key`: decode a key file.
 pub fn linear_key(data: &[u8]) {
     if let Ok(key) = LinearKey::from_bytes(data) {
-        let _ = crate::pdp::Tagger::tag(&key, &FileId([0; 16]), 0, b"x");
+        let _ = crate::pdp::Tagger::tag(&key, &FileId([0; 16]), 0, &[0; 16], b"x");
     }
 }
 
@@ -113,7 +113,7 @@ pub fn rsa_key(data: &[u8]) {
         let _ = key.to_bytes();
     }
     if let Ok(key) = crate::pdp::rsa::RsaSecretKey::from_bytes(data) {
-        let _ = crate::pdp::Tagger::tag(&key, &FileId([0; 16]), 0, b"fuzz");
+        let _ = crate::pdp::Tagger::tag(&key, &FileId([0; 16]), 0, &[0; 16], b"fuzz");
     }
 }
 

@@ -1,6 +1,6 @@
 //! Domain-separated hashing for every authenticated structure in vouch.
 //!
-//! **Choice: SHA-256.** FlexList hashes many short inputs (73-74 bytes per node). With the SHA
+//! **Choice: SHA-256.** FlexList hashes many short inputs (81-82 bytes per node). With the SHA
 //! extensions (SHA-NI) that every current x86-64 and ARMv8 server has, SHA-256 of such an input
 //! costs two compression calls and runs about twice as fast as BLAKE3, whose strength is long
 //! inputs and SIMD across many chunks. The `sha2` crate detects SHA-NI at run time: this module
@@ -51,10 +51,11 @@ impl fmt::Display for Digest {
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Domain {
-    /// FlexList leaf node: `0x00 || rank:u64le || tag:32 || after:32`.
-    FlexLeaf = 0x00,
-    /// FlexList inner node: `0x01 || level:u8 || rank:u64le || below:32 || after:32`.
-    FlexNode = 0x01,
+    /// FlexList leaf node: `0x02 || length:u64le || tag:32 || after_rank:u64le || after:32`.
+    FlexLeaf = 0x02,
+    /// FlexList inner node: `0x03 || level:u8 || below_rank:u64le || below:32 || after_rank:u64le
+    /// || after:32`.
+    FlexNode = 0x03,
     /// Free-form data hashed by higher layers (block contents, test data).
     Data = 0x10,
     /// The FlexList tag of a PDP-tagged block: `0x20 || scheme:u8 || nonce:u64le || tag`, the
@@ -62,26 +63,30 @@ pub enum Domain {
     PdpLeaf = 0x20,
 }
 
-/// Hash of a FlexList leaf node.
+/// Hash of a FlexList leaf node: its own block's length and tag, and its after child's rank
+/// and hash. Every length and rank a verifier reads is an input of some hash on the path to
+/// the root (see the invariant in [`crate::flexlist`]).
 #[inline]
-pub fn flex_leaf(rank: u64, tag: &Digest, after: &Digest) -> Digest {
-    let mut buf = [0u8; 73];
+pub fn flex_leaf(length: u64, tag: &Digest, after_rank: u64, after: &Digest) -> Digest {
+    let mut buf = [0u8; 81];
     buf[0] = Domain::FlexLeaf as u8;
-    buf[1..9].copy_from_slice(&rank.to_le_bytes());
+    buf[1..9].copy_from_slice(&length.to_le_bytes());
     buf[9..41].copy_from_slice(&tag.0);
-    buf[41..73].copy_from_slice(&after.0);
+    buf[41..49].copy_from_slice(&after_rank.to_le_bytes());
+    buf[49..81].copy_from_slice(&after.0);
     sha256(&buf)
 }
 
-/// Hash of a FlexList inner node.
+/// Hash of a FlexList inner node: its level and both children's ranks and hashes.
 #[inline]
-pub fn flex_node(level: u8, rank: u64, below: &Digest, after: &Digest) -> Digest {
-    let mut buf = [0u8; 74];
+pub fn flex_node(level: u8, below_rank: u64, below: &Digest, after_rank: u64, after: &Digest) -> Digest {
+    let mut buf = [0u8; 82];
     buf[0] = Domain::FlexNode as u8;
     buf[1] = level;
-    buf[2..10].copy_from_slice(&rank.to_le_bytes());
+    buf[2..10].copy_from_slice(&below_rank.to_le_bytes());
     buf[10..42].copy_from_slice(&below.0);
-    buf[42..74].copy_from_slice(&after.0);
+    buf[42..50].copy_from_slice(&after_rank.to_le_bytes());
+    buf[50..82].copy_from_slice(&after.0);
     sha256(&buf)
 }
 
@@ -122,18 +127,33 @@ mod tests {
     #[test]
     fn domains_separate_same_payload() {
         let d = Digest([7; 32]);
-        assert_ne!(flex_leaf(5, &d, &d), flex_node(0, 5, &d, &d));
-        assert_ne!(flex_node(1, 5, &d, &d), flex_node(2, 5, &d, &d));
-        assert_ne!(flex_node(1, 5, &d, &d), flex_node(1, 6, &d, &d));
+        assert_ne!(flex_leaf(5, &d, 0, &d), flex_node(0, 5, &d, 0, &d));
+        assert_ne!(flex_node(1, 5, &d, 0, &d), flex_node(2, 5, &d, 0, &d));
+        assert_ne!(flex_node(1, 5, &d, 0, &d), flex_node(1, 6, &d, 0, &d));
+        // Moving rank between the two children changes the hash although the sum stays.
+        assert_ne!(flex_node(1, 5, &d, 3, &d), flex_node(1, 6, &d, 2, &d));
+        assert_ne!(flex_leaf(5, &d, 3, &d), flex_leaf(6, &d, 2, &d));
     }
 
     #[test]
     fn node_hash_vector() {
         // Pins the node layout: a change to the encoding must change this value on purpose.
-        let h = flex_node(3, 0x0102, &Digest([1; 32]), &Digest([2; 32]));
-        let mut buf = vec![0x01, 3];
+        let h = flex_node(3, 0x0102, &Digest([1; 32]), 0x0304, &Digest([2; 32]));
+        let mut buf = vec![0x03, 3];
         buf.extend_from_slice(&0x0102u64.to_le_bytes());
         buf.extend_from_slice(&[1; 32]);
+        buf.extend_from_slice(&0x0304u64.to_le_bytes());
+        buf.extend_from_slice(&[2; 32]);
+        assert_eq!(h, sha256(&buf));
+    }
+
+    #[test]
+    fn leaf_hash_vector() {
+        let h = flex_leaf(0x0a0b, &Digest([1; 32]), 0x0c0d, &Digest([2; 32]));
+        let mut buf = vec![0x02];
+        buf.extend_from_slice(&0x0a0bu64.to_le_bytes());
+        buf.extend_from_slice(&[1; 32]);
+        buf.extend_from_slice(&0x0c0du64.to_le_bytes());
         buf.extend_from_slice(&[2; 32]);
         assert_eq!(h, sha256(&buf));
     }

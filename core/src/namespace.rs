@@ -421,6 +421,18 @@ pub struct CommitPlan {
 }
 
 impl CommitPlan {
+    /// The name's version count and the namespace size once `change` is applied to a
+    /// namespace of `ns_len` names (`None` for a removed name's versions, or a size that
+    /// cannot be).
+    pub fn counts_after(&self, change: &Change, ns_len: u64) -> (Option<u64>, Option<u64>) {
+        match change {
+            Change::Append(_) if self.exists => (Some(self.entry.versions + 1), Some(ns_len)),
+            Change::Append(_) => (Some(1), ns_len.checked_add(1)),
+            Change::Prune(_) => (self.entry.versions.checked_sub(self.versions.len() as u64), Some(ns_len)),
+            Change::Remove => (None, ns_len.checked_sub(1)),
+        }
+    }
+
     /// The namespace edit once the version list's new root and count are known.
     pub fn namespace_edit(
         &self,
@@ -451,10 +463,15 @@ impl CommitPlan {
 }
 
 /// Verifies a commit of `change` to `name`: the version-list update against the entry, then
-/// the namespace update against the client's root. Returns the new namespace root and size
-/// and the entry after the change (`None` once removed).
+/// the namespace update against the client's root and size. Returns the new namespace root and
+/// size and the entry after the change (`None` once removed).
+///
+/// The new sizes are read from the roots the client computed, which bind every rank; they
+/// must also be exactly what the change implies (a version appended: +1; `k` pruned: -k; a
+/// name added: +1, removed: -1, otherwise 0), a second line that does not rest on the hashes.
 pub fn verify_commit(
     ns_root: &Digest,
+    ns_len: u64,
     name: &str,
     found: &Found,
     change: &Change,
@@ -468,9 +485,16 @@ pub fn verify_commit(
         }
         (_, Some(p)) => Some(verify_multi_update_len(&plan.entry.versions_root, &plan.versions, p)?),
     };
+    let (want_versions, want_len) = plan.counts_after(change, ns_len);
+    if versions.map(|(_, count)| count) != want_versions {
+        return Err(NamespaceError::Inconsistent("the version count after the commit is not what the change implies"));
+    }
     let (edit, entry) = plan.namespace_edit(name, change, versions);
-    let (ns_root, ns_len) = verify_multi_update_len(ns_root, &[edit], &proof.namespace)?;
-    Ok(Committed { ns_root, ns_len, entry })
+    let (new_root, new_len) = verify_multi_update_len(ns_root, &[edit], &proof.namespace)?;
+    if Some(new_len) != want_len {
+        return Err(NamespaceError::Inconsistent("the namespace size after the commit is not what the change implies"));
+    }
+    Ok(Committed { ns_root: new_root, ns_len: new_len, entry })
 }
 
 /// The client's namespace after a verified commit.

@@ -505,7 +505,7 @@ fn check_honest_commit(
     let (answer, _) = lookup(entries, name);
     let found = verify_lookup(&root, len, name, &answer).unwrap();
     let (proof, after, ns) = provider_commit(entries, versions, name, change);
-    let done = verify_commit(&root, name, &found, change, &proof).unwrap();
+    let done = verify_commit(&root, len, name, &found, change, &proof).unwrap();
     assert_eq!((done.ns_root, done.ns_len), (ns.root(), ns.total_len()));
     assert_eq!((done.ns_root, done.ns_len), root_len(&after), "history-independent: a fresh build agrees");
     (done, after)
@@ -588,7 +588,7 @@ fn a_provider_applying_another_change_is_rejected() {
     let (answer, _) = lookup(&entries, "d");
     let found = verify_lookup(&root, len, "d", &answer).unwrap();
     let (honest, _, _) = provider_commit(&entries, &records, "d", &change);
-    verify_commit(&root, "d", &found, &change, &honest).unwrap();
+    verify_commit(&root, len, "d", &found, &change, &honest).unwrap();
 
     // Another version record appended (another root, time or length).
     for other in [
@@ -597,7 +597,7 @@ fn a_provider_applying_another_change_is_rejected() {
         VersionRecord { len: new_version.len + 1, ..new_version },
     ] {
         let (lie, _, _) = provider_commit(&entries, &records, "d", &Change::Append(other));
-        inconsistent(verify_commit(&root, "d", &found, &change, &lie));
+        inconsistent(verify_commit(&root, len, "d", &found, &change, &lie));
     }
     // The version inserted at another position of the version list.
     let mut list = version_list(&records);
@@ -608,7 +608,7 @@ fn a_provider_applying_another_change_is_rejected() {
     moved.next_version = 4;
     let mut ns = namespace_list(&entries);
     let namespace = ns.multi_update(&[Edit::Modify { at: 1, block: moved.leaf() }]).unwrap();
-    inconsistent(verify_commit(&root, "d", &found, &change, &CommitProof { versions: Some(versions), namespace }));
+    inconsistent(verify_commit(&root, len, "d", &found, &change, &CommitProof { versions: Some(versions), namespace }));
     // The right version list, the entry put at another position of the namespace (inserted
     // as a new name after "f" instead of modified in place).
     let (honest_versions, _, _) = provider_commit(&entries, &records, "d", &change);
@@ -621,39 +621,39 @@ fn a_provider_applying_another_change_is_rejected() {
     let mut ns = namespace_list(&entries);
     let namespace = ns.multi_update(&[Edit::Insert { at: 3, block: new_entry.unwrap().leaf() }]).unwrap();
     let lie = CommitProof { versions: honest_versions.versions.clone(), namespace };
-    inconsistent(verify_commit(&root, "d", &found, &change, &lie));
+    inconsistent(verify_commit(&root, len, "d", &found, &change, &lie));
     // The update applied, but the old version list's entry left in place (a silent rollback).
     let mut ns = namespace_list(&entries);
     let namespace = ns.multi_update(&[Edit::Modify { at: 1, block: entry.leaf() }]).unwrap();
     let lie = CommitProof { versions: honest_versions.versions.clone(), namespace };
-    inconsistent(verify_commit(&root, "d", &found, &change, &lie));
+    inconsistent(verify_commit(&root, len, "d", &found, &change, &lie));
     // A prune that drops another version than asked.
     let (other_prune, _, _) = provider_commit(&entries, &records, "d", &Change::Prune(vec![1]));
-    inconsistent(verify_commit(&root, "d", &found, &Change::Prune(vec![0]), &other_prune));
+    inconsistent(verify_commit(&root, len, "d", &found, &Change::Prune(vec![0]), &other_prune));
     // A remove of another name.
     let (other_remove, _, _) = provider_commit(&entries, &[], "f", &Change::Remove);
-    inconsistent(verify_commit(&root, "d", &found, &Change::Remove, &other_remove));
+    inconsistent(verify_commit(&root, len, "d", &found, &Change::Remove, &other_remove));
     // Proofs missing or superfluous for the change.
     let (remove, _, _) = provider_commit(&entries, &[], "d", &Change::Remove);
-    inconsistent(verify_commit(&root, "d", &found, &change, &remove));
-    inconsistent(verify_commit(&root, "d", &found, &Change::Remove, &honest));
+    inconsistent(verify_commit(&root, len, "d", &found, &change, &remove));
+    inconsistent(verify_commit(&root, len, "d", &found, &Change::Remove, &honest));
     // A new name inserted at another gap than the verified one.
     let (answer, _) = lookup(&entries, "c");
     let absent = verify_lookup(&root, len, "c", &answer).unwrap();
     assert_eq!(absent, Found::Absent { index: 1 });
     let first = Change::Append(version(file(9), 1));
     let (honest_new, _, _) = provider_commit(&entries, &[], "c", &first);
-    verify_commit(&root, "c", &absent, &first, &honest_new).unwrap();
+    verify_commit(&root, len, "c", &absent, &first, &honest_new).unwrap();
     let plan = commit_edits(&absent, &first).unwrap();
     let (edit, _) = plan.namespace_edit("c", &first, Some((honest_new.versions.as_ref().unwrap().new_root, 1)));
     let Edit::Insert { block, .. } = edit else { panic!("a new name is an insert") };
     let mut ns = namespace_list(&entries);
     let namespace = ns.multi_update(&[Edit::Insert { at: 3, block }]).unwrap();
     let lie = CommitProof { versions: honest_new.versions.clone(), namespace };
-    inconsistent(verify_commit(&root, "c", &absent, &first, &lie));
+    inconsistent(verify_commit(&root, len, "c", &absent, &first, &lie));
     // An honest commit against another root (the client's is older).
     let (old_root, _) = root_len(&entries[..2]);
-    inconsistent(verify_commit(&old_root, "d", &found, &change, &honest));
+    inconsistent(verify_commit(&old_root, len, "d", &found, &change, &honest));
 }
 
 // ---- record encodings ----
@@ -778,6 +778,89 @@ fn record_decoding_never_panics_on_any_short_input() {
             if let Ok(d) = EntryRecord::from_bytes(&bad) {
                 assert_eq!(d.to_bytes(), bad, "a decoded record re-encodes to its bytes");
             }
+        }
+    }
+}
+
+// ---- lengths moved between proven leaves and their unopened neighbours ----
+
+fn forged(proof: &MultiProof) -> Vec<MultiProof> {
+    // Proofs here open a few dozen nodes at most: 200 covers every (leaf, neighbour) pair.
+    (0..200)
+        .filter_map(|which| crate::flexlist::tamper::move_length(proof.as_bytes(), which, 1).unwrap())
+        .map(|bytes| MultiProof::from_bytes(bytes).unwrap())
+        .collect()
+}
+
+fn root_mismatch<T: std::fmt::Debug>(r: Result<T, NamespaceError>) {
+    assert!(matches!(r, Err(NamespaceError::Proof(ProofError::RootMismatch))), "{r:?}");
+}
+
+#[test]
+fn stretched_leaves_in_namespace_and_version_proofs_are_caught() {
+    let names: Vec<String> = (0..40).map(|i| format!("n{i:02}")).collect();
+    let entries = namespace(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let (root, len) = root_len(&entries);
+    // A lookup of a present name and of an absent one (two neighbours proven).
+    for name in ["n17", "n17x"] {
+        let (answer, _) = lookup(&entries, name);
+        let lies = forged(answer.proof.as_ref().unwrap());
+        assert!(!lies.is_empty(), "{name}: nothing to forge");
+        for proof in lies {
+            root_mismatch(verify_lookup(&root, len, name, &LookupProof { proof: Some(proof), ..answer.clone() }));
+        }
+    }
+    // One version of a long version list.
+    let numbers: Vec<u64> = (1..=30).collect();
+    let (entry, records) = entry_with("f", file(1), &numbers);
+    let honest = version_proof(&records, 12);
+    verify_version(&entry, Some(13), &honest).unwrap();
+    for proof in forged(&honest.proof) {
+        root_mismatch(verify_version(&entry, Some(13), &VersionProof { proof, ..honest.clone() }));
+    }
+}
+
+#[test]
+fn stretched_leaves_in_a_commit_proof_are_caught() {
+    let (entry, records) = entry_with("d", file(2), &[1, 2]);
+    let names: Vec<String> = (0..40).map(|i| format!("n{i:02}")).collect();
+    let mut entries = namespace(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    entries[20] = EntryRecord { name: "n20".into(), ..entry };
+    let (root, len) = root_len(&entries);
+    let change = Change::Append(version(file(2), 3));
+    let (answer, _) = lookup(&entries, "n20");
+    let found = verify_lookup(&root, len, "n20", &answer).unwrap();
+    let (honest, _, _) = provider_commit(&entries, &records, "n20", &change);
+    verify_commit(&root, len, "n20", &found, &change, &honest).unwrap();
+    let lies = forged(&honest.namespace.proof);
+    assert!(!lies.is_empty());
+    for proof in lies {
+        let lie = CommitProof { namespace: UpdateProof { proof, ..honest.namespace.clone() }, ..honest.clone() };
+        let r = verify_commit(&root, len, "n20", &found, &change, &lie);
+        assert!(matches!(r, Err(NamespaceError::Update(UpdateVerifyError::Proof(ProofError::RootMismatch)))), "{r:?}");
+    }
+}
+
+#[test]
+fn a_commit_checked_against_the_wrong_namespace_size_is_refused() {
+    // The sizes after a commit must follow from the sizes before: a client whose size is off
+    // (or a provider whose answer implies another) stops at the count check.
+    let entries = namespace(&NAMES);
+    let (root, len) = root_len(&entries);
+    for (name, change) in [("c", Change::Append(version(file(9), 1))), ("d", Change::Remove)] {
+        let (answer, _) = lookup(&entries, name);
+        let found = verify_lookup(&root, len, name, &answer).unwrap();
+        let versions: Vec<VersionRecord> =
+            if name == "d" { vec![version(file(2), 1), version(file(2), 2)] } else { vec![] };
+        let (proof, _, _) = provider_commit(&entries, &versions, name, &change);
+        verify_commit(&root, len, name, &found, &change, &proof).unwrap();
+        for wrong in [len + 1, len - 1] {
+            let r = verify_commit(&root, wrong, name, &found, &change, &proof);
+            assert_eq!(
+                r,
+                Err(NamespaceError::Inconsistent("the namespace size after the commit is not what the change implies")),
+                "{name} with size {wrong}"
+            );
         }
     }
 }

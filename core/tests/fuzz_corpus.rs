@@ -47,3 +47,27 @@ fn seed_proofs_are_valid() {
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-entry")).unwrap(), entry);
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-version")).unwrap(), version);
 }
+
+/// Writes the seeds again after a deliberate change of a hash or record layout:
+/// `cargo test -p vouch-core --test fuzz_corpus -- --ignored write_seeds`. Each proof target
+/// gets a valid seed, the same with one bit flipped a third of the way in, and its first half.
+#[test]
+#[ignore = "rewrites the committed corpus; run by hand after a format change"]
+fn write_seeds() {
+    let (entry, version) = vouch_core::fuzz_targets::reference_records();
+    std::fs::write(corpus("namespace_record").join("seed-entry"), entry).unwrap();
+    std::fs::write(corpus("namespace_record").join("seed-version"), version).unwrap();
+    let list = reference_list();
+    let valid = [
+        ("multiproof", list.prove(&reference_indices()).unwrap().as_bytes().to_vec()),
+        ("update_proof", list.clone().multi_update(&reference_edits()).unwrap().to_bytes()),
+        ("possession_proof", vouch_core::fuzz_targets::reference_possession_proof().to_bytes()),
+    ];
+    for (target, bytes) in valid {
+        let mut flipped = bytes.clone();
+        flipped[bytes.len() / 3] ^= 0x40;
+        std::fs::write(corpus(target).join("seed-valid"), &bytes).unwrap();
+        std::fs::write(corpus(target).join("seed-flipped"), &flipped).unwrap();
+        std::fs::write(corpus(target).join("seed-truncated"), &bytes[..bytes.len() / 2]).unwrap();
+    }
+}

@@ -2,7 +2,8 @@
 //!
 //! HTTP/1.1, one `POST /v1/<operation>` per request, authenticated by a per-client bearer
 //! token (`Authorization: Bearer <token>`) and stamped with the protocol version
-//! (`vouch-protocol: 1`). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
+//! (`vouch-protocol: 2`; version 2 hashes every rank into the FlexList nodes and carries a salt in each
+//! linear tag, so its proofs and tags do not verify under version 1). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
 //! this crate; proofs and records inside them are the canonical byte layouts of `vouch-core`
 //! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`put`,
 //! `read`) are streams of [`frame`]s: `len:u32le || message`, each at most [`MAX_FRAME`]
@@ -21,6 +22,7 @@
 //! | `prune` | [`PruneRequest`] | [`Committed`] |
 //! | `audit` | [`AuditRequest`] | [`AuditAnswer`] |
 //! | `blocks` | [`BlocksRequest`] | [`BlockList`] |
+//! | `last-commit` | [`LastCommitRequest`] | [`LastCommit`] |
 //!
 //! Errors are an HTTP status with an [`ErrorBody`].
 #![forbid(unsafe_code)]
@@ -31,7 +33,7 @@ use serde_bytes::ByteBuf;
 pub mod frame;
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -286,6 +288,26 @@ pub struct BlockList {
     pub blocks: Vec<BlockMeta>,
 }
 
+/// Asks what became of the client's last change, after its answer was lost (a crash of either
+/// side, a dropped connection): the client holds an intent record and must learn, from proven
+/// state, whether the change was applied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastCommitRequest {
+    /// The name the change was about.
+    pub name: String,
+}
+
+/// The provider's answer to [`LastCommitRequest`], given once no change of this client is in
+/// flight: the lookup of the name in the current namespace (it verifies against the client's
+/// old root when the change was not applied) and the answer of the last commit the provider
+/// made durable for this client (stored in the commit's own metadata batch; it verifies from
+/// the old root to the new one when the change was applied). `None` before any commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastCommit {
+    pub lookup: WireLookup,
+    pub committed: Option<Committed>,
+}
+
 /// What went wrong, for the client to act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ErrorCode {
@@ -331,6 +353,7 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<Committed>(data);
     reencode::<AuditAnswer>(data);
     reencode::<BlockList>(data);
+    reencode::<LastCommit>(data);
     reencode::<EditRequest>(data);
     reencode::<ErrorBody>(data);
     let mut frames = frame::Decoder::new();

@@ -4,6 +4,14 @@
 //! listen = "127.0.0.1:7447"
 //! data = "/var/lib/vouch"         # metadata (redb) here; blocks here too unless s3 is set
 //! s3 = "/etc/vouch/s3.conf"       # optional: blocks in an S3 bucket (key = value file)
+//! tls_cert = "/etc/vouch/cert.pem" # optional, with tls_key: serve https:// (see `vouch tls-cert`)
+//! tls_key = "/etc/vouch/key.pem"
+//!
+//! [limits]                        # optional; each has a generous default (see `Limits`)
+//! max_put_bytes = 274877906944    # block bytes one put may upload
+//! max_put_blocks = 16777216       # blocks one put may upload
+//! max_audit_bytes = 536870912     # challenged block bytes one audit may hold
+//! stream_idle_secs = 60           # a stream that stalls this long loses its connection
 //!
 //! [[client]]
 //! name = "alice"
@@ -11,6 +19,7 @@
 //! ```
 
 use crate::keys::valid_client;
+use crate::limits::Limits;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -22,8 +31,39 @@ pub struct ServerConfig {
     pub listen: Option<String>,
     pub data: Option<PathBuf>,
     pub s3: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    #[serde(default)]
+    pub limits: LimitSettings,
     #[serde(default, rename = "client")]
     pub clients: Vec<ClientCredential>,
+}
+
+/// The `[limits]` table: each one given replaces the default of [`Limits`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    pub max_put_bytes: Option<u64>,
+    pub max_put_blocks: Option<u64>,
+    pub max_audit_bytes: Option<u64>,
+    pub stream_idle_secs: Option<u64>,
+}
+
+impl LimitSettings {
+    /// `base` with the settings given here (each must be positive).
+    pub fn over(&self, base: Limits) -> Result<Limits, ServerConfigError> {
+        let positive = |value: Option<u64>, name: &'static str| match value {
+            Some(0) => Err(ServerConfigError::BadLimit(name)),
+            other => Ok(other),
+        };
+        let idle = positive(self.stream_idle_secs, "stream_idle_secs")?;
+        Ok(Limits {
+            max_put_bytes: positive(self.max_put_bytes, "max_put_bytes")?.unwrap_or(base.max_put_bytes),
+            max_put_blocks: positive(self.max_put_blocks, "max_put_blocks")?.unwrap_or(base.max_put_blocks),
+            max_audit_bytes: positive(self.max_audit_bytes, "max_audit_bytes")?.unwrap_or(base.max_audit_bytes),
+            stream_idle: idle.map_or(base.stream_idle, std::time::Duration::from_secs),
+        })
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -45,6 +85,13 @@ pub enum ServerConfigError {
     BadTokenHash(String),
     #[error("client {0:?} is listed twice")]
     DuplicateClient(String),
+    /// An empty token would let anyone who sends `Authorization: Bearer ` in.
+    #[error("client {0:?} has an empty token (make one with `vouch token`)")]
+    EmptyToken(String),
+    #[error("limit {0} must be a positive number")]
+    BadLimit(&'static str),
+    #[error("tls_cert and tls_key go together: give both or neither")]
+    TlsHalf,
 }
 
 impl ServerConfig {
@@ -54,7 +101,18 @@ impl ServerConfig {
         let config: ServerConfig = toml::from_str(&text)
             .map_err(|e| ServerConfigError::Parse { path: path.to_path_buf(), detail: e.to_string() })?;
         config.credentials()?;
+        config.limits.over(Limits::default())?;
+        config.tls_files()?;
         Ok(config)
+    }
+
+    /// The certificate and key files to serve TLS with, when both are set.
+    pub fn tls_files(&self) -> Result<Option<(&Path, &Path)>, ServerConfigError> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Ok(Some((cert, key))),
+            (None, None) => Ok(None),
+            _ => Err(ServerConfigError::TlsHalf),
+        }
     }
 
     /// Token hash -> client name, checked.
@@ -69,6 +127,9 @@ impl ServerConfig {
                 return Err(ServerConfigError::DuplicateClient(c.name.clone()));
             }
             let hash = parse_hex32(&c.token_sha256).ok_or_else(|| ServerConfigError::BadTokenHash(c.name.clone()))?;
+            if hash == token_hash("") {
+                return Err(ServerConfigError::EmptyToken(c.name.clone()));
+            }
             out.insert(hash, c.name.clone());
         }
         Ok(out)
@@ -117,5 +178,38 @@ mod tests {
         ));
         assert!(toml::from_str::<ServerConfig>("listen = 1").is_err());
         assert!(toml::from_str::<ServerConfig>("typo = 1").is_err());
+    }
+
+    #[test]
+    fn an_empty_token_is_refused_from_a_file_and_from_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("serve.toml");
+        let empty = hex32(&token_hash(""));
+        std::fs::write(&path, format!("[[client]]\nname = \"alice\"\ntoken_sha256 = \"{empty}\"\n")).unwrap();
+        assert!(matches!(ServerConfig::from_file(&path), Err(ServerConfigError::EmptyToken(n)) if n == "alice"));
+        // `--client alice=` becomes the same credential.
+        let flag = ServerConfig {
+            clients: vec![ClientCredential { name: "alice".into(), token_sha256: hex32(&token_hash("")) }],
+            ..ServerConfig::default()
+        };
+        assert!(matches!(flag.credentials(), Err(ServerConfigError::EmptyToken(_))));
+    }
+
+    #[test]
+    fn limits_and_tls_files_parse_and_bad_ones_are_named() {
+        let c: ServerConfig = toml::from_str(
+            "tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[limits]\nmax_put_blocks = 5\nstream_idle_secs = 2\n",
+        )
+        .unwrap();
+        let limits = c.limits.over(Limits::default()).unwrap();
+        assert_eq!(limits.max_put_blocks, 5);
+        assert_eq!(limits.stream_idle, std::time::Duration::from_secs(2));
+        assert_eq!(limits.max_audit_bytes, Limits::default().max_audit_bytes);
+        assert!(c.tls_files().unwrap().is_some());
+        let zero: ServerConfig = toml::from_str("[limits]\nmax_audit_bytes = 0\n").unwrap();
+        assert!(matches!(zero.limits.over(Limits::default()), Err(ServerConfigError::BadLimit("max_audit_bytes"))));
+        let half: ServerConfig = toml::from_str("tls_cert = \"c.pem\"\n").unwrap();
+        assert!(matches!(half.tls_files(), Err(ServerConfigError::TlsHalf)));
+        assert!(toml::from_str::<ServerConfig>("[limits]\ntypo = 1\n").is_err());
     }
 }

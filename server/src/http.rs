@@ -1,5 +1,6 @@
 //! The provider over HTTP: routes, authentication, limits, streaming (protocol in `vouch-proto`).
 
+use crate::limits::{Limits, PutBudget};
 use crate::provider::{Provider, ProviderError};
 use axum::body::Body;
 use axum::extract::State;
@@ -18,25 +19,29 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::{
-    decode, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health, ListRequest,
-    LogRequest, LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE,
-    PROTOCOL_VERSION, VERSION_HEADER,
+    decode, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health,
+    LastCommitRequest, ListRequest, LogRequest, LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest,
+    RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Longest time a non-streaming request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-/// Longest wait for the next piece of a streamed upload.
-const STREAM_IDLE: Duration = Duration::from_secs(60);
 
 pub struct App {
     pub provider: Provider,
     /// SHA-256 of each bearer token -> client name.
     pub clients: HashMap<[u8; 32], String>,
+    /// What one request may make the provider hold or wait for.
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("App").field("provider", &self.provider).field("clients", &self.clients.len()).finish()
+        f.debug_struct("App")
+            .field("provider", &self.provider)
+            .field("clients", &self.clients.len())
+            .field("limits", &self.limits)
+            .finish()
     }
 }
 
@@ -53,6 +58,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/prune", post(prune))
         .route("/v1/audit", post(audit))
         .route("/v1/blocks", post(blocks))
+        .route("/v1/last-commit", post(last_commit))
         .with_state(app)
 }
 
@@ -185,7 +191,10 @@ async fn prune(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> R
 }
 
 async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: AuditRequest| async move { app.provider.audit(&c, &r).await }).await
+    answer(app, headers, body, |app, c, r: AuditRequest| async move {
+        app.provider.audit(&c, &r, app.limits.max_audit_bytes).await
+    })
+    .await
 }
 
 async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -194,6 +203,16 @@ async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
         headers,
         body,
         |app, c, r: BlocksRequest| async move { app.provider.block_list(&c, &r.name, r.version) },
+    )
+    .await
+}
+
+async fn last_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(
+        app,
+        headers,
+        body,
+        |app, c, r: LastCommitRequest| async move { app.provider.last_commit(&c, &r.name).await },
     )
     .await
 }
@@ -214,9 +233,16 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         Err(f) => return f.into_response(),
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    // A reader that stops consuming does not hold this task, its chunks read ahead or the
+    // version's list forever: writes to it that make no progress for `stream_idle` fail (see
+    // `listen::WriteIdle`), the connection and its body go, and the next send here fails. A slow
+    // reader that keeps taking bytes is served however long it takes.
+    let send = move |frame: Vec<u8>| {
+        let tx = tx.clone();
+        async move { tx.send(Ok(frame.into())).await.is_ok() }
+    };
     tokio::spawn(async move {
-        let first = encode_frame(&ReadFrame::Located(located));
-        if tx.send(Ok(first.into())).await.is_err() {
+        if !send(encode_frame(&ReadFrame::Located(located))).await {
             return;
         }
         // A few chunks read ahead: the backend's latency (an S3 round trip per chunk) overlaps
@@ -232,7 +258,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
                 }
             };
             let stop = matches!(next, ReadFrame::Error(_));
-            if tx.send(Ok(encode_frame(&next).into())).await.is_err() || stop {
+            if !send(encode_frame(&next)).await || stop {
                 return;
             }
         }
@@ -252,12 +278,13 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
         let mut stream = body.into_data_stream();
         let mut decoder = Decoder::new();
         let mut state = None;
+        let mut budget = PutBudget::default();
         loop {
             let frame = loop {
                 if let Some(f) = decoder.next_frame().map_err(|e| bad(e.to_string()))? {
                     break Some(f);
                 }
-                match tokio::time::timeout(STREAM_IDLE, stream.next()).await {
+                match tokio::time::timeout(app.limits.stream_idle, stream.next()).await {
                     Err(_) => return Err(bad("upload stalled".into())),
                     Ok(None) => {
                         decoder.finish().map_err(|e| bad(e.to_string()))?;
@@ -272,9 +299,14 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
                 (PutFrame::Head(head), None) => {
                     let scheme = SchemeId::from_byte(head.scheme)
                         .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;
-                    state = Some(app.provider.begin_put(&client, &head.name, FileId(head.file), scheme)?);
+                    state = Some(app.provider.begin_put(&client, &head.name, FileId(head.file), scheme).await?);
                 }
-                (PutFrame::Blocks(batch), Some(put)) => app.provider.put_blocks(put, batch.blocks).await?,
+                (PutFrame::Blocks(batch), Some(put)) => {
+                    // Checked before the batch is stored; the put's segments so far are deleted
+                    // when it is dropped (see `PutState`).
+                    budget.take(&app.limits, &batch.blocks).map_err(|why| Failure(ErrorCode::TooLarge, why))?;
+                    app.provider.put_blocks(put, batch.blocks).await?
+                }
                 (PutFrame::Tail(tail), Some(_)) => {
                     let record = VersionRecord::from_bytes(&tail.record).map_err(|e| bad(e.to_string()))?;
                     let put = state.take().expect("matched Some");

@@ -9,7 +9,9 @@
 //!   [`vouch_store::INLINE_MAX`]);
 //! * the block list of a version, saved by [`vouch_store::save_list`] (a put) or
 //!   [`vouch_store::save_edited_list`] (an edit: a delta of the version before) as
-//!   `c.<file>.<number>`.
+//!   `c.<file>.<number>`;
+//! * `ns/c/last`: the answer ([`vouch_proto::Committed`]) of the client's last commit, written
+//!   in that commit's own batch, so a client whose answer was lost can still verify it.
 
 use vouch_core::pdp::FileId;
 
@@ -41,6 +43,11 @@ pub fn block_prefix(client: &str, file: &FileId) -> Vec<u8> {
 
 pub fn block(client: &str, file: &FileId, nonce: u64) -> Vec<u8> {
     format!("ns/{client}/b/{}/{nonce:016x}", hex(file)).into_bytes()
+}
+
+/// The last commit's answer (outside the `e/`, `v/` and `b/` prefixes scanned above).
+pub fn last_commit(client: &str) -> Vec<u8> {
+    format!("ns/{client}/last").into_bytes()
 }
 
 /// Name under which a version's block list is saved.

@@ -10,10 +10,14 @@
 mod config;
 mod http;
 mod keys;
+mod limits;
+mod listen;
 mod misbehave;
 mod provider;
+pub mod tls;
 
-pub use config::{hex32, token_hash, ClientCredential, ServerConfig, ServerConfigError};
+pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
+pub use limits::Limits;
 pub use misbehave::Misbehave;
 pub use provider::{Provider, ProviderError, MAX_CHALLENGE};
 
@@ -42,6 +46,11 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// The provider behind the server (tests read what a misbehaving one recorded).
+    pub fn provider(&self) -> &Provider {
+        &self.app.provider
+    }
+
     /// Stops accepting, lets requests in flight finish, and waits until the provider's store
     /// is closed (so another provider can open it).
     pub async fn shutdown(mut self) -> std::io::Result<()> {
@@ -66,23 +75,48 @@ impl RunningServer {
     }
 }
 
+/// How a server serves, beyond its address: its limits, and TLS.
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    pub limits: Limits,
+    /// Serve `https://` with this configuration (see [`tls::load`]); plain `http://` without.
+    pub tls: Option<tls::TlsConfig>,
+}
+
 /// Binds `listen` (port 0 picks a free one) and serves `provider` to the clients whose token
-/// hashes `clients` maps to their names. Stops gracefully when `until` completes.
+/// hashes `clients` maps to their names, with the default [`ServeOptions`]. Stops gracefully
+/// when `until` completes.
 pub async fn start(
     listen: &str,
     provider: Provider,
     clients: HashMap<[u8; 32], String>,
     until: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<RunningServer, StartError> {
+    start_with(listen, provider, clients, ServeOptions::default(), until).await
+}
+
+/// [`start`] with the given limits and TLS. Before serving, deletes the segments no committed
+/// entry names (uploads a crash or a failed commit abandoned; see `Provider::sweep_orphans`).
+pub async fn start_with(
+    listen: &str,
+    provider: Provider,
+    clients: HashMap<[u8; 32], String>,
+    options: ServeOptions,
+    until: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<RunningServer, StartError> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let addr = listener.local_addr().map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
-    // Small answers must not wait for a delayed ACK (Nagle).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let app = Arc::new(http::App { provider, clients });
+    // Housekeeping, not a reason to refuse service: a failed sweep is retried at the next start.
+    match provider.sweep_orphans().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("deleted {n} orphan segments of abandoned uploads"),
+        Err(e) => tracing::warn!("could not sweep orphan segments: {e}"),
+    }
+    let listener = listen::Accepted::start(listener, options.tls, options.limits.stream_idle)
+        .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
+    let app = Arc::new(http::App { provider, clients, limits: options.limits });
     let held = app.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {

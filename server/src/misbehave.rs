@@ -31,10 +31,25 @@ pub enum Misbehave {
     /// Say an old version that exists does not ("not found" for any version asked by number
     /// but the latest).
     HideVersion,
+    /// Stretch the last block of each read chunk over the bytes of its unopened neighbour
+    /// (moving the length inside the proof, every sum kept) and pad it with zeros.
+    StretchBlock,
+    /// Send, with a valid proof, one block more than a range read asked for.
+    PastRange,
+    /// Receive every block of the first change after a start, then refuse its commit; keep the
+    /// (nonce, tag) of every block received, so a test can compare two attempts' PRF inputs.
+    RefuseCommit,
+    /// Change a version list by one more version than the commit asked for (a version
+    /// appended twice, an extra version pruned), with proofs honest for what it did.
+    WrongCount,
+    /// Make each change durable, then answer "storage unavailable" instead of its proofs: an
+    /// answer lost to a crash or a broken connection. Not a lie (an honest provider can fail
+    /// this way); the client must settle the change from proven state (`last-commit`).
+    DropAnswer,
 }
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 11] = [
+    pub const ALL: [Misbehave; 16] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -46,6 +61,11 @@ impl Misbehave {
         Misbehave::HideFile,
         Misbehave::TruncateStream,
         Misbehave::HideVersion,
+        Misbehave::StretchBlock,
+        Misbehave::PastRange,
+        Misbehave::RefuseCommit,
+        Misbehave::WrongCount,
+        Misbehave::DropAnswer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +81,11 @@ impl Misbehave {
             Misbehave::HideFile => "hide-file",
             Misbehave::TruncateStream => "truncate-stream",
             Misbehave::HideVersion => "hide-version",
+            Misbehave::StretchBlock => "stretch-block",
+            Misbehave::PastRange => "past-range",
+            Misbehave::RefuseCommit => "refuse-commit",
+            Misbehave::WrongCount => "wrong-count",
+            Misbehave::DropAnswer => "drop-answer",
         }
     }
 }

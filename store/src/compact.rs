@@ -97,17 +97,27 @@ pub async fn compact<B: BlobStore>(
     }
 
     // Only now that nothing committed names them, delete the old segments and any orphans.
+    done.deleted_segments = sweep_orphans(blobs, meta).await?;
+    Ok(done)
+}
+
+/// Deletes the segment objects that no committed entry names (an abandoned upload's, a
+/// crash's, a compaction's leftovers); returns how many. Like [`compact`], it must be the only
+/// writer: a segment put but not yet committed looks like an orphan to it (the provider sweeps
+/// when it starts, before it serves).
+pub async fn sweep_orphans<B: BlobStore>(blobs: &B, meta: &impl MetaStore) -> Result<usize, StoreError> {
     let named: HashSet<String> = meta
         .scan(b"seg/")?
         .iter()
         .filter_map(|(k, _)| std::str::from_utf8(&k[4..]).ok().and_then(|h| u64::from_str_radix(h, 16).ok()))
         .map(segment_key)
         .collect();
+    let mut deleted = 0;
     for key in blobs.list("segments").await? {
         if !named.contains(&key) && key.len() == segment_key(0).len() {
             blobs.delete(&key).await?;
-            done.deleted_segments += 1;
+            deleted += 1;
         }
     }
-    Ok(done)
+    Ok(deleted)
 }

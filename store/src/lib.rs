@@ -31,7 +31,7 @@ mod segments;
 mod wal;
 
 pub use blobs::BlobStore;
-pub use compact::{compact, next_segment, record_segments, Compaction};
+pub use compact::{compact, next_segment, record_segments, sweep_orphans, Compaction};
 pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
 pub use inline::{delete_inline_segment, put_inline_segments, read_stored_blocks, INLINE_BIT, INLINE_MAX};

@@ -48,8 +48,8 @@ impl Node {
             None => (NIL, 0, Digest::ZERO),
         };
         let rank = u64::from(block.length) + after_rank;
-        let mut node =
-            Node { hash: hash::flex_leaf(rank, &block.tag, &after_hash), below: slot, after, ..Node::default() };
+        let hash = hash::flex_leaf(u64::from(block.length), &block.tag, after_rank, &after_hash);
+        let mut node = Node { hash, below: slot, after, ..Node::default() };
         node.set_rank(rank);
         node
     }
@@ -57,7 +57,7 @@ impl Node {
     fn inner(level: u8, below: (u32, &Node), after: (u32, &Node)) -> Node {
         let rank = below.1.rank() + after.1.rank();
         let mut node = Node {
-            hash: hash::flex_node(level, rank, &below.1.hash, &after.1.hash),
+            hash: hash::flex_node(level, below.1.rank(), &below.1.hash, after.1.rank(), &after.1.hash),
             below: below.0,
             after: after.0,
             level,

@@ -13,9 +13,20 @@
 //!
 //! * `rank` = bytes reachable from the node: `below.rank + after.rank`, and for a leaf
 //!   `length + after.rank`. The root's rank is the file length.
-//! * `hash` = SHA-256 over (level, rank, below hash, after hash) with a domain byte
-//!   ([`crate::hash`]); a leaf hashes its *tag* where an inner node has its below hash, and an
-//!   absent after child counts as rank 0 and [`Digest::ZERO`].
+//! * `hash` = SHA-256 with a domain byte ([`crate::hash`]) over the node's *children's* ranks
+//!   and hashes: an inner node hashes (level, below rank, below hash, after rank, after hash); a
+//!   leaf hashes (block length, tag, after rank, after hash). An absent after child counts as
+//!   rank 0 and [`Digest::ZERO`]. A node's own rank is the sum, never hashed on its own.
+//!
+//! # Invariant: every length and rank a verifier uses is bound to the root
+//!
+//! A proof sends some children *opaque*, as (hash, rank), and the verifier computes offsets
+//! from those ranks. A rank that only its own node hashed would be free: the prover could move
+//! `z` bytes from an unopened neighbour's rank to an opened leaf's length, keep every sum, and
+//! so every hash, and stretch a block over its neighbour's bytes. So each rank and each length
+//! is an input of its *parent's* hash (the leaf's length of its own), and any change to one of
+//! them changes the root. `tamper_tests` moves length between a leaf and an unopened
+//! neighbour in every kind of proof and checks that it is caught.
 //! * The left sentinel has infinite height and owns the root; the right sentinel has height 0.
 //!   Both have length 0 and tag [`Digest::ZERO`].
 //!
@@ -57,6 +68,8 @@ mod edit;
 mod pages;
 mod proof;
 mod reveal;
+#[doc(hidden)]
+pub mod tamper;
 #[cfg(test)]
 mod tamper_tests;
 #[cfg(test)]

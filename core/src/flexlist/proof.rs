@@ -22,7 +22,7 @@
 use super::build::{build, Fault, Item, Sink};
 use super::edit::{apply_edits, ApplyError, Edit, EditError};
 use super::{Block, FlexList, MAX_HEIGHT, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
-use crate::codec::{CodecError, Reader};
+use crate::codec::{put_varint, CodecError, Reader};
 use crate::hash::{self, Digest, DIGEST_LEN};
 
 /// The encoding version this build writes and reads.
@@ -160,7 +160,7 @@ pub(crate) struct HashRef {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Child {
+pub(crate) enum Child {
     None,
     Opaque(HashRef),
     Open(u32),
@@ -168,12 +168,12 @@ enum Child {
 
 /// A decoded node of the temporary FlexList.
 #[derive(Clone, Debug)]
-struct ProofNode {
-    level: u8,
-    tag: Digest,
-    length: u64,
-    below: Child,
-    after: Child,
+pub(crate) struct ProofNode {
+    pub level: u8,
+    pub tag: Digest,
+    pub length: u64,
+    pub below: Child,
+    pub after: Child,
     hash: Digest,
     rank: u64,
     /// Where the node's record lies in the encoding (for tests that cut proofs apart).
@@ -193,6 +193,50 @@ fn read_child(r: &mut Reader<'_>, kind: u8) -> Result<Child, ProofError> {
         }
         _ => Child::Open(u32::MAX), // set when the child's record is read
     })
+}
+
+/// The decoded records of an untrusted proof, not yet checked against any root.
+pub(crate) fn decode_nodes(bytes: &[u8]) -> Result<Vec<ProofNode>, ProofError> {
+    decode(bytes)
+}
+
+/// Encodes decoded records again, in the same pre-order (a node, its below subtree, its after
+/// subtree): `encode_nodes(&decode_nodes(p)?) == p` for every well-formed proof.
+pub(crate) fn encode_nodes(nodes: &[ProofNode]) -> Vec<u8> {
+    fn kind(child: Child) -> u8 {
+        match child {
+            Child::None => CHILD_NONE,
+            Child::Opaque(_) => CHILD_OPAQUE,
+            Child::Open(_) => CHILD_OPEN,
+        }
+    }
+    fn opaque(out: &mut Vec<u8>, child: Child) {
+        if let Child::Opaque(r) = child {
+            out.extend_from_slice(&r.hash.0);
+            put_varint(out, r.rank);
+        }
+    }
+    let mut out = vec![PROOF_VERSION];
+    let mut stack = vec![0usize];
+    while let Some(i) = stack.pop() {
+        let n = &nodes[i];
+        let inner = u8::from(n.level > 0);
+        out.push(inner | kind(n.below) << record::BELOW_SHIFT | kind(n.after) << record::AFTER_SHIFT);
+        if n.level > 0 {
+            out.push(n.level);
+            opaque(&mut out, n.below);
+        } else {
+            out.extend_from_slice(&n.tag.0);
+            put_varint(&mut out, n.length);
+        }
+        opaque(&mut out, n.after);
+        for child in [n.after, n.below] {
+            if let Child::Open(j) = child {
+                stack.push(j as usize);
+            }
+        }
+    }
+    out
 }
 
 /// constructTemporaryFlexList (Alg. A.1), first half: decodes the records into a tree and checks
@@ -444,7 +488,7 @@ impl Sink for HashSink {
         if rank > MAX_TOTAL_LEN {
             return Err(Fault::RankOverflow);
         }
-        Ok(HashRef { hash: hash::flex_leaf(rank, &block.tag, &after_hash), rank })
+        Ok(HashRef { hash: hash::flex_leaf(u64::from(block.length), &block.tag, after_rank, &after_hash), rank })
     }
 
     fn node(&mut self, level: u8, below: HashRef, after: HashRef) -> Result<HashRef, Fault> {
@@ -452,7 +496,7 @@ impl Sink for HashSink {
         if rank > MAX_TOTAL_LEN {
             return Err(Fault::RankOverflow);
         }
-        Ok(HashRef { hash: hash::flex_node(level, rank, &below.hash, &after.hash), rank })
+        Ok(HashRef { hash: hash::flex_node(level, below.rank, &below.hash, after.rank, &after.hash), rank })
     }
 }
 

@@ -180,3 +180,73 @@ fn invalid_edits_are_reported_as_such_by_the_client() {
         Err(UpdateVerifyError::Edit(EditError::NotABoundary { at: start + 1 }))
     );
 }
+
+// ---- lengths moved between an opened leaf and its unopened neighbour ----
+
+/// Every way of moving `z` bytes between an opened leaf and the piece after it, for every z
+/// in `zs`: each forged proof still decodes, claims other block bounds, and is rejected.
+fn forged_lengths(proof: &[u8], zs: &[i64]) -> Vec<Vec<u8>> {
+    let honest = tamper::opened_leaves(proof).unwrap();
+    let mut out = Vec::new();
+    for which in 0.. {
+        let mut any_pair = false;
+        for &z in zs {
+            match tamper::move_length(proof, which, z) {
+                Ok(Some(forged)) => {
+                    any_pair = true;
+                    assert!(MultiProof::from_bytes(forged.clone()).is_ok(), "a forgery must be well-formed");
+                    assert_ne!(tamper::opened_leaves(&forged).unwrap(), honest, "the forgery moves a bound");
+                    out.push(forged);
+                }
+                Ok(None) => {}
+                Err(e) => panic!("honest proof failed to decode: {e}"),
+            }
+        }
+        if !any_pair && tamper::move_length(proof, which, 0).unwrap().is_none() {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn stretched_or_shrunk_leaves_in_a_read_proof_are_caught() {
+    let (list, indices, proof) = setup();
+    let forged = forged_lengths(proof.as_bytes(), &[1, 7, 4096, -1]);
+    assert!(forged.len() > 20, "only {} forgeries", forged.len());
+    for bytes in forged {
+        assert_eq!(verify_bytes(&list.root(), &indices, &bytes), Err(ProofError::RootMismatch));
+    }
+}
+
+#[test]
+fn stretched_leaves_in_an_update_proof_are_caught() {
+    let (_, old, edits, proof) = update_case();
+    let forged = forged_lengths(proof.proof.as_bytes(), &[1, 9, -1]);
+    assert!(!forged.is_empty());
+    for bytes in forged {
+        let bad = UpdateProof { new_root: proof.new_root, proof: MultiProof::from_bytes(bytes).unwrap() };
+        assert_eq!(verify_multi_update(&old, &edits, &bad), Err(ProofError::RootMismatch.into()));
+    }
+}
+
+#[test]
+fn lengths_moved_between_opened_leaves_of_a_whole_list_are_caught() {
+    // A proof of every block (a block list for sync) has no unopened subtree: lengths can only
+    // move between neighbouring opened leaves.
+    let list = FlexList::build(&blocks(60, 15)).unwrap();
+    let starts: Vec<u64> = list.iter().map(|l| l.start).collect();
+    let proof = list.prove(&starts).unwrap();
+    let forged = forged_lengths(proof.as_bytes(), &[1, 3, -1]);
+    assert!(forged.len() > 60);
+    for bytes in forged {
+        assert_eq!(verify_bytes(&list.root(), &starts, &bytes), Err(ProofError::RootMismatch));
+    }
+}
+
+#[test]
+fn forged_proof_round_trips_through_the_encoder() {
+    // The forger's encoder writes exactly what the provider's genMultiProof writes.
+    let (_, _, proof) = setup();
+    assert_eq!(tamper::move_length(proof.as_bytes(), 0, 0).unwrap().unwrap(), proof.as_bytes());
+}

@@ -1,6 +1,6 @@
 //! The client's few bytes of state per file, and the steps that change them.
 
-use super::{FileId, Tagger, MAX_BLOCK_LEN};
+use super::{FileId, Salt, Tagger, MAX_BLOCK_LEN};
 use crate::flexlist::{verify_multi_update_len, Block, Edit, UpdateProof, UpdateVerifyError};
 use crate::hash::{self, Digest};
 use rayon::prelude::*;
@@ -27,7 +27,8 @@ pub struct ClientFile {
     pub file: FileId,
     pub root: Digest,
     pub len: u64,
-    /// The next unused nonce: nonces are never reused, so no two contents share a PRF value.
+    /// The next unused nonce. A nonce is handed out again only after an attempt that never
+    /// committed, and then under another attempt's salt: no two contents share a PRF input.
     pub next_nonce: u64,
 }
 
@@ -37,11 +38,13 @@ impl ClientFile {
         ClientFile { file, root: crate::FlexList::new().root(), len: 0, next_nonce: 0 }
     }
 
-    /// Tags `blocks` in parallel with consecutive fresh nonces. Feed a large file in batches
-    /// (each a few MB of blocks), so memory stays bounded by one batch.
+    /// Tags `blocks` in parallel with consecutive nonces, in the upload attempt `salt` (fresh
+    /// from a CSPRNG for each attempt). Feed a large file in batches (each a few MB of blocks),
+    /// so memory stays bounded by one batch.
     pub fn tag_blocks<B: AsRef<[u8]> + Sync>(
         &mut self,
         tagger: &impl Tagger,
+        salt: &Salt,
         blocks: &[B],
     ) -> Result<Vec<TaggedBlock>, BadBlockLength> {
         if let Some(bad) = blocks.iter().map(|b| b.as_ref().len()).find(|&n| n == 0 || n > MAX_BLOCK_LEN) {
@@ -56,7 +59,7 @@ impl ClientFile {
             .map(|(i, data)| {
                 let data = data.as_ref();
                 let nonce = first + i as u64;
-                let tag = tagger.tag(&file, nonce, data);
+                let tag = tagger.tag(&file, nonce, salt, data);
                 let leaf = Block::new(hash::pdp_leaf(tagger.scheme() as u8, nonce, &tag), data.len() as u32, nonce);
                 TaggedBlock { nonce, length: data.len() as u32, tag, leaf }
             })

@@ -5,31 +5,43 @@
 //! secret PRF key and secret coefficients `alpha_1..alpha_s`, one per sector, the tag of the
 //! block with identity (file, nonce) is, in each of [`LANES`] independent lanes,
 //!
-//! `t = PRF(file, nonce) + sum_j alpha_j * m_j  (mod p)`.
+//! `t = PRF(file, nonce, salt, length) + sum_j alpha_j * m_j  (mod p)`,
+//!
+//! and the tag is `salt:16 || t_1:8 || t_2:8` ([`TAG_LEN`] bytes).
 //!
 //! For a challenge with coefficients `nu_i` the prover returns the sector sums
 //! `mu_j = sum_i nu_i * m_ij`, and the verifier checks, per lane,
 //!
-//! `sum_i nu_i * t_i = sum_i nu_i * PRF(file, nonce_i) + sum_j alpha_j * mu_j`.
+//! `sum_i nu_i * t_i = sum_i nu_i * PRF(file, nonce_i, salt_i, length_i) + sum_j alpha_j * mu_j`.
 //!
 //! The PRF masks every tag, so tags reveal nothing about `alpha`; a wrong `mu` passes a lane
 //! only if it guesses a linear relation on the secret `alpha`, probability `1/p` per lane, so
-//! two lanes give 122 bits. A nonce must never tag two different contents (two tags with one
-//! PRF value differ by `alpha . (m - m')` and leak `alpha`): [`super::ClientFile`] hands out
-//! each nonce once.
+//! two lanes give 122 bits.
+//!
+//! **The PRF input never repeats.** Two tags under one PRF value differ by `alpha . (m - m')`
+//! and leak `alpha`. Nonces count up per file from the latest committed version, so an upload
+//! whose commit the provider refused would hand its nonces out again; the *salt*, 16 bytes
+//! drawn from a CSPRNG for every upload attempt ([`super::Salt`]), makes the inputs of two
+//! attempts disjoint by construction. It travels inside the tag, which the FlexList leaf
+//! authenticates, so the verifier reads it from an authenticated place.
+//!
+//! **The length is in the PRF input.** Sectors pad with zeros, so without it
+//! `tag(data || 0^z) == tag(data)`; with it a block stretched by a provider has another mask.
+//! (The FlexList authenticates lengths too; this is the second, independent line.)
 //!
 //! Keys: a 32-byte secret; BLAKE3 in key-derivation mode splits it into the PRF key and the
 //! seed of the `alpha` stream (BLAKE3's XOF), so the key on disk is just the secret.
 
 use super::field::{self, inner_products};
-use super::{Aggregate, Auditor, Challenged, FileId, SchemeId, Tagger, MAX_BLOCK_LEN};
+use super::{Aggregate, Auditor, Challenged, FileId, Salt, SchemeId, Tagger, MAX_BLOCK_LEN};
 use crate::codec::Reader;
 use std::fmt;
 
 /// Independent lanes per tag.
 pub const LANES: usize = 2;
-/// Bytes of one tag: one little-endian `u64` field element per lane.
-pub const TAG_LEN: usize = 8 * LANES;
+/// Bytes of one tag: the attempt's salt, then one little-endian `u64` field element per lane.
+pub const TAG_LEN: usize = SALT_LEN + 8 * LANES;
+const SALT_LEN: usize = std::mem::size_of::<Salt>();
 /// Most sectors a block can have.
 pub const MAX_SECTORS: usize = MAX_BLOCK_LEN.div_ceil(field::SECTOR_BYTES);
 
@@ -97,24 +109,27 @@ impl LinearKey {
         Ok(Self::from_secret(secret.try_into().expect("32 bytes")))
     }
 
-    fn prf(&self, file: &FileId, nonce: u64) -> [u64; LANES] {
+    fn prf(&self, file: &FileId, nonce: u64, salt: &Salt, length: usize) -> [u64; LANES] {
         let mut h = blake3::Hasher::new_keyed(&self.prf_key);
         h.update(&file.0);
         h.update(&nonce.to_le_bytes());
+        h.update(salt);
+        h.update(&(length as u64).to_le_bytes());
         let mut out = [0u8; 16 * LANES];
         h.finalize_xof().fill(&mut out);
         std::array::from_fn(|lane| field::from_random(out[lane * 16..lane * 16 + 16].try_into().expect("16 bytes")))
     }
 }
 
-/// A tag's lanes.
-pub fn decode_tag(tag: &[u8]) -> Option<[u64; LANES]> {
+/// A tag's salt and lanes; `None` when it is not a well-formed linear tag.
+pub fn decode_tag(tag: &[u8]) -> Option<(Salt, [u64; LANES])> {
     if tag.len() != TAG_LEN {
         return None;
     }
+    let (salt, lanes) = tag.split_at(SALT_LEN);
     let lanes: [u64; LANES] =
-        std::array::from_fn(|l| u64::from_le_bytes(tag[l * 8..l * 8 + 8].try_into().expect("8 bytes")));
-    lanes.iter().all(|&v| v < field::P).then_some(lanes)
+        std::array::from_fn(|l| u64::from_le_bytes(lanes[l * 8..l * 8 + 8].try_into().expect("8 bytes")));
+    lanes.iter().all(|&v| v < field::P).then(|| (salt.try_into().expect("salt bytes"), lanes))
 }
 
 impl Tagger for LinearKey {
@@ -122,15 +137,23 @@ impl Tagger for LinearKey {
         SchemeId::Linear
     }
 
-    fn tag(&self, file: &FileId, nonce: u64, data: &[u8]) -> Vec<u8> {
+    fn tag(&self, file: &FileId, nonce: u64, salt: &Salt, data: &[u8]) -> Vec<u8> {
         assert!(data.len() <= MAX_BLOCK_LEN, "block of {} bytes exceeds MAX_BLOCK_LEN", data.len());
-        let mask = self.prf(file, nonce);
+        let mask = self.prf(file, nonce, salt, data.len());
         let linear = inner_products(&self.alphas, data);
         let mut out = Vec::with_capacity(TAG_LEN);
+        out.extend_from_slice(salt);
         for lane in 0..LANES {
             out.extend_from_slice(&field::add(mask[lane], linear[lane]).to_le_bytes());
         }
         out
+    }
+
+    fn check_block(&self, file: &FileId, nonce: u64, data: &[u8], tag: &[u8]) -> bool {
+        match decode_tag(tag) {
+            Some((salt, _)) if data.len() <= MAX_BLOCK_LEN => self.tag(file, nonce, &salt, data) == tag,
+            _ => false,
+        }
     }
 }
 
@@ -147,8 +170,8 @@ impl Auditor for LinearKey {
         let mut left = [0u64; LANES];
         let mut right = [0u64; LANES];
         for b in blocks {
-            let Some(tag) = decode_tag(b.tag) else { return false };
-            let mask = self.prf(file, b.nonce);
+            let Some((salt, tag)) = decode_tag(b.tag) else { return false };
+            let mask = self.prf(file, b.nonce, &salt, b.length as usize);
             for lane in 0..LANES {
                 left[lane] = field::add(left[lane], field::mul(b.coefficient, tag[lane]));
                 right[lane] = field::add(right[lane], field::mul(b.coefficient, mask[lane]));

@@ -2,10 +2,11 @@
 //!
 //! # Protocol
 //!
-//! * **Upload.** The client cuts a file into blocks and gives each a fresh *nonce* (its
-//!   identity: a per-file counter, never reused, so a modified block never shares a PRF value
-//!   with its old version). It tags each block with a homomorphic tag bound to (file, nonce),
-//!   never to the block's position, since inserts shift positions. The FlexList leaf of the block
+//! * **Upload.** The client cuts a file into blocks and gives each a *nonce* (its identity: a
+//!   per-file counter) and the attempt's random [`Salt`], so a modified block never shares a
+//!   PRF value with its old version, nor a retried upload with a refused one. It tags each
+//!   block with a homomorphic tag bound to (file, nonce, salt, length), never to the block's
+//!   position, since inserts shift positions. The FlexList leaf of the block
 //!   holds [`crate::hash::pdp_leaf`]`(scheme, nonce, tag)`, so the root authenticates data
 //!   (through the tag), order, lengths and tags at once. The client keeps the root, the length
 //!   and the next nonce ([`ClientFile`]).
@@ -88,13 +89,22 @@ impl SchemeId {
     }
 }
 
-/// The key owner's side of a scheme: makes tags.
+/// Random bytes drawn from a CSPRNG for every upload attempt (put, edit, sync) and part of
+/// each tag's PRF input, so that no two attempts share one, even when an attempt reuses the
+/// nonces of one whose commit the provider refused or never answered.
+pub type Salt = [u8; 16];
+
+/// The key owner's side of a scheme: makes tags, and checks a block against its tag.
 pub trait Tagger: Sync {
     fn scheme(&self) -> SchemeId;
 
-    /// The tag of block `data` with identity (`file`, `nonce`): [`SchemeId::tag_len`] bytes.
-    /// `data` is at most [`MAX_BLOCK_LEN`] bytes.
-    fn tag(&self, file: &FileId, nonce: u64, data: &[u8]) -> Vec<u8>;
+    /// The tag of block `data` with identity (`file`, `nonce`), made in the upload attempt
+    /// `salt`: [`SchemeId::tag_len`] bytes. `data` is at most [`MAX_BLOCK_LEN`] bytes.
+    fn tag(&self, file: &FileId, nonce: u64, salt: &Salt, data: &[u8]) -> Vec<u8>;
+
+    /// Whether `tag` is the tag of `data` with identity (`file`, `nonce`), for any salt the tag
+    /// carries. Never panics, whatever the provider sent.
+    fn check_block(&self, file: &FileId, nonce: u64, data: &[u8], tag: &[u8]) -> bool;
 }
 
 /// One challenged block as the verifier sees it: authenticated identity, tag and length, and

@@ -28,7 +28,7 @@
 //! exponentiation with a block-sized exponent (hundreds of ms for 16 KB blocks); the left side
 //! is a simultaneous multi-exponentiation sharing the squarings.
 
-use super::{Aggregate, Auditor, Challenged, FileId, SchemeId, Tagger, MAX_BLOCK_LEN};
+use super::{Aggregate, Auditor, Challenged, FileId, Salt, SchemeId, Tagger, MAX_BLOCK_LEN};
 use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
 use crypto_bigint::{BoxedUint, ConcatenatingMul, Integer, NonZero, Odd, RandomMod, Resize};
 use rand_core::CryptoRng;
@@ -410,11 +410,18 @@ impl Tagger for RsaSecretKey {
         self.public.scheme()
     }
 
-    fn tag(&self, _file: &FileId, _nonce: u64, data: &[u8]) -> Vec<u8> {
+    /// DPDP's tag has no secret mask, so neither a repeated nonce nor the salt matters to it.
+    /// It does not cover the length either (`g^m` reads trailing zero bytes as nothing): for
+    /// this scheme only the FlexList, which authenticates every block's length, binds it.
+    fn tag(&self, _file: &FileId, _nonce: u64, _salt: &Salt, data: &[u8]) -> Vec<u8> {
         assert!(data.len() <= MAX_BLOCK_LEN, "block of {} bytes exceeds MAX_BLOCK_LEN", data.len());
         let words = words_of(data);
         let t = self.combine(&self.halves[0].g_pow(&words), &self.halves[1].g_pow(&words));
         be_bytes(&t, self.public.bits as usize / 8)
+    }
+
+    fn check_block(&self, file: &FileId, nonce: u64, data: &[u8], tag: &[u8]) -> bool {
+        data.len() <= MAX_BLOCK_LEN && self.tag(file, nonce, &[0; 16], data) == tag
     }
 }
 

@@ -32,7 +32,7 @@ fn textbook_tag(public: &RsaPublicKey, data: &[u8]) -> Vec<u8> {
 fn owner_tags_equal_the_textbook_formula() {
     let k = key();
     for data in [vec![1u8], vec![0xff; 7], vec![0xff; 4096], (0..3000u32).map(|i| (i * 7) as u8).collect()] {
-        assert_eq!(k.tag(&FILE, 0, &data), textbook_tag(k.public_key(), &data), "{} bytes", data.len());
+        assert_eq!(k.tag(&FILE, 0, &[0; 16], &data), textbook_tag(k.public_key(), &data), "{} bytes", data.len());
     }
 }
 
@@ -97,7 +97,7 @@ fn key_encodings_round_trip_and_reject_bad_bytes() {
     let k = key();
     let secret = k.to_bytes();
     let back = RsaSecretKey::from_bytes(&secret).unwrap();
-    assert_eq!(back.tag(&FILE, 1, b"hello"), k.tag(&FILE, 1, b"hello"));
+    assert_eq!(back.tag(&FILE, 1, &[0; 16], b"hello"), k.tag(&FILE, 1, &[0; 16], b"hello"));
     let public = k.public_key().to_bytes();
     assert_eq!(RsaPublicKey::from_bytes(&public).unwrap().to_bytes(), public);
     assert_eq!(RsaPublicKey::from_bytes(&secret).unwrap_err(), RsaKeyError::BadMagic);

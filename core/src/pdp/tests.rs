@@ -2,7 +2,7 @@
 
 use super::linear::LinearKey;
 use super::*;
-use crate::flexlist::{Edit, FlexList};
+use crate::flexlist::{Edit, FlexList, MultiProof, ProofError};
 use std::collections::HashMap;
 
 /// An in-memory provider: the list plus the blocks under their `block_ref`.
@@ -28,6 +28,9 @@ impl Provider {
     }
 }
 
+/// One upload attempt's salt, for tests that make one attempt.
+pub(super) const SALT: Salt = [9; 16];
+
 fn key(seed: u8) -> LinearKey {
     LinearKey::from_secret([seed; 32])
 }
@@ -39,7 +42,7 @@ pub(super) fn data_blocks(n: usize, size: impl Fn(usize) -> usize, seed: u8) -> 
 /// Uploads `data` as a new file: the client tags and computes the root itself.
 pub(super) fn upload(key: &impl Tagger, file: FileId, data: &[Vec<u8>]) -> (ClientFile, Provider) {
     let mut client = ClientFile::new(file);
-    let tagged = client.tag_blocks(key, data).unwrap();
+    let tagged = client.tag_blocks(key, &SALT, data).unwrap();
     let leaves: Vec<_> = tagged.iter().map(|t| t.leaf).collect();
     let list = FlexList::build(&leaves).unwrap();
     client.uploaded(list.root(), list.total_len());
@@ -165,7 +168,7 @@ fn replayed_and_stale_proofs_are_rejected() {
     assert!(verify(&k, &client, &fewer, &old).is_err());
     // After an update, a proof from the old version fails even for the same challenge.
     let new = vec![vec![9u8; 64]];
-    let tagged = client.tag_blocks(&k, &new).unwrap();
+    let tagged = client.tag_blocks(&k, &SALT, &new).unwrap();
     let edits = [Edit::Modify { at: 64 * 7, block: tagged[0].leaf }];
     let update = provider.list.multi_update(&edits).unwrap();
     provider.store(&tagged, &new);
@@ -183,7 +186,7 @@ fn verified_updates_keep_possession_provable() {
     let data = data_blocks(120, |i| 50 + i % 40, 2);
     let (mut client, mut provider) = upload(&k, FILE, &data);
     let fresh = data_blocks(4, |i| 30 + 10 * i, 9);
-    let tagged = client.tag_blocks(&k, &fresh).unwrap();
+    let tagged = client.tag_blocks(&k, &SALT, &fresh).unwrap();
     let starts: Vec<u64> = provider.list.iter().map(|l| l.start).collect();
     let edits = [
         Edit::Insert { at: starts[3], block: tagged[0].leaf },
@@ -251,7 +254,7 @@ fn lying_provider_passes_at_most_at_the_theoretical_rate() {
 fn keys_round_trip_and_malformed_keys_are_typed_errors() {
     let k = key(9);
     let back = LinearKey::from_bytes(&k.to_bytes()).unwrap();
-    assert_eq!(back.tag(&FILE, 3, b"abc"), k.tag(&FILE, 3, b"abc"));
+    assert_eq!(back.tag(&FILE, 3, &SALT, b"abc"), k.tag(&FILE, 3, &SALT, b"abc"));
     assert_eq!(LinearKey::from_bytes(&[]).unwrap_err(), linear::KeyError::BadLength(0));
     let mut bad = k.to_bytes();
     bad[0] ^= 1;
@@ -261,9 +264,9 @@ fn keys_round_trip_and_malformed_keys_are_typed_errors() {
 #[test]
 fn bad_block_lengths_are_typed_errors() {
     let mut client = ClientFile::new(FILE);
-    assert_eq!(client.tag_blocks(&key(1), &[vec![]]).unwrap_err(), BadBlockLength(0));
+    assert_eq!(client.tag_blocks(&key(1), &SALT, &[vec![]]).unwrap_err(), BadBlockLength(0));
     let big = vec![vec![0u8; MAX_BLOCK_LEN + 1]];
-    assert_eq!(client.tag_blocks(&key(1), &big).unwrap_err(), BadBlockLength(MAX_BLOCK_LEN + 1));
+    assert_eq!(client.tag_blocks(&key(1), &SALT, &big).unwrap_err(), BadBlockLength(MAX_BLOCK_LEN + 1));
     assert_eq!(client.next_nonce, 0, "a refused batch uses no nonces");
 }
 
@@ -297,4 +300,80 @@ fn malformed_proofs_are_typed_errors() {
             assert!(verify(&k, &client, &c, &p).is_err(), "flip at byte {i} accepted");
         }
     }
+}
+
+// ---- stretched blocks and reused nonces ----
+
+#[test]
+fn an_audit_over_stretched_blocks_is_caught() {
+    // The provider claims a challenged block reaches into its unopened neighbour (so it could
+    // drop the neighbour and answer for it with zeros): the list no longer matches the root.
+    let k = key(11);
+    let (client, provider) = upload(&k, FILE, &data_blocks(400, |i| 50 + i % 90, 0));
+    let c = seed(9);
+    let proof = provider.prove(&c);
+    verify(&k, &client, &c, &proof).unwrap();
+    let mut forged = 0;
+    for which in 0..200 {
+        for z in [1, 40] {
+            let Some(list) = crate::flexlist::tamper::move_length(proof.list.as_bytes(), which, z).unwrap() else {
+                continue;
+            };
+            let bad = PossessionProof { list: MultiProof::from_bytes(list).unwrap(), ..proof.clone() };
+            assert_eq!(verify(&k, &client, &c, &bad), Err(PossessionError::List(ProofError::RootMismatch)));
+            forged += 1;
+        }
+    }
+    assert!(forged > 50, "only {forged} forgeries");
+}
+
+#[test]
+fn the_linear_tag_binds_the_length_zero_padding_included() {
+    // Sectors pad with zeros, so without the length in the PRF input a block and the same block
+    // followed by zeros would share a tag, and the equation would pass over a stretched length.
+    let k = key(12);
+    let data = vec![7u8; 100];
+    let mut padded = data.clone();
+    padded.extend_from_slice(&[0; 12]);
+    let tag = k.tag(&FILE, 5, &SALT, &data);
+    assert_ne!(k.tag(&FILE, 5, &SALT, &padded), tag);
+    assert!(k.check_block(&FILE, 5, &data, &tag));
+    assert!(!k.check_block(&FILE, 5, &padded, &tag));
+    let mu = linear::aggregate([(3u64, &padded[..])]);
+    let claim = |length| Challenged { nonce: 5, length, coefficient: 3, tag: &tag };
+    assert!(k.check(&FILE, &[claim(100)], &Aggregate::Sectors(linear::aggregate([(3u64, &data[..])]))));
+    assert!(!k.check(&FILE, &[claim(112)], &Aggregate::Sectors(mu)));
+}
+
+#[test]
+fn oversized_or_malformed_blocks_never_panic_the_verifier() {
+    let k = key(13);
+    let tag = k.tag(&FILE, 1, &SALT, b"abc");
+    assert!(!k.check_block(&FILE, 1, &vec![0; MAX_BLOCK_LEN + 1], &tag));
+    assert!(!k.check_block(&FILE, 1, b"abc", &tag[..tag.len() - 1]));
+    let huge = Challenged { nonce: 1, length: u32::MAX, coefficient: 1, tag: &tag };
+    assert!(!k.check(&FILE, &[huge], &Aggregate::Sectors(vec![0; 4])));
+}
+
+#[test]
+fn two_attempts_never_share_a_prf_input() {
+    // A refused upload's nonces are handed out again; the salts keep the PRF inputs apart, so
+    // the difference of two tags under one nonce no longer reveals alpha . (m - m').
+    let k = key(14);
+    let (first, second) = (vec![1u8; 64], vec![2u8; 64]);
+    let mut a = ClientFile::new(FILE);
+    let mut b = ClientFile::new(FILE);
+    let ta = a.tag_blocks(&k, &[1; 16], &[&first]).unwrap();
+    let tb = b.tag_blocks(&k, &[2; 16], &[&second]).unwrap();
+    assert_eq!(ta[0].nonce, tb[0].nonce, "the same nonce, as after a refused commit");
+    let (salt_a, lanes_a) = linear::decode_tag(&ta[0].tag).unwrap();
+    let (salt_b, lanes_b) = linear::decode_tag(&tb[0].tag).unwrap();
+    assert_ne!(salt_a, salt_b);
+    // Under one salt the masks cancel: t - t' depends on the data alone (what leaked alpha).
+    let same_salt = linear::decode_tag(&k.tag(&FILE, 0, &[1; 16], &second)).unwrap().1;
+    let diff = |x: [u64; 2], y: [u64; 2]| [field::add(x[0], field::P - y[0]), field::add(x[1], field::P - y[1])];
+    let zero = linear::decode_tag(&k.tag(&FILE, 0, &[1; 16], &[0u8; 64])).unwrap().1;
+    let one_step = linear::decode_tag(&k.tag(&FILE, 0, &[1; 16], &[1u8; 64])).unwrap().1;
+    assert_eq!(diff(same_salt, lanes_a), diff(one_step, zero), "one salt: the masks cancel");
+    assert_ne!(diff(lanes_b, lanes_a), diff(one_step, zero), "two salts: they do not");
 }

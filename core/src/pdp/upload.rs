@@ -1,6 +1,6 @@
 //! Preprocessing a file as a stream: cut into blocks, tag in parallel, build the list.
 
-use super::{BadBlockLength, ClientFile, FileId, TaggedBlock, Tagger, MAX_BLOCK_LEN};
+use super::{BadBlockLength, ClientFile, FileId, Salt, TaggedBlock, Tagger, MAX_BLOCK_LEN};
 use crate::flexlist::{Block, BuildError, FlexList};
 
 /// Default block size: the smallest proof and the fastest proving in `vouch bench pdp`'s sweep
@@ -12,6 +12,7 @@ pub const DEFAULT_BLOCK_SIZE: usize = 16 << 10;
 /// `store`, so memory holds one batch of data plus 48 bytes per block for the list.
 pub struct Upload<'k, T: Tagger> {
     tagger: &'k T,
+    salt: Salt,
     client: ClientFile,
     block_size: usize,
     pending: Vec<u8>,
@@ -25,17 +26,25 @@ impl<T: Tagger> std::fmt::Debug for Upload<'_, T> {
 }
 
 impl<'k, T: Tagger> Upload<'k, T> {
-    pub fn new(tagger: &'k T, file: FileId, block_size: usize) -> Result<Self, BadBlockLength> {
+    /// An upload of a new file, in the attempt `salt` (fresh from a CSPRNG: see [`Salt`]).
+    pub fn new(tagger: &'k T, salt: Salt, file: FileId, block_size: usize) -> Result<Self, BadBlockLength> {
         if block_size == 0 || block_size > MAX_BLOCK_LEN {
             return Err(BadBlockLength(block_size));
         }
-        Ok(Upload { tagger, client: ClientFile::new(file), block_size, pending: Vec::new(), leaves: Vec::new() })
+        let client = ClientFile::new(file);
+        Ok(Upload { tagger, salt, client, block_size, pending: Vec::new(), leaves: Vec::new() })
     }
 
     /// An upload of a new version of `file` whose nonces continue from `next_nonce` (the older
-    /// versions' blocks keep theirs: a nonce never names two contents).
-    pub fn continuing(tagger: &'k T, file: FileId, block_size: usize, next_nonce: u64) -> Result<Self, BadBlockLength> {
-        let mut upload = Self::new(tagger, file, block_size)?;
+    /// versions' blocks keep theirs; the salt keeps a retried attempt apart from a refused one).
+    pub fn continuing(
+        tagger: &'k T,
+        salt: Salt,
+        file: FileId,
+        block_size: usize,
+        next_nonce: u64,
+    ) -> Result<Self, BadBlockLength> {
+        let mut upload = Self::new(tagger, salt, file, block_size)?;
         upload.client.next_nonce = next_nonce;
         Ok(upload)
     }
@@ -88,7 +97,7 @@ impl<'k, T: Tagger> Upload<'k, T> {
     }
 
     fn tag_and_store(&mut self, blocks: &[&[u8]], store: &mut impl FnMut(&TaggedBlock, &[u8])) {
-        let tagged = self.client.tag_blocks(self.tagger, blocks).expect("block sizes checked in new");
+        let tagged = self.client.tag_blocks(self.tagger, &self.salt, blocks).expect("block sizes checked in new");
         for (t, data) in tagged.iter().zip(blocks) {
             store(t, data);
             self.leaves.push(t.leaf);
@@ -107,10 +116,10 @@ mod tests {
         let data: Vec<u8> = (0..10_000u32).map(|i| (i * 13 % 251) as u8).collect();
         let blocks: Vec<&[u8]> = data.chunks(700).collect();
         let mut batch = ClientFile::new(FileId([4; 16]));
-        let tagged = batch.tag_blocks(&key, &blocks).unwrap();
+        let tagged = batch.tag_blocks(&key, &[5; 16], &blocks).unwrap();
         let want = FlexList::build(&tagged.iter().map(|t| t.leaf).collect::<Vec<_>>()).unwrap();
         for piece in [1, 699, 700, 701, 4096, 10_000] {
-            let mut upload = Upload::new(&key, FileId([4; 16]), 700).unwrap();
+            let mut upload = Upload::new(&key, [5; 16], FileId([4; 16]), 700).unwrap();
             let mut stored = Vec::new();
             for chunk in data.chunks(piece) {
                 upload.push(chunk, |t, d| stored.push((t.clone(), d.to_vec())));
@@ -130,7 +139,7 @@ mod tests {
     #[test]
     fn bad_block_sizes_are_refused() {
         let key = LinearKey::from_secret([3; 32]);
-        assert_eq!(Upload::new(&key, FileId([0; 16]), 0).unwrap_err(), BadBlockLength(0));
-        assert!(Upload::new(&key, FileId([0; 16]), MAX_BLOCK_LEN + 1).is_err());
+        assert_eq!(Upload::new(&key, [0; 16], FileId([0; 16]), 0).unwrap_err(), BadBlockLength(0));
+        assert!(Upload::new(&key, [0; 16], FileId([0; 16]), MAX_BLOCK_LEN + 1).is_err());
     }
 }

@@ -26,6 +26,7 @@ use vouch_store::{
 };
 
 mod read;
+mod settle;
 mod write;
 
 /// Most offsets one audit may ask for.
@@ -42,6 +43,9 @@ pub enum ProviderError {
     NotFound(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The request is past one of the provider's limits (see `Limits`).
+    #[error("too large: {0}")]
+    TooLarge(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -52,6 +56,7 @@ impl ProviderError {
             ProviderError::BadRequest(_) => ErrorCode::BadRequest,
             ProviderError::NotFound(_) => ErrorCode::NotFound,
             ProviderError::Conflict(_) => ErrorCode::Conflict,
+            ProviderError::TooLarge(_) => ErrorCode::TooLarge,
             ProviderError::Store(StoreError::Corrupt { .. }) => ErrorCode::DataLost,
             ProviderError::Store(_) => ErrorCode::Storage,
         }
@@ -82,8 +87,15 @@ pub struct Provider {
     misbehave: Misbehave,
     /// First audit proof per (file, version), for [`Misbehave::ReplayProof`].
     first_proofs: Mutex<HashMap<String, Vec<u8>>>,
+    /// For [`Misbehave::RefuseCommit`]: whether it has refused yet, and the (nonce, tag) of
+    /// every block it received.
+    refused: std::sync::atomic::AtomicBool,
+    received: Mutex<Vec<(u64, Vec<u8>)>>,
     /// The next unreserved segment number: concurrent puts pack into disjoint segments.
     next_segment: Mutex<u64>,
+    /// Per client: held for reading by each change in flight, for writing by `last-commit`
+    /// (see `settle`).
+    changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -94,6 +106,7 @@ impl std::fmt::Debug for Provider {
 
 impl Provider {
     pub fn open(blobs: ObjectBlobs, meta: MetaDb, misbehave: Misbehave) -> Result<Self, StoreError> {
+        check_format(&meta)?;
         let next = next_segment(&meta)?;
         Ok(Provider {
             blobs,
@@ -102,7 +115,10 @@ impl Provider {
             lists: Mutex::new(HashMap::new()),
             misbehave,
             first_proofs: Mutex::new(HashMap::new()),
+            refused: Default::default(),
+            received: Mutex::default(),
             next_segment: Mutex::new(next),
+            changes: Mutex::new(HashMap::new()),
         })
     }
 
@@ -124,6 +140,12 @@ impl Provider {
 
     pub fn misbehave(&self) -> Misbehave {
         self.misbehave
+    }
+
+    /// Under [`Misbehave::RefuseCommit`], the (nonce, tag) of every block received so far, in
+    /// order (what a curious provider learns from uploads, whether it commits them or not).
+    pub fn received_tags(&self) -> Vec<(u64, Vec<u8>)> {
+        self.received.lock().expect("received tags").clone()
     }
 
     // ---- reading the namespace ----
@@ -244,6 +266,28 @@ impl Provider {
             Found::Absent { .. } => (Vec::new(), Vec::new()),
         };
         Ok(Log { lookup: wire_lookup(&answer), versions, proof: ByteBuf::from(proof) })
+    }
+}
+
+/// The layout of what the provider keeps (node hashes, tags, records). Format 2 binds every
+/// rank and length into the node hashes and carries a salt in each linear tag; data in another
+/// format is refused at open, never misread.
+const FORMAT: &[u8] = b"vouch provider format 2";
+const FORMAT_KEY: &[u8] = b"format";
+
+fn check_format(meta: &MetaDb) -> Result<(), StoreError> {
+    let refuse = |detail: String| Err(StoreError::Corrupt { at: "the metadata store".into(), detail });
+    match meta.get(FORMAT_KEY)? {
+        Some(found) if found == FORMAT => Ok(()),
+        Some(found) => refuse(format!(
+            "written as {:?}, this provider reads {:?}",
+            String::from_utf8_lossy(&found),
+            String::from_utf8_lossy(FORMAT)
+        )),
+        None if !meta.scan(b"ns/")?.is_empty() => {
+            refuse("written by an older vouch (format 1): start from an empty data directory".into())
+        }
+        None => meta.commit(MetaBatch::default().put(FORMAT_KEY, FORMAT)),
     }
 }
 

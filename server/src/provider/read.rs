@@ -38,6 +38,12 @@ impl Provider {
         if !current.is_empty() {
             chunks.push(current);
         }
+        if let (Misbehave::PastRange, Some(last)) = (self.misbehave, chunks.last_mut()) {
+            // The block after the range, proven like the rest.
+            if let Some(next) = list.search(at) {
+                last.push(next.start);
+            }
+        }
         if self.misbehave == Misbehave::TruncateStream {
             // End the stream early: after the first chunk, or halfway through the only one.
             if chunks.len() > 1 {
@@ -72,7 +78,11 @@ impl Provider {
             })
             .collect();
         self.tamper(&mut blocks);
-        Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof.as_bytes().to_vec()), blocks })
+        let mut proof = proof.as_bytes().to_vec();
+        if self.misbehave == Misbehave::StretchBlock {
+            stretch_last_block(&mut proof, &mut blocks, starts);
+        }
+        Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof), blocks })
     }
 
     fn tamper(&self, blocks: &mut Vec<WireBlock>) {
@@ -155,12 +165,16 @@ impl Provider {
 
     // ---- audits ----
 
-    pub async fn audit(&self, client: &str, req: &AuditRequest) -> Result<AuditAnswer, ProviderError> {
+    /// A possession proof for the challenge `req`. The distinct challenged blocks are held in
+    /// memory together while the aggregate is computed: a challenge whose blocks hold more than
+    /// `max_bytes` is refused ([`ProviderError::TooLarge`]) before any is read.
+    pub async fn audit(&self, client: &str, req: &AuditRequest, max_bytes: u64) -> Result<AuditAnswer, ProviderError> {
         if req.count == 0 || req.count > MAX_CHALLENGE {
             return Err(bad(format!("a challenge has 1 to {MAX_CHALLENGE} offsets")));
         }
         let (located, version) = self.locate(client, &req.name, req.version)?;
-        let Some(version) = version else {
+        // An absent name, and an empty file (its proven record says 0 bytes), need no proof.
+        let Some(version) = version.filter(|v| v.list.total_len() > 0) else {
             return Ok(AuditAnswer { located, proof: ByteBuf::new() });
         };
         let replay_key = keys::list(client, &version.record.file, version.record.number);
@@ -176,13 +190,25 @@ impl Provider {
         let challenge = Challenge::new(seed, req.count);
         let list = &version.list;
         let (offsets, _) = challenge.expand(list.total_len());
-        let mut held: HashMap<u64, (Vec<u8>, Vec<u8>)> = HashMap::new();
+        let mut challenged = Vec::new();
+        let mut seen = HashSet::new();
+        let mut challenged_bytes = 0u64;
         for at in offsets {
             let found = list.search(at).ok_or_else(|| bad("offset past the end"))?;
-            let nonce = found.block.block_ref;
-            if let std::collections::hash_map::Entry::Vacant(slot) = held.entry(nonce) {
-                slot.insert(self.block(client, &version.record.file, nonce).await?);
+            if seen.insert(found.block.block_ref) {
+                challenged.push(found.block.block_ref);
+                challenged_bytes += u64::from(found.block.length);
             }
+        }
+        if challenged_bytes > max_bytes {
+            return Err(ProviderError::TooLarge(format!(
+                "the challenged blocks hold {challenged_bytes} bytes, more than the {max_bytes} this provider \
+                 holds for one audit: challenge fewer offsets"
+            )));
+        }
+        let mut held: HashMap<u64, (Vec<u8>, Vec<u8>)> = HashMap::new();
+        for nonce in challenged {
+            held.insert(nonce, self.block(client, &version.record.file, nonce).await?);
         }
         if matches!(self.misbehave, Misbehave::CorruptBlock | Misbehave::DropBlock | Misbehave::SwapBlocks) {
             // Whatever the lie, one challenged block's bytes are not what was stored.
@@ -194,6 +220,17 @@ impl Provider {
             held.get(&nonce).map(|(tag, data)| Held { nonce, tag, data })
         })
         .map_err(|e| corrupt(&replay_key, e))?;
+        let mut proof = proof;
+        if self.misbehave == Misbehave::StretchBlock {
+            // A challenged block claims its unopened neighbour's bytes (which it could then
+            // drop, answering for them with zeros).
+            let forged = (0..64).find_map(|which| {
+                vouch_core::flexlist::tamper::move_length(proof.list.as_bytes(), which, 1).ok().flatten()
+            });
+            if let Some(list) = forged.and_then(|f| vouch_core::MultiProof::from_bytes(f).ok()) {
+                proof.list = list;
+            }
+        }
         let bytes = proof.to_bytes();
         self.first_proofs.lock().expect("proofs").entry(replay_key).or_insert_with(|| bytes.clone());
         Ok(AuditAnswer { located, proof: ByteBuf::from(bytes) })
@@ -206,4 +243,23 @@ pub struct ReadPlan {
     pub chunks: Vec<Vec<u64>>,
     file: FileId,
     list: Arc<FlexList>,
+}
+
+/// [`Misbehave::StretchBlock`]: the chunk's last block claims up to 4 KiB of the bytes that
+/// follow it (taken from its neighbour's rank in the proof, so every sum still adds up) and
+/// is served padded with zeros, as if the neighbour's bytes had been thrown away.
+fn stretch_last_block(proof: &mut Vec<u8>, blocks: &mut [WireBlock], starts: &[u64]) {
+    use vouch_core::flexlist::tamper;
+    let (Some(&last), Some(block)) = (starts.iter().max(), blocks.last_mut()) else { return };
+    let Ok(leaves) = tamper::opened_leaves(proof) else { return };
+    let Some(which) = leaves.iter().position(|&(start, _)| start == last) else { return };
+    for z in [4096, 512, 64, 1] {
+        if let Ok(Some(forged)) = tamper::move_length(proof, which, z) {
+            *proof = forged;
+            let mut data = block.data.to_vec();
+            data.resize(data.len() + z as usize, 0);
+            block.data = ByteBuf::from(data);
+            return;
+        }
+    }
 }

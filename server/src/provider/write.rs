@@ -6,15 +6,18 @@ impl Provider {
     // ---- changes ----
 
     /// Starts storing a new version of `name` from uploaded blocks (`put`): feed the blocks in
-    /// file order to [`Provider::put_blocks`], then end with [`Provider::finish_put`].
-    pub fn begin_put(
+    /// file order to [`Provider::put_blocks`], then end with [`Provider::finish_put`]. The put
+    /// counts as a change in flight from here on (see `settle`).
+    pub async fn begin_put(
         &self,
         client: &str,
         name: &str,
         file: FileId,
         scheme: SchemeId,
     ) -> Result<PutState, ProviderError> {
-        self.begin(client, name, file, scheme, false)
+        let mut put = self.begin(client, name, file, scheme, false)?;
+        put.in_flight = Some(self.changing(client).await);
+        Ok(put)
     }
 
     /// A put whose segments are kept in the metadata store when `inline` (a small edit's).
@@ -41,6 +44,8 @@ impl Provider {
             batch: MetaBatch::default(),
             nonces: HashSet::new(),
             writing: tokio::task::JoinSet::new(),
+            in_flight: None,
+            blobs: self.blobs.clone(),
         })
     }
 
@@ -93,6 +98,9 @@ impl Provider {
         if !put.nonces.insert(b.nonce) {
             return Err(bad(format!("nonce {} used twice", b.nonce)));
         }
+        if self.misbehave == Misbehave::RefuseCommit {
+            self.received.lock().expect("received tags").push((b.nonce, b.tag.to_vec()));
+        }
         put.leaves.push(leaf_of(put.scheme, &b));
         let len = b.data.len();
         let at = put.packer.add_shared(bytes::Bytes::from(b.data.into_vec()));
@@ -106,9 +114,10 @@ impl Provider {
     /// The batch a put commits: its blocks' index entries and its segments' bookkeeping.
     fn sealed_batch(&self, mut put: PutState) -> MetaBatch {
         let next = *self.next_segment.lock().expect("segment counter");
-        record_segments(&mut put.batch, &put.written, next);
-        put_inline_segments(&mut put.batch, &put.kept_inline);
-        put.batch
+        let mut batch = std::mem::take(&mut put.batch);
+        record_segments(&mut batch, &put.hand_over_segments(), next);
+        put_inline_segments(&mut batch, &put.kept_inline);
+        batch
     }
 
     /// Ends a put: checks the client's record against the blocks, then commits the version.
@@ -138,6 +147,7 @@ impl Provider {
 
     /// Applies a batch of edits to the latest version, making a new version.
     pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
+        let _in_flight = self.changing(client).await;
         let _guard = self.write.lock().await;
         let started = std::time::Instant::now();
         let (_, version) = self.locate(client, &req.name, None)?;
@@ -203,11 +213,13 @@ impl Provider {
     }
 
     pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
+        let _in_flight = self.changing(client).await;
         let _guard = self.write.lock().await;
         self.commit(client, name, Change::Remove, None, None, MetaBatch::default())
     }
 
     pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
+        let _in_flight = self.changing(client).await;
         let _guard = self.write.lock().await;
         let entries = self.entries(client)?;
         let (_, found) = Self::lookup(&entries, &req.name)?;
@@ -228,8 +240,9 @@ impl Provider {
     }
 
     /// The common end of every change: computes the version-list and namespace updates (the
-    /// client recomputes the same edits from the lookup), adds the records to `batch` and
-    /// commits it, unless the provider is lying about it ([`Misbehave::Rollback`]).
+    /// client recomputes the same edits from the lookup), adds the records and the answer (for
+    /// `last-commit`) to `batch` and commits it, unless the provider is lying about it
+    /// ([`Misbehave::Rollback`]).
     fn commit(
         &self,
         client: &str,
@@ -239,10 +252,19 @@ impl Provider {
         file_update: Option<Vec<u8>>,
         mut batch: MetaBatch,
     ) -> Result<Committed, ProviderError> {
+        if self.misbehave == Misbehave::RefuseCommit && !self.refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(ProviderError::Store(StoreError::Backend {
+                at: "the commit".into(),
+                detail: "blocks received, commit refused on purpose (refuse-commit)".into(),
+            }));
+        }
         let started = std::time::Instant::now();
         let entries = self.entries(client)?;
         let (answer, found) = Self::lookup(&entries, name)?;
-        let plan = commit_edits(&found, &change).map_err(bad)?;
+        let mut plan = commit_edits(&found, &change).map_err(bad)?;
+        if self.misbehave == Misbehave::WrongCount {
+            miscount(&mut plan.versions);
+        }
         let records = match &found {
             Found::At { entry, .. } => self.versions(client, &entry.file)?,
             Found::Absent { .. } => Vec::new(),
@@ -286,6 +308,14 @@ impl Provider {
             }
             _ => return Err(bad("inconsistent change")),
         }
+        let committed = Committed {
+            lookup: wire_lookup(&answer),
+            file_update: file_update.map(ByteBuf::from),
+            versions_update: versions_update.map(|(p, _, _)| ByteBuf::from(p.to_bytes())),
+            namespace_update: ByteBuf::from(namespace_update.to_bytes()),
+        };
+        // Durable with the change itself: a client that never got this answer verifies it later.
+        batch.put(keys::last_commit(client), vouch_proto::encode(&committed));
         let batched = started.elapsed();
         if self.misbehave != Misbehave::Rollback {
             self.meta.commit(&batch)?;
@@ -294,12 +324,13 @@ impl Provider {
                 self.cache_list(keys::list(client, &record.file, record.number), Arc::new(list.list));
             }
         }
-        Ok(Committed {
-            lookup: wire_lookup(&answer),
-            file_update: file_update.map(ByteBuf::from),
-            versions_update: versions_update.map(|(p, _, _)| ByteBuf::from(p.to_bytes())),
-            namespace_update: ByteBuf::from(namespace_update.to_bytes()),
-        })
+        if self.misbehave == Misbehave::DropAnswer {
+            return Err(ProviderError::Store(StoreError::Backend {
+                at: "the answer".into(),
+                detail: "committed, then lost on purpose (drop-answer)".into(),
+            }));
+        }
+        Ok(committed)
     }
 
     /// Deletes versions' records and lists, and the blocks no kept version uses. (Their
@@ -370,6 +401,45 @@ pub struct PutState {
     nonces: HashSet<u64>,
     /// Segment writes in flight.
     writing: tokio::task::JoinSet<Result<(), StoreError>>,
+    /// Holds the client's change gate for the whole upload (a put's own; an edit holds it
+    /// itself).
+    in_flight: Option<tokio::sync::OwnedRwLockReadGuard<()>>,
+    /// Where `written` went: an abandoned put deletes them from here (see `Drop`).
+    blobs: ObjectBlobs,
+}
+
+impl PutState {
+    /// The segments this put wrote, handed to the batch that commits them: from here on they
+    /// belong to the index, and dropping the put deletes nothing.
+    fn hand_over_segments(&mut self) -> Vec<(u64, usize)> {
+        std::mem::take(&mut self.written)
+    }
+}
+
+/// A put dropped before it handed its segments over (an error, a limit, a refused record, a
+/// dropped connection) deletes the segments it wrote, once its writes in flight have ended (a
+/// write still landing after the delete would leave one behind). Outside a runtime, or when a
+/// delete fails, the orphans wait for the sweep at the next start (`Provider::sweep_orphans`).
+impl Drop for PutState {
+    fn drop(&mut self) {
+        if self.written.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let segments = std::mem::take(&mut self.written);
+        let mut writing = std::mem::replace(&mut self.writing, tokio::task::JoinSet::new());
+        let blobs = self.blobs.clone();
+        runtime.spawn(async move {
+            use vouch_store::BlobStore as _;
+            while writing.join_next().await.is_some() {}
+            for (id, _) in segments {
+                match blobs.delete(&vouch_store::segment_key(id)).await {
+                    Ok(()) => tracing::debug!(segment = id, "deleted a segment of an abandoned put"),
+                    Err(e) => tracing::warn!(segment = id, "abandoned put: {e} (the next start sweeps it)"),
+                }
+            }
+        });
+    }
 }
 
 fn joined(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), ProviderError> {
@@ -383,4 +453,26 @@ fn joined(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) 
 /// The FlexList leaf of an uploaded block.
 fn leaf_of(scheme: SchemeId, b: &WireBlock) -> Block {
     Block::new(hash::pdp_leaf(scheme as u8, b.nonce, &b.tag), b.data.len() as u32, b.nonce)
+}
+
+impl Provider {
+    /// Deletes the segments that no committed entry names (what a crash or a failed commit left
+    /// behind); returns how many. Only while nothing is being written: the server runs it
+    /// before it serves.
+    pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
+        Ok(vouch_store::sweep_orphans(&self.blobs, &self.meta).await?)
+    }
+}
+
+/// [`Misbehave::WrongCount`]: a version appended twice, or one more version pruned than asked
+/// (the latest); every proof is then honest for what the provider did.
+fn miscount(edits: &mut Vec<Edit>) {
+    match edits.first().cloned() {
+        Some(insert @ Edit::Insert { .. }) => edits.push(insert),
+        Some(Edit::Remove { .. }) => {
+            let last = edits.iter().map(|e| e.at()).max().unwrap_or(0);
+            edits.push(Edit::Remove { at: last + 1 });
+        }
+        _ => {}
+    }
 }

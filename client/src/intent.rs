@@ -1,0 +1,317 @@
+//! Commit intents: how a change whose answer was lost is settled from proven state.
+//!
+//! Before a commit request leaves (put, edit, sync, rm, prune), the client writes `intent` in
+//! its state directory, durably: the root it starts from, the name, and the change (enough to
+//! rerun the client's normal acceptance of the answer). It removes the file once the answer is
+//! accepted, or once the change is proven not applied. A crash of either side, or a broken
+//! connection, can leave the change applied by the provider and the answer lost; the provider
+//! is single-writer per namespace, so its state is then the old root or the old root plus this
+//! change. The next command settles the intent before anything else ([`Intent::settle`]), with
+//! the provider's `last-commit` answer:
+//!
+//! * the lookup of the name verifies against the old root: the change was not applied (the
+//!   client keeps its root and drops the intent);
+//! * otherwise the last commit's stored answer must verify, from the old root, as exactly this
+//!   change (the client adopts the new root): a put's record, an edit's batch of block edits
+//!   (the new version's root computed from the list proof), a prune's positions, a removal;
+//! * anything else is a violation.
+//!
+//! So an honest crash never looks like a lie, and a provider cannot slip in another change.
+//!
+//! File layout: `"vouchIN\x01" || postcard(stored intent) || SHA-256 of the preceding bytes`.
+
+use crate::client::{check_commit, lookup_from_wire, update_from_wire};
+use crate::error::ClientError;
+use crate::state::{write_atomic, Root};
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+use sha2::{Digest as _, Sha256};
+use std::path::Path;
+use vouch_core::namespace::{verify_lookup, Change, VersionRecord};
+use vouch_core::{verify_multi_update_len, Block, Digest, Edit};
+use vouch_proto::{Committed, LastCommit};
+
+const MAGIC: &[u8; 8] = b"vouchIN\x01";
+const FILE: &str = "intent";
+
+/// A change the client has sent, or is about to send, and not yet settled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Intent {
+    /// The root the change starts from.
+    pub old: Root,
+    pub name: String,
+    pub change: Planned,
+}
+
+/// The change of an intent, as the client planned it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Planned {
+    /// A put: the version record the client made (an `Append`).
+    Put(VersionRecord),
+    /// An edit or sync: a batch of block edits to the latest version (an `Append` whose
+    /// record the client completes from the provider's list proof).
+    Edit(EditPlan),
+    /// Pruning the versions at these positions of the version list.
+    Prune(Vec<u64>),
+    /// Removing the name.
+    Remove,
+}
+
+/// A new version made by editing the latest one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct EditPlan {
+    /// The version edited (proven the latest under the old root).
+    pub base: VersionRecord,
+    /// The new version's number, next nonce and time.
+    pub number: u64,
+    pub next_nonce: u64,
+    pub time: u64,
+    pub edits: Vec<Edit>,
+}
+
+impl EditPlan {
+    /// The new version's record: the base after the edits, its root and length from the
+    /// provider's multiUpdate proof (verifyMultiUpdate against the base's root).
+    pub(crate) fn record(&self, answer: &Committed) -> Result<VersionRecord, ClientError> {
+        let proof = answer.file_update.as_ref().ok_or_else(|| ClientError::lie("an edit without its list proof"))?;
+        let (root, len) = verify_multi_update_len(&self.base.root, &self.edits, &update_from_wire(proof)?)
+            .map_err(ClientError::lie)?;
+        Ok(VersionRecord {
+            number: self.number,
+            scheme: self.base.scheme,
+            file: self.base.file,
+            root,
+            len,
+            next_nonce: self.next_nonce,
+            time: self.time,
+        })
+    }
+}
+
+/// What settling an intent established.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// The change was applied: this is the root after it.
+    Applied(Root),
+    /// The provider is still at the old root.
+    NotApplied,
+}
+
+impl Intent {
+    /// The namespace change the commit makes (an edit's record needs the answer's list proof).
+    pub(crate) fn change(&self, answer: &Committed) -> Result<Change, ClientError> {
+        Ok(match &self.change {
+            Planned::Put(record) => Change::Append(*record),
+            Planned::Edit(plan) => Change::Append(plan.record(answer)?),
+            Planned::Prune(positions) => Change::Prune(positions.clone()),
+            Planned::Remove => Change::Remove,
+        })
+    }
+
+    /// Settles the intent with the provider's `last-commit` answer (pure).
+    pub(crate) fn settle(&self, answer: &LastCommit) -> Result<Settled, ClientError> {
+        let lookup = lookup_from_wire(&answer.lookup)?;
+        if verify_lookup(&self.old.digest, self.old.len, &self.name, &lookup).is_ok() {
+            return Ok(Settled::NotApplied);
+        }
+        let neither = |why: String| {
+            ClientError::lie(format!(
+                "after an interrupted change of {}, its state is neither the one before the change nor the \
+                 one after it: {why}",
+                self.name
+            ))
+        };
+        let committed = answer.committed.as_ref().ok_or_else(|| neither("no commit to show".into()))?;
+        let change = self.change(committed).map_err(|e| neither(e.to_string()))?;
+        let (root, _) =
+            check_commit(&self.old, &self.name, None, &change, committed).map_err(|e| neither(e.to_string()))?;
+        Ok(Settled::Applied(root))
+    }
+}
+
+/// Writes `intent` into `dir`, durably, replacing any before it.
+pub(crate) fn record(dir: &Path, intent: &Intent) -> Result<(), ClientError> {
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend_from_slice(&vouch_proto::encode(&Stored::from(intent)));
+    let sum = Sha256::digest(&bytes);
+    bytes.extend_from_slice(&sum);
+    write_atomic(&dir.join(FILE), &bytes, false)
+}
+
+/// The intent in `dir`, if a change is unsettled.
+pub(crate) fn load(dir: &Path) -> Result<Option<Intent>, ClientError> {
+    let path = dir.join(FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ClientError::io(format!("reading {}", path.display()))(e)),
+    };
+    let damaged = || {
+        ClientError::State(format!(
+            "{} is damaged: a change may be unsettled; check the name it was about with `vouch log`, \
+             then remove the file",
+            path.display()
+        ))
+    };
+    if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(damaged());
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 32);
+    if Sha256::digest(body).as_slice() != sum {
+        return Err(damaged());
+    }
+    let stored: Stored = vouch_proto::decode(&body[MAGIC.len()..]).map_err(|_| damaged())?;
+    stored.into_intent().map(Some).ok_or_else(damaged)
+}
+
+/// Removes the intent from `dir` (durably: the directory is flushed).
+pub(crate) fn clear(dir: &Path) -> Result<(), ClientError> {
+    let path = dir.join(FILE);
+    let what = format!("removing {}", path.display());
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(ClientError::io(what)(e)),
+    }
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(ClientError::io(what))
+}
+
+// ---- the file's encoding ----
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    old_root: [u8; 32],
+    old_len: u64,
+    name: String,
+    change: StoredChange,
+}
+
+#[derive(Serialize, Deserialize)]
+enum StoredChange {
+    Put { record: ByteBuf },
+    Edit { base: ByteBuf, number: u64, next_nonce: u64, time: u64, edits: Vec<StoredEdit> },
+    Prune { positions: Vec<u64> },
+    Remove,
+}
+
+#[derive(Serialize, Deserialize)]
+enum StoredEdit {
+    Insert { at: u64, block: StoredBlock },
+    Modify { at: u64, block: StoredBlock },
+    Remove { at: u64 },
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredBlock {
+    tag: [u8; 32],
+    length: u32,
+    block_ref: u64,
+}
+
+impl From<&Intent> for Stored {
+    fn from(i: &Intent) -> Self {
+        let block = |b: &Block| StoredBlock { tag: b.tag.0, length: b.length, block_ref: b.block_ref };
+        let record = |r: &VersionRecord| ByteBuf::from(r.to_bytes().to_vec());
+        let change = match &i.change {
+            Planned::Put(r) => StoredChange::Put { record: record(r) },
+            Planned::Edit(p) => StoredChange::Edit {
+                base: record(&p.base),
+                number: p.number,
+                next_nonce: p.next_nonce,
+                time: p.time,
+                edits: p
+                    .edits
+                    .iter()
+                    .map(|e| match e {
+                        Edit::Insert { at, block: b } => StoredEdit::Insert { at: *at, block: block(b) },
+                        Edit::Modify { at, block: b } => StoredEdit::Modify { at: *at, block: block(b) },
+                        Edit::Remove { at } => StoredEdit::Remove { at: *at },
+                    })
+                    .collect(),
+            },
+            Planned::Prune(p) => StoredChange::Prune { positions: p.clone() },
+            Planned::Remove => StoredChange::Remove,
+        };
+        Stored { old_root: i.old.digest.0, old_len: i.old.len, name: i.name.clone(), change }
+    }
+}
+
+impl Stored {
+    fn into_intent(self) -> Option<Intent> {
+        let block = |b: StoredBlock| Block::new(Digest(b.tag), b.length, b.block_ref);
+        let record = |b: &ByteBuf| VersionRecord::from_bytes(b).ok();
+        let change = match self.change {
+            StoredChange::Put { record: r } => Planned::Put(record(&r)?),
+            StoredChange::Edit { base, number, next_nonce, time, edits } => Planned::Edit(EditPlan {
+                base: record(&base)?,
+                number,
+                next_nonce,
+                time,
+                edits: edits
+                    .into_iter()
+                    .map(|e| match e {
+                        StoredEdit::Insert { at, block: b } => Edit::Insert { at, block: block(b) },
+                        StoredEdit::Modify { at, block: b } => Edit::Modify { at, block: block(b) },
+                        StoredEdit::Remove { at } => Edit::Remove { at },
+                    })
+                    .collect(),
+            }),
+            StoredChange::Prune { positions } => Planned::Prune(positions),
+            StoredChange::Remove => Planned::Remove,
+        };
+        let old = Root { digest: Digest(self.old_root), len: self.old_len };
+        Some(Intent { old, name: self.name, change })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vouch_core::pdp::{FileId, SchemeId};
+
+    fn version(number: u64) -> VersionRecord {
+        VersionRecord {
+            number,
+            scheme: SchemeId::Linear,
+            file: FileId([3; 16]),
+            root: Digest([4; 32]),
+            len: 1000,
+            next_nonce: 9,
+            time: 77,
+        }
+    }
+
+    #[test]
+    fn intents_round_trip_and_damage_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(dir.path()).unwrap(), None);
+        let old = Root { digest: Digest([1; 32]), len: 2 };
+        let block = Block::new(Digest([5; 32]), 100, 9);
+        let edits = vec![Edit::Insert { at: 0, block }, Edit::Modify { at: 500, block }, Edit::Remove { at: 900 }];
+        let changes = [
+            Planned::Put(version(1)),
+            Planned::Edit(EditPlan { base: version(1), number: 2, next_nonce: 10, time: 78, edits }),
+            Planned::Prune(vec![0, 2]),
+            Planned::Remove,
+        ];
+        for change in changes {
+            let intent = Intent { old, name: "a/b.txt".into(), change };
+            record_and_check(dir.path(), &intent);
+        }
+        clear(dir.path()).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), None);
+        clear(dir.path()).unwrap();
+
+        record(dir.path(), &Intent { old, name: "x".into(), change: Planned::Remove }).unwrap();
+        let path = dir.path().join(FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[10] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(load(dir.path()), Err(ClientError::State(_))));
+    }
+
+    fn record_and_check(dir: &Path, intent: &Intent) {
+        record(dir, intent).unwrap();
+        assert_eq!(load(dir).unwrap().as_ref(), Some(intent));
+    }
+}

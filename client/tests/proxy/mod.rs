@@ -1,0 +1,115 @@
+//! A lying proxy for tests: HTTP/1.1 in front of an honest provider, forwarding each request
+//! unless told to lie about its operation (a bare error instead of the answer, or a read cut
+//! after its verified header). One request per connection; bodies with a length (not `put`).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use vouch_proto::{ErrorBody, ErrorCode, ReadFrame};
+
+/// What the proxy does with a request of one operation.
+#[derive(Clone, Copy, Debug)]
+pub enum Lie {
+    /// Answers this error itself, without asking the provider.
+    Bare(ErrorCode),
+    /// A read: forwards it, keeps the first frame (the verified header), then this error.
+    CutRead(ErrorCode),
+}
+
+pub type Rules = Arc<Mutex<HashMap<&'static str, Lie>>>;
+
+fn status(code: ErrorCode) -> u16 {
+    match code {
+        ErrorCode::NotFound => 404,
+        ErrorCode::Storage => 503,
+        _ => 500,
+    }
+}
+
+/// A read answer cut after its first frame, then an error frame.
+fn cut_read(body: &[u8], code: ErrorCode) -> Vec<u8> {
+    let first = 4 + u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
+    let mut out = body[..first].to_vec();
+    let error = ReadFrame::Error(ErrorBody { code, message: "lost in the middle".into() });
+    out.extend_from_slice(&vouch_proto::encode_frame(&error));
+    out
+}
+
+/// Serves HTTP/1.1 on a free port (one request per connection, bodies with a length) and
+/// forwards each request to `upstream` unless `rules` names a lie for its operation.
+pub async fn lying_proxy(upstream: String, rules: Rules) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let http = reqwest::Client::new();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let (http, upstream, rules) = (http.clone(), upstream.clone(), rules.clone());
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let head_end = loop {
+                    let mut piece = [0u8; 8192];
+                    let n = socket.read(&mut piece).await.unwrap();
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&piece[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                let path = head.split_whitespace().nth(1).unwrap().to_string();
+                let header = |name: &str| {
+                    head.lines().find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+                    })
+                };
+                let len: usize = header("content-length").map_or(0, |v| v.parse().unwrap());
+                while buf.len() < head_end + len {
+                    let mut piece = [0u8; 8192];
+                    let n = socket.read(&mut piece).await.unwrap();
+                    assert!(n > 0, "request body cut short");
+                    buf.extend_from_slice(&piece[..n]);
+                }
+                let op = path.trim_start_matches("/v1/").to_string();
+                let lie = rules.lock().unwrap().get(op.as_str()).copied();
+                let (code, body) = match lie {
+                    Some(Lie::Bare(code)) => {
+                        (status(code), vouch_proto::encode(&ErrorBody { code, message: "no such thing".into() }))
+                    }
+                    _ => {
+                        let mut req =
+                            http.post(format!("{upstream}{path}")).body(buf[head_end..head_end + len].to_vec());
+                        for name in [vouch_proto::VERSION_HEADER, "authorization"] {
+                            if let Some(v) = header(name) {
+                                req = req.header(name, v);
+                            }
+                        }
+                        let resp = req.send().await.unwrap();
+                        let code = resp.status().as_u16();
+                        let body = resp.bytes().await.unwrap().to_vec();
+                        match lie {
+                            Some(Lie::CutRead(error)) if code == 200 => (code, cut_read(&body, error)),
+                            _ => (code, body),
+                        }
+                    }
+                };
+                let head = format!("HTTP/1.1 {code} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                socket.write_all(head.as_bytes()).await.unwrap();
+                socket.write_all(&body).await.unwrap();
+                socket.shutdown().await.unwrap();
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// From now on, lie `what` about `op` (and about nothing else).
+pub fn lie(rules: &Rules, op: &'static str, what: Lie) {
+    let mut rules = rules.lock().unwrap();
+    rules.clear();
+    rules.insert(op, what);
+}

@@ -1,0 +1,90 @@
+//! What one authenticated client can make the provider hold or wait for.
+//!
+//! A client is authenticated, not trusted to be gentle: every request that makes the provider
+//! keep bytes, memory or a connection is bounded here, and a request past a bound is refused
+//! with a typed error (`ErrorCode::TooLarge`) instead of being served.
+
+use std::time::Duration;
+
+/// Per-request bounds. The defaults are generous for honest use; `vouch serve` flags and the
+/// `[limits]` table of its configuration file change them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes of block data one put may upload (they are written to the store as they
+    /// arrive; an abandoned put's are deleted).
+    pub max_put_bytes: u64,
+    /// Most blocks one put may upload (each costs the provider an index entry and a leaf in
+    /// memory until the put commits).
+    pub max_put_blocks: u64,
+    /// Most bytes of block data one audit may hold in memory (the distinct challenged blocks).
+    pub max_audit_bytes: u64,
+    /// Longest a stream may stall: an upload that sends nothing, or a reader that consumes
+    /// nothing, for this long loses its connection.
+    pub stream_idle: Duration,
+}
+
+/// 256 GiB: a large file; the store's disk, not the provider's memory, is what it costs.
+pub const DEFAULT_MAX_PUT_BYTES: u64 = 256 << 30;
+/// 16 Mi blocks: 256 GiB at the default 16 KiB blocks, a few GiB of provider memory at most.
+pub const DEFAULT_MAX_PUT_BLOCKS: u64 = 16 << 20;
+/// 512 MiB: covers the default audit (460 offsets) even when every block has the largest
+/// allowed size (1 MiB).
+pub const DEFAULT_MAX_AUDIT_BYTES: u64 = 512 << 20;
+/// 60 s without progress ends a stream.
+pub const DEFAULT_STREAM_IDLE: Duration = Duration::from_secs(60);
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_put_bytes: DEFAULT_MAX_PUT_BYTES,
+            max_put_blocks: DEFAULT_MAX_PUT_BLOCKS,
+            max_audit_bytes: DEFAULT_MAX_AUDIT_BYTES,
+            stream_idle: DEFAULT_STREAM_IDLE,
+        }
+    }
+}
+
+/// What a put has uploaded so far, checked against [`Limits`] batch by batch (before the
+/// batch is stored).
+#[derive(Debug, Default)]
+pub(crate) struct PutBudget {
+    bytes: u64,
+    blocks: u64,
+}
+
+impl PutBudget {
+    /// Counts a batch; `Err` names the limit it would pass.
+    pub(crate) fn take(&mut self, limits: &Limits, blocks: &[vouch_proto::WireBlock]) -> Result<(), String> {
+        self.blocks += blocks.len() as u64;
+        self.bytes += blocks.iter().map(|b| b.data.len() as u64).sum::<u64>();
+        if self.blocks > limits.max_put_blocks {
+            return Err(format!("a put may upload at most {} blocks", limits.max_put_blocks));
+        }
+        if self.bytes > limits.max_put_bytes {
+            return Err(format!("a put may upload at most {} bytes", limits.max_put_bytes));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_bytes::ByteBuf;
+    use vouch_proto::WireBlock;
+
+    fn block(len: usize) -> WireBlock {
+        WireBlock { nonce: 0, tag: ByteBuf::new(), data: ByteBuf::from(vec![0; len]) }
+    }
+
+    #[test]
+    fn a_put_budget_refuses_the_batch_that_passes_a_limit() {
+        let limits = Limits { max_put_blocks: 3, max_put_bytes: 100, ..Limits::default() };
+        let mut budget = PutBudget::default();
+        budget.take(&limits, &[block(10), block(10)]).unwrap();
+        assert!(budget.take(&limits, &[block(1), block(1)]).unwrap_err().contains("3 blocks"));
+        let mut budget = PutBudget::default();
+        budget.take(&limits, &[block(100)]).unwrap();
+        assert!(budget.take(&limits, &[block(1)]).unwrap_err().contains("100 bytes"));
+    }
+}
