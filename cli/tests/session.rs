@@ -2,43 +2,15 @@
 //! their output and their exit codes (0 ok, 2 usage, 3 misbehaved, 4 unreachable, 5 not
 //! found, 6 bad local state, 7 refused credentials).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
-const VOUCH: &str = env!("CARGO_BIN_EXE_vouch");
+mod common;
 
-/// A `vouch serve` child process, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{Server, VOUCH};
 
 fn serve(data: &Path, misbehave: &str) -> Server {
-    let mut child = Command::new(VOUCH)
-        .args(["serve", "--listen", "127.0.0.1:0", "--client", "alice=secret-token", "--misbehave", misbehave])
-        .arg("--data")
-        .arg(data)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Server { child, url }
+    common::serve(data, &["--misbehave", misbehave])
 }
 
 fn vouch(state: &Path, args: &[&str]) -> Output {

@@ -2,11 +2,12 @@
 //! --tls-cert/--tls-key`, `vouch init --ca`, then verified commands over https://. And the
 //! startup refusals: an empty client token, half a TLS pair.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
-const VOUCH: &str = env!("CARGO_BIN_EXE_vouch");
+mod common;
+
+use common::{Server, VOUCH};
 
 fn vouch(args: &[&str]) -> Output {
     Command::new(VOUCH).args(args).env("RUST_LOG", "off").output().unwrap()
@@ -20,35 +21,8 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A `vouch serve` child process, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve_tls(data: &Path, cert: &Path, key: &Path) -> Server {
-    let mut child = Command::new(VOUCH)
-        .args(["serve", "--listen", "127.0.0.1:0", "--client", "alice=secret-token"])
-        .args(["--data", path(data), "--tls-cert", path(cert), "--tls-key", path(key)])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    Server { child, url }
+    common::serve(data, &["--tls-cert", path(cert), "--tls-key", path(key)])
 }
 
 #[test]

@@ -3,8 +3,10 @@
 //! client that must answer `ClientError::Misbehaved` without handing out an altered byte.
 
 mod common;
+mod proxy;
 
 use common::{sample, Setup, TOKEN};
+use proxy::Answer;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vouch_client::{ByteEdit, Client, ClientError};
@@ -321,70 +323,17 @@ async fn a_client_with_an_older_root_sees_newer_answers_as_lies() {
 
 // ---- a lie no `Misbehave` mode tells: a tampering proxy in front of an honest provider ----
 
-/// Serves HTTP/1.1 on a free port and forwards each request to `upstream`; answers to
-/// `/v1/{op}` pass through `tamper(op, body)` first. One request per connection.
+/// A proxy in front of the provider whose successful answers to `/v1/{op}` pass through
+/// `tamper(op, body)` first. One request per connection.
 async fn tampering_proxy(upstream: String, tamper: fn(&str, Vec<u8>) -> Vec<u8>) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let http = reqwest::Client::new();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else { return };
-            let (http, upstream) = (http.clone(), upstream.clone());
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let head_end = loop {
-                    let mut piece = [0u8; 8192];
-                    let n = socket.read(&mut piece).await.unwrap();
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&piece[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                };
-                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                let path = head.split_whitespace().nth(1).unwrap().to_string();
-                let header = |name: &str| {
-                    head.lines().find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-                    })
-                };
-                let len: usize = header("content-length").map_or(0, |v| v.parse().unwrap());
-                while buf.len() < head_end + len {
-                    let mut piece = [0u8; 8192];
-                    let n = socket.read(&mut piece).await.unwrap();
-                    assert!(n > 0, "request body cut short");
-                    buf.extend_from_slice(&piece[..n]);
-                }
-                let mut req = http.post(format!("{upstream}{path}")).body(buf[head_end..head_end + len].to_vec());
-                for name in [vouch_proto::VERSION_HEADER, "authorization"] {
-                    if let Some(v) = header(name) {
-                        req = req.header(name, v);
-                    }
-                }
-                let resp = req.send().await.unwrap();
-                let status = resp.status();
-                let mut body = resp.bytes().await.unwrap().to_vec();
-                if status.is_success() {
-                    body = tamper(path.trim_start_matches("/v1/"), body);
-                }
-                let head = format!(
-                    "HTTP/1.1 {} {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    status.as_u16(),
-                    status.canonical_reason().unwrap_or(""),
-                    body.len()
-                );
-                socket.write_all(head.as_bytes()).await.unwrap();
-                socket.write_all(&body).await.unwrap();
-                socket.shutdown().await.unwrap();
-            });
-        }
-    });
-    format!("http://{addr}")
+    proxy::proxy(upstream, move |op| {
+        let op = op.to_string();
+        Answer::Forward(Box::new(move |code, body| {
+            let body = if (200..300).contains(&code) { tamper(&op, body) } else { body };
+            (code, body)
+        }))
+    })
+    .await
 }
 
 /// A log answer with its newest version left out, and a genuine proof of the versions kept.

@@ -35,15 +35,7 @@ pub enum Op {
 }
 
 fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    crate::common::sample(len, seed)
 }
 
 /// A small xorshift step, for choosing.

@@ -35,17 +35,29 @@ fn cut_read(body: &[u8], code: ErrorCode) -> Vec<u8> {
     out
 }
 
+/// Passes the provider's status and body through, changed or not.
+pub type Pass = Box<dyn FnOnce(u16, Vec<u8>) -> (u16, Vec<u8>) + Send>;
+
+/// What the proxy does with one request.
+pub enum Answer {
+    /// Answers this status and body itself, without asking the provider.
+    Own(u16, Vec<u8>),
+    /// Forwards the request and passes the provider's status and body through this first.
+    Forward(Pass),
+}
+
 /// Serves HTTP/1.1 on a free port (one request per connection, bodies with a length) and
-/// forwards each request to `upstream` unless `rules` names a lie for its operation.
-pub async fn lying_proxy(upstream: String, rules: Rules) -> String {
+/// answers each request `/v1/{op}` as `decide(op)` says. Returns the proxy's URL.
+pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sync + 'static) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let http = reqwest::Client::new();
+    let decide = Arc::new(decide);
     tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else { return };
-            let (http, upstream, rules) = (http.clone(), upstream.clone(), rules.clone());
+            let (http, upstream, decide) = (http.clone(), upstream.clone(), decide.clone());
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let head_end = loop {
@@ -74,13 +86,9 @@ pub async fn lying_proxy(upstream: String, rules: Rules) -> String {
                     assert!(n > 0, "request body cut short");
                     buf.extend_from_slice(&piece[..n]);
                 }
-                let op = path.trim_start_matches("/v1/").to_string();
-                let lie = rules.lock().unwrap().get(op.as_str()).copied();
-                let (code, body) = match lie {
-                    Some(Lie::Bare(code)) => {
-                        (status(code), vouch_proto::encode(&ErrorBody { code, message: "no such thing".into() }))
-                    }
-                    _ => {
+                let (code, body) = match decide(path.trim_start_matches("/v1/")) {
+                    Answer::Own(code, body) => (code, body),
+                    Answer::Forward(pass) => {
                         let mut req =
                             http.post(format!("{upstream}{path}")).body(buf[head_end..head_end + len].to_vec());
                         for name in [vouch_proto::VERSION_HEADER, "authorization"] {
@@ -90,11 +98,7 @@ pub async fn lying_proxy(upstream: String, rules: Rules) -> String {
                         }
                         let resp = req.send().await.unwrap();
                         let code = resp.status().as_u16();
-                        let body = resp.bytes().await.unwrap().to_vec();
-                        match lie {
-                            Some(Lie::CutRead(error)) if code == 200 => (code, cut_read(&body, error)),
-                            _ => (code, body),
-                        }
+                        pass(code, resp.bytes().await.unwrap().to_vec())
                     }
                 };
                 let head = format!("HTTP/1.1 {code} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
@@ -105,6 +109,28 @@ pub async fn lying_proxy(upstream: String, rules: Rules) -> String {
         }
     });
     format!("http://{addr}")
+}
+
+/// A proxy that forwards each request unless `rules` names a lie for its operation.
+pub async fn lying_proxy(upstream: String, rules: Rules) -> String {
+    proxy(upstream, move |op| match rules.lock().unwrap().get(op).copied() {
+        Some(Lie::Bare(code)) => {
+            Answer::Own(status(code), vouch_proto::encode(&ErrorBody { code, message: "no such thing".into() }))
+        }
+        Some(Lie::CutRead(error)) => {
+            Answer::Forward(Box::new(
+                move |code, body| {
+                    if code == 200 {
+                        (code, cut_read(&body, error))
+                    } else {
+                        (code, body)
+                    }
+                },
+            ))
+        }
+        None => Answer::Forward(Box::new(|code, body| (code, body))),
+    })
+    .await
 }
 
 /// From now on, lie `what` about `op` (and about nothing else).
