@@ -4,7 +4,7 @@
 //! built sequentially and with the parallel build of Sec. 3.1; 460 random challenges; batches of
 //! 300 edits (an even mix of modify / insert / remove) on consecutive or random blocks, each
 //! applied as one multiUpdate and as 300 single updates. Baselines in the same run: the raw
-//! SHA-256 rate over a 76-byte node input, and the `rs_merkle` crate building a binary Merkle
+//! SHA-256 rate over a 82-byte node input, and the `rs_merkle` crate building a binary Merkle
 //! tree over the same number of leaves.
 
 use crate::measure::{check, min_time, min_time_with, ms, targets_text, SelfCheckFailed, Target};
@@ -40,8 +40,8 @@ pub struct Report {
 
 #[derive(Debug, Serialize)]
 pub struct Baseline {
-    /// SHA-256 of a 76-byte input, one thread.
-    pub raw_hash_76b_per_s: f64,
+    /// SHA-256 of a 82-byte input, one thread.
+    pub raw_hash_82b_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,8 +95,8 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     let runs = if opts.quick { 3 } else { 5 };
     let sizes: &[usize] = if opts.quick { &[100_000, 500_000] } else { &[100_000, 500_000, 1_000_000, 4_000_000] };
 
-    progress("baseline: raw SHA-256 of 76-byte inputs");
-    let raw_hash_76b_per_s = raw_hash_rate(runs);
+    progress("baseline: raw SHA-256 of 82-byte inputs");
+    let raw_hash_82b_per_s = raw_hash_rate(runs);
 
     let mut builds = Vec::new();
     let mut memory = None;
@@ -121,7 +121,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
             speedup: one.as_secs_f64() / all.as_secs_f64(),
             nodes,
             node_hashes_per_s,
-            node_hashes_vs_raw: node_hashes_per_s / raw_hash_76b_per_s,
+            node_hashes_vs_raw: node_hashes_per_s / raw_hash_82b_per_s,
             rs_merkle_s: merkle.as_secs_f64(),
             rs_merkle_hashes_per_s,
             node_hashes_vs_rs_merkle: node_hashes_per_s / rs_merkle_hashes_per_s,
@@ -148,7 +148,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         quick: opts.quick,
         threads,
         block_size: BLOCK_SIZE,
-        baseline: Baseline { raw_hash_76b_per_s },
+        baseline: Baseline { raw_hash_82b_per_s },
         builds,
         proof,
         updates,
@@ -172,7 +172,7 @@ fn new_block(seed: u64, i: u64) -> Block {
 fn raw_hash_rate(runs: usize) -> f64 {
     const COUNT: u64 = 1 << 20;
     let (best, _) = min_time(runs, || {
-        let mut input = [7u8; 76];
+        let mut input = [7u8; 82];
         for i in 0..COUNT {
             input[..8].copy_from_slice(&i.to_le_bytes());
             let out = Sha256::digest(black_box(&input));
@@ -343,7 +343,7 @@ impl Report {
             "FlexList benchmark: {} B blocks, {} thread(s), minimum of several runs",
             self.block_size, self.threads
         ));
-        line(format!("baseline raw SHA-256 (76 B): {:.2} M hashes/s", self.baseline.raw_hash_76b_per_s / 1e6));
+        line(format!("baseline raw SHA-256 (82 B): {:.2} M hashes/s", self.baseline.raw_hash_82b_per_s / 1e6));
         for b in &self.builds {
             line(format!(
                 "build {:>8} blocks: 1 thread {:.3} s, all {:.3} s ({:.2}x); {:.2} M node hashes/s = {:.2}x raw, {:.2}x rs_merkle ({:.3} s)",
