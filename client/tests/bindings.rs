@@ -143,18 +143,24 @@ fn a_provider_refuses_data_of_an_older_format() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_that_changes_the_version_count_otherwise_is_caught() {
-    for prune in [false, true] {
+async fn a_commit_that_changes_a_count_otherwise_than_asked_is_caught() {
+    // Versions +1 made +2, -1 made -2; names +1 made +2, -1 made -2. The root the client
+    // computes from its own change differs from the provider's.
+    for case in ["append", "prune", "new name", "remove"] {
         let mut setup = Setup::new(Misbehave::None).await;
         let mut client = setup.client();
         for seed in 1..=3 {
             put(&mut client, "f.bin", &sample(10_000, seed)).await.unwrap();
         }
+        put(&mut client, "g.bin", &sample(10_000, 9)).await.unwrap();
         setup.restart(Misbehave::WrongCount).await;
         let mut client = setup.client();
-        // +1 made +2, or -1 made -2: the root the client computes from its own change differs.
-        let result =
-            if prune { client.prune("f.bin", &[1]).await } else { put(&mut client, "f.bin", &sample(10_000, 4)).await };
+        let result = match case {
+            "append" => put(&mut client, "f.bin", &sample(10_000, 4)).await,
+            "prune" => client.prune("f.bin", &[1]).await,
+            "new name" => put(&mut client, "e.bin", &sample(10_000, 5)).await,
+            _ => client.remove("f.bin").await,
+        };
         assert_lie(result, "new root does not match the edits");
     }
 }

@@ -39,8 +39,9 @@ pub enum Misbehave {
     /// Receive every block of the first change after a start, then refuse its commit; keep the
     /// (nonce, tag) of every block received, so a test can compare two attempts' PRF inputs.
     RefuseCommit,
-    /// Change a version list by one more version than the commit asked for (a version
-    /// appended twice, an extra version pruned), with proofs honest for what it did.
+    /// Change a count by one more than the commit asked for: a version appended twice or
+    /// one more pruned, a new name entered twice or a removal that takes the next name too;
+    /// with proofs honest for what it did.
     WrongCount,
     /// Make each change durable, then answer "storage unavailable" instead of its proofs: an
     /// answer lost to a crash or a broken connection. Not a lie (an honest provider can fail

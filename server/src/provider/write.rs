@@ -262,7 +262,7 @@ impl Provider {
         let entries = self.entries(client)?;
         let (answer, found) = Self::lookup(&entries, name)?;
         let mut plan = commit_edits(&found, &change).map_err(bad)?;
-        if self.misbehave == Misbehave::WrongCount {
+        if self.misbehave == Misbehave::WrongCount && plan.exists {
             miscount(&mut plan.versions);
         }
         let records = match &found {
@@ -280,7 +280,11 @@ impl Provider {
         let (ns_edit, new_entry) =
             plan.namespace_edit(name, &change, versions_update.as_ref().map(|(_, root, len)| (*root, *len)));
         let mut ns = namespace_list(&entries)?;
-        let namespace_update = ns.multi_update(&[ns_edit]).map_err(bad)?;
+        let mut ns_edits = vec![ns_edit];
+        if self.misbehave == Misbehave::WrongCount && !matches!(change, Change::Append(_) if plan.exists) {
+            miscount(&mut ns_edits);
+        }
+        let namespace_update = ns.multi_update(&ns_edits).map_err(bad)?;
         let proven = started.elapsed();
 
         match (&change, &new_entry) {
@@ -464,8 +468,9 @@ impl Provider {
     }
 }
 
-/// [`Misbehave::WrongCount`]: a version appended twice, or one more version pruned than asked
-/// (the latest); every proof is then honest for what the provider did.
+/// [`Misbehave::WrongCount`]: an insert made twice, or one more position removed than asked
+/// (a version appended twice or one more pruned; a new name entered twice, or a removal
+/// that takes the next name too); every proof is then honest for what the provider did.
 fn miscount(edits: &mut Vec<Edit>) {
     match edits.first().cloned() {
         Some(insert @ Edit::Insert { .. }) => edits.push(insert),
