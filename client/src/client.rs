@@ -20,6 +20,7 @@ use vouch_core::namespace::{
 use vouch_core::pdp::linear::LinearKey;
 use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload};
 use vouch_core::{hash, verify_multi_proof, MultiProof, UpdateProof};
+use vouch_proto::Op;
 use vouch_proto::{
     AuditAnswer, AuditRequest, BlockBatch, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest,
     PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest, RemoveRequest, WireBlock, WireLookup,
@@ -164,7 +165,7 @@ impl Client {
     pub async fn version(&self, name: &str, want: Option<u64>) -> Result<Verified, ClientError> {
         check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
         self.settle().await?;
-        let asked = self.remote.call("lookup", &LookupRequest { name: name.into(), version: want }).await;
+        let asked = self.remote.call(Op::Lookup, &LookupRequest { name: name.into(), version: want }).await;
         let located: Located = self.absent_checked(name, want, asked).await?;
         match self.verify_located(name, want, &located)? {
             (_, Some(v)) => Ok(v),
@@ -225,7 +226,7 @@ impl Client {
         self.settle().await?;
         let located: Located = self
             .remote
-            .call("lookup", &LookupRequest { name: name.into(), version: None })
+            .call(Op::Lookup, &LookupRequest { name: name.into(), version: None })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let (found, latest) = self.verify_located(name, None, &located)?;
@@ -308,7 +309,7 @@ impl Client {
             Ok((record, state.next_nonce - first_nonce))
         });
         let answer =
-            self.remote.call_streaming::<Committed>("put", tokio_stream::wrappers::ReceiverStream::new(rx)).await;
+            self.remote.call_streaming::<Committed>(Op::Put, tokio_stream::wrappers::ReceiverStream::new(rx)).await;
         let produced = producer.await;
         // The upload may have recorded its intent (whatever became of the request).
         self.reload_pending()?;
@@ -377,7 +378,7 @@ impl Client {
         }
         let req = ReadRequest { name: name.into(), version: want, start, end };
         let opened = async {
-            let mut frames = self.remote.frames("read", &req).await?;
+            let mut frames = self.remote.frames(Op::Read, &req).await?;
             match frames.next::<ReadFrame>().await? {
                 Some(ReadFrame::Located(l)) => Ok((frames, l)),
                 Some(ReadFrame::Error(e)) => Err(ClientError::from_server(e.code, e.message)),
@@ -470,7 +471,7 @@ impl Client {
     pub async fn list(&self) -> Result<Vec<EntryRecord>, ClientError> {
         self.settle().await?;
         let listing: Listing =
-            self.remote.call("list", &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
+            self.remote.call(Op::List, &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
         let entries: Vec<EntryRecord> = listing
             .entries
             .iter()
@@ -489,7 +490,7 @@ impl Client {
         self.settle().await?;
         // A log always comes with the name's lookup, proving it present or absent.
         let log: Log =
-            self.remote.call("log", &LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
+            self.remote.call(Op::Log, &LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
         let lookup = lookup_from_wire(&log.lookup)?;
         let root = self.state.root();
         let found = verify_lookup(&root.digest, root.len, name, &lookup).map_err(ClientError::lie)?;
@@ -514,7 +515,7 @@ impl Client {
         self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove })?;
         let answer: Committed = self
             .remote
-            .call("remove", &RemoveRequest { name: name.into() })
+            .call(Op::Remove, &RemoveRequest { name: name.into() })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
@@ -541,7 +542,7 @@ impl Client {
         self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Prune(positions.clone()) })?;
         let answer: Committed = self
             .remote
-            .call("prune", &PruneRequest { name: name.into(), versions: versions.to_vec() })
+            .call(Op::Prune, &PruneRequest { name: name.into(), versions: versions.to_vec() })
             .await
             .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
         let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
@@ -558,7 +559,7 @@ impl Client {
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
         self.settle().await?;
-        let asked = self.remote.call("audit", &AuditRequest { name: name.into(), version: want, seed, count }).await;
+        let asked = self.remote.call(Op::Audit, &AuditRequest { name: name.into(), version: want, seed, count }).await;
         let answer: AuditAnswer = self.absent_checked(name, want, asked).await?;
         let v = match self.verify_located(name, want, &answer.located)? {
             (_, Some(v)) => v,

@@ -13,6 +13,7 @@ use std::time::Instant;
 use vouch_core::namespace::{Change, Found, VersionRecord};
 use vouch_core::pdp::{self, Tagger};
 use vouch_core::{hash, verify_multi_proof, Edit, MultiProof};
+use vouch_proto::Op;
 use vouch_proto::{BlockList, BlocksRequest, Committed, EditRequest, WireBlock, WireEdit};
 
 /// A change of bytes in a stored file, made as one verified batch (`vouch edit`).
@@ -127,7 +128,7 @@ impl Client {
         };
         self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()) })?;
         // The name was proven present: a "not found" is a lie.
-        let answer: Committed = self.remote.call("edit", &req).await.map_err(|e| e.absence_unproven(name))?;
+        let answer: Committed = self.remote.call(Op::Edit, &req).await.map_err(|e| e.absence_unproven(name))?;
         let record = plan.record(&answer)?;
         let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(name, &found, &Change::Append(record), &answer)?;
@@ -206,7 +207,7 @@ impl Client {
         // An absent name is proven absent in the answer, never a bare "not found".
         let answer: BlockList = self
             .remote
-            .call("blocks", &BlocksRequest { name: name.into(), version: None })
+            .call(Op::Blocks, &BlocksRequest { name: name.into(), version: None })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let list_bytes = (answer.proof.len() + answer.blocks.iter().map(|b| b.tag.len() + 8).sum::<usize>()) as u64;

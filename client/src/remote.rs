@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::Instant;
 use vouch_proto::frame::Decoder;
-use vouch_proto::{decode, encode, ErrorBody, Health, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER};
+use vouch_proto::{decode, encode, ErrorBody, Health, Op, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER};
 
 /// Most bytes of an error answer the client reads (its message is for people; the rest is
 /// dropped with the connection).
@@ -90,13 +90,13 @@ impl Remote {
     /// wait). An error answer is returned as its typed error.
     async fn send(
         &self,
-        op: &str,
+        op: Op,
         body: reqwest::Body,
         deadline: Option<Instant>,
     ) -> Result<reqwest::Response, ClientError> {
         let request = self
             .http
-            .post(format!("{}/v1/{op}", self.base))
+            .post(format!("{}{}", self.base, op.path()))
             .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
             .bearer_auth(&self.token)
             .body(body)
@@ -148,7 +148,7 @@ impl Remote {
     }
 
     /// One request, one answer, within the call deadline.
-    pub async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: &str, req: &Req) -> Result<Resp, ClientError> {
+    pub async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ClientError> {
         let deadline = self.deadline();
         let resp = self.send(op, encode(req).into(), Some(deadline)).await?;
         let bytes = self.body(resp, deadline).await?;
@@ -160,7 +160,7 @@ impl Remote {
     /// last frame.
     pub async fn call_streaming<Resp: DeserializeOwned>(
         &self,
-        op: &str,
+        op: Op,
         frames: impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
     ) -> Result<Resp, ClientError> {
         let meter = Arc::new(Mutex::new(UploadMeter::new(StreamBudget::new(self.timeout, self.min_rate))));
@@ -187,7 +187,7 @@ impl Remote {
 
     /// A request answered by a stream of frames (a read). The answer's head must come within
     /// the timeout; [`Frames::next`] bounds the rest.
-    pub async fn frames<Req: Serialize>(&self, op: &str, req: &Req) -> Result<Frames, ClientError> {
+    pub async fn frames<Req: Serialize>(&self, op: Op, req: &Req) -> Result<Frames, ClientError> {
         let resp = self.send(op, encode(req).into(), Some(self.deadline())).await?;
         Ok(Frames {
             remote: self.clone(),
@@ -207,7 +207,7 @@ impl Remote {
 
     pub async fn health(&self) -> Result<Health, ClientError> {
         let deadline = self.deadline();
-        let request = self.http.get(format!("{}/v1/health", self.base)).send();
+        let request = self.http.get(format!("{}{}", self.base, Op::Health.path())).send();
         let resp = tokio::time::timeout_at(deadline, request)
             .await
             .map_err(|_| self.timed_out(format!("no answer to health within {:?}", self.timeout)))?

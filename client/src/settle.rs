@@ -6,6 +6,7 @@ use crate::client::Client;
 use crate::error::ClientError;
 use crate::intent::{self, Intent, Settled};
 use crate::state::Root;
+use vouch_proto::Op;
 use vouch_proto::{LastCommit, LastCommitRequest};
 
 impl Client {
@@ -52,7 +53,7 @@ impl Client {
         let Some(intent) = self.pending().clone() else { return Ok(()) };
         let answer: LastCommit = self
             .remote
-            .call("last-commit", &LastCommitRequest { name: intent.name.clone() })
+            .call(Op::LastCommit, &LastCommitRequest { name: intent.name.clone() })
             .await
             .map_err(|e| e.absence_unproven("the last commit"))?;
         match intent.settle(&answer)? {

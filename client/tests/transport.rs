@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use vouch_client::{exit, Client, ClientError, Remote, Transport, MAX_ERROR_BODY};
-use vouch_proto::{ListRequest, Listing};
+use vouch_proto::{ListRequest, Listing, Op};
 use vouch_server::{token_hash, Misbehave, Provider, ServeOptions};
 use vouch_store::{MetaDb, ObjectBlobs};
 
@@ -114,7 +114,7 @@ async fn an_endless_error_body_is_read_no_further_than_its_bound() {
     let (url, seen) = hostile(Hostile::EndlessError).await;
     let remote = Remote::with(&url, TOKEN, &with_timeout(20)).unwrap();
     let started = Instant::now();
-    let r = remote.call::<_, Listing>("list", &ListRequest {}).await;
+    let r = remote.call::<_, Listing>(Op::List, &ListRequest {}).await;
     match &r {
         Err(e @ ClientError::Refused { message, .. }) => {
             assert!(message.contains("HTTP 500"), "{message}");
@@ -135,7 +135,7 @@ async fn a_trickled_answer_ends_at_the_call_deadline() {
     let (url, _) = hostile(Hostile::Trickle).await;
     let remote = Remote::with(&url, TOKEN, &with_timeout(1)).unwrap();
     let started = Instant::now();
-    let r = remote.call::<_, Listing>("list", &ListRequest {}).await;
+    let r = remote.call::<_, Listing>(Op::List, &ListRequest {}).await;
     assert!(matches!(r, Err(ClientError::TimedOut { .. })), "{r:?}");
     assert_eq!(r.unwrap_err().exit_code(), exit::UNREACHABLE);
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
@@ -164,7 +164,7 @@ async fn an_upload_the_provider_stops_taking_ends_at_the_deadline() {
     // 256 MiB offered, produced on demand: far more than the socket buffers take.
     let frames = futures::stream::iter((0..256).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; MIB]))));
     let started = Instant::now();
-    let r = remote.call_streaming::<Listing>("put", frames).await;
+    let r = remote.call_streaming::<Listing>(Op::Put, frames).await;
     assert!(matches!(&r, Err(ClientError::TimedOut { detail, .. }) if detail.contains("upload")), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
 }

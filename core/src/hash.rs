@@ -61,6 +61,10 @@ pub enum Domain {
     /// The FlexList tag of a PDP-tagged block: `0x20 || scheme:u8 || nonce:u64le || tag`, the
     /// tag's length fixed by the scheme.
     PdpLeaf = 0x20,
+    /// A namespace leaf: `0x30 ||` an entry record's encoding (`crate::namespace`).
+    NamespaceEntry = 0x30,
+    /// A version-list leaf: `0x31 ||` a version record's encoding (`crate::namespace`).
+    NamespaceVersion = 0x31,
 }
 
 /// Hash of a FlexList leaf node: its own block's length and tag, and its after child's rank
@@ -92,8 +96,14 @@ pub fn flex_node(level: u8, below_rank: u64, below: &Digest, after_rank: u64, af
 
 /// Hash of arbitrary data under [`Domain::Data`].
 pub fn data(bytes: &[u8]) -> Digest {
+    in_domain(Domain::Data, bytes)
+}
+
+/// Hash of `bytes` under `domain`: `domain || bytes`, for kinds whose encoding is
+/// self-delimiting (records, free-form data).
+pub fn in_domain(domain: Domain, bytes: &[u8]) -> Digest {
     let mut h = Sha256::new();
-    h.update([Domain::Data as u8]);
+    h.update([domain as u8]);
     h.update(bytes);
     Digest(h.finalize().into())
 }
@@ -145,6 +155,14 @@ mod tests {
         buf.extend_from_slice(&0x0304u64.to_le_bytes());
         buf.extend_from_slice(&[2; 32]);
         assert_eq!(h, sha256(&buf));
+    }
+
+    #[test]
+    fn record_domains_are_pinned() {
+        // Namespace and version leaves keep the bytes they had before they moved here.
+        assert_eq!(in_domain(Domain::NamespaceEntry, b"e"), sha256(b"\x30e"));
+        assert_eq!(in_domain(Domain::NamespaceVersion, b"v"), sha256(b"\x31v"));
+        assert_eq!(data(b"d"), sha256(b"\x10d"));
     }
 
     #[test]

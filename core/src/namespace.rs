@@ -22,17 +22,12 @@ use crate::flexlist::{
     verify_multi_proof_len, verify_multi_update_len, Block, Edit, MultiProof, ProofError, UpdateProof,
     UpdateVerifyError,
 };
-use crate::hash::Digest;
+use crate::hash::{self, Digest, Domain};
 use crate::pdp::{ClientFile, FileId, SchemeId};
 use crate::FlexList;
-use sha2::{Digest as _, Sha256};
 
 /// Longest name, in bytes.
 pub const MAX_NAME_LEN: usize = 1024;
-
-/// Domain bytes of the two record kinds (beside those of [`crate::hash::Domain`]).
-const ENTRY_DOMAIN: u8 = 0x30;
-const VERSION_DOMAIN: u8 = 0x31;
 
 /// One name in the namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,11 +76,9 @@ pub fn check_name(name: &str) -> Result<(), RecordError> {
     Ok(())
 }
 
-fn leaf(domain: u8, bytes: &[u8]) -> Block {
-    let mut h = Sha256::new();
-    h.update([domain]);
-    h.update(bytes);
-    Block::new(Digest(h.finalize().into()), 1, 0)
+/// A record's leaf: its hash under its own domain, length 1 (so offsets are positions).
+fn leaf(domain: Domain, bytes: &[u8]) -> Block {
+    Block::new(hash::in_domain(domain, bytes), 1, 0)
 }
 
 impl EntryRecord {
@@ -125,7 +118,7 @@ impl EntryRecord {
 
     /// The namespace leaf of this entry.
     pub fn leaf(&self) -> Block {
-        leaf(ENTRY_DOMAIN, &self.to_bytes())
+        leaf(Domain::NamespaceEntry, &self.to_bytes())
     }
 }
 
@@ -167,7 +160,7 @@ impl VersionRecord {
 
     /// The version-list leaf of this version.
     pub fn leaf(&self) -> Block {
-        leaf(VERSION_DOMAIN, &self.to_bytes())
+        leaf(Domain::NamespaceVersion, &self.to_bytes())
     }
 }
 

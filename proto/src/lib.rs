@@ -32,6 +32,70 @@ use serde_bytes::ByteBuf;
 
 pub mod frame;
 
+/// The operations of the protocol: each is `POST /v1/<name>` (health: `GET`). Client and
+/// server both take the paths from here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Health,
+    Lookup,
+    List,
+    Log,
+    Read,
+    Put,
+    Edit,
+    Remove,
+    Prune,
+    Audit,
+    Blocks,
+    LastCommit,
+}
+
+impl Op {
+    pub const ALL: [Op; 12] = [
+        Op::Health,
+        Op::Lookup,
+        Op::List,
+        Op::Log,
+        Op::Read,
+        Op::Put,
+        Op::Edit,
+        Op::Remove,
+        Op::Prune,
+        Op::Audit,
+        Op::Blocks,
+        Op::LastCommit,
+    ];
+
+    /// The operation's name, the last segment of its path.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Health => "health",
+            Op::Lookup => "lookup",
+            Op::List => "list",
+            Op::Log => "log",
+            Op::Read => "read",
+            Op::Put => "put",
+            Op::Edit => "edit",
+            Op::Remove => "remove",
+            Op::Prune => "prune",
+            Op::Audit => "audit",
+            Op::Blocks => "blocks",
+            Op::LastCommit => "last-commit",
+        }
+    }
+
+    /// `/v1/<name>`.
+    pub fn path(self) -> String {
+        format!("/v1/{}", self.name())
+    }
+}
+
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Version of this protocol; a server refuses requests that name another.
 pub const PROTOCOL_VERSION: u16 = 2;
 /// Header carrying [`PROTOCOL_VERSION`].
@@ -390,4 +454,16 @@ pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-error", encode(&ErrorBody { code: ErrorCode::DataLost, message: "x".into() })),
         ("seed-empty", Vec::new()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_have_distinct_paths() {
+        let paths: std::collections::HashSet<String> = Op::ALL.iter().map(|op| op.path()).collect();
+        assert_eq!(paths.len(), Op::ALL.len());
+        assert_eq!(Op::LastCommit.path(), "/v1/last-commit");
+    }
 }

@@ -20,7 +20,7 @@ use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::{
     decode, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health,
-    LastCommitRequest, ListRequest, LogRequest, LookupRequest, PruneRequest, PutFrame, ReadFrame, ReadRequest,
+    LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest, PutFrame, ReadFrame, ReadRequest,
     RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
@@ -47,18 +47,18 @@ impl std::fmt::Debug for App {
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/v1/health", get(health))
-        .route("/v1/lookup", post(lookup))
-        .route("/v1/list", post(list))
-        .route("/v1/log", post(log))
-        .route("/v1/read", post(read))
-        .route("/v1/put", post(put))
-        .route("/v1/edit", post(edit))
-        .route("/v1/remove", post(remove))
-        .route("/v1/prune", post(prune))
-        .route("/v1/audit", post(audit))
-        .route("/v1/blocks", post(blocks))
-        .route("/v1/last-commit", post(last_commit))
+        .route(&Op::Health.path(), get(health))
+        .route(&Op::Lookup.path(), post(lookup))
+        .route(&Op::List.path(), post(list))
+        .route(&Op::Log.path(), post(log))
+        .route(&Op::Read.path(), post(read))
+        .route(&Op::Put.path(), post(put))
+        .route(&Op::Edit.path(), post(edit))
+        .route(&Op::Remove.path(), post(remove))
+        .route(&Op::Prune.path(), post(prune))
+        .route(&Op::Audit.path(), post(audit))
+        .route(&Op::Blocks.path(), post(blocks))
+        .route(&Op::LastCommit.path(), post(last_commit))
         .with_state(app)
 }
 
