@@ -21,8 +21,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_client::Client;
-use vouch_server::{token_hash, Misbehave, Provider, RunningServer};
-use vouch_store::{MetaDb, ObjectBlobs, S3Config, DEFAULT_SEGMENT_SIZE};
+use vouch_server::{token_hash, Blocks, Misbehave, Provider, RunningServer};
+use vouch_store::{S3Config, DEFAULT_SEGMENT_SIZE};
 
 const COMMITS: usize = 8;
 const COMMIT_BYTES: usize = 20 << 10;
@@ -72,11 +72,11 @@ pub(crate) struct Running {
     pub(crate) client: Client,
 }
 
-/// A provider over `blobs` and a redb in `dir`, serving on a loopback port, and a client of it.
-pub(crate) async fn start(blobs: ObjectBlobs, dir: &Path) -> Result<Running, SelfCheckFailed> {
+/// A provider over `dir` with its blocks where `blocks` says, serving on a loopback port, and a
+/// client of it.
+pub(crate) async fn start(blocks: &Blocks, dir: &Path) -> Result<Running, SelfCheckFailed> {
     let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(e.to_string());
-    let meta = MetaDb::open(&dir.join("meta.redb")).map_err(|e| fail(&e))?;
-    let provider = Provider::open(blobs, meta, Misbehave::None).map_err(|e| fail(&e))?;
+    let provider = Provider::open_dir(dir, blocks, Misbehave::None).map_err(|e| fail(&e))?;
     let clients = HashMap::from([(token_hash("bench"), "bench".to_string())]);
     let server =
         vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.map_err(|e| fail(&e))?;
@@ -111,18 +111,17 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
 
     progress("e2e: local directory");
     let local = scratch.path().join("local");
-    let blobs = ObjectBlobs::local(&local.join("blobs")).map_err(|e| SelfCheckFailed(e.to_string()))?;
     let raw: Arc<dyn ObjectStore> = Arc::new(
         object_store::local::LocalFileSystem::new_with_prefix(local.join("blobs"))
             .map_err(|e| SelfCheckFailed(e.to_string()))?,
     );
-    backends.push(rt.block_on(throughput("local", blobs, raw, Some(&local.join("blobs")), &big, &local))?);
+    backends.push(rt.block_on(throughput("local", Blocks::Local, raw, Some(&local.join("blobs")), &big, &local))?);
     match S3Config::from_env(Some("vouch")) {
         Ok(config) => {
             progress("e2e: S3");
-            let blobs = ObjectBlobs::s3(&config).map_err(|e| SelfCheckFailed(e.to_string()))?;
             let dir = scratch.path().join("s3");
-            backends.push(rt.block_on(throughput("s3", blobs, raw_s3(&config)?, None, &big, &dir))?);
+            let raw = raw_s3(&config)?;
+            backends.push(rt.block_on(throughput("s3", Blocks::S3(config), raw, None, &big, &dir))?);
         }
         Err(why) => skipped.push(format!("s3: {why} (e.g. eval \"$(scripts/minio.sh start DIR)\")")),
     }
@@ -171,7 +170,7 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
 
 async fn throughput(
     name: &'static str,
-    blobs: ObjectBlobs,
+    blocks: Blocks,
     raw: Arc<dyn ObjectStore>,
     flush_dir: Option<&Path>,
     big: &Bytes,
@@ -179,7 +178,7 @@ async fn throughput(
 ) -> Result<Throughput, SelfCheckFailed> {
     std::fs::create_dir_all(dir).map_err(|e| SelfCheckFailed(e.to_string()))?;
     let fail = |e: vouch_client::ClientError| SelfCheckFailed(e.to_string());
-    let mut run = start(blobs, dir).await?;
+    let mut run = start(&blocks, dir).await?;
     let keys: Vec<object_store::path::Path> =
         (0..big.len().div_ceil(DEFAULT_SEGMENT_SIZE)).map(|i| format!("raw/{name}-{i:04}").into()).collect();
     let (mut put, mut raw_put, mut get, mut raw_get) = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
@@ -255,8 +254,7 @@ impl std::io::Write for Sink {
 async fn replay(pattern: &'static str, size: usize, dir: &Path) -> Result<Replay, SelfCheckFailed> {
     std::fs::create_dir_all(dir).map_err(|e| SelfCheckFailed(e.to_string()))?;
     let fail = |e: vouch_client::ClientError| SelfCheckFailed(e.to_string());
-    let blobs = ObjectBlobs::local(&dir.join("blobs")).map_err(|e| SelfCheckFailed(e.to_string()))?;
-    let mut run = start(blobs, dir).await?;
+    let mut run = start(&Blocks::Local, dir).await?;
     let mut file = data(size, 11);
     run.client.put("repo.bin", std::io::Cursor::new(file.clone()), None, |_| {}).await.map_err(fail)?;
     let local = dir.join("work.bin");

@@ -24,7 +24,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 use vouch_client::{Client, SyncReport};
-use vouch_store::ObjectBlobs;
 
 /// Commits replayed when none are given: the newest of the first-parent history.
 const COMMITS: usize = 100;
@@ -143,8 +142,7 @@ pub(crate) async fn replay_in(
     let first = history.len().saturating_sub(want);
     let stage = dir.join("stage");
     std::fs::create_dir_all(&stage).map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
-    let blobs = ObjectBlobs::local(&dir.join("blobs")).map_err(|e| SelfCheckFailed(e.to_string()))?;
-    let mut run = start(blobs, dir).await?;
+    let mut run = start(&vouch_server::Blocks::Local, dir).await?;
     let mut replayer =
         Replayer { git, client: &mut run.client, stage, stored: BTreeSet::new(), skipped: Skips::default() };
 

@@ -7,8 +7,7 @@ use clap::Args;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use vouch_server::{hex32, token_hash, LimitSettings, Limits, Misbehave, Provider, ServeOptions, ServerConfig};
-use vouch_store::{MetaDb, ObjectBlobs, S3Config};
+use vouch_server::{hex32, token_hash, Blocks, LimitSettings, Limits, Misbehave, Provider, ServeOptions, ServerConfig};
 
 #[derive(Args)]
 pub struct Serve {
@@ -118,14 +117,7 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
 
 /// The provider over `data` (metadata, and blocks unless `s3` names where they go).
 pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Provider> {
-    let blobs = match s3 {
-        None => ObjectBlobs::local(&data.join("blobs"))?,
-        Some("env") => ObjectBlobs::s3(&S3Config::from_env(None)?)?,
-        Some(path) => ObjectBlobs::s3(&S3Config::from_file(std::path::Path::new(path))?)?,
-    };
-    std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
-    let meta = MetaDb::open(&data.join("meta.redb"))?;
-    Ok(Provider::open(blobs, meta, misbehave)?)
+    Ok(Provider::open_dir(data, &Blocks::from_setting(s3)?, misbehave)?)
 }
 
 #[derive(Args)]

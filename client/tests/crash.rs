@@ -17,7 +17,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vouch_client::{exit, Client, ClientError};
 use vouch_server::{token_hash, Misbehave, Provider};
-use vouch_store::{MetaDb, ObjectBlobs, S3Config};
 use workload::{replay, Journal, Model};
 
 const TOKEN: &str = common::TOKEN;
@@ -43,12 +42,9 @@ fn env(name: &str) -> String {
 #[ignore = "child process of the crash tests"]
 async fn crash_provider_child() {
     let data = PathBuf::from(env("VOUCH_CRASH_DATA"));
-    let blobs = match env("VOUCH_CRASH_BACKEND").as_str() {
-        "s3" => ObjectBlobs::s3(&S3Config::from_env(None).unwrap()).unwrap(),
-        _ => ObjectBlobs::local(&data.join("blobs")).unwrap(),
-    };
-    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs, meta, Misbehave::None).unwrap();
+    let s3 = (env("VOUCH_CRASH_BACKEND") == "s3").then_some("env");
+    let blocks = vouch_server::Blocks::from_setting(s3).unwrap();
+    let provider = Provider::open_dir(&data, &blocks, Misbehave::None).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let server = vouch_server::start(&env("VOUCH_CRASH_LISTEN"), provider, clients, std::future::pending()).await;
     server.unwrap().wait().await.unwrap();

@@ -8,12 +8,9 @@ use std::collections::HashMap;
 use vouch_client::{exit, Client, ClientError};
 use vouch_proto::ErrorCode;
 use vouch_server::{token_hash, Limits, Misbehave, Provider, RunningServer, ServeOptions};
-use vouch_store::{MetaDb, ObjectBlobs};
 
 async fn start(data: &std::path::Path, limits: Limits) -> RunningServer {
-    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
-    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs, meta, Misbehave::None).unwrap();
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local, Misbehave::None).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { limits, ..ServeOptions::default() };
     vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()

@@ -20,7 +20,6 @@ use tokio::net::{TcpListener, TcpStream};
 use vouch_client::{exit, Client, ClientError, Remote, Transport, MAX_ERROR_BODY};
 use vouch_proto::{ListRequest, Listing, Op};
 use vouch_server::{token_hash, Misbehave, Provider, ServeOptions};
-use vouch_store::{MetaDb, ObjectBlobs};
 
 const MIB: usize = 1 << 20;
 /// Generous bound for what should take a second or two.
@@ -172,9 +171,7 @@ async fn an_upload_the_provider_stops_taking_ends_at_the_deadline() {
 // ---- TLS ----
 
 async fn start_tls(data: &Path, cert: &str, key: &str) -> vouch_server::RunningServer {
-    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
-    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs, meta, Misbehave::None).unwrap();
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local, Misbehave::None).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let tls = vouch_server::tls::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
     let options = ServeOptions { tls: Some(tls), ..ServeOptions::default() };

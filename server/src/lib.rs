@@ -13,12 +13,14 @@ mod keys;
 mod limits;
 mod listen;
 mod misbehave;
+mod open;
 mod provider;
 pub mod tls;
 
 pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
 pub use limits::Limits;
 pub use misbehave::Misbehave;
+pub use open::{Blocks, OpenError};
 pub use provider::{Provider, ProviderError, MAX_CHALLENGE};
 
 use std::collections::HashMap;

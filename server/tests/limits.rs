@@ -24,9 +24,7 @@ const MIB: usize = 1 << 20;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 async fn serve(data: &Path, limits: Limits) -> RunningServer {
-    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
-    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs, meta, Misbehave::None).unwrap();
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local, Misbehave::None).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { limits, tls: None };
     vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()

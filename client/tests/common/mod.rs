@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use vouch_client::Client;
-use vouch_server::{token_hash, Misbehave, Provider, RunningServer};
-use vouch_store::{MetaDb, ObjectBlobs};
+use vouch_server::{token_hash, Blocks, Misbehave, Provider, RunningServer};
 
 pub const TOKEN: &str = "test-token";
 pub struct Setup {
@@ -17,9 +16,7 @@ pub struct Setup {
 }
 
 pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer {
-    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
-    let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs, meta, misbehave).unwrap();
+    let provider = Provider::open_dir(data, &Blocks::Local, misbehave).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
 }
