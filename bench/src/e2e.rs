@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_client::Client;
-use vouch_server::{token_hash, Blocks, Misbehave, Provider, RunningServer};
+use vouch_server::{token_hash, Blocks, Provider, RunningServer};
 use vouch_store::{S3Config, DEFAULT_SEGMENT_SIZE};
 
 const COMMITS: usize = 8;
@@ -33,6 +33,8 @@ pub struct Report {
     pub backends: Vec<Throughput>,
     pub skipped: Vec<String>,
     pub vcs: Vec<Replay>,
+    /// The provider's lookup and commit time by namespace size ([`crate::names`]).
+    pub names: Vec<crate::names::NameScale>,
     /// A real repository's history (`--repo PATH`); null when none was given.
     pub repo: Option<RepoReplay>,
     pub targets: Vec<Target>,
@@ -76,7 +78,7 @@ pub(crate) struct Running {
 /// client of it.
 pub(crate) async fn start(blocks: &Blocks, dir: &Path) -> Result<Running, SelfCheckFailed> {
     let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(e.to_string());
-    let provider = Provider::open_dir(dir, blocks, Misbehave::None).map_err(|e| fail(&e))?;
+    let provider = Provider::open_dir(dir, blocks).map_err(|e| fail(&e))?;
     let clients = HashMap::from([(token_hash("bench"), "bench".to_string())]);
     let server =
         vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.map_err(|e| fail(&e))?;
@@ -111,6 +113,7 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
 
     progress("e2e: local directory");
     let local = scratch.path().join("local");
+    std::fs::create_dir_all(local.join("blobs")).map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
     let raw: Arc<dyn ObjectStore> = Arc::new(
         object_store::local::LocalFileSystem::new_with_prefix(local.join("blobs"))
             .map_err(|e| SelfCheckFailed(e.to_string()))?,
@@ -132,6 +135,12 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
         progress(&format!("e2e: VCS replay, {pattern} 20 KB commits to a {} MB file", base >> 20));
         let dir = scratch.path().join(format!("vcs-{pattern}"));
         vcs.push(rt.block_on(replay(pattern, base, &dir))?);
+    }
+    let mut names = Vec::new();
+    let sizes: &[u64] = if opts.quick { &[10, 1_000, 100_000] } else { &[10, 1_000, 100_000, 1_000_000] };
+    for &n in sizes {
+        progress(&format!("e2e: a namespace of {n} names"));
+        names.push(rt.block_on(crate::names::measure(n, &scratch.path().join(format!("names-{n}"))))?);
     }
     let repo = match repo {
         Some(source) => {
@@ -165,7 +174,13 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
             Some(proof_paper),
         ));
     }
-    Ok(Report { quick: opts.quick, backends, skipped, vcs, repo, targets })
+    if let (Some(small), Some(large)) = (names.first(), names.last()) {
+        let spread = |f: fn(&crate::names::NameScale) -> f64| f(large) / f(small);
+        let what = |op: &str| format!("{op} time, {} names vs {}", large.names, small.names);
+        targets.push(Target::at_most(&what("namespace lookup"), spread(|s| s.lookup_us), 2.0, "x", None));
+        targets.push(Target::at_most(&what("namespace commit"), spread(|s| s.commit_us), 2.0, "x", None));
+    }
+    Ok(Report { quick: opts.quick, backends, skipped, vcs, names, repo, targets })
 }
 
 async fn throughput(
@@ -342,6 +357,12 @@ impl Report {
                 r.list_bytes,
                 r.server_ms,
                 r.client_ms
+            );
+        }
+        for s in &self.names {
+            out += &format!(
+                "namespace of {} names: first request {:.1} ms; medians: lookup {:.0} us (server {:.0} us), commit {:.0} us (server {:.0} us)\n",
+                s.names, s.load_ms, s.lookup_us, s.lookup_server_us, s.commit_us, s.commit_server_us
             );
         }
         if let Some(repo) = &self.repo {

@@ -9,6 +9,7 @@
 pub mod e2e;
 pub mod flexlist;
 mod measure;
+mod names;
 pub mod pdp;
 pub mod repo;
 pub mod store;

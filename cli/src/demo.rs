@@ -1,7 +1,8 @@
 //! `vouch demo`: the whole story in one process on the embedded default, no setup. A provider
 //! starts on a free loopback port over a temporary directory; a client stores a file, edits it,
 //! syncs a changed copy, reads old and new versions, audits; then the provider lies in every
-//! way it can, and each lie is shown caught. Exits nonzero if any lie goes unnoticed.
+//! way it can, and each lie is shown caught, by the check it should trip (its violation kind).
+//! Exits nonzero if any lie goes unnoticed or is caught as another kind of violation.
 
 use crate::output::{human, Output};
 use crate::serve::{one_client, open_provider};
@@ -10,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use vouch_client::{ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
 use vouch_server::{Misbehave, RunningServer};
 
 #[derive(Args)]
@@ -32,7 +33,11 @@ struct Step {
 #[derive(Serialize)]
 struct Lie {
     lie: String,
+    /// Caught as the violation it should show as.
     caught: bool,
+    /// The violation it should show as, and the one the client reported (if any).
+    expected: &'static str,
+    violation: Option<&'static str>,
     how: String,
 }
 
@@ -190,32 +195,34 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     // The provider lies.
     let mut lies = Vec::new();
     let reads = [
-        Misbehave::CorruptBlock,
-        Misbehave::DropBlock,
-        Misbehave::SwapBlocks,
-        Misbehave::OldVersion,
-        Misbehave::TruncateStream,
+        (Misbehave::CorruptBlock, ViolationKind::AlteredBlock),
+        (Misbehave::DropBlock, ViolationKind::MissingBlock),
+        (Misbehave::SwapBlocks, ViolationKind::AlteredBlock),
+        (Misbehave::OldVersion, ViolationKind::WrongVersion),
+        (Misbehave::TruncateStream, ViolationKind::ShortStream),
     ];
-    for mode in reads {
+    for (mode, kind) in reads {
         world.provider(mode).await?;
         let got = fetch(&world.client()?, "notes.txt", None).await;
-        lies.push(verdict(mode.name(), "get", got.map(|_| ())));
+        lies.push(verdict(mode.name(), "get", kind, got.map(|_| ())));
     }
     world.provider(Misbehave::HideVersion).await?;
     let got = fetch(&world.client()?, "notes.txt", Some(1)).await.map(|_| ());
-    lies.push(verdict("hide-version (v1 \"not found\")", "get v1", got));
+    lies.push(verdict("hide-version (v1 \"not found\")", "get v1", ViolationKind::HiddenVersion, got));
     world.provider(Misbehave::HideFile).await?;
-    lies.push(verdict("hide-file", "ls", world.client()?.list().await.map(|_| ())));
+    lies.push(verdict("hide-file", "ls", ViolationKind::HiddenName, world.client()?.list().await.map(|_| ())));
     world.provider(Misbehave::OtherChallenge).await?;
     lies.push(verdict(
         "other-challenge (forged proof)",
         "audit",
+        ViolationKind::BadAuditProof,
         world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
     ));
     world.provider(Misbehave::StretchBlock).await?;
     lies.push(verdict(
         "stretch-block (a block claims its neighbour's bytes)",
         "audit",
+        ViolationKind::BadAuditProof,
         world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
     ));
     world.provider(Misbehave::ReplayProof).await?;
@@ -224,28 +231,36 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     lies.push(verdict(
         "replay-proof (an old proof)",
         "second audit",
+        ViolationKind::BadAuditProof,
         c.audit("notes.txt", None, 460).await.map(|_| ()),
     ));
     drop(c);
     world.provider(Misbehave::None).await?;
     tamper_segment(&world.data.join("blobs"))?;
-    // The first segment holds version 1's blocks: reading that version must notice.
+    // The first segment holds version 1's blocks: reading that version must notice (the
+    // provider's own checksum notices first, and it admits to the damage).
     let got = fetch(&world.client()?, "notes.txt", Some(1)).await.map(|_| ());
-    lies.push(verdict("bytes altered on the backend", "get v1", got));
+    lies.push(verdict("bytes altered on the backend", "get v1", ViolationKind::DataLost, got));
 
     world.provider(Misbehave::Rollback).await?;
     let mut c = world.client()?;
     c.put("todo.txt", std::io::Cursor::new(b"buy milk\nbuy bread\n".to_vec()), None, |_| {}).await?;
-    lies.push(verdict("rollback (forgets todo.txt v2)", "get", fetch(&c, "todo.txt", None).await.map(|_| ())));
+    let got = fetch(&c, "todo.txt", None).await.map(|_| ());
+    lies.push(verdict("rollback (forgets todo.txt v2)", "get", ViolationKind::BadLookupProof, got));
     drop(c);
     let all_caught = lies.iter().all(|l| l.caught);
     if !out.json {
         for l in &lies {
-            println!("{:>8}  {:<34} {}", if l.caught { "CAUGHT" } else { "MISSED" }, l.lie, l.how);
+            let verdict = if l.caught { "CAUGHT" } else { "MISSED" };
+            println!("{verdict:>8}  {:<34} [{}] {}", l.lie, l.violation.unwrap_or("none"), l.how);
         }
         println!(
             "{}",
-            if all_caught { format!("all {} lies caught", lies.len()) } else { "SOME LIES WERE NOT CAUGHT".into() }
+            if all_caught {
+                format!("all {} lies caught", lies.len())
+            } else {
+                "SOME LIES WERE NOT CAUGHT (or not as the violation they should show as)".into()
+            }
         );
     }
     out.print(&Report { steps, lies, all_caught }, String::new);
@@ -258,11 +273,21 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     Ok(())
 }
 
-fn verdict(lie: &str, op: &str, result: Result<(), ClientError>) -> Lie {
-    match result {
-        Err(e @ ClientError::Misbehaved(_)) => Lie { lie: lie.into(), caught: true, how: format!("{op}: {e}") },
-        Err(e) => Lie { lie: lie.into(), caught: false, how: format!("{op}: wrong error: {e}") },
-        Ok(()) => Lie { lie: lie.into(), caught: false, how: format!("{op}: accepted") },
+/// How `op` fared against a lie that should show as the violation `expected`.
+fn verdict(lie: &str, op: &str, expected: ViolationKind, result: Result<(), ClientError>) -> Lie {
+    let violation = result.as_ref().err().and_then(ClientError::violation_kind);
+    let how = match &result {
+        Err(e) if violation == Some(expected) => format!("{op}: {e}"),
+        Err(e @ ClientError::Misbehaved(_)) => format!("{op}: caught as another violation than {expected}: {e}"),
+        Err(e) => format!("{op}: wrong error: {e}"),
+        Ok(()) => format!("{op}: accepted"),
+    };
+    Lie {
+        lie: lie.into(),
+        caught: violation == Some(expected),
+        expected: expected.name(),
+        violation: violation.map(ViolationKind::name),
+        how,
     }
 }
 

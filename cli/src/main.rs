@@ -3,18 +3,19 @@
 //! Exit codes (stable): 0 success; 1 other failure; 2 bad usage or input; 3 the provider
 //! misbehaved (a proof failed, data was altered or rolled back, a stream was cut short);
 //! 4 the provider is unreachable or unavailable; 5 not found; 6 local state missing or
-//! damaged; 7 the provider refused the credentials.
+//! damaged; 7 the provider refused the credentials (see [`exit`]).
 
 mod bench;
 mod commands;
 mod demo;
+mod exit;
 mod output;
 mod serve;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use vouch_client::{exit, ClientError};
+use vouch_client::ClientError;
 
 #[derive(Parser)]
 #[command(name = "vouch", version, about = "Verifiable storage on untrusted clouds")]
@@ -99,7 +100,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::from(exit::OK as u8),
         Err(Failure::Client(e)) => {
             eprintln!("vouch: {e}");
-            ExitCode::from(e.exit_code() as u8)
+            ExitCode::from(exit::exit_code(&e) as u8)
         }
         Err(Failure::Other(e)) => {
             eprintln!("vouch: {e:#}");

@@ -7,7 +7,9 @@ use clap::Args;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use vouch_server::{hex32, token_hash, Blocks, LimitSettings, Limits, Misbehave, Provider, ServeOptions, ServerConfig};
+use vouch_server::{
+    hex32, token_hash, Blocks, LimitSettings, Limits, Misbehave, Misbehaving, Provider, ServeOptions, ServerConfig,
+};
 
 #[derive(Args)]
 pub struct Serve {
@@ -116,8 +118,8 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
 }
 
 /// The provider over `data` (metadata, and blocks unless `s3` names where they go).
-pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Provider> {
-    Ok(Provider::open_dir(data, &Blocks::from_setting(s3)?, misbehave)?)
+pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Misbehaving> {
+    Ok(Misbehaving::new(Provider::open_dir(data, &Blocks::from_setting(s3)?)?, misbehave))
 }
 
 #[derive(Args)]

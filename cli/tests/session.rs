@@ -164,6 +164,7 @@ fn a_lying_server_gets_exit_code_3_and_no_output_file() {
     let out = vouch(&state, &["get", "x", "-o", target.to_str().unwrap()]);
     assert_eq!(code(&out), 3, "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("misbehaved"));
+    assert!(text(&out.stderr).contains("does not match its tag"), "{}", text(&out.stderr));
     assert!(!target.exists(), "no output file from a lying provider");
     assert!(!target.with_extension("vouch-partial").exists());
 }
@@ -176,8 +177,14 @@ fn demo_runs_and_catches_every_lie() {
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["all_caught"], true);
-    assert!(report["lies"].as_array().unwrap().len() >= 12);
-    assert!(report["lies"].as_array().unwrap().iter().all(|l| l["caught"] == true));
+    let lies = report["lies"].as_array().unwrap();
+    assert!(lies.len() >= 12);
+    for l in lies {
+        // Each lie caught by the check it should trip: the violation kind the demo expects.
+        assert_eq!(l["caught"], true, "{l}");
+        assert!(l["expected"].as_str().is_some_and(|k| !k.is_empty()), "{l}");
+        assert_eq!(l["violation"], l["expected"], "{l}");
+    }
 }
 
 #[test]

@@ -6,6 +6,7 @@ use crate::error::ClientError;
 use crate::intent::{self, Intent, Planned};
 use crate::remote::Remote;
 use crate::state::{Root, StateDir};
+use crate::violation::ViolationKind;
 use bytes::Bytes;
 use rayon::prelude::*;
 use serde_bytes::ByteBuf;
@@ -14,8 +15,8 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 use vouch_core::namespace::{
-    check_name, proof_from_bytes, verify_commit, verify_listing, verify_log, verify_lookup, verify_version, Change,
-    CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
+    check_name, proof_from_bytes, verify_commit, verify_listing, verify_log, verify_lookup, verify_version,
+    verify_versions, Change, CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
 };
 use vouch_core::pdp::linear::LinearKey;
 use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload};
@@ -88,13 +89,13 @@ pub(crate) fn lookup_from_wire(w: &WireLookup) -> Result<LookupProof, ClientErro
             .iter()
             .map(|e| EntryRecord::from_bytes(e))
             .collect::<Result<_, _>>()
-            .map_err(ClientError::lie)?,
-        proof: proof_from_bytes(w.proof.to_vec()).map_err(ClientError::lie)?,
+            .map_err(ClientError::caught(ViolationKind::BadLookupProof))?,
+        proof: proof_from_bytes(w.proof.to_vec()).map_err(ClientError::caught(ViolationKind::BadLookupProof))?,
     })
 }
 
 pub(crate) fn update_from_wire(bytes: &ByteBuf) -> Result<UpdateProof, ClientError> {
-    UpdateProof::from_bytes(bytes).map_err(ClientError::lie)
+    UpdateProof::from_bytes(bytes).map_err(ClientError::caught(ViolationKind::BadCommitProof))
 }
 
 impl Client {
@@ -143,20 +144,38 @@ impl Client {
     ) -> Result<(Found, Option<Verified>), ClientError> {
         let lookup = lookup_from_wire(&located.lookup)?;
         let root = self.state.root();
-        let found = verify_lookup(&root.digest, root.len, name, &lookup).map_err(ClientError::lie)?;
+        let found = verify_lookup(&root.digest, root.len, name, &lookup)
+            .map_err(ClientError::caught(ViolationKind::BadLookupProof))?;
         let Found::At { entry, .. } = &found else {
             if located.version.is_some() {
-                return Err(ClientError::lie("a version of a name that does not exist"));
+                return Err(ClientError::violation(
+                    ViolationKind::MalformedAnswer,
+                    "a version of a name proven absent",
+                ));
             }
             return Ok((found, None));
         };
-        let wire = located.version.as_ref().ok_or_else(|| ClientError::lie("the name's version is missing"))?;
+        let wire = located.version.as_ref().ok_or_else(|| {
+            ClientError::violation(ViolationKind::MalformedAnswer, "the version of a name proven present is missing")
+        })?;
+        let bad = ViolationKind::BadVersionProof;
         let answer = VersionProof {
             index: wire.index,
-            record: VersionRecord::from_bytes(&wire.record).map_err(ClientError::lie)?,
-            proof: MultiProof::from_bytes(wire.proof.to_vec()).map_err(ClientError::lie)?,
+            record: VersionRecord::from_bytes(&wire.record).map_err(ClientError::caught(bad))?,
+            proof: MultiProof::from_bytes(wire.proof.to_vec()).map_err(ClientError::caught(bad))?,
         };
-        verify_version(entry, want, &answer).map_err(ClientError::lie)?;
+        verify_version(entry, want, &answer).map_err(|e| {
+            // A proof that holds for another version than the one asked for (an older one as
+            // the latest) is told apart from one that does not hold at all.
+            let proven = verify_versions(entry, &[answer.index], std::slice::from_ref(&answer.record), &answer.proof);
+            if proven.is_ok() {
+                let asked = want.map_or_else(|| "the latest".to_string(), |n| format!("version {n}"));
+                let got = format!("version {} ({} of {})", answer.record.number, answer.index + 1, entry.versions);
+                ClientError::violation(ViolationKind::WrongVersion, format!("{asked} asked for, {got} proven"))
+            } else {
+                ClientError::violation(ViolationKind::BadVersionProof, e)
+            }
+        })?;
         let verified = Verified { entry: entry.clone(), record: answer.record };
         Ok((found, Some(verified)))
     }
@@ -191,9 +210,10 @@ impl Client {
             (result, _) => return result,
         };
         if self.log(name).await?.iter().any(|r| r.number == v) {
-            return Err(ClientError::lie(format!(
-                "the provider says version {v} of {name} is missing; its own log lists it"
-            )));
+            return Err(ClientError::violation(
+                ViolationKind::HiddenVersion,
+                format!("it says version {v} of {name} is not found; its own proven log lists it"),
+            ));
         }
         Err(ClientError::NotFound(format!("version {v} of {name} (not in its proven log)")))
     }
@@ -382,7 +402,10 @@ impl Client {
             match frames.next::<ReadFrame>().await? {
                 Some(ReadFrame::Located(l)) => Ok((frames, l)),
                 Some(ReadFrame::Error(e)) => Err(ClientError::from_server(e.code, e.message)),
-                _ => Err(ClientError::lie("a read must begin with the version's proof")),
+                _ => Err(ClientError::violation(
+                    ViolationKind::MalformedAnswer,
+                    "a read must begin with the version's proof",
+                )),
             }
         };
         let (mut frames, located) = self.absent_checked(name, want, opened.await).await?;
@@ -400,19 +423,29 @@ impl Client {
                 ReadFrame::Chunk(c) => c,
                 // The header proved the version: it is not missing (nor is it lost: `DataLost`).
                 ReadFrame::Error(e) => {
-                    let what = format!("version {} of {name}", verified.record.number);
-                    return Err(ClientError::from_server(e.code, e.message).absence_unproven(&what));
+                    let what =
+                        format!("version {} of {name}, just proven by the read's header,", verified.record.number);
+                    let e = ClientError::from_server(e.code, e.message);
+                    return Err(e.not_found_is(ViolationKind::HiddenVersion, &what));
                 }
-                ReadFrame::Located(_) => return Err(ClientError::lie("a second header in a read")),
+                ReadFrame::Located(_) => {
+                    return Err(ClientError::violation(ViolationKind::MalformedAnswer, "a second header in a read"))
+                }
             };
             if pos >= end {
-                return Err(ClientError::lie("blocks past the end of the range"));
+                return Err(ClientError::violation(
+                    ViolationKind::BlocksPastRange,
+                    format!("a chunk after the range's end {end}"),
+                ));
             }
             let starts = self.verify_chunk(&verified.record, &chunk, pos)?;
             let mut parts = Vec::with_capacity(starts.len());
             for (block_start, block) in starts.iter().zip(&chunk.blocks) {
                 if *block_start >= end {
-                    return Err(ClientError::lie(format!("a block at byte {block_start}, past the range's end {end}")));
+                    return Err(ClientError::violation(
+                        ViolationKind::BlocksPastRange,
+                        format!("a block at byte {block_start}, past the range's end {end}"),
+                    ));
                 }
                 let data = &block.data;
                 let from = pos.saturating_sub(*block_start) as usize;
@@ -423,7 +456,10 @@ impl Client {
             each(parts, chunk.proof.len())?;
         }
         if pos < end {
-            return Err(ClientError::lie(format!("the stream ended at byte {pos} of {end}")));
+            return Err(ClientError::violation(
+                ViolationKind::ShortStream,
+                format!("the stream ended at byte {pos} of {end}"),
+            ));
         }
         Ok((verified, end - start))
     }
@@ -437,20 +473,31 @@ impl Client {
         chunk: &ReadChunk,
         pos: u64,
     ) -> Result<Vec<u64>, ClientError> {
-        if chunk.starts.is_empty() || chunk.starts.len() != chunk.blocks.len() {
-            return Err(ClientError::lie("a read chunk's blocks do not match its offsets"));
+        let (offsets, blocks) = (chunk.starts.len(), chunk.blocks.len());
+        if blocks < offsets {
+            return Err(ClientError::violation(
+                ViolationKind::MissingBlock,
+                format!("a read chunk of {offsets} offsets carries {blocks} blocks"),
+            ));
         }
-        let proof = MultiProof::from_bytes(chunk.proof.to_vec()).map_err(ClientError::lie)?;
-        let proven = verify_multi_proof(&record.root, &chunk.starts, &proof).map_err(ClientError::lie)?;
+        if offsets == 0 || blocks != offsets {
+            return Err(ClientError::violation(
+                ViolationKind::MalformedAnswer,
+                format!("a read chunk of {offsets} offsets carries {blocks} blocks"),
+            ));
+        }
+        let bad = ViolationKind::BadReadProof;
+        let proof = MultiProof::from_bytes(chunk.proof.to_vec()).map_err(ClientError::caught(bad))?;
+        let proven = verify_multi_proof(&record.root, &chunk.starts, &proof).map_err(ClientError::caught(bad))?;
         let mut next = pos;
         for (i, p) in proven.iter().enumerate() {
             let contiguous =
                 if i == 0 { p.start <= next && next < p.start + u64::from(p.length) } else { p.start == next };
             if !contiguous {
-                return Err(ClientError::lie(format!(
-                    "block at byte {} is not the one that follows byte {next}",
-                    p.start
-                )));
+                return Err(ClientError::violation(
+                    ViolationKind::MisplacedBlock,
+                    format!("block at byte {} is not the one that follows byte {next}", p.start),
+                ));
             }
             next = p.start + u64::from(p.length);
         }
@@ -462,7 +509,10 @@ impl Client {
                 || hash::pdp_leaf(scheme, b.nonce, &b.tag) != p.tag
         });
         if let Some(i) = bad {
-            return Err(ClientError::lie(format!("block at byte {} was altered", proven[i].start)));
+            return Err(ClientError::violation(
+                ViolationKind::AlteredBlock,
+                format!("block at byte {} was altered", proven[i].start),
+            ));
         }
         Ok(proven.iter().map(|p| p.start).collect())
     }
@@ -472,15 +522,23 @@ impl Client {
         self.settle().await?;
         let listing: Listing =
             self.remote.call(Op::List, &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
+        let root = self.state.root();
+        let (listed, held) = (listing.entries.len() as u64, root.len);
+        if listed < held {
+            return Err(ClientError::violation(
+                ViolationKind::HiddenName,
+                format!("the listing has {listed} of the {held} names the client's root holds"),
+            ));
+        }
+        let bad = ViolationKind::BadListingProof;
         let entries: Vec<EntryRecord> = listing
             .entries
             .iter()
             .map(|e| EntryRecord::from_bytes(e))
             .collect::<Result<_, _>>()
-            .map_err(ClientError::lie)?;
-        let proof = proof_from_bytes(listing.proof.to_vec()).map_err(ClientError::lie)?;
-        let root = self.state.root();
-        verify_listing(&root.digest, root.len, &entries, proof.as_ref()).map_err(ClientError::lie)?;
+            .map_err(ClientError::caught(bad))?;
+        let proof = proof_from_bytes(listing.proof.to_vec()).map_err(ClientError::caught(bad))?;
+        verify_listing(&root.digest, root.len, &entries, proof.as_ref()).map_err(ClientError::caught(bad))?;
         Ok(entries)
     }
 
@@ -493,18 +551,27 @@ impl Client {
             self.remote.call(Op::Log, &LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
         let lookup = lookup_from_wire(&log.lookup)?;
         let root = self.state.root();
-        let found = verify_lookup(&root.digest, root.len, name, &lookup).map_err(ClientError::lie)?;
+        let found = verify_lookup(&root.digest, root.len, name, &lookup)
+            .map_err(ClientError::caught(ViolationKind::BadLookupProof))?;
         let Found::At { entry, .. } = found else {
             return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)")));
         };
+        let (logged, held) = (log.versions.len() as u64, entry.versions);
+        if logged < held {
+            return Err(ClientError::violation(
+                ViolationKind::HiddenVersion,
+                format!("the log has {logged} of the {held} versions of {name} its proven entry holds"),
+            ));
+        }
+        let bad = ViolationKind::BadLogProof;
         let records: Vec<VersionRecord> = log
             .versions
             .iter()
             .map(|r| VersionRecord::from_bytes(r))
             .collect::<Result<_, _>>()
-            .map_err(ClientError::lie)?;
-        let proof = MultiProof::from_bytes(log.proof.to_vec()).map_err(ClientError::lie)?;
-        verify_log(&entry, &records, &proof).map_err(ClientError::lie)?;
+            .map_err(ClientError::caught(bad))?;
+        let proof = MultiProof::from_bytes(log.proof.to_vec()).map_err(ClientError::caught(bad))?;
+        verify_log(&entry, &records, &proof).map_err(ClientError::caught(bad))?;
         Ok(records)
     }
 
@@ -570,13 +637,18 @@ impl Client {
         if v.record.len == 0 {
             // Nothing to hold: the proven record says the version is empty.
             if !answer.proof.is_empty() {
-                return Err(ClientError::lie("a possession proof for an empty file"));
+                return Err(ClientError::violation(
+                    ViolationKind::MalformedAnswer,
+                    "a possession proof for a version proven empty",
+                ));
             }
         } else {
-            let proof = PossessionProof::from_bytes(&answer.proof).map_err(ClientError::lie)?;
+            let proof = PossessionProof::from_bytes(&answer.proof)
+                .map_err(ClientError::caught(ViolationKind::BadAuditProof))?;
             blocks = proof.blocks.len();
             let c = v.record.client_file();
-            pdp::verify_possession(&self.key, &c.file, &c.root, c.len, &challenge, &proof).map_err(ClientError::lie)?;
+            pdp::verify_possession(&self.key, &c.file, &c.root, c.len, &challenge, &proof)
+                .map_err(ClientError::caught(ViolationKind::BadAuditProof))?;
         }
         Ok(AuditReport {
             name: name.into(),
@@ -604,15 +676,20 @@ pub(crate) fn check_commit(
     answer: &Committed,
 ) -> Result<(Root, Option<EntryRecord>), ClientError> {
     let lookup = lookup_from_wire(&answer.lookup)?;
-    let seen = verify_lookup(&old.digest, old.len, name, &lookup).map_err(ClientError::lie)?;
+    let seen = verify_lookup(&old.digest, old.len, name, &lookup)
+        .map_err(ClientError::caught(ViolationKind::BadLookupProof))?;
     if found.is_some_and(|f| *f != seen) {
-        return Err(ClientError::lie("the provider's view of the name changed under the commit"));
+        return Err(ClientError::violation(
+            ViolationKind::BadCommitProof,
+            "the commit started from another state of the name than the one the client proved",
+        ));
     }
     let proof = CommitProof {
         versions: answer.versions_update.as_ref().map(update_from_wire).transpose()?,
         namespace: update_from_wire(&answer.namespace_update)?,
     };
-    let done = verify_commit(&old.digest, old.len, name, &seen, change, &proof).map_err(ClientError::lie)?;
+    let done = verify_commit(&old.digest, old.len, name, &seen, change, &proof)
+        .map_err(ClientError::caught(ViolationKind::BadCommitProof))?;
     Ok((Root { digest: done.ns_root, len: done.ns_len }, done.entry))
 }
 

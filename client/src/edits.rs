@@ -6,6 +6,7 @@ use crate::chunking::Cutting;
 use crate::client::{committed_proof_bytes, lookup_from_wire, now, Client, Transfer, Verified};
 use crate::error::ClientError;
 use crate::intent::{EditPlan, Intent, Planned};
+use crate::violation::ViolationKind;
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -284,25 +285,38 @@ impl Client {
             return if list.starts.is_empty() && list.blocks.is_empty() {
                 Ok(Vec::new())
             } else {
-                Err(ClientError::lie("blocks listed for an empty file"))
+                Err(ClientError::violation(
+                    ViolationKind::BlockListMismatch,
+                    "blocks listed for a version proven empty",
+                ))
             };
         }
         if list.starts.len() != list.blocks.len() || list.starts.is_empty() {
-            return Err(ClientError::lie("a block list's offsets and blocks differ in number"));
+            return Err(ClientError::violation(
+                ViolationKind::BlockListMismatch,
+                format!("{} offsets and {} blocks listed", list.starts.len(), list.blocks.len()),
+            ));
         }
-        let proof = MultiProof::from_bytes(list.proof.to_vec()).map_err(ClientError::lie)?;
-        let proven = verify_multi_proof(&record.root, &list.starts, &proof).map_err(ClientError::lie)?;
+        let bad = ViolationKind::BadBlockListProof;
+        let proof = MultiProof::from_bytes(list.proof.to_vec()).map_err(ClientError::caught(bad))?;
+        let proven = verify_multi_proof(&record.root, &list.starts, &proof).map_err(ClientError::caught(bad))?;
         let mut next = 0u64;
         let mut out = Vec::with_capacity(proven.len());
         for (p, b) in proven.iter().zip(&list.blocks) {
             if p.start != next || hash::pdp_leaf(record.scheme as u8, b.nonce, &b.tag) != p.tag {
-                return Err(ClientError::lie(format!("block list wrong at byte {}", p.start)));
+                return Err(ClientError::violation(
+                    ViolationKind::BlockListMismatch,
+                    format!("the block at byte {} is not the one listed or not the one that follows", p.start),
+                ));
             }
             next = p.start + u64::from(p.length);
             out.push(StoredBlock { start: p.start, len: p.length, nonce: b.nonce, tag: b.tag.to_vec() });
         }
         if next != record.len {
-            return Err(ClientError::lie("the block list does not cover the file"));
+            return Err(ClientError::violation(
+                ViolationKind::BlockListMismatch,
+                format!("the blocks listed end at byte {next} of {}", record.len),
+            ));
         }
         Ok(out)
     }

@@ -23,6 +23,7 @@
 use crate::client::{check_commit, lookup_from_wire, update_from_wire};
 use crate::error::ClientError;
 use crate::state::{write_atomic, Root};
+use crate::violation::ViolationKind;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use sha2::{Digest as _, Sha256};
@@ -73,9 +74,11 @@ impl EditPlan {
     /// The new version's record: the base after the edits, its root and length from the
     /// provider's multiUpdate proof (verifyMultiUpdate against the base's root).
     pub(crate) fn record(&self, answer: &Committed) -> Result<VersionRecord, ClientError> {
-        let proof = answer.file_update.as_ref().ok_or_else(|| ClientError::lie("an edit without its list proof"))?;
+        let proof = answer.file_update.as_ref().ok_or_else(|| {
+            ClientError::violation(ViolationKind::MalformedAnswer, "an edit's commit without its block-list update")
+        })?;
         let (root, len) = verify_multi_update_len(&self.base.root, &self.edits, &update_from_wire(proof)?)
-            .map_err(ClientError::lie)?;
+            .map_err(ClientError::caught(ViolationKind::BadCommitProof))?;
         Ok(VersionRecord {
             number: self.number,
             scheme: self.base.scheme,
@@ -114,17 +117,20 @@ impl Intent {
         if verify_lookup(&self.old.digest, self.old.len, &self.name, &lookup).is_ok() {
             return Ok(Settled::NotApplied);
         }
-        let neither = |why: String| {
-            ClientError::lie(format!(
-                "after an interrupted change of {}, its state is neither the one before the change nor the \
-                 one after it: {why}",
-                self.name
-            ))
+        let neither = |why: &dyn std::fmt::Display| {
+            ClientError::violation(
+                ViolationKind::NeitherOldNorNew,
+                format!("the interrupted change of {}: {why}", self.name),
+            )
         };
-        let committed = answer.committed.as_ref().ok_or_else(|| neither("no commit to show".into()))?;
-        let change = self.change(committed).map_err(|e| neither(e.to_string()))?;
-        let (root, _) =
-            check_commit(&self.old, &self.name, None, &change, committed).map_err(|e| neither(e.to_string()))?;
+        // What did not check out in the last commit, as the check that failed saw it.
+        let why = |e: ClientError| match e {
+            ClientError::Misbehaved(v) => neither(&format_args!("{} ({})", v, v.kind)),
+            e => e,
+        };
+        let committed = answer.committed.as_ref().ok_or_else(|| neither(&"no commit to show"))?;
+        let change = self.change(committed).map_err(why)?;
+        let (root, _) = check_commit(&self.old, &self.name, None, &change, committed).map_err(why)?;
         Ok(Settled::Applied(root))
     }
 }

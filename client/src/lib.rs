@@ -13,10 +13,12 @@ mod remote;
 mod settle;
 pub mod state;
 mod transport;
+mod violation;
 
 pub use chunking::Cutting;
 pub use client::{AuditReport, Client, Transfer, Verified};
 pub use edits::{ByteEdit, SyncReport};
-pub use error::{exit, ClientError};
+pub use error::ClientError;
 pub use remote::{Remote, MAX_ERROR_BODY};
 pub use transport::{Transport, DEFAULT_MIN_RATE, DEFAULT_TIMEOUT};
+pub use violation::{Violation, ViolationKind};

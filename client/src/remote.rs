@@ -2,12 +2,13 @@
 //! returns is trusted here; callers verify.
 //!
 //! Nor is it trusted to be prompt or brief: every call ends within the deadlines of its
-//! [`Transport`] (a slow, trickling or stalled provider is [`ClientError::TimedOut`], exit 4,
-//! never "misbehaved"), an answer is at most [`MAX_MESSAGE`] bytes, and an error answer is
+//! [`Transport`] (a slow, trickling or stalled provider is [`ClientError::TimedOut`], never
+//! "misbehaved"), an answer is at most [`MAX_MESSAGE`] bytes, and an error answer is
 //! read up to [`MAX_ERROR_BODY`] bytes and no further.
 
 use crate::error::ClientError;
 use crate::transport::{parse_ca, Transport};
+use crate::violation::ViolationKind::{MalformedAnswer, ShortStream};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
@@ -141,7 +142,7 @@ impl Remote {
                 Ok(Some(piece)) => piece.map_err(|e| self.unreachable(e))?,
             };
             if out.len() + piece.len() > MAX_MESSAGE {
-                return Err(ClientError::Misbehaved("answer larger than the protocol allows".into()));
+                return Err(ClientError::violation(MalformedAnswer, "answer larger than the protocol allows"));
             }
             out.extend_from_slice(&piece);
         }
@@ -152,7 +153,7 @@ impl Remote {
         let deadline = self.deadline();
         let resp = self.send(op, encode(req).into(), Some(deadline)).await?;
         let bytes = self.body(resp, deadline).await?;
-        decode(&bytes).map_err(ClientError::lie)
+        decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
     }
 
     /// A request whose body is streamed (a put), one answer. The provider must take each frame
@@ -168,7 +169,7 @@ impl Remote {
         let exchange = async {
             let resp = self.send(op, reqwest::Body::wrap_stream(metered), None).await?;
             let bytes = self.body(resp, self.deadline()).await?;
-            decode(&bytes).map_err(ClientError::lie)
+            decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
         };
         let tick = (self.timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let watchdog = async {
@@ -213,7 +214,7 @@ impl Remote {
             .map_err(|_| self.timed_out(format!("no answer to health within {:?}", self.timeout)))?
             .map_err(|e| self.unreachable(e))?;
         let bytes = self.body(resp, deadline).await?;
-        decode(&bytes).map_err(ClientError::lie)
+        decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
     }
 }
 
@@ -286,8 +287,8 @@ impl Frames {
 
     async fn next_within<T: DeserializeOwned>(&mut self, began: Instant) -> Result<Option<T>, ClientError> {
         loop {
-            if let Some(frame) = self.decoder.next_frame().map_err(ClientError::lie)? {
-                return decode(&frame).map(Some).map_err(ClientError::lie);
+            if let Some(frame) = self.decoder.next_frame().map_err(ClientError::caught(MalformedAnswer))? {
+                return decode(&frame).map(Some).map_err(ClientError::caught(MalformedAnswer));
             }
             if self.done {
                 return Ok(None);
@@ -305,7 +306,8 @@ impl Frames {
                 Ok(Some(Err(e))) => return Err(self.remote.unreachable(e)),
                 Ok(None) => {
                     self.done = true;
-                    self.decoder.finish().map_err(ClientError::lie)?;
+                    // The stream was cut inside a frame.
+                    self.decoder.finish().map_err(ClientError::caught(ShortStream))?;
                 }
             }
         }

@@ -13,7 +13,8 @@
 //! file takes as long as it takes: each frame must arrive (or be taken) within
 //! `timeout_secs`, and the time spent waiting on the provider must stay under `timeout_secs`
 //! plus the bytes transferred at `min_rate_kib`. A provider that trickles bytes, or stops
-//! reading an upload, ends the call with `ClientError::TimedOut` (exit 4) within those bounds.
+//! reading an upload, ends the call with `ClientError::TimedOut` (the CLI's exit 4) within
+//! those bounds.
 
 use crate::client::Client;
 use crate::error::ClientError;

@@ -1,16 +1,17 @@
 //! "Not found" is a claim the client's root decides, so it is believed only with its proof.
 //! A proxy in front of an honest provider answers a bare error (no proof) for a name or
 //! version that exists, or cuts a read after its verified header with an error frame; the
-//! client must report a lie (`Misbehaved`) for a bare "not found" or "data lost", and the
-//! provider unavailable (exit code 4) for a storage error: never "not found", never success.
+//! client must report a lie (`Misbehaved`: an unproven "not found", a hidden version, data
+//! lost) for a bare "not found" or "data lost", and the provider unavailable (`Unavailable`,
+//! exit code 4 in the CLI) for a storage error: never "not found", never success.
 //! A name that really is absent is still plainly "not found", with its proof.
 
 mod common;
 mod proxy;
 
-use common::{sample, Setup};
+use common::{assert_violation, sample, Setup};
 use proxy::{lie, lying_proxy, Lie, Rules};
-use vouch_client::{exit, ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
 use vouch_proto::ErrorCode;
 use vouch_server::Misbehave;
 
@@ -40,17 +41,9 @@ async fn get(client: &Client, name: &str, version: Option<u64>) -> (Result<(), C
 }
 
 #[track_caller]
-fn assert_misbehaved<T: std::fmt::Debug>(result: Result<T, ClientError>, what: &str) {
-    match result {
-        Err(e @ ClientError::Misbehaved(_)) => assert_eq!(e.exit_code(), exit::MISBEHAVED),
-        other => panic!("{what}: expected Misbehaved, got {other:?}"),
-    }
-}
-
-#[track_caller]
 fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, ClientError>, what: &str) {
     match result {
-        Err(e @ ClientError::Unavailable(_)) => assert_eq!(e.exit_code(), exit::UNREACHABLE),
+        Err(ClientError::Unavailable(_)) => {}
         other => panic!("{what}: expected Unavailable, got {other:?}"),
     }
 }
@@ -58,7 +51,7 @@ fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, ClientError>, what: 
 #[track_caller]
 fn assert_not_found<T: std::fmt::Debug>(result: Result<T, ClientError>, what: &str) {
     match result {
-        Err(e @ ClientError::NotFound(_)) => assert_eq!(e.exit_code(), exit::NOT_FOUND),
+        Err(ClientError::NotFound(_)) => {}
         other => panic!("{what}: expected NotFound, got {other:?}"),
     }
 }
@@ -70,37 +63,39 @@ async fn a_bare_not_found_for_what_the_root_proves_is_a_lie_everywhere() {
     let root = client.root();
     let not_found = Lie::Bare(ErrorCode::NotFound);
 
+    let unproven = Kind::UnprovenNotFound;
+
     lie(&rules, "lookup", not_found);
-    assert_misbehaved(client.version("f.bin", None).await, "lookup of the latest version");
+    assert_violation(client.version("f.bin", None).await, unproven, "lookup of the latest version");
     // Version 1 is in the proven log: hidden.
-    assert_misbehaved(client.version("f.bin", Some(1)).await, "lookup of version 1");
+    assert_violation(client.version("f.bin", Some(1)).await, Kind::HiddenVersion, "lookup of version 1");
     // Even for a name that is absent: the honest provider proves absence, never says it bare.
-    assert_misbehaved(client.version("nope", None).await, "bare not found for an absent name");
+    assert_violation(client.version("nope", None).await, unproven, "bare not found for an absent name");
 
     lie(&rules, "log", not_found);
-    assert_misbehaved(client.log("f.bin").await, "log");
+    assert_violation(client.log("f.bin").await, unproven, "log");
     lie(&rules, "list", not_found);
-    assert_misbehaved(client.list().await, "list");
+    assert_violation(client.list().await, unproven, "list");
     lie(&rules, "audit", not_found);
-    assert_misbehaved(client.audit("f.bin", None, 50).await, "audit");
-    assert_misbehaved(client.audit("f.bin", Some(1), 50).await, "audit of version 1");
+    assert_violation(client.audit("f.bin", None, 50).await, unproven, "audit");
+    assert_violation(client.audit("f.bin", Some(1), 50).await, Kind::HiddenVersion, "audit of version 1");
     lie(&rules, "read", not_found);
     let (result, out) = get(&client, "f.bin", None).await;
-    assert_misbehaved(result, "get");
+    assert_violation(result, unproven, "get");
     assert!(out.is_empty());
     lie(&rules, "blocks", not_found);
     let local = setup.dir.path().join("local.bin");
     std::fs::write(&local, sample(60_000, 9)).unwrap();
-    assert_misbehaved(client.sync("f.bin", &local).await, "sync");
+    assert_violation(client.sync("f.bin", &local).await, unproven, "sync");
 
     // Changes of a name proven present, answered "not found": lies, and nothing changes.
     lie(&rules, "edit", not_found);
     let edit = ByteEdit::Insert { at: 10, data: b"xyz".to_vec() };
-    assert_misbehaved(client.edit("f.bin", &edit, BLOCK).await, "edit");
+    assert_violation(client.edit("f.bin", &edit, BLOCK).await, unproven, "edit");
     lie(&rules, "remove", not_found);
-    assert_misbehaved(client.remove("g.bin").await, "remove");
+    assert_violation(client.remove("g.bin").await, unproven, "remove");
     lie(&rules, "prune", not_found);
-    assert_misbehaved(client.prune("f.bin", &[1]).await, "prune");
+    assert_violation(client.prune("f.bin", &[1]).await, unproven, "prune");
     assert!(client.has_unsettled_change(), "the refused prune may have been applied, for all the client knows");
 
     // The proxy stops lying: the last change is settled as not applied, and all reads verify.
@@ -144,10 +139,16 @@ async fn a_storage_error_is_unavailable_never_not_found_and_never_a_passed_audit
 async fn an_error_frame_after_the_verified_header_is_a_lie_unless_the_provider_is_unavailable() {
     let (setup, rules, data) = behind_a_proxy().await;
     let client = setup.client();
-    for (code, version) in [(ErrorCode::NotFound, None), (ErrorCode::NotFound, Some(2)), (ErrorCode::DataLost, None)] {
+    // The header just proved the version: "not found" hides it; "data lost" admits to losing it.
+    let cuts = [
+        (ErrorCode::NotFound, None, Kind::HiddenVersion),
+        (ErrorCode::NotFound, Some(2), Kind::HiddenVersion),
+        (ErrorCode::DataLost, None, Kind::DataLost),
+    ];
+    for (code, version, kind) in cuts {
         lie(&rules, "read", Lie::CutRead(code));
         let (result, out) = get(&client, "f.bin", version).await;
-        assert_misbehaved(result, &format!("{code:?} after the header of version {version:?}"));
+        assert_violation(result, kind, &format!("{code:?} after the header of version {version:?}"));
         assert!(out.is_empty(), "nothing unverified is handed out");
     }
     lie(&rules, "read", Lie::CutRead(ErrorCode::Storage));

@@ -6,7 +6,7 @@ mod common;
 
 use common::{sample, Setup};
 use std::collections::HashSet;
-use vouch_client::{ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
 use vouch_core::pdp::linear;
 use vouch_server::Misbehave;
 
@@ -16,10 +16,12 @@ async fn put(client: &mut Client, name: &str, data: &[u8]) -> Result<(), ClientE
     client.put(name, std::io::Cursor::new(data.to_vec()), BLOCK, |_| {}).await.map(|_| ())
 }
 
-fn assert_lie<T: std::fmt::Debug>(result: Result<T, ClientError>, why: &str) {
+/// A lie caught by the check for `kind`, which failed for the reason `why`.
+#[track_caller]
+fn assert_lie<T: std::fmt::Debug>(result: Result<T, ClientError>, kind: Kind, why: &str) {
     match result {
-        Err(ClientError::Misbehaved(m)) if m.contains(why) => {}
-        other => panic!("expected a caught lie ({why}), got {other:?}"),
+        Err(ClientError::Misbehaved(v)) if v.kind == kind && v.detail.contains(why) => {}
+        other => panic!("expected a caught lie ({kind}: {why}), got {other:?}"),
     }
 }
 
@@ -37,11 +39,11 @@ async fn a_stretched_zero_padded_block_is_caught_on_read() {
     for range in [None, Some(10_000..30_000)] {
         let mut out = Vec::new();
         let result = client.get("f.bin", None, range.clone(), &mut out).await;
-        assert_lie(result, "proof does not match the root");
+        assert_lie(result, Kind::BadReadProof, "proof does not match the root");
         let from = range.map_or(0, |r| r.start as usize);
         assert_eq!(out, data[from..from + out.len()], "only verified bytes are handed out");
     }
-    assert_lie(client.audit("f.bin", None, 460).await, "proof does not match the root");
+    assert_lie(client.audit("f.bin", None, 460).await, Kind::BadAuditProof, "proof does not match the root");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,7 +54,7 @@ async fn a_block_past_the_requested_range_is_caught_not_a_crash() {
     setup.restart(Misbehave::PastRange).await;
     let mut out = Vec::new();
     let result = setup.client().get("f.bin", None, Some(5_000..9_000), &mut out).await;
-    assert_lie(result, "past the range's end");
+    assert_lie(result, Kind::BlocksPastRange, "past the range's end");
     assert!(out.len() <= 4_000 && out == data[5_000..5_000 + out.len()]);
     // A whole read has nothing past its end to send: it still works.
     let mut out = Vec::new();
@@ -128,7 +130,7 @@ fn a_provider_refuses_data_of_an_older_format() {
     let dir = tempfile::tempdir().unwrap();
     let open = || {
         let blobs = ObjectBlobs::local(&dir.path().join("blobs")).unwrap();
-        vouch_server::Provider::open(blobs, MetaDb::open(&dir.path().join("meta.redb")).unwrap(), Misbehave::None)
+        vouch_server::Provider::open(blobs, MetaDb::open(&dir.path().join("meta.redb")).unwrap())
     };
     // A fresh store is stamped with the format and opens again.
     drop(open().unwrap());
@@ -138,7 +140,7 @@ fn a_provider_refuses_data_of_an_older_format() {
     let meta = MetaDb::open(&old.path().join("meta.redb")).unwrap();
     meta.commit(MetaBatch::default().put(b"ns/alice/e/x".to_vec(), b"old".to_vec())).unwrap();
     let blobs = ObjectBlobs::local(&old.path().join("blobs")).unwrap();
-    let refused = vouch_server::Provider::open(blobs, meta, Misbehave::None).unwrap_err();
+    let refused = vouch_server::Provider::open(blobs, meta).unwrap_err();
     assert!(refused.to_string().contains("older vouch"), "{refused}");
 }
 
@@ -161,6 +163,8 @@ async fn a_commit_that_changes_a_count_otherwise_than_asked_is_caught() {
             "new name" => put(&mut client, "e.bin", &sample(10_000, 5)).await,
             _ => client.remove("f.bin").await,
         };
-        assert_lie(result, "new root does not match the edits");
+        // The provider's proofs are honest for what it did, so the first check to fail is the
+        // update proof: it does not yield the root the client computes from its own change.
+        assert_lie(result, Kind::BadCommitProof, "new root does not match the edits");
     }
 }

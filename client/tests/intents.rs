@@ -6,9 +6,9 @@
 mod common;
 mod proxy;
 
-use common::{sample, Setup};
+use common::{assert_violation, sample, Setup};
 use proxy::{lie, lying_proxy, Lie, Rules};
-use vouch_client::{ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
 use vouch_proto::ErrorCode;
 use vouch_server::Misbehave;
 
@@ -166,7 +166,7 @@ async fn a_state_that_is_neither_before_nor_after_the_change_is_a_lie() {
     let a = setup.client();
     let root = a.root();
     let r = a.list().await;
-    assert!(matches!(r, Err(ClientError::Misbehaved(_))), "{r:?}");
+    assert_violation(r, ViolationKind::NeitherOldNorNew, "settling against a state beyond the change");
     assert!(a.has_unsettled_change(), "a violation settles nothing");
     assert_eq!(a.root(), root);
 }

@@ -1,15 +1,16 @@
 //! Every lie of a misbehaving provider caught over the real wire protocol: a real server on
 //! 127.0.0.1 over a temporary directory, made to lie with each `Misbehave` mode, and a real
-//! client that must answer `ClientError::Misbehaved` without handing out an altered byte.
+//! client that must answer `ClientError::Misbehaved`, with the kind of violation the lie
+//! shows as, without handing out an altered byte.
 
 mod common;
 mod proxy;
 
-use common::{sample, Setup, TOKEN};
+use common::{assert_violation, sample, Setup, TOKEN};
 use proxy::Answer;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use vouch_client::{ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
 use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
@@ -26,18 +27,14 @@ async fn get(client: &Client, name: &str, version: Option<u64>) -> (Result<(), C
     (result, out)
 }
 
-/// The get must fail as misbehaviour, and what it wrote must be a true prefix of `data`.
-/// Returns how many bytes were handed out.
-async fn assert_get_caught(client: &Client, name: &str, version: Option<u64>, data: &[u8]) -> usize {
+/// The get must fail as a violation of `kind`, and what it wrote must be a true prefix of
+/// `data`. Returns how many bytes were handed out.
+async fn assert_get_caught(client: &Client, name: &str, version: Option<u64>, data: &[u8], kind: Kind) -> usize {
     let (result, out) = get(client, name, version).await;
-    assert!(matches!(result, Err(ClientError::Misbehaved(_))), "{name}: expected Misbehaved, got {result:?}");
+    assert_violation(result, kind, &format!("get of {name} {version:?}"));
     assert!(out.len() <= data.len(), "more bytes than the file holds");
     assert!(out == data[..out.len()], "an altered byte was handed out");
     out.len()
-}
-
-fn assert_misbehaved<T: std::fmt::Debug>(result: Result<T, ClientError>, what: &str) {
-    assert!(matches!(result, Err(ClientError::Misbehaved(_))), "{what}: expected Misbehaved, got {result:?}");
 }
 
 /// An honest store of one file of `len` bytes, then the provider restarted lying as told.
@@ -59,29 +56,29 @@ async fn stored_then_lying(misbehave: Misbehave, len: usize) -> (Setup, Vec<u8>)
 async fn corrupt_block_caught_on_get_and_audit() {
     let (setup, data) = stored_then_lying(Misbehave::CorruptBlock, 300_000).await;
     let client = setup.client();
-    assert_get_caught(&client, "f.bin", None, &data).await;
+    assert_get_caught(&client, "f.bin", None, &data, Kind::AlteredBlock).await;
     // A range read inside the file too.
     let mut out = Vec::new();
     let r = client.get("f.bin", None, Some(10_000..20_000), &mut out).await;
-    assert!(matches!(r, Err(ClientError::Misbehaved(_))), "{r:?}");
+    assert_violation(r, Kind::AlteredBlock, "range get");
     assert!(out == data[10_000..10_000 + out.len()]);
-    assert_misbehaved(client.audit("f.bin", None, 100).await, "audit");
+    assert_violation(client.audit("f.bin", None, 100).await, Kind::BadAuditProof, "audit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drop_block_caught_on_get_and_audit() {
     let (setup, data) = stored_then_lying(Misbehave::DropBlock, 300_000).await;
     let client = setup.client();
-    assert_get_caught(&client, "f.bin", None, &data).await;
-    assert_misbehaved(client.audit("f.bin", None, 100).await, "audit");
+    assert_get_caught(&client, "f.bin", None, &data, Kind::MissingBlock).await;
+    assert_violation(client.audit("f.bin", None, 100).await, Kind::BadAuditProof, "audit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn swap_blocks_caught_on_get_and_audit() {
     let (setup, data) = stored_then_lying(Misbehave::SwapBlocks, 300_000).await;
     let client = setup.client();
-    assert_get_caught(&client, "f.bin", None, &data).await;
-    assert_misbehaved(client.audit("f.bin", None, 100).await, "audit");
+    assert_get_caught(&client, "f.bin", None, &data, Kind::AlteredBlock).await;
+    assert_violation(client.audit("f.bin", None, 100).await, Kind::BadAuditProof, "audit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,7 +87,7 @@ async fn truncated_stream_caught_after_a_true_prefix() {
     let len = 2 * vouch_proto::READ_CHUNK_BYTES + 700_000;
     let (setup, data) = stored_then_lying(Misbehave::TruncateStream, len).await;
     let client = setup.client();
-    let handed = assert_get_caught(&client, "f.bin", None, &data).await;
+    let handed = assert_get_caught(&client, "f.bin", None, &data, Kind::ShortStream).await;
     assert!(handed > 0 && handed < data.len(), "the verified first chunk is handed out, not more: {handed}");
     // A read that fits in one chunk: whether the provider cuts it too (halfway) or not, the
     // client hands out only a true prefix, and completes only with every byte.
@@ -99,8 +96,8 @@ async fn truncated_stream_caught_after_a_true_prefix() {
     assert!(out == data[1000..1000 + out.len()], "an altered byte was handed out");
     match r {
         Ok(t) => assert_eq!((t.bytes, out.len()), (49_000, 49_000)),
-        Err(ClientError::Misbehaved(_)) => assert!(out.len() < 49_000),
-        Err(e) => panic!("expected success or Misbehaved, got {e:?}"),
+        Err(ClientError::Misbehaved(v)) if v.kind == Kind::ShortStream => assert!(out.len() < 49_000),
+        Err(e) => panic!("expected success or a short stream, got {e:?}"),
     }
 }
 
@@ -117,10 +114,10 @@ async fn old_version_served_as_latest_is_caught() {
     setup.restart(Misbehave::OldVersion).await;
     let client = setup.client();
     // The latest asked for, the previous one served: caught before any byte.
-    let handed = assert_get_caught(&client, "f.bin", None, &v2).await;
+    let handed = assert_get_caught(&client, "f.bin", None, &v2, Kind::WrongVersion).await;
     assert_eq!(handed, 0);
-    assert_misbehaved(client.version("f.bin", None).await, "lookup of the latest");
-    assert_misbehaved(client.audit("f.bin", None, 50).await, "audit of the latest");
+    assert_violation(client.version("f.bin", None).await, Kind::WrongVersion, "lookup of the latest");
+    assert_violation(client.audit("f.bin", None, 50).await, Kind::WrongVersion, "audit of the latest");
     // Asking for version 1 by number is answered truthfully and verifies.
     let (result, out) = get(&client, "f.bin", Some(1)).await;
     result.unwrap();
@@ -138,10 +135,10 @@ async fn an_old_version_said_to_be_missing_is_caught() {
     let client = setup.client();
     // "Not found" for version 1, which the proven log lists: a lie, on every path.
     let (result, out) = get(&client, "f.bin", Some(1)).await;
-    assert_misbehaved(result, "get of a hidden version");
+    assert_violation(result, Kind::HiddenVersion, "get of a hidden version");
     assert!(out.is_empty());
-    assert_misbehaved(client.version("f.bin", Some(1)).await, "lookup of a hidden version");
-    assert_misbehaved(client.audit("f.bin", Some(1), 20).await, "audit of a hidden version");
+    assert_violation(client.version("f.bin", Some(1)).await, Kind::HiddenVersion, "lookup of a hidden version");
+    assert_violation(client.audit("f.bin", Some(1), 20).await, Kind::HiddenVersion, "audit of a hidden version");
     // A version that really does not exist is still plainly not found, and the latest reads.
     let r = client.version("f.bin", Some(7)).await;
     assert!(matches!(r, Err(ClientError::NotFound(_))), "{r:?}");
@@ -158,12 +155,14 @@ async fn rolled_back_new_name_is_caught() {
     // The commit's proofs are valid, so the client accepts it; the provider then forgets it.
     put(&mut client, "f.bin", &data).await;
     assert_eq!(client.root().len, 1);
-    assert_misbehaved(client.list().await, "list");
-    let handed = assert_get_caught(&client, "f.bin", None, &data).await;
+    // The provider answers from its empty namespace: a listing without the name the client's
+    // root holds, and lookups with no proof for a namespace that is not empty.
+    assert_violation(client.list().await, Kind::HiddenName, "list");
+    let handed = assert_get_caught(&client, "f.bin", None, &data, Kind::BadLookupProof).await;
     assert_eq!(handed, 0);
-    assert_misbehaved(client.log("f.bin").await, "log");
+    assert_violation(client.log("f.bin").await, Kind::BadLookupProof, "log");
     // A fresh process with the saved state sees the same.
-    assert_misbehaved(setup.client().list().await, "list from a fresh client");
+    assert_violation(setup.client().list().await, Kind::HiddenName, "list from a fresh client");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,13 +178,14 @@ async fn rolled_back_new_version_is_caught() {
     v2[5000..5100].fill(0xAB);
     // The provider answers from before the edit: version 1 with the old entry, not provable
     // under the client's new root.
-    assert_get_caught(&client, "f.bin", None, &v2).await;
-    assert_get_caught(&client, "f.bin", Some(1), &v1).await;
-    assert_misbehaved(client.list().await, "list");
-    assert_misbehaved(client.log("f.bin").await, "log");
+    assert_get_caught(&client, "f.bin", None, &v2, Kind::BadLookupProof).await;
+    assert_get_caught(&client, "f.bin", Some(1), &v1, Kind::BadLookupProof).await;
+    // As many names as the root holds, but the old entry: the proof does not match the root.
+    assert_violation(client.list().await, Kind::BadListingProof, "list");
+    assert_violation(client.log("f.bin").await, Kind::BadLookupProof, "log");
     // Even a change on top of the forgotten one is refused before anything is sent.
     let more = client.put("g.bin", std::io::Cursor::new(b"more".to_vec()), BLOCK, |_| {}).await;
-    assert_misbehaved(more, "put after a rollback");
+    assert_violation(more, Kind::BadLookupProof, "put after a rollback");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,16 +196,16 @@ async fn replayed_audit_proof_is_caught() {
     let report = client.audit("f.bin", None, 200).await.unwrap();
     assert!(report.verified);
     // Every later challenge gets that same proof back.
-    assert_misbehaved(client.audit("f.bin", None, 200).await, "second audit");
-    assert_misbehaved(client.audit("f.bin", None, 200).await, "third audit");
+    assert_violation(client.audit("f.bin", None, 200).await, Kind::BadAuditProof, "second audit");
+    assert_violation(client.audit("f.bin", None, 200).await, Kind::BadAuditProof, "third audit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proof_for_another_challenge_is_caught() {
     let (setup, data) = stored_then_lying(Misbehave::OtherChallenge, 300_000).await;
     let client = setup.client();
-    assert_misbehaved(client.audit("f.bin", None, 200).await, "audit");
-    assert_misbehaved(client.audit("f.bin", None, 1).await, "audit of one offset");
+    assert_violation(client.audit("f.bin", None, 200).await, Kind::BadAuditProof, "audit");
+    assert_violation(client.audit("f.bin", None, 1).await, Kind::BadAuditProof, "audit of one offset");
     // Reads are not what this lie targets: they still verify.
     let (result, out) = get(&client, "f.bin", None).await;
     result.unwrap();
@@ -222,7 +222,7 @@ async fn hidden_name_in_listing_is_caught() {
     assert_eq!(names, ["a.txt", "b.txt"]);
     setup.restart(Misbehave::HideFile).await;
     let client = setup.client();
-    assert_misbehaved(client.list().await, "list");
+    assert_violation(client.list().await, Kind::HiddenName, "list");
     // The hidden name itself is still proven present by a lookup.
     let (result, out) = get(&client, "a.txt", None).await;
     result.unwrap();
@@ -252,7 +252,7 @@ async fn damaged_segment_on_disk_is_reported_as_misbehaviour() {
     std::fs::write(&files[0], &bytes).unwrap();
 
     let client = setup.client();
-    let handed = assert_get_caught(&client, "f.bin", None, &data).await;
+    let handed = assert_get_caught(&client, "f.bin", None, &data, Kind::DataLost).await;
     assert!(handed <= at, "the damaged byte was handed out");
     // Ranges that do not touch the damaged block still read.
     let mut out = Vec::new();
@@ -260,7 +260,7 @@ async fn damaged_segment_on_disk_is_reported_as_misbehaviour() {
     assert_eq!(out, data[..4096]);
     let mut out = Vec::new();
     let r = client.get("f.bin", None, Some(at as u64..at as u64 + 1), &mut out).await;
-    assert!(matches!(r, Err(ClientError::Misbehaved(_))), "{r:?}");
+    assert_violation(r, Kind::DataLost, "get of the damaged block");
     assert!(out.is_empty());
 }
 
@@ -313,12 +313,13 @@ async fn a_client_with_an_older_root_sees_newer_answers_as_lies() {
     std::fs::write(setup.state.join("state"), &saved).unwrap();
     let old = setup.client();
     assert_eq!(old.root().len, 1);
-    assert_misbehaved(old.list().await, "list");
-    assert_get_caught(&old, "f.bin", None, &v1).await;
-    assert_get_caught(&old, "f.bin", Some(1), &v1).await;
-    assert_misbehaved(old.version("g.bin", None).await, "lookup of a name the old root lacks");
-    assert_misbehaved(old.audit("f.bin", None, 10).await, "audit");
-    assert_misbehaved(old.log("f.bin").await, "log");
+    // Two names listed, one held by the old root: more than it proves.
+    assert_violation(old.list().await, Kind::BadListingProof, "list");
+    assert_get_caught(&old, "f.bin", None, &v1, Kind::BadLookupProof).await;
+    assert_get_caught(&old, "f.bin", Some(1), &v1, Kind::BadLookupProof).await;
+    assert_violation(old.version("g.bin", None).await, Kind::BadLookupProof, "lookup of a name the old root lacks");
+    assert_violation(old.audit("f.bin", None, 10).await, Kind::BadLookupProof, "audit");
+    assert_violation(old.log("f.bin").await, Kind::BadLookupProof, "log");
 }
 
 // ---- a lie no `Misbehave` mode tells: a tampering proxy in front of an honest provider ----
@@ -367,7 +368,7 @@ async fn a_log_with_the_newest_version_left_out_is_caught() {
     // Everything else passes through untouched and verifies.
     assert_eq!(client.version("f.bin", None).await.unwrap().record.number, 3);
     let r = client.log("f.bin").await.map(|log| numbers(&log));
-    assert!(matches!(r, Err(ClientError::Misbehaved(_))), "a log without the newest version was accepted: {r:?}");
+    assert_violation(r, Kind::HiddenVersion, "a log without the newest version");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,6 +380,6 @@ async fn a_block_list_with_an_altered_tag_is_caught_by_sync() {
     std::fs::write(&local, &changed).unwrap();
     let mut client = setup.client();
     let root = client.root();
-    assert_misbehaved(client.sync("f.bin", &local).await, "sync against an altered block list");
+    assert_violation(client.sync("f.bin", &local).await, Kind::BlockListMismatch, "sync against an altered block list");
     assert_eq!(client.root(), root, "nothing was committed");
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use std::collections::HashMap;
-use vouch_client::{ByteEdit, Client, ClientError};
-use vouch_server::{token_hash, Misbehave, Provider};
+use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
+use vouch_server::{token_hash, Provider};
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,7 +16,7 @@ async fn provider_on_s3_serves_verified_files_and_tampering_in_the_bucket_is_cau
     let dir = tempfile::tempdir().unwrap();
     let blobs = ObjectBlobs::s3(&minio.config).unwrap();
     let meta = MetaDb::open(&dir.path().join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs.clone(), meta, Misbehave::None).unwrap();
+    let provider = Provider::open(blobs.clone(), meta).unwrap();
     let clients = HashMap::from([(token_hash("t"), "alice".to_string())]);
     let server = vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap();
     let mut client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), "t").unwrap();
@@ -48,7 +48,11 @@ async fn provider_on_s3_serves_verified_files_and_tampering_in_the_bucket_is_cau
     blobs.put(&key, bytes.into()).await.unwrap();
     let mut out = Vec::new();
     let got = client.get("big.bin", Some(1), None, &mut out).await;
-    assert!(matches!(got, Err(ClientError::Misbehaved(_))), "{got:?}");
+    // The store's checksum catches the damage first: the provider reports the data lost.
+    assert!(
+        matches!(&got, Err(ClientError::Misbehaved(v)) if v.kind == ViolationKind::DataLost),
+        "expected data-lost, got {got:?}"
+    );
     assert_eq!(out, data[..out.len()], "only verified bytes are handed out");
     server.shutdown().await.unwrap();
 }

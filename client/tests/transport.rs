@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use vouch_client::{exit, Client, ClientError, Remote, Transport, MAX_ERROR_BODY};
+use vouch_client::{Client, ClientError, Remote, Transport, MAX_ERROR_BODY};
 use vouch_proto::{ListRequest, Listing, Op};
-use vouch_server::{token_hash, Misbehave, Provider, ServeOptions};
+use vouch_server::{token_hash, Provider, ServeOptions};
 
 const MIB: usize = 1 << 20;
 /// Generous bound for what should take a second or two.
@@ -115,10 +115,7 @@ async fn an_endless_error_body_is_read_no_further_than_its_bound() {
     let started = Instant::now();
     let r = remote.call::<_, Listing>(Op::List, &ListRequest {}).await;
     match &r {
-        Err(e @ ClientError::Refused { message, .. }) => {
-            assert!(message.contains("HTTP 500"), "{message}");
-            assert_eq!(e.exit_code(), exit::FAILURE);
-        }
+        Err(ClientError::Refused { message, .. }) => assert!(message.contains("HTTP 500"), "{message}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
@@ -136,7 +133,6 @@ async fn a_trickled_answer_ends_at_the_call_deadline() {
     let started = Instant::now();
     let r = remote.call::<_, Listing>(Op::List, &ListRequest {}).await;
     assert!(matches!(r, Err(ClientError::TimedOut { .. })), "{r:?}");
-    assert_eq!(r.unwrap_err().exit_code(), exit::UNREACHABLE);
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
 }
 
@@ -171,7 +167,7 @@ async fn an_upload_the_provider_stops_taking_ends_at_the_deadline() {
 // ---- TLS ----
 
 async fn start_tls(data: &Path, cert: &str, key: &str) -> vouch_server::RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local, Misbehave::None).unwrap();
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let tls = vouch_server::tls::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
     let options = ServeOptions { tls: Some(tls), ..ServeOptions::default() };
@@ -203,9 +199,8 @@ async fn over_tls_a_pinned_client_reads_verified_and_another_certificate_cannot_
     let stranger = Client::init_pinned(&dir.path().join("stranger"), &url, TOKEN, &other_pem).unwrap();
     let r = stranger.list().await;
     match &r {
-        Err(e @ ClientError::Unreachable { detail, .. }) => {
-            assert!(detail.to_lowercase().contains("certificate"), "{detail}");
-            assert_eq!(e.exit_code(), exit::UNREACHABLE);
+        Err(ClientError::Unreachable { detail, .. }) => {
+            assert!(detail.to_lowercase().contains("certificate"), "{detail}")
         }
         other => panic!("expected Unreachable, got {other:?}"),
     }

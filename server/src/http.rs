@@ -1,7 +1,8 @@
 //! The provider over HTTP: routes, authentication, limits, streaming (protocol in `vouch-proto`).
 
 use crate::limits::{Limits, PutBudget};
-use crate::provider::{Provider, ProviderError};
+use crate::misbehave::Misbehaving;
+use crate::provider::ProviderError;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -28,7 +29,7 @@ use vouch_proto::{
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct App {
-    pub provider: Provider,
+    pub provider: Misbehaving,
     /// SHA-256 of each bearer token -> client name.
     pub clients: HashMap<[u8; 32], String>,
     /// What one request may make the provider hold or wait for.

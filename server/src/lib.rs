@@ -3,8 +3,8 @@
 //! It stores each client's blocks and authenticated structures (a namespace of names, each
 //! with versions, each a FlexList of PDP-tagged blocks; see `vouch_core::namespace`) on a
 //! [`vouch_store`] backend, and answers every read, change and challenge with the proofs the
-//! client checks against its one root digest. [`Misbehave`] makes it lie on purpose, so tests
-//! and `vouch demo` can show each lie caught.
+//! client checks against its one root digest. [`Misbehaving`] wraps it to lie on purpose, as
+//! [`Misbehave`] says, so tests and `vouch demo` can show each lie caught.
 #![forbid(unsafe_code)]
 
 mod config;
@@ -19,9 +19,9 @@ pub mod tls;
 
 pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
 pub use limits::Limits;
-pub use misbehave::Misbehave;
+pub use misbehave::{Misbehave, Misbehaving};
 pub use open::{Blocks, OpenError};
-pub use provider::{Provider, ProviderError, MAX_CHALLENGE};
+pub use provider::{Provider, ProviderError, PutState, ReadPlan, MAX_CHALLENGE};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -49,7 +49,7 @@ pub struct RunningServer {
 
 impl RunningServer {
     /// The provider behind the server (tests read what a misbehaving one recorded).
-    pub fn provider(&self) -> &Provider {
+    pub fn provider(&self) -> &Misbehaving {
         &self.app.provider
     }
 
@@ -85,12 +85,12 @@ pub struct ServeOptions {
     pub tls: Option<tls::TlsConfig>,
 }
 
-/// Binds `listen` (port 0 picks a free one) and serves `provider` to the clients whose token
-/// hashes `clients` maps to their names, with the default [`ServeOptions`]. Stops gracefully
-/// when `until` completes.
+/// Binds `listen` (port 0 picks a free one) and serves `provider` (a [`Provider`], or one
+/// [`Misbehaving`]) to the clients whose token hashes `clients` maps to their names, with the
+/// default [`ServeOptions`]. Stops gracefully when `until` completes.
 pub async fn start(
     listen: &str,
-    provider: Provider,
+    provider: impl Into<Misbehaving>,
     clients: HashMap<[u8; 32], String>,
     until: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<RunningServer, StartError> {
@@ -101,11 +101,12 @@ pub async fn start(
 /// entry names (uploads a crash or a failed commit abandoned; see `Provider::sweep_orphans`).
 pub async fn start_with(
     listen: &str,
-    provider: Provider,
+    provider: impl Into<Misbehaving>,
     clients: HashMap<[u8; 32], String>,
     options: ServeOptions,
     until: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<RunningServer, StartError> {
+    let provider = provider.into();
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;

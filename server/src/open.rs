@@ -1,7 +1,7 @@
 //! Opening a provider over its storage, written once for `vouch serve`, the benchmarks and the
 //! tests: metadata in `DATA/meta.redb`, blocks in `DATA/blobs` or in an S3 bucket.
 
-use crate::{Misbehave, Provider};
+use crate::Provider;
 use std::path::{Path, PathBuf};
 use vouch_store::{ConfigError, MetaDb, ObjectBlobs, S3Config, StoreError};
 
@@ -38,13 +38,13 @@ pub enum OpenError {
 impl Provider {
     /// The provider whose metadata is in `data` (created if missing) and whose blocks are
     /// where `blocks` says.
-    pub fn open_dir(data: &Path, blocks: &Blocks, misbehave: Misbehave) -> Result<Provider, OpenError> {
+    pub fn open_dir(data: &Path, blocks: &Blocks) -> Result<Provider, OpenError> {
         std::fs::create_dir_all(data).map_err(|source| OpenError::Directory { path: data.to_path_buf(), source })?;
         let blobs = match blocks {
             Blocks::Local => ObjectBlobs::local(&data.join("blobs"))?,
             Blocks::S3(config) => ObjectBlobs::s3(config)?,
         };
         let meta = MetaDb::open(&data.join("meta.redb"))?;
-        Ok(Provider::open(blobs, meta, misbehave)?)
+        Ok(Provider::open(blobs, meta)?)
     }
 }

@@ -15,7 +15,7 @@ use vouch_proto::{
     decode, encode, encode_frame, BlockBatch, ErrorBody, ErrorCode, PutFrame, PutHead, PutTail, ReadRequest, WireBlock,
     PROTOCOL_VERSION, VERSION_HEADER,
 };
-use vouch_server::{token_hash, Limits, Misbehave, Provider, RunningServer, ServeOptions};
+use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
 use vouch_store::{segment_key, BlobStore, MetaDb, MetaStore, ObjectBlobs};
 
 const TOKEN: &str = "limits-token";
@@ -24,7 +24,7 @@ const MIB: usize = 1 << 20;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 async fn serve(data: &Path, limits: Limits) -> RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local, Misbehave::None).unwrap();
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { limits, tls: None };
     vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use vouch_client::Client;
-use vouch_server::{token_hash, Blocks, Misbehave, Provider, RunningServer};
+use vouch_client::{Client, ViolationKind};
+use vouch_server::{token_hash, Blocks, Misbehave, Misbehaving, Provider, RunningServer};
 
 pub const TOKEN: &str = "test-token";
 pub struct Setup {
@@ -16,7 +16,7 @@ pub struct Setup {
 }
 
 pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer {
-    let provider = Provider::open_dir(data, &Blocks::Local, misbehave).unwrap();
+    let provider = Misbehaving::new(Provider::open_dir(data, &Blocks::Local).unwrap(), misbehave);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
 }
@@ -60,4 +60,18 @@ pub fn sample(len: usize, seed: u64) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// `result` must be a caught lie, caught by the check for `kind`: a lie caught by another
+/// check than the one it should trip fails the test.
+#[track_caller]
+pub fn assert_violation<T: std::fmt::Debug>(
+    result: Result<T, vouch_client::ClientError>,
+    kind: ViolationKind,
+    what: &str,
+) {
+    match result {
+        Err(vouch_client::ClientError::Misbehaved(v)) if v.kind == kind => {}
+        other => panic!("{what}: expected the violation {kind}, got {other:?}"),
+    }
 }

@@ -59,6 +59,9 @@ pub enum EditError {
     TooLong,
     #[error("the list has no room for more nodes")]
     TooManyNodes,
+    /// The list's own proof of a batch did not rebuild (a bug, reported rather than a panic).
+    #[error("the list's proof of the batch does not rebuild: {0}")]
+    Unprovable(String),
 }
 
 /// [`apply_edits`] failed: a bad batch, or (client side) a proof that does not open enough.
@@ -168,6 +171,22 @@ impl FlexList {
         Ok(UpdateProof { new_root, proof: MultiProof::from_trusted(proof) })
     }
 
+    /// The proof [`FlexList::multi_update`] returns for `edits`, without changing the list: a
+    /// provider proves a change first and applies it once the change is durable, so that
+    /// readers in between see only durable state.
+    pub fn prove_update(&self, edits: &[Edit]) -> Result<UpdateProof, EditError> {
+        check_edits(edits, self.total_len())?;
+        let mut opening = Opening::default();
+        opening.proof.push(PROOF_VERSION);
+        self.open(self.root, &self.edit_targets(edits), &mut opening, true);
+        let proof = MultiProof::from_trusted(opening.proof);
+        let (new_root, _) = super::proof::updated_root(&self.root(), edits, &proof).map_err(|e| match e {
+            super::UpdateVerifyError::Edit(e) => e,
+            e => EditError::Unprovable(e.to_string()),
+        })?;
+        Ok(UpdateProof { new_root, proof })
+    }
+
     /// Applies a batch of edits without producing a proof; returns the new root.
     pub fn apply(&mut self, edits: &[Edit]) -> Result<Digest, EditError> {
         Ok(self.update(edits, false)?.0)
@@ -188,10 +207,9 @@ impl FlexList {
         self.apply(&[Edit::Remove { at }])
     }
 
-    fn update(&mut self, edits: &[Edit], with_proof: bool) -> Result<(Digest, Vec<u8>), EditError> {
-        let len = self.total_len();
-        check_edits(edits, len)?;
-        // Each edit needs its block and the block before it opened.
+    /// The offsets whose search paths a batch opens: each edit's block and the block before
+    /// it (whose tower the change can reach), sorted, without repeats.
+    fn edit_targets(&self, edits: &[Edit]) -> Vec<i64> {
         let mut targets = Vec::with_capacity(2 * edits.len());
         for edit in edits {
             let at = edit.at();
@@ -206,11 +224,16 @@ impl FlexList {
         }
         targets.sort_unstable();
         targets.dedup();
+        targets
+    }
+
+    fn update(&mut self, edits: &[Edit], with_proof: bool) -> Result<(Digest, Vec<u8>), EditError> {
+        check_edits(edits, self.total_len())?;
         let mut opening = Opening::default();
         if with_proof {
             opening.proof.push(PROOF_VERSION);
         }
-        self.open(self.root, &targets, &mut opening, with_proof);
+        self.open(self.root, &self.edit_targets(edits), &mut opening, with_proof);
         let items_before = opening.items.len() as i64;
         let items = match apply_edits(std::mem::take(&mut opening.items), edits) {
             Ok(items) => items,

@@ -437,7 +437,20 @@ pub fn verify_multi_update_len(
     edits: &[Edit],
     proof: &UpdateProof,
 ) -> Result<(Digest, u64), UpdateVerifyError> {
-    let nodes = decode_against(old_root, &proof.proof)?;
+    let (root, len) = updated_root(old_root, edits, &proof.proof)?;
+    if root != proof.new_root {
+        return Err(UpdateVerifyError::NewRootMismatch);
+    }
+    Ok((root, len))
+}
+
+/// The root and length that `edits` give the list `proof` opens under `old_root`.
+pub(crate) fn updated_root(
+    old_root: &Digest,
+    edits: &[Edit],
+    proof: &MultiProof,
+) -> Result<(Digest, u64), UpdateVerifyError> {
+    let nodes = decode_against(old_root, proof)?;
     let items = apply_edits(flatten(&nodes), edits).map_err(|e| match e {
         ApplyError::Edit(e) => UpdateVerifyError::Edit(e),
         ApplyError::Closed { at } => ProofError::Incomplete { at }.into(),
@@ -446,9 +459,6 @@ pub fn verify_multi_update_len(
         Fault::RankOverflow => ProofError::RankOverflow,
         Fault::Shape | Fault::TooManyNodes => ProofError::NotCanonical,
     })?;
-    if root.hash != proof.new_root {
-        return Err(UpdateVerifyError::NewRootMismatch);
-    }
     Ok((root.hash, root.rank))
 }
 

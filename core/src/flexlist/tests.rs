@@ -299,3 +299,64 @@ fn edit_errors_are_typed() {
     assert_eq!(list.root(), root);
     assert_eq!(contents(&list), bs);
 }
+
+/// Any batch, valid or not: offsets anywhere up to past the end, inserts off boundaries, two
+/// changes to one block.
+fn arb_any_batch() -> impl Strategy<Value = (Vec<Block>, Vec<Edit>)> {
+    (0u64..200, any::<u64>()).prop_flat_map(|(n, seed)| {
+        let model = blocks(n, seed % 1000);
+        let len: u64 = model.iter().map(|b| u64::from(b.length)).sum();
+        let edit = (0u8..3, 0..len + 3, any::<u64>(), 0u32..60).prop_map(|(kind, at, seed, length)| {
+            let block = block(seed, length);
+            match kind {
+                0 => Edit::Insert { at, block },
+                1 => Edit::Modify { at, block },
+                _ => Edit::Remove { at },
+            }
+        });
+        (Just(model), proptest::collection::vec(edit, 1..12))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// prove_update gives exactly what multi_update gives (new root and proof bytes), and
+    /// leaves its list as it was.
+    #[test]
+    fn prove_update_equals_multi_update((model, edits) in arb_case()) {
+        let proving = FlexList::build(&model).unwrap();
+        let old = proving.root();
+        let proven = proving.prove_update(&edits).unwrap();
+        let mut updating = FlexList::build(&model).unwrap();
+        let updated = updating.multi_update(&edits).unwrap();
+        prop_assert_eq!(proven.new_root, updated.new_root);
+        prop_assert_eq!(proven.new_root, updating.root());
+        prop_assert_eq!(proven.proof.as_bytes(), updated.proof.as_bytes());
+        prop_assert_eq!(proven.to_bytes(), updated.to_bytes());
+        prop_assert_eq!(&proven, &updated);
+        prop_assert_eq!(proving.root(), old);
+        prop_assert_eq!(contents(&proving), model.clone());
+        prop_assert_eq!(verify_multi_update(&old, &edits, &proven), Ok(updating.root()));
+        // The list proven on still updates as the other did.
+        let mut proving = proving;
+        prop_assert_eq!(proving.multi_update(&edits).unwrap(), updated);
+    }
+
+    /// On any batch, prove_update and multi_update agree: the same proof, or the same error;
+    /// and a refused batch changes neither list.
+    #[test]
+    fn prove_update_refuses_what_multi_update_refuses((model, edits) in arb_any_batch()) {
+        let proving = FlexList::build(&model).unwrap();
+        let old = proving.root();
+        let mut updating = FlexList::build(&model).unwrap();
+        let proven = proving.prove_update(&edits);
+        let updated = updating.multi_update(&edits);
+        prop_assert_eq!(&proven, &updated);
+        prop_assert_eq!(proving.root(), old);
+        if updated.is_err() {
+            prop_assert_eq!(updating.root(), old);
+            prop_assert_eq!(contents(&updating), model.clone());
+        }
+    }
+}

@@ -4,16 +4,18 @@
 //! provider is trusted with nothing. Changes are serialised by one write lock and committed to
 //! the metadata store in one batch (blocks' segments first, see `vouch_store::segments`; a
 //! small edit's blocks inside the batch itself, so that a commit costs one flush).
+//!
+//! This is the honest provider: it has no lie in it. `crate::misbehave` wraps it to lie on
+//! purpose, through the same steps (see `commit`).
 
 use crate::keys;
-use crate::misbehave::Misbehave;
 use serde_bytes::ByteBuf;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use vouch_core::namespace::{
-    commit_edits, lookup_indices, proof_bytes, Change, EntryRecord, Found, LookupProof, VersionRecord,
+    commit_edits, proof_bytes, Change, EntryRecord, Found, LookupProof, NamespaceTree, VersionRecord,
 };
-use vouch_core::pdp::{self, Challenge, FileId, Held, SchemeId};
+use vouch_core::pdp::{self, Challenge, FileId, Held, PossessionProof, SchemeId};
 use vouch_core::{hash, Block, Edit, FlexList};
 use vouch_proto::{
     AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
@@ -25,9 +27,15 @@ use vouch_store::{
     Segment, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE, INLINE_BIT, INLINE_MAX,
 };
 
+mod commit;
 mod read;
 mod settle;
 mod write;
+
+pub(crate) use commit::Staged;
+pub(crate) use read::Challenged;
+pub use read::ReadPlan;
+pub use write::PutState;
 
 /// Most offsets one audit may ask for.
 pub const MAX_CHALLENGE: u32 = 10_000;
@@ -84,13 +92,8 @@ pub struct Provider {
     meta: MetaDb,
     write: tokio::sync::Mutex<()>,
     lists: Mutex<HashMap<String, Arc<FlexList>>>,
-    misbehave: Misbehave,
-    /// First audit proof per (file, version), for [`Misbehave::ReplayProof`].
-    first_proofs: Mutex<HashMap<String, Vec<u8>>>,
-    /// For [`Misbehave::RefuseCommit`]: whether it has refused yet, and the (nonce, tag) of
-    /// every block it received.
-    refused: std::sync::atomic::AtomicBool,
-    received: Mutex<Vec<(u64, Vec<u8>)>>,
+    /// Per client, its namespace (see [`Provider::namespace`]).
+    namespaces: Mutex<HashMap<String, Arc<RwLock<NamespaceTree>>>>,
     /// The next unreserved segment number: concurrent puts pack into disjoint segments.
     next_segment: Mutex<u64>,
     /// Per client: held for reading by each change in flight, for writing by `last-commit`
@@ -100,12 +103,12 @@ pub struct Provider {
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Provider").field("blobs", &self.blobs).field("misbehave", &self.misbehave).finish()
+        f.debug_struct("Provider").field("blobs", &self.blobs).finish()
     }
 }
 
 impl Provider {
-    pub fn open(blobs: ObjectBlobs, meta: MetaDb, misbehave: Misbehave) -> Result<Self, StoreError> {
+    pub fn open(blobs: ObjectBlobs, meta: MetaDb) -> Result<Self, StoreError> {
         check_format(&meta)?;
         let next = next_segment(&meta)?;
         Ok(Provider {
@@ -113,10 +116,7 @@ impl Provider {
             meta,
             write: tokio::sync::Mutex::new(()),
             lists: Mutex::new(HashMap::new()),
-            misbehave,
-            first_proofs: Mutex::new(HashMap::new()),
-            refused: Default::default(),
-            received: Mutex::default(),
+            namespaces: Mutex::new(HashMap::new()),
             next_segment: Mutex::new(next),
             changes: Mutex::new(HashMap::new()),
         })
@@ -138,25 +138,55 @@ impl Provider {
         }
     }
 
-    pub fn misbehave(&self) -> Misbehave {
-        self.misbehave
-    }
-
-    /// Under [`Misbehave::RefuseCommit`], the (nonce, tag) of every block received so far, in
-    /// order (what a curious provider learns from uploads, whether it commits them or not).
-    pub fn received_tags(&self) -> Vec<(u64, Vec<u8>)> {
-        self.received.lock().expect("received tags").clone()
-    }
-
     // ---- reading the namespace ----
 
-    fn entries(&self, client: &str) -> Result<Vec<EntryRecord>, ProviderError> {
-        let prefix = keys::entry_prefix(client);
-        self.meta
-            .scan(&prefix)?
+    /// The namespace of `client`, loaded from the store at its first use in this process (one
+    /// scan), then kept in memory and changed by each commit once the commit is durable.
+    fn namespace(&self, client: &str) -> Result<Arc<RwLock<NamespaceTree>>, ProviderError> {
+        // Loaded under the map's lock: no commit can land between the scan and the insert
+        // (a commit gets its tree here first), so a loaded tree is never stale.
+        let mut namespaces = self.namespaces.lock().expect("namespaces");
+        if let Some(tree) = namespaces.get(client) {
+            return Ok(tree.clone());
+        }
+        let entries = self
+            .meta
+            .scan(&keys::entry_prefix(client))?
             .into_iter()
             .map(|(k, v)| EntryRecord::from_bytes(&v).map_err(|e| corrupt(&String::from_utf8_lossy(&k), e)))
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        let tree = NamespaceTree::load(entries).map_err(|e| corrupt("namespace", e))?;
+        let tree = Arc::new(RwLock::new(tree));
+        namespaces.insert(client.to_string(), tree.clone());
+        Ok(tree)
+    }
+
+    /// Writes `entries` into the namespace of `client` without commits, proofs or versions
+    /// (for benchmarks that need a namespace of a million names in seconds; an untrusted
+    /// provider can always write what it likes, and the client's root decides what is true).
+    #[doc(hidden)]
+    pub fn import_entries(&self, client: &str, entries: &[EntryRecord]) -> Result<(), ProviderError> {
+        for part in entries.chunks(100_000) {
+            let mut batch = MetaBatch::default();
+            for entry in part {
+                batch.put(keys::entry(client, &entry.name), entry.to_bytes());
+            }
+            self.meta.commit(&batch)?;
+        }
+        self.forget_namespace(client);
+        Ok(())
+    }
+
+    /// Forgets the namespace of `client` kept in memory; the next use loads it again.
+    fn forget_namespace(&self, client: &str) {
+        self.namespaces.lock().expect("namespaces").remove(client);
+    }
+
+    /// The lookup proof of `name` in the namespace of `client`, and what it found.
+    fn lookup(&self, client: &str, name: &str) -> Result<(LookupProof, Found), ProviderError> {
+        let tree = self.namespace(client)?;
+        let tree = tree.read().expect("namespace");
+        tree.lookup(name).map_err(|e| corrupt("namespace", e))
     }
 
     fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {
@@ -186,36 +216,18 @@ impl Provider {
         cache.insert(name, list);
     }
 
-    /// The namespace list, the lookup proof of `name` and what it found.
-    fn lookup(entries: &[EntryRecord], name: &str) -> Result<(LookupProof, Found), ProviderError> {
-        let len = entries.len() as u64;
-        let index = entries.partition_point(|e| e.name.as_str() < name) as u64;
-        let found = index < len && entries[index as usize].name == name;
-        let indices = lookup_indices(index, len, found);
-        let proof = if len == 0 { None } else { Some(namespace_list(entries)?.prove(&indices).map_err(bad)?) };
-        let answer =
-            LookupProof { index, entries: indices.iter().map(|&i| entries[i as usize].clone()).collect(), proof };
-        let found =
-            if found { Found::At { index, entry: entries[index as usize].clone() } } else { Found::Absent { index } };
-        Ok((answer, found))
-    }
-
     /// Where `name` is and, when it exists, the version asked for (`None`: the latest).
     fn locate(&self, client: &str, name: &str, want: Option<u64>) -> Result<(Located, Option<Version>), ProviderError> {
-        let entries = self.entries(client)?;
-        let (answer, found) = Self::lookup(&entries, name)?;
+        let (answer, found) = self.lookup(client, name)?;
         let Found::At { entry, .. } = found else {
             return Ok((Located { lookup: wire_lookup(&answer), version: None }, None));
         };
         let records = self.versions(client, &entry.file)?;
         let position = match want {
-            // The old-version lie: the one before the latest, when there is one.
-            None if self.misbehave == Misbehave::OldVersion && records.len() > 1 => records.len() - 2,
             None => records.len().checked_sub(1).ok_or_else(|| corrupt(name, "a name without versions"))?,
             Some(n) => records
                 .iter()
                 .position(|r| r.number == n)
-                .filter(|&p| self.misbehave != Misbehave::HideVersion || p + 1 == records.len())
                 .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {name}")))?,
         };
         let record = records[position];
@@ -234,24 +246,16 @@ impl Provider {
     }
 
     pub fn listing(&self, client: &str) -> Result<Listing, ProviderError> {
-        let mut entries = self.entries(client)?;
-        let mut proof = Vec::new();
-        if !entries.is_empty() {
-            let indices: Vec<u64> = (0..entries.len() as u64).collect();
-            proof = namespace_list(&entries)?.prove(&indices).map_err(bad)?.as_bytes().to_vec();
-        }
-        if self.misbehave == Misbehave::HideFile && !entries.is_empty() {
-            entries.remove(0);
-        }
-        Ok(Listing {
-            entries: entries.iter().map(|e| ByteBuf::from(e.to_bytes())).collect(),
-            proof: ByteBuf::from(proof),
-        })
+        let tree = self.namespace(client)?;
+        let tree = tree.read().expect("namespace");
+        let entries = tree.entries().map(|e| e.map(|e| ByteBuf::from(e.to_bytes()))).collect::<Result<_, _>>();
+        let proof = tree.listing_proof();
+        let at = |e| corrupt("namespace", e);
+        Ok(Listing { entries: entries.map_err(at)?, proof: ByteBuf::from(proof_bytes(proof.map_err(at)?.as_ref())) })
     }
 
     pub fn log(&self, client: &str, name: &str) -> Result<Log, ProviderError> {
-        let entries = self.entries(client)?;
-        let (answer, found) = Self::lookup(&entries, name)?;
+        let (answer, found) = self.lookup(client, name)?;
         let (versions, proof) = match found {
             Found::At { entry, .. } => {
                 let records = self.versions(client, &entry.file)?;
@@ -289,10 +293,6 @@ fn check_format(meta: &MetaDb) -> Result<(), StoreError> {
         }
         None => meta.commit(MetaBatch::default().put(FORMAT_KEY, FORMAT)),
     }
-}
-
-fn namespace_list(entries: &[EntryRecord]) -> Result<FlexList, ProviderError> {
-    FlexList::build(&entries.iter().map(EntryRecord::leaf).collect::<Vec<_>>()).map_err(|e| corrupt("namespace", e))
 }
 
 fn version_list(records: &[VersionRecord]) -> Result<FlexList, ProviderError> {

@@ -38,21 +38,6 @@ impl Provider {
         if !current.is_empty() {
             chunks.push(current);
         }
-        if let (Misbehave::PastRange, Some(last)) = (self.misbehave, chunks.last_mut()) {
-            // The block after the range, proven like the rest.
-            if let Some(next) = list.search(at) {
-                last.push(next.start);
-            }
-        }
-        if self.misbehave == Misbehave::TruncateStream {
-            // End the stream early: after the first chunk, or halfway through the only one.
-            if chunks.len() > 1 {
-                chunks.truncate(1);
-            } else if let Some(only) = chunks.first_mut() {
-                only.truncate(only.len() / 2);
-                chunks.retain(|c| !c.is_empty());
-            }
-        }
         Ok((located, ReadPlan { chunks, file: version.record.file, list }))
     }
 
@@ -68,7 +53,7 @@ impl Provider {
             nonces.into_iter().zip(indexed).map(|(n, (location, tag))| (n, location, tag)).collect();
         let locations: Vec<Location> = entries.iter().map(|e| e.1).collect();
         let data = read_stored_blocks(&self.blobs, &self.meta, &locations).await?;
-        let mut blocks: Vec<WireBlock> = entries
+        let blocks: Vec<WireBlock> = entries
             .into_iter()
             .zip(data)
             .map(|((nonce, _, tag), data)| WireBlock {
@@ -77,31 +62,7 @@ impl Provider {
                 data: ByteBuf::from(data.to_vec()),
             })
             .collect();
-        self.tamper(&mut blocks);
-        let mut proof = proof.as_bytes().to_vec();
-        if self.misbehave == Misbehave::StretchBlock {
-            stretch_last_block(&mut proof, &mut blocks, starts);
-        }
-        Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof), blocks })
-    }
-
-    fn tamper(&self, blocks: &mut Vec<WireBlock>) {
-        match self.misbehave {
-            Misbehave::CorruptBlock => {
-                if let Some(b) = blocks.first_mut().filter(|b| !b.data.is_empty()) {
-                    b.data[0] ^= 1;
-                }
-            }
-            Misbehave::DropBlock if !blocks.is_empty() => {
-                blocks.remove(0);
-            }
-            Misbehave::SwapBlocks if blocks.len() > 1 => {
-                let (a, b) = (blocks[0].data.clone(), blocks[1].data.clone());
-                blocks[0].data = b;
-                blocks[1].data = a;
-            }
-            _ => {}
-        }
+        Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof.as_bytes().to_vec()), blocks })
     }
 
     /// Where a block is and its tag, from the index.
@@ -155,39 +116,39 @@ impl Provider {
         if !out.starts.is_empty() {
             out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(bad)?.as_bytes().to_vec());
         }
-        if self.misbehave == Misbehave::CorruptBlock {
-            if let Some(b) = out.blocks.first_mut() {
-                b.tag[0] ^= 1;
-            }
-        }
         Ok(out)
     }
 
     // ---- audits ----
 
-    /// A possession proof for the challenge `req`. The distinct challenged blocks are held in
-    /// memory together while the aggregate is computed: a challenge whose blocks hold more than
-    /// `max_bytes` is refused ([`ProviderError::TooLarge`]) before any is read.
+    /// A possession proof for the challenge `req`: [`Provider::challenged`], then
+    /// [`Provider::prove_possession`].
     pub async fn audit(&self, client: &str, req: &AuditRequest, max_bytes: u64) -> Result<AuditAnswer, ProviderError> {
+        match self.challenged(client, req, max_bytes).await? {
+            Challenged::Nothing(located) => Ok(AuditAnswer { located, proof: ByteBuf::new() }),
+            Challenged::Blocks(held) => Ok(self.prove_possession(held)?.0),
+        }
+    }
+
+    /// The version an audit asks for and its challenged blocks, read from storage. The
+    /// distinct challenged blocks are held in memory together while the aggregate is computed:
+    /// a challenge whose blocks hold more than `max_bytes` is refused
+    /// ([`ProviderError::TooLarge`]) before any is read.
+    pub(crate) async fn challenged(
+        &self,
+        client: &str,
+        req: &AuditRequest,
+        max_bytes: u64,
+    ) -> Result<Challenged, ProviderError> {
         if req.count == 0 || req.count > MAX_CHALLENGE {
             return Err(bad(format!("a challenge has 1 to {MAX_CHALLENGE} offsets")));
         }
         let (located, version) = self.locate(client, &req.name, req.version)?;
         // An absent name, and an empty file (its proven record says 0 bytes), need no proof.
         let Some(version) = version.filter(|v| v.list.total_len() > 0) else {
-            return Ok(AuditAnswer { located, proof: ByteBuf::new() });
+            return Ok(Challenged::Nothing(located));
         };
-        let replay_key = keys::list(client, &version.record.file, version.record.number);
-        if self.misbehave == Misbehave::ReplayProof {
-            if let Some(old) = self.first_proofs.lock().expect("proofs").get(&replay_key) {
-                return Ok(AuditAnswer { located, proof: ByteBuf::from(old.clone()) });
-            }
-        }
-        let mut seed = req.seed;
-        if self.misbehave == Misbehave::OtherChallenge {
-            seed[0] ^= 1;
-        }
-        let challenge = Challenge::new(seed, req.count);
+        let challenge = Challenge::new(req.seed, req.count);
         let list = &version.list;
         let (offsets, _) = challenge.expand(list.total_len());
         let mut challenged = Vec::new();
@@ -206,60 +167,46 @@ impl Provider {
                  holds for one audit: challenge fewer offsets"
             )));
         }
-        let mut held: HashMap<u64, (Vec<u8>, Vec<u8>)> = HashMap::new();
+        let mut blocks = HashMap::new();
         for nonce in challenged {
-            held.insert(nonce, self.block(client, &version.record.file, nonce).await?);
+            blocks.insert(nonce, self.block(client, &version.record.file, nonce).await?);
         }
-        if matches!(self.misbehave, Misbehave::CorruptBlock | Misbehave::DropBlock | Misbehave::SwapBlocks) {
-            // Whatever the lie, one challenged block's bytes are not what was stored.
-            if let Some((_, data)) = held.values_mut().next() {
-                data[0] ^= 1;
-            }
-        }
-        let proof = pdp::prove(version.record.scheme, list, &challenge, |nonce| {
-            held.get(&nonce).map(|(tag, data)| Held { nonce, tag, data })
-        })
-        .map_err(|e| corrupt(&replay_key, e))?;
-        let mut proof = proof;
-        if self.misbehave == Misbehave::StretchBlock {
-            // A challenged block claims its unopened neighbour's bytes (which it could then
-            // drop, answering for them with zeros).
-            let forged = (0..64).find_map(|which| {
-                vouch_core::flexlist::tamper::move_length(proof.list.as_bytes(), which, 1).ok().flatten()
-            });
-            if let Some(list) = forged.and_then(|f| vouch_core::MultiProof::from_bytes(f).ok()) {
-                proof.list = list;
-            }
-        }
-        let bytes = proof.to_bytes();
-        self.first_proofs.lock().expect("proofs").entry(replay_key).or_insert_with(|| bytes.clone());
-        Ok(AuditAnswer { located, proof: ByteBuf::from(bytes) })
+        Ok(Challenged::Blocks(HeldBlocks { located, record: version.record, list: version.list, challenge, blocks }))
     }
+
+    /// The possession proof over held blocks: the answer, and the proof itself.
+    pub(crate) fn prove_possession(&self, held: HeldBlocks) -> Result<(AuditAnswer, PossessionProof), ProviderError> {
+        let at = format!("possession proof of {}", keys::hex(&held.record.file));
+        let proof = pdp::prove(held.record.scheme, &held.list, &held.challenge, |nonce| {
+            held.blocks.get(&nonce).map(|(tag, data)| Held { nonce, tag, data })
+        })
+        .map_err(|e| corrupt(&at, e))?;
+        Ok((AuditAnswer { located: held.located, proof: ByteBuf::from(proof.to_bytes()) }, proof))
+    }
+}
+
+/// What an audit challenged.
+pub(crate) enum Challenged {
+    /// An absent name or an empty file: no proof owed.
+    Nothing(Located),
+    Blocks(HeldBlocks),
+}
+
+/// The challenged blocks of a version, read and held for proving.
+pub(crate) struct HeldBlocks {
+    pub(crate) located: Located,
+    pub(crate) record: VersionRecord,
+    list: Arc<FlexList>,
+    challenge: Challenge,
+    /// Per nonce: (tag, bytes).
+    pub(crate) blocks: HashMap<u64, (Vec<u8>, Vec<u8>)>,
 }
 
 /// The chunks of a read, produced one at a time.
 #[derive(Debug)]
 pub struct ReadPlan {
+    /// Per chunk, the start offsets of its blocks.
     pub chunks: Vec<Vec<u64>>,
     file: FileId,
-    list: Arc<FlexList>,
-}
-
-/// [`Misbehave::StretchBlock`]: the chunk's last block claims up to 4 KiB of the bytes that
-/// follow it (taken from its neighbour's rank in the proof, so every sum still adds up) and
-/// is served padded with zeros, as if the neighbour's bytes had been thrown away.
-fn stretch_last_block(proof: &mut Vec<u8>, blocks: &mut [WireBlock], starts: &[u64]) {
-    use vouch_core::flexlist::tamper;
-    let (Some(&last), Some(block)) = (starts.iter().max(), blocks.last_mut()) else { return };
-    let Ok(leaves) = tamper::opened_leaves(proof) else { return };
-    let Some(which) = leaves.iter().position(|&(start, _)| start == last) else { return };
-    for z in [4096, 512, 64, 1] {
-        if let Ok(Some(forged)) = tamper::move_length(proof, which, z) {
-            *proof = forged;
-            let mut data = block.data.to_vec();
-            data.resize(data.len() + z as usize, 0);
-            block.data = ByteBuf::from(data);
-            return;
-        }
-    }
+    pub(crate) list: Arc<FlexList>,
 }

@@ -28,8 +28,7 @@ impl Provider {
     pub async fn last_commit(&self, client: &str, name: &str) -> Result<LastCommit, ProviderError> {
         vouch_core::namespace::check_name(name).map_err(bad)?;
         let _settled = self.gate(client).write_owned().await;
-        let entries = self.entries(client)?;
-        let (answer, _) = Self::lookup(&entries, name)?;
+        let (answer, _) = self.lookup(client, name)?;
         let committed = match self.meta.get(&keys::last_commit(client))? {
             None => None,
             Some(bytes) => Some(vouch_proto::decode(&bytes).map_err(|e| corrupt("the last commit's answer", e))?),

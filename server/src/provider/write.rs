@@ -98,9 +98,6 @@ impl Provider {
         if !put.nonces.insert(b.nonce) {
             return Err(bad(format!("nonce {} used twice", b.nonce)));
         }
-        if self.misbehave == Misbehave::RefuseCommit {
-            self.received.lock().expect("received tags").push((b.nonce, b.tag.to_vec()));
-        }
         put.leaves.push(leaf_of(put.scheme, &b));
         let len = b.data.len();
         let at = put.packer.add_shared(bytes::Bytes::from(b.data.into_vec()));
@@ -121,7 +118,18 @@ impl Provider {
     }
 
     /// Ends a put: checks the client's record against the blocks, then commits the version.
-    pub async fn finish_put(&self, mut put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
+    pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
+        let staged = self.stage_put(put, record).await?;
+        self.commit(staged)
+    }
+
+    /// A put's change, staged: its list built and checked against the record, its segments
+    /// written, the write lock taken.
+    pub(crate) async fn stage_put(
+        &self,
+        mut put: PutState,
+        record: VersionRecord,
+    ) -> Result<Staged<'_>, ProviderError> {
         if record.file != put.file || record.scheme != put.scheme {
             return Err(bad("the version record names another file or scheme than the upload"));
         }
@@ -137,18 +145,34 @@ impl Provider {
         let built = started.elapsed();
         self.written(&mut put).await?;
         let written = started.elapsed();
-        let _guard = self.write.lock().await;
+        let write = self.write.lock().await;
         let (client, name) = (put.client.clone(), put.name.clone());
+        let in_flight = put.in_flight.take();
         let batch = self.sealed_batch(put);
-        let done = self.commit(&client, &name, Change::Append(record), Some(NewList { list, base: None }), None, batch);
-        tracing::debug!(?built, ?written, total = ?started.elapsed(), "put");
-        done
+        tracing::debug!(?built, ?written, total = ?started.elapsed(), "put staged");
+        Ok(Staged {
+            client,
+            name,
+            change: Change::Append(record),
+            new_list: Some(NewList { list, base: None }),
+            file_update: None,
+            batch,
+            _write: write,
+            _in_flight: in_flight,
+        })
     }
 
     /// Applies a batch of edits to the latest version, making a new version.
     pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
-        let _in_flight = self.changing(client).await;
-        let _guard = self.write.lock().await;
+        let staged = self.stage_edit(client, req).await?;
+        self.commit(staged)
+    }
+
+    /// An edit's change, staged: its blocks stored (or sealed for the commit's batch), the
+    /// version's list edited.
+    pub(crate) async fn stage_edit(&self, client: &str, req: EditRequest) -> Result<Staged<'_>, ProviderError> {
+        let in_flight = self.changing(client).await;
+        let write = self.write.lock().await;
         let started = std::time::Instant::now();
         let (_, version) = self.locate(client, &req.name, None)?;
         let version = version.ok_or_else(|| ProviderError::NotFound(req.name.clone()))?;
@@ -206,23 +230,39 @@ impl Provider {
         self.written(&mut put).await?;
         let flushed = started.elapsed();
         let batch = self.sealed_batch(put);
-        let list = NewList { list, base: Some((base_list, edits)) };
-        let done = self.commit(client, &req.name, Change::Append(record), Some(list), Some(update.to_bytes()), batch);
-        tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit");
-        done
+        tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit staged");
+        Ok(Staged {
+            client: client.to_string(),
+            name: req.name,
+            change: Change::Append(record),
+            new_list: Some(NewList { list, base: Some((base_list, edits)) }),
+            file_update: Some(update.to_bytes()),
+            batch,
+            _write: write,
+            _in_flight: Some(in_flight),
+        })
     }
 
     pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
-        let _in_flight = self.changing(client).await;
-        let _guard = self.write.lock().await;
-        self.commit(client, name, Change::Remove, None, None, MetaBatch::default())
+        let staged = self.stage_remove(client, name).await?;
+        self.commit(staged)
+    }
+
+    pub(crate) async fn stage_remove(&self, client: &str, name: &str) -> Result<Staged<'_>, ProviderError> {
+        let in_flight = self.changing(client).await;
+        let write = self.write.lock().await;
+        Ok(Staged::without_blocks(client, name, Change::Remove, write, in_flight))
     }
 
     pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
-        let _in_flight = self.changing(client).await;
-        let _guard = self.write.lock().await;
-        let entries = self.entries(client)?;
-        let (_, found) = Self::lookup(&entries, &req.name)?;
+        let staged = self.stage_prune(client, req).await?;
+        self.commit(staged)
+    }
+
+    pub(crate) async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Staged<'_>, ProviderError> {
+        let in_flight = self.changing(client).await;
+        let write = self.write.lock().await;
+        let (_, found) = self.lookup(client, &req.name)?;
         let Found::At { entry, .. } = found else { return Err(ProviderError::NotFound(req.name.clone())) };
         let records = self.versions(client, &entry.file)?;
         let positions = req
@@ -236,110 +276,12 @@ impl Provider {
                     .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {}", req.name)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        self.commit(client, &req.name, Change::Prune(positions), None, None, MetaBatch::default())
-    }
-
-    /// The common end of every change: computes the version-list and namespace updates (the
-    /// client recomputes the same edits from the lookup), adds the records and the answer (for
-    /// `last-commit`) to `batch` and commits it, unless the provider is lying about it
-    /// ([`Misbehave::Rollback`]).
-    fn commit(
-        &self,
-        client: &str,
-        name: &str,
-        change: Change,
-        new_list: Option<NewList>,
-        file_update: Option<Vec<u8>>,
-        mut batch: MetaBatch,
-    ) -> Result<Committed, ProviderError> {
-        if self.misbehave == Misbehave::RefuseCommit && !self.refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Err(ProviderError::Store(StoreError::Backend {
-                at: "the commit".into(),
-                detail: "blocks received, commit refused on purpose (refuse-commit)".into(),
-            }));
-        }
-        let started = std::time::Instant::now();
-        let entries = self.entries(client)?;
-        let (answer, found) = Self::lookup(&entries, name)?;
-        let mut plan = commit_edits(&found, &change).map_err(bad)?;
-        if self.misbehave == Misbehave::WrongCount && plan.exists {
-            miscount(&mut plan.versions);
-        }
-        let records = match &found {
-            Found::At { entry, .. } => self.versions(client, &entry.file)?,
-            Found::Absent { .. } => Vec::new(),
-        };
-        let versions_update = match &change {
-            Change::Remove => None,
-            _ => {
-                let mut versions = version_list(&records)?;
-                let proof = versions.multi_update(&plan.versions).map_err(bad)?;
-                Some((proof, versions.root(), versions.total_len()))
-            }
-        };
-        let (ns_edit, new_entry) =
-            plan.namespace_edit(name, &change, versions_update.as_ref().map(|(_, root, len)| (*root, *len)));
-        let mut ns = namespace_list(&entries)?;
-        let mut ns_edits = vec![ns_edit];
-        if self.misbehave == Misbehave::WrongCount && !matches!(change, Change::Append(_) if plan.exists) {
-            miscount(&mut ns_edits);
-        }
-        let namespace_update = ns.multi_update(&ns_edits).map_err(bad)?;
-        let proven = started.elapsed();
-
-        match (&change, &new_entry) {
-            (Change::Append(record), Some(entry)) => {
-                batch.put(keys::version(client, &record.file, record.number), record.to_bytes().to_vec());
-                batch.put(keys::entry(client, name), entry.to_bytes());
-                let new = new_list.as_ref().ok_or_else(|| bad("a new version needs its block list"))?;
-                let name = keys::list(client, &record.file, record.number);
-                match &new.base {
-                    Some((base, changes)) => save_edited_list(&mut batch, &self.meta, &name, base, &new.list, changes)?,
-                    None => save_list(&mut batch, &self.meta, &name, &new.list)?,
-                }
-            }
-            (Change::Prune(positions), Some(entry)) => {
-                batch.put(keys::entry(client, name), entry.to_bytes());
-                let dropped: Vec<&VersionRecord> = positions.iter().map(|&p| &records[p as usize]).collect();
-                let kept: Vec<&VersionRecord> =
-                    records.iter().filter(|r| !dropped.iter().any(|d| d.number == r.number)).collect();
-                self.forget_versions(client, &plan.entry.file, &dropped, &kept, &mut batch)?;
-            }
-            (Change::Remove, None) => {
-                batch.delete(keys::entry(client, name));
-                let all: Vec<&VersionRecord> = records.iter().collect();
-                self.forget_versions(client, &plan.entry.file, &all, &[], &mut batch)?;
-            }
-            _ => return Err(bad("inconsistent change")),
-        }
-        let committed = Committed {
-            lookup: wire_lookup(&answer),
-            file_update: file_update.map(ByteBuf::from),
-            versions_update: versions_update.map(|(p, _, _)| ByteBuf::from(p.to_bytes())),
-            namespace_update: ByteBuf::from(namespace_update.to_bytes()),
-        };
-        // Durable with the change itself: a client that never got this answer verifies it later.
-        batch.put(keys::last_commit(client), vouch_proto::encode(&committed));
-        let batched = started.elapsed();
-        if self.misbehave != Misbehave::Rollback {
-            self.meta.commit(&batch)?;
-            tracing::debug!(?proven, ?batched, stored = ?started.elapsed(), "commit");
-            if let (Change::Append(record), Some(list)) = (&change, new_list) {
-                self.cache_list(keys::list(client, &record.file, record.number), Arc::new(list.list));
-            }
-        }
-        if self.misbehave == Misbehave::DropAnswer {
-            return Err(ProviderError::Store(StoreError::Backend {
-                at: "the answer".into(),
-                detail: "committed, then lost on purpose (drop-answer)".into(),
-            }));
-        }
-        Ok(committed)
+        Ok(Staged::without_blocks(client, &req.name, Change::Prune(positions), write, in_flight))
     }
 
     /// Deletes versions' records and lists, and the blocks no kept version uses. (Their
     /// segments' space comes back at the next compaction.)
-    fn forget_versions(
+    pub(super) fn forget_versions(
         &self,
         client: &str,
         file: &FileId,
@@ -380,9 +322,9 @@ impl Provider {
 }
 
 /// The block list of a new version, and for an edit, the list it was edited from and how.
-struct NewList {
-    list: FlexList,
-    base: Option<(String, Vec<Edit>)>,
+pub(crate) struct NewList {
+    pub(super) list: FlexList,
+    pub(super) base: Option<(String, Vec<Edit>)>,
 }
 
 /// A put in progress.
@@ -465,19 +407,5 @@ impl Provider {
     /// before it serves.
     pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
         Ok(vouch_store::sweep_orphans(&self.blobs, &self.meta).await?)
-    }
-}
-
-/// [`Misbehave::WrongCount`]: an insert made twice, or one more position removed than asked
-/// (a version appended twice or one more pruned; a new name entered twice, or a removal
-/// that takes the next name too); every proof is then honest for what the provider did.
-fn miscount(edits: &mut Vec<Edit>) {
-    match edits.first().cloned() {
-        Some(insert @ Edit::Insert { .. }) => edits.push(insert),
-        Some(Edit::Remove { .. }) => {
-            let last = edits.iter().map(|e| e.at()).max().unwrap_or(0);
-            edits.push(Edit::Remove { at: last + 1 });
-        }
-        _ => {}
     }
 }

@@ -15,7 +15,9 @@
 //! every change is a verified multiUpdate at each level ([`verify_commit`]), so a provider that
 //! hides a name, serves an old version, or reorders versions is caught.
 //!
-//! Pure: the provider computes proofs with [`crate::FlexList`], the client checks them here.
+//! Pure: the provider computes proofs with a [`NamespaceTree`] (its side), the client checks
+//! them with the `verify_*` functions here (its side). [`Functionality`] states both sides as
+//! one authenticated data structure, the shape AIP (VICOS Sec. 2.3) runs over.
 
 use crate::codec::{put_varint, CodecError, Reader};
 use crate::flexlist::{
@@ -25,6 +27,12 @@ use crate::flexlist::{
 use crate::hash::{self, Digest, Domain};
 use crate::pdp::{ClientFile, FileId, SchemeId};
 use crate::FlexList;
+
+mod functionality;
+mod tree;
+
+pub use functionality::{Functionality, NamespaceAuth, NamespaceAux, NamespaceOp, NamespaceOps, NamespaceResponse};
+pub use tree::{EntryBatch, NamespaceTree, TreeError};
 
 /// Longest name, in bytes.
 pub const MAX_NAME_LEN: usize = 1024;
@@ -513,5 +521,4 @@ pub fn proof_from_bytes(bytes: Vec<u8>) -> Result<Option<MultiProof>, ProofError
 }
 
 #[cfg(test)]
-#[path = "namespace_tests.rs"]
 mod tests;

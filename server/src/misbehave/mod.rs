@@ -1,8 +1,22 @@
 //! Deliberate lies, for tests and `vouch demo`: each one is a way an untrusted provider can
 //! cheat, and the client must catch every one of them.
+//!
+//! The lies live here and only here, in [`Misbehaving`]: a decorator around the honest
+//! [`Provider`] (the way redb tests crashes by wrapping its storage backend). It answers each
+//! request through the honest provider's own steps and changes what it lies about in between
+//! (an answer after the fact, a request before it, a step of a commit left out or done
+//! differently), so the honest code has no lie in it, and a lie's proofs are honest for what
+//! the provider did.
 
+mod changes;
+mod reads;
+
+use crate::provider::Provider;
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Misbehave {
@@ -105,5 +119,52 @@ impl FromStr for Misbehave {
             let names: Vec<&str> = Misbehave::ALL.iter().map(|m| m.name()).collect();
             format!("unknown misbehaviour {s:?}; one of: {}", names.join(", "))
         })
+    }
+}
+
+/// A provider that lies as told ([`Misbehave::None`]: passes every request through).
+#[derive(Debug)]
+pub struct Misbehaving {
+    honest: Provider,
+    lie: Misbehave,
+    /// The first audit proof per (client, file, version), for [`Misbehave::ReplayProof`].
+    first_proofs: Mutex<HashMap<String, Vec<u8>>>,
+    /// For [`Misbehave::RefuseCommit`]: whether it has refused yet, and the (nonce, tag) of
+    /// every block received.
+    refused: AtomicBool,
+    received: Mutex<Vec<(u64, Vec<u8>)>>,
+}
+
+impl Misbehaving {
+    pub fn new(honest: Provider, lie: Misbehave) -> Self {
+        Misbehaving {
+            honest,
+            lie,
+            first_proofs: Mutex::default(),
+            refused: AtomicBool::default(),
+            received: Mutex::default(),
+        }
+    }
+
+    pub fn misbehave(&self) -> Misbehave {
+        self.lie
+    }
+
+    /// The honest provider inside.
+    pub fn honest(&self) -> &Provider {
+        &self.honest
+    }
+
+    /// Under [`Misbehave::RefuseCommit`], the (nonce, tag) of every block received so far, in
+    /// order (what a curious provider learns from uploads, whether it commits them or not).
+    pub fn received_tags(&self) -> Vec<(u64, Vec<u8>)> {
+        self.received.lock().expect("received tags").clone()
+    }
+}
+
+/// An honest provider, served as it is.
+impl From<Provider> for Misbehaving {
+    fn from(honest: Provider) -> Self {
+        Misbehaving::new(honest, Misbehave::None)
     }
 }

@@ -1,0 +1,116 @@
+//! Lies about changes: refused, miscounted, forgotten or unanswered commits.
+
+use super::{Misbehave, Misbehaving};
+use crate::provider::{ProviderError, PutState, Staged};
+use std::sync::atomic::Ordering;
+use vouch_core::namespace::VersionRecord;
+use vouch_core::pdp::{FileId, SchemeId};
+use vouch_core::Edit;
+use vouch_proto::{Committed, EditRequest, PruneRequest, WireBlock};
+use vouch_store::StoreError;
+
+impl Misbehaving {
+    pub async fn begin_put(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+    ) -> Result<PutState, ProviderError> {
+        self.honest.begin_put(client, name, file, scheme).await
+    }
+
+    pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
+        self.receive(&blocks);
+        self.honest.put_blocks(put, blocks).await
+    }
+
+    pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
+        self.refuse_once()?;
+        let staged = self.honest.stage_put(put, record).await?;
+        self.commit(staged)
+    }
+
+    pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
+        self.receive(&req.blocks);
+        self.refuse_once()?;
+        let staged = self.honest.stage_edit(client, req).await?;
+        self.commit(staged)
+    }
+
+    pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
+        self.refuse_once()?;
+        let staged = self.honest.stage_remove(client, name).await?;
+        self.commit(staged)
+    }
+
+    pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
+        self.refuse_once()?;
+        let staged = self.honest.stage_prune(client, req).await?;
+        self.commit(staged)
+    }
+
+    pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
+        self.honest.sweep_orphans().await
+    }
+
+    /// [`Misbehave::RefuseCommit`] keeps the (nonce, tag) of every block it receives.
+    fn receive(&self, blocks: &[WireBlock]) {
+        if self.lie == Misbehave::RefuseCommit {
+            let mut received = self.received.lock().expect("received tags");
+            received.extend(blocks.iter().map(|b| (b.nonce, b.tag.to_vec())));
+        }
+    }
+
+    /// [`Misbehave::RefuseCommit`] refuses the first change after a start, once its blocks
+    /// are received.
+    fn refuse_once(&self) -> Result<(), ProviderError> {
+        if self.lie == Misbehave::RefuseCommit && !self.refused.swap(true, Ordering::SeqCst) {
+            return Err(ProviderError::Store(StoreError::Backend {
+                at: "the commit".into(),
+                detail: "blocks received, commit refused on purpose (refuse-commit)".into(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// The honest commit's steps, with this provider's lie between them.
+    fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
+        let miscount = self.lie == Misbehave::WrongCount;
+        let mut planned = self.honest.plan(staged)?;
+        if miscount && planned.name_exists() {
+            add_one(planned.version_edits());
+        }
+        let mut proven = self.honest.prove_versions(planned)?;
+        if miscount && !proven.appends_to_existing() {
+            add_one(proven.namespace_edits());
+        }
+        let prepared = self.honest.prove_namespace(proven)?;
+        match self.lie {
+            // Valid proofs for a change never made durable: later answers come from before it.
+            Misbehave::Rollback => Ok(prepared.committed.clone()),
+            Misbehave::DropAnswer => {
+                self.honest.apply(prepared)?;
+                Err(ProviderError::Store(StoreError::Backend {
+                    at: "the answer".into(),
+                    detail: "committed, then lost on purpose (drop-answer)".into(),
+                }))
+            }
+            _ => self.honest.apply(prepared),
+        }
+    }
+}
+
+/// [`Misbehave::WrongCount`]: an insert made twice, or one more position removed than asked
+/// (a version appended twice or one more pruned; a new name entered twice, or a removal
+/// that takes the next name too); every proof is then honest for what the provider did.
+fn add_one(edits: &mut Vec<Edit>) {
+    match edits.first().cloned() {
+        Some(insert @ Edit::Insert { .. }) => edits.push(insert),
+        Some(Edit::Remove { .. }) => {
+            let last = edits.iter().map(|e| e.at()).max().unwrap_or(0);
+            edits.push(Edit::Remove { at: last + 1 });
+        }
+        _ => {}
+    }
+}
