@@ -3,7 +3,9 @@
 //!
 //! Each size gets a fresh provider whose namespace is written in bulk, and a client given the
 //! root of those names: lookups of absent names between two present ones (proven absent), and
-//! commits that remove a name, each verified by the client. `load_ms` is the first request,
+//! commits that each put a new one-block file between two names, each verified by the client.
+//! (The bulk-written names have no versions, which the provider would report as damage if
+//! asked for one: only their lookups and their place in the list are used.) `load_ms` is the first request,
 //! which loads the namespace on the provider (one scan).
 
 use crate::measure::SelfCheckFailed;
@@ -92,19 +94,15 @@ pub(crate) async fn measure(n: u64, dir: &Path) -> Result<NameScale, SelfCheckFa
         lookups_server.push(server_us(&client));
     }
     let (mut commits, mut commits_server) = (Vec::new(), Vec::new());
-    let mut removed = std::collections::HashSet::new();
-    while commits.len() < COMMITS.min(n as usize) {
-        let i = next(n);
-        if !removed.insert(i) {
-            continue;
-        }
+    for k in 0..COMMITS {
+        let new = format!("{}/new-{k}", name(next(n)));
         let started = Instant::now();
-        client.remove(&name(i)).await.map_err(lie)?;
+        client.put(&new, std::io::Cursor::new(b"x".to_vec()), None, |_| {}).await.map_err(lie)?;
         commits.push(started.elapsed().as_secs_f64() * 1e6);
         commits_server.push(server_us(&client));
     }
-    if client.root().len != n - commits.len() as u64 {
-        return Err(lie(format!("{} names left, not {}", client.root().len, n - commits.len() as u64)));
+    if client.root().len != n + commits.len() as u64 {
+        return Err(lie(format!("{} names, not {}", client.root().len, n + commits.len() as u64)));
     }
     drop(client);
     server.shutdown().await.map_err(lie)?;
