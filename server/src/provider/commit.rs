@@ -125,8 +125,10 @@ impl Provider {
     /// The name's lookup and the version-list edits the change makes (the client recomputes
     /// the same edits from the same lookup).
     pub(crate) fn plan<'a>(&self, staged: Staged<'a>) -> Result<Planned<'a>, ProviderError> {
+        // The lookup and, later, the update are of this one tree.
         let namespace = self.namespace(&staged.client)?;
-        let (answer, found) = self.lookup(&staged.client, &staged.name)?;
+        let looked_up = namespace.read().expect("namespace").lookup(&staged.name);
+        let (answer, found) = looked_up.map_err(|e| corrupt("namespace", e))?;
         let plan = commit_edits(&found, &staged.change).map_err(bad)?;
         let records = match &found {
             Found::At { entry, .. } => self.versions(&staged.client, &entry.file)?,
