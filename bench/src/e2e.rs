@@ -33,6 +33,8 @@ pub struct Report {
     pub backends: Vec<Throughput>,
     pub skipped: Vec<String>,
     pub vcs: Vec<Replay>,
+    /// The client's content-defined chunking on one core, beside SHA-256 of the same bytes.
+    pub chunking: Chunking,
     /// The provider's lookup and commit time by namespace size ([`crate::names`]).
     pub names: Vec<crate::names::NameScale>,
     /// A real repository's history (`--repo PATH`); null when none was given.
@@ -51,6 +53,14 @@ pub struct Throughput {
     /// A 1 MB file: whole verified round trip latency (put, then get).
     pub small_put_ms: f64,
     pub small_get_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Chunking {
+    pub bytes: usize,
+    pub chunks: usize,
+    pub mb_s: f64,
+    pub sha256_mb_s: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -129,6 +139,8 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
         Err(why) => skipped.push(format!("s3: {why} (e.g. eval \"$(scripts/minio.sh start DIR)\")")),
     }
 
+    progress("e2e: chunking");
+    let chunking = chunking(&big);
     let mut vcs = Vec::new();
     let base = if opts.quick { 64 << 20 } else { 1 << 30 };
     for pattern in ["random", "consecutive"] {
@@ -156,7 +168,15 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
         targets.push(Target::at_least(&name("put"), b.put_mb_s / b.raw_put_mb_s, 0.9, "x", None));
         targets.push(Target::at_least(&name("get"), b.get_mb_s / b.raw_get_mb_s, 0.9, "x", None));
     }
+    targets.push(Target::at_least("content-defined chunking, one core", chunking.mb_s, 1500.0, "MB/s", None));
     for r in &vcs {
+        targets.push(Target::at_most(
+            &format!("20 KB {} commit to a {} MB file: client time (sync)", r.pattern, r.file_bytes >> 20),
+            r.client_ms,
+            1000.0,
+            "ms",
+            None,
+        ));
         let (server_paper, proof_paper, proof_limit) =
             if r.pattern == "random" { ("10 ms", "11 KB", 11.0) } else { ("6 ms", "4 KB", 4.0) };
         targets.push(Target::at_most(
@@ -180,7 +200,7 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
         targets.push(Target::at_most(&what("namespace lookup"), spread(|s| s.lookup_us), 2.0, "x", None));
         targets.push(Target::at_most(&what("namespace commit"), spread(|s| s.commit_us), 2.0, "x", None));
     }
-    Ok(Report { quick: opts.quick, backends, skipped, vcs, names, repo, targets })
+    Ok(Report { quick: opts.quick, backends, skipped, vcs, chunking, names, repo, targets })
 }
 
 async fn throughput(
@@ -266,6 +286,24 @@ impl std::io::Write for Sink {
     }
 }
 
+/// Best of three runs of the client's chunking, and of SHA-256, over `bytes` on this thread.
+fn chunking(bytes: &[u8]) -> Chunking {
+    let best = |f: &dyn Fn() -> usize| {
+        (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                let n = f();
+                (t.elapsed(), n)
+            })
+            .min()
+            .unwrap_or_default()
+    };
+    let (cut, chunks) = best(&|| vouch_client::Cutting::Content.cut(bytes).len());
+    let (sha, _) = best(&|| vouch_core::hash::sha256(bytes).as_bytes()[0] as usize);
+    let mb_s = |d: Duration| bytes.len() as f64 / 1e6 / d.as_secs_f64();
+    Chunking { bytes: bytes.len(), chunks, mb_s: mb_s(cut), sha256_mb_s: mb_s(sha) }
+}
+
 async fn replay(pattern: &'static str, size: usize, dir: &Path) -> Result<Replay, SelfCheckFailed> {
     std::fs::create_dir_all(dir).map_err(|e| SelfCheckFailed(e.to_string()))?;
     let fail = |e: vouch_client::ClientError| SelfCheckFailed(e.to_string());
@@ -344,6 +382,14 @@ impl Report {
         for s in &self.skipped {
             out += &format!("not measured: {s}\n");
         }
+        let c = &self.chunking;
+        out += &format!(
+            "chunking ({} MB, one core): {:.0} MB/s, {} blocks (SHA-256 of the same bytes {:.0} MB/s)\n",
+            c.bytes >> 20,
+            c.mb_s,
+            c.chunks,
+            c.sha256_mb_s
+        );
         for r in &self.vcs {
             out += &format!(
                 "VCS {} ({} commits of 20 KB to a {} MB file), medians: sent {} B in {} blocks, multiUpdate proof {} B (all proofs {} B), block list {} B, server {:.2} ms, client {:.1} ms\n",

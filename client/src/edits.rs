@@ -7,6 +7,7 @@ use crate::client::{committed_proof_bytes, lookup_from_wire, now, Client, Transf
 use crate::error::ClientError;
 use crate::intent::{EditPlan, Intent, Planned};
 use crate::violation::ViolationKind;
+use rayon::prelude::*;
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -203,7 +204,7 @@ impl Client {
     /// A name that does not exist yet is put whole.
     pub async fn sync(&mut self, name: &str, path: &std::path::Path) -> Result<SyncReport, ClientError> {
         let started = Instant::now();
-        let local = std::fs::read(path).map_err(ClientError::io(format!("reading {}", path.display())))?;
+        let local = LocalFile::open(path)?;
         self.settle().await?;
         // An absent name is proven absent in the answer, never a bare "not found".
         let answer: BlockList = self
@@ -215,7 +216,7 @@ impl Client {
         let latest = match self.verify_located(name, None, &answer.located)? {
             (_, Some(v)) => v,
             (_, None) => {
-                let t = self.put(name, std::io::Cursor::new(local), None, |_| {}).await?;
+                let t = self.put(name, local.file, None, |_| {}).await?;
                 return Ok(SyncReport {
                     name: name.into(),
                     version: t.version,
@@ -234,13 +235,16 @@ impl Client {
             }
         };
         let stored = self.verify_block_list(&latest.record, &answer)?;
-        let plan = diff(&stored, &local, &local_chunks(&local), |i, at| {
-            let b = &stored[i];
-            self.key.check_block(&latest.record.file, b.nonce, &local[at..at + b.len as usize], &b.tag)
-        });
+        let file = &latest.record.file;
+        let plan = diff(&stored, &local, |i, bytes| self.key.check_block(file, stored[i].nonce, bytes, &stored[i].tag))
+            .map_err(ClientError::io(format!("reading {}", path.display())))?;
         let mut batch = Batch::new(&latest.record);
+        let mut bytes = Vec::new();
         for gap in &plan.gaps {
-            batch.replace(self, &gap.old, gap.end, &local[gap.local.clone()], Cutting::Content)?;
+            local
+                .read(gap.local.clone(), &mut bytes)
+                .map_err(ClientError::io(format!("reading {}", path.display())))?;
+            batch.replace(self, &gap.old, gap.end, &bytes, Cutting::Content)?;
         }
         let (edits, sent, bytes_sent) = (batch.edits.len(), batch.blocks.len() as u64, batch.bytes);
         if edits == 0 {
@@ -322,6 +326,55 @@ impl Client {
     }
 }
 
+/// The bytes `sync` compares: read where they are needed, never copied whole into memory
+/// (for a large file, faulting in a buffer of its size cost more than all the tag checks).
+pub(crate) trait LocalBytes: Sync {
+    fn len(&self) -> usize;
+    /// `out` becomes the bytes of `range`, which is within `len()`.
+    fn read(&self, range: Range<usize>, out: &mut Vec<u8>) -> std::io::Result<()>;
+}
+
+impl LocalBytes for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+
+    fn read(&self, range: Range<usize>, out: &mut Vec<u8>) -> std::io::Result<()> {
+        out.clear();
+        out.extend_from_slice(&self[range]);
+        Ok(())
+    }
+}
+
+/// A local file read in place with positioned reads (`pread`), from any thread. A file
+/// changed while it is synced can give a version mixing old and new bytes, as with any tool
+/// that reads a live file; every block sent is tagged from the bytes actually read.
+pub(crate) struct LocalFile {
+    file: std::fs::File,
+    len: usize,
+}
+
+impl LocalFile {
+    fn open(path: &std::path::Path) -> Result<Self, ClientError> {
+        let what = || format!("reading {}", path.display());
+        let file = std::fs::File::open(path).map_err(ClientError::io(what()))?;
+        let len = file.metadata().map_err(ClientError::io(what()))?.len();
+        let len = usize::try_from(len).map_err(|_| ClientError::BadInput(format!("{} is too large", what())))?;
+        Ok(LocalFile { file, len })
+    }
+}
+
+impl LocalBytes for LocalFile {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&self, range: Range<usize>, out: &mut Vec<u8>) -> std::io::Result<()> {
+        out.resize(range.len(), 0);
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, out, range.start as u64)
+    }
+}
+
 /// A block of the stored version, as its proven block list describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct StoredBlock {
@@ -349,43 +402,110 @@ pub(crate) struct Plan {
 
 /// Which stored blocks survive in `local` and what fills the gaps between them.
 ///
-/// Two ways to find the stored blocks in the local file, and the one that keeps more wins:
-/// by position (each block where the previous kept block's shift, or the change in total
-/// length, puts it: right for fixed-size blocks around one change) and by content (each
-/// content-defined chunk of the local file against the next stored blocks of its length:
-/// right for content-defined blocks around any number of changes). `matches(i, at)` says
-/// whether stored block `i` equals the local bytes at `at` (the tag check), so a kept block
-/// is an equality and any plan rebuilds `local` exactly.
+/// Two ways to find the stored blocks in the local file, one after the other:
+/// 1. by position: each block where the previous kept block's shift, or the change in total
+///    length, puts it (right around any one change, and for fixed-size blocks);
+/// 2. by content, only inside the gaps that the first way left: each content-defined chunk of
+///    the gap's local bytes against the next stored blocks of its length (right for
+///    content-defined blocks around any number of changes).
+///
+/// `matches(i, at)` says whether stored block `i` equals the local bytes at `at` (the tag
+/// check), so a kept block is an equality and any plan rebuilds `local` exactly. The tag
+/// checks by position are the whole cost for a small change to a large file (one per block),
+/// so they run on every core, each over a contiguous piece of the blocks; chunking touches
+/// only the gaps, not the whole file.
 pub(crate) fn diff(
     stored: &[StoredBlock],
-    local: &[u8],
-    chunks: &[(usize, usize)],
-    matches: impl Fn(usize, usize) -> bool,
-) -> Plan {
-    let fits = |i: usize, at: usize| at + stored[i].len as usize <= local.len() && matches(i, at);
-    let a = by_position(stored, local.len(), &fits);
-    let b = by_content(stored, chunks, &fits);
-    let kept = if b.len() > a.len() { b } else { a };
-    plan_from(stored, local.len(), &kept)
+    local: &(impl LocalBytes + ?Sized),
+    matches: impl Fn(usize, &[u8]) -> bool + Sync,
+) -> std::io::Result<Plan> {
+    // The first read error wins; a block that could not be read is not kept.
+    let failed = std::sync::Mutex::new(None);
+    let fits = |i: usize, at: usize| {
+        let range = at..at + stored[i].len as usize;
+        if range.end > local.len() {
+            return false;
+        }
+        let mut bytes = Vec::new();
+        match local.read(range, &mut bytes) {
+            Ok(()) => matches(i, &bytes),
+            Err(e) => {
+                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                false
+            }
+        }
+    };
+    let by_position = by_position(stored, local.len(), &fits);
+    let kept = with_gaps_by_content(stored, local, &by_position, &fits)?;
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(plan_from(stored, local.len(), &kept))
 }
 
 /// Kept (stored index, local offset) pairs, finding each block at its expected position.
-fn by_position(stored: &[StoredBlock], local_len: usize, fits: &impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+/// Pieces of the block list are walked in parallel, each starting unshifted; a pair that
+/// overlaps the piece before's last kept block is dropped, so the pairs stay increasing.
+fn by_position(
+    stored: &[StoredBlock],
+    local_len: usize,
+    fits: &(impl Fn(usize, usize) -> bool + Sync),
+) -> Vec<(usize, usize)> {
     let stored_len = stored.last().map_or(0, |b| b.start + u64::from(b.len));
     let delta = local_len as i128 - i128::from(stored_len);
-    let (mut kept, mut cursor, mut shift) = (Vec::new(), 0usize, 0i128);
-    for (i, StoredBlock { start: s, len: l, .. }) in stored.iter().enumerate() {
-        let at = [shift, delta]
-            .into_iter()
-            .filter_map(|sh| usize::try_from(i128::from(*s) + sh).ok())
-            .find(|&at| at >= cursor && fits(i, at));
-        if let Some(at) = at {
+    let piece = stored.len().div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let starts: Vec<usize> = (0..stored.len()).step_by(piece).collect();
+    let pieces: Vec<Vec<(usize, usize)>> = starts
+        .into_par_iter()
+        .map(|from| {
+            let (mut kept, mut cursor, mut shift) = (Vec::new(), 0usize, 0i128);
+            for (i, StoredBlock { start: s, len: l, .. }) in stored.iter().enumerate().skip(from).take(piece) {
+                let at = [shift, delta]
+                    .into_iter()
+                    .filter_map(|sh| usize::try_from(i128::from(*s) + sh).ok())
+                    .find(|&at| at >= cursor && fits(i, at));
+                if let Some(at) = at {
+                    kept.push((i, at));
+                    cursor = at + *l as usize;
+                    shift = at as i128 - i128::from(*s);
+                }
+            }
+            kept
+        })
+        .collect();
+    let (mut kept, mut cursor) = (Vec::new(), 0usize);
+    for (i, at) in pieces.into_iter().flatten() {
+        if at >= cursor {
             kept.push((i, at));
-            cursor = at + *l as usize;
-            shift = at as i128 - i128::from(*s);
+            cursor = at + stored[i].len as usize;
         }
     }
     kept
+}
+
+/// `kept` with the pairs found by content in each gap between two kept blocks (and before
+/// the first, after the last).
+fn with_gaps_by_content(
+    stored: &[StoredBlock],
+    local: &(impl LocalBytes + ?Sized),
+    kept: &[(usize, usize)],
+    fits: &impl Fn(usize, usize) -> bool,
+) -> std::io::Result<Vec<(usize, usize)>> {
+    let mut out = Vec::with_capacity(kept.len());
+    let (mut next_block, mut next_byte, mut gap) = (0usize, 0usize, Vec::new());
+    for &(i, at) in kept.iter().chain([&(stored.len(), local.len())]) {
+        if next_block < i && next_byte < at {
+            local.read(next_byte..at, &mut gap)?;
+            let chunks = local_chunks(&gap);
+            let found = by_content(&stored[next_block..i], &chunks, &|j, off| fits(next_block + j, next_byte + off));
+            out.extend(found.into_iter().map(|(j, off)| (next_block + j, next_byte + off)));
+        }
+        if i < stored.len() {
+            out.push((i, at));
+            (next_block, next_byte) = (i + 1, at + stored[i].len as usize);
+        }
+    }
+    Ok(out)
 }
 
 /// Kept pairs found by content: each local chunk against the next few stored blocks of its
@@ -467,7 +587,7 @@ mod tests {
     }
 
     fn plan(stored: &[StoredBlock], local: &[u8]) -> Plan {
-        diff(stored, local, &local_chunks(local), |i, at| local[at..at + stored[i].len as usize] == stored[i].tag[..])
+        diff(stored, local, |i, bytes| bytes == &stored[i].tag[..]).unwrap()
     }
 
     /// Applies a plan the way the provider would, to check it rebuilds `local`.
@@ -588,5 +708,59 @@ mod tests {
         let p = plan(&stored, &local);
         assert!(p.kept + 2 >= stored.len(), "kept {} of {}", p.kept, stored.len());
         assert_eq!(rebuild(&stored, &local, &p), local);
+    }
+
+    #[test]
+    fn diff_finds_every_untouched_block_around_random_edits() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % below as u64) as usize
+        };
+        let data: Vec<u8> = (0..400_000u64).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 13) as u8).collect();
+        for case in 0..40 {
+            let sizes: Vec<usize> = match case % 2 {
+                0 => Cutting::Content.cut(&data).iter().map(|b| b.len()).collect(),
+                _ => Cutting::Fixed(8192).cut(&data).iter().map(|b| b.len()).collect(),
+            };
+            let stored = blocks(&data, &sizes);
+            // Edits at increasing offsets of the original, so "touched" is easy to tell.
+            let mut touched: Vec<std::ops::Range<usize>> = Vec::new();
+            let mut local = Vec::new();
+            let mut at = 0;
+            // Fixed-size blocks are found by position: around one change (any shift between
+            // two changes is not searched for), content-defined ones around any number.
+            let edits = if case % 2 == 0 { 1 + next(4) } else { 1 };
+            for _ in 0..edits {
+                let start = at + next(data.len() / 5);
+                let end = (start + next(3000)).min(data.len());
+                if start >= data.len() {
+                    break;
+                }
+                local.extend_from_slice(&data[at..start]);
+                local.extend(std::iter::repeat_n(next(256) as u8, next(3000)));
+                touched.push(start..end.max(start + 1));
+                at = end;
+            }
+            local.extend_from_slice(&data[at.min(data.len())..]);
+            let untouched = stored
+                .iter()
+                .filter(|b| {
+                    let r = b.start as usize..(b.start + u64::from(b.len)) as usize;
+                    touched.iter().all(|t| t.end <= r.start || r.end < t.start)
+                })
+                .count();
+            let p = plan(&stored, &local);
+            assert_eq!(rebuild(&stored, &local, &p), local, "case {case}");
+            assert!(p.kept <= stored.len());
+            assert!(
+                p.kept + 3 * touched.len() >= untouched,
+                "case {case}: kept {} of {untouched} untouched blocks around {} edits",
+                p.kept,
+                touched.len()
+            );
+        }
     }
 }
