@@ -12,7 +12,9 @@
 //! Here σ' = σ: the namespace's update proof is both what the client checks and what the
 //! server needs to refresh, so authexec gives back only the new authenticator.
 
-use super::{verify_listing, verify_lookup, EntryRecord, Found, LookupProof, NamespaceError, NamespaceTree, TreeError};
+use super::{
+    check_name, verify_listing, verify_lookup, EntryRecord, Found, LookupProof, NamespaceError, NamespaceTree, TreeError,
+};
 use crate::flexlist::{verify_multi_update_len, Edit, MultiProof, UpdateProof};
 use crate::hash::Digest;
 
@@ -125,6 +127,7 @@ impl Functionality for NamespaceOps {
     type ClientError = NamespaceError;
 
     fn query(state: &NamespaceTree, op: &NamespaceOp) -> Result<(NamespaceResponse, NamespaceAux), TreeError> {
+        op.name().map(check_name).transpose()?;
         let Some(name) = op.name() else {
             let entries = state.entries().map(|e| e.cloned()).collect::<Result<Vec<_>, _>>()?;
             return Ok((NamespaceResponse::Listing(entries), NamespaceAux::Listing(state.listing_proof()?)));
@@ -148,6 +151,7 @@ impl Functionality for NamespaceOps {
         response: &NamespaceResponse,
         aux: &NamespaceAux,
     ) -> Result<NamespaceAuth, NamespaceError> {
+        op.name().map(check_name).transpose()?;
         let inconsistent = |why| Err(NamespaceError::Inconsistent(why));
         match (op.name(), aux) {
             (None, NamespaceAux::Listing(proof)) => {

@@ -370,3 +370,19 @@ fn compatible_pairs_commute_in_the_dictionary() {
         }
     }
 }
+
+#[test]
+fn a_name_that_cannot_be_a_name_is_refused_on_both_sides() {
+    let server = state(&["a", "c"]);
+    let ok = NamespaceOp::Get("a".into());
+    let (response, aux) = honest(&server, &ok);
+    for bad in ["", "x\ny", &"n".repeat(super::super::MAX_NAME_LEN + 1)] {
+        let mut put = entry("a", 3);
+        put.name = bad.to_string();
+        for op in [NamespaceOp::Get(bad.into()), NamespaceOp::Delete(bad.into()), NamespaceOp::Put(put)] {
+            assert!(matches!(NamespaceOps::query(&server, &op), Err(TreeError::Name(_))), "{op:?}");
+            let r = NamespaceOps::authexec(&op, &auth(&server), &response, &aux);
+            assert!(matches!(r, Err(NamespaceError::Name(_))), "{op:?}: {r:?}");
+        }
+    }
+}

@@ -210,6 +210,9 @@ pub enum NamespaceError {
     Update(#[from] UpdateVerifyError),
     #[error("the provider's answer is inconsistent: {0}")]
     Inconsistent(&'static str),
+    /// The operation itself names something that cannot be a name (the caller's mistake).
+    #[error(transparent)]
+    Name(#[from] RecordError),
 }
 
 /// The positions a lookup at `index` must prove in a namespace of `len` names: the name's own

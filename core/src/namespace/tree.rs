@@ -23,6 +23,8 @@ pub enum TreeError {
     #[error("entries out of name order at {0:?}")]
     OutOfOrder(String),
     #[error(transparent)]
+    Name(#[from] super::RecordError),
+    #[error(transparent)]
     Build(#[from] BuildError),
     #[error(transparent)]
     Edit(#[from] EditError),
@@ -142,8 +144,9 @@ impl NamespaceTree {
     /// The update proof of `edits` (offsets are positions before the batch), each insert or
     /// modify bringing `entry`'s leaf, and the entries to store; the tree is not changed.
     ///
-    /// The tree keeps names in order only as its caller does: it checks each leaf against its
-    /// entry, not the entry's place (the client's lookup checks that the neighbours bracket it).
+    /// Each insert or modify must keep names in strictly increasing order against the
+    /// entries around its position (a wrong position is refused here, before a proof is made;
+    /// the client's lookup checks independently that the neighbours bracket the name).
     pub fn prove_update(
         &self,
         edits: &[Edit],
@@ -220,6 +223,9 @@ impl NamespaceTree {
                         return Err(TreeError::WrongLeaf);
                     }
                 }
+                if let (Edit::Insert { at, .. } | Edit::Modify { at, .. }, Some(entry)) = (*edit, entry) {
+                    self.check_place(at, matches!(edit, Edit::Modify { .. }), &entry.name)?;
+                }
                 match *edit {
                     Edit::Insert { .. } => Ok(None),
                     Edit::Modify { at, .. } | Edit::Remove { at } if at >= self.len() => {
@@ -229,6 +235,21 @@ impl NamespaceTree {
                 }
             })
             .collect()
+    }
+
+    /// Whether `name` belongs at `at`: after the entry before and, if `replaces`, before the
+    /// entry after the one replaced; otherwise before the entry now at `at`.
+    fn check_place(&self, at: u64, replaces: bool, name: &str) -> Result<(), TreeError> {
+        let after = if replaces { at.saturating_add(1) } else { at };
+        let before = match at.checked_sub(1) {
+            Some(i) if i < self.len() => Some(self.entry(i)?),
+            _ => None,
+        };
+        let next = if after < self.len() { Some(self.entry(after)?) } else { None };
+        if before.is_some_and(|b| b.name.as_str() >= name) || next.is_some_and(|n| n.name.as_str() <= name) {
+            return Err(TreeError::OutOfOrder(name.to_string()));
+        }
+        Ok(())
     }
 
     fn take_slot(&mut self, entry: EntryRecord) -> u64 {

@@ -393,3 +393,30 @@ fn a_large_namespace() {
     assert_eq!(new_root, NamespaceTree::load(all).unwrap().root());
     assert_eq!(tree.find(&new.name).unwrap(), Found::At { index, entry: new });
 }
+
+#[test]
+fn a_name_out_of_place_is_refused_and_changes_nothing() {
+    let mut tree = NamespaceTree::load(entries(&["b", "d", "f"])).unwrap();
+    let root = tree.root();
+    let refused = |tree: &mut NamespaceTree, edit: Edit, e: &EntryRecord| {
+        assert_eq!(tree.prove_update(&[edit], Some(e)).map(|_| ()), Err(TreeError::OutOfOrder(e.name.clone())));
+        assert_eq!(tree.apply(&[edit], Some(e)), Err(TreeError::OutOfOrder(e.name.clone())));
+    };
+    // "e" belongs between "d" and "f" (position 2), not at 0, 1 or 3; nor may it replace
+    // "b" (it would precede "d"); a name already there ("d") may not be inserted beside itself.
+    let e = entry("e", 7);
+    for at in [0, 1, 3] {
+        refused(&mut tree, Edit::Insert { at, block: e.leaf() }, &e);
+    }
+    refused(&mut tree, Edit::Modify { at: 0, block: e.leaf() }, &e);
+    let d = entry("d", 9);
+    refused(&mut tree, Edit::Insert { at: 1, block: d.leaf() }, &d);
+    refused(&mut tree, Edit::Insert { at: 2, block: d.leaf() }, &d);
+    assert_eq!(tree.root(), root);
+    check_slots(&tree);
+    // In place it goes in, and a modify that keeps the order is taken.
+    tree.apply(&[Edit::Insert { at: 2, block: e.leaf() }], Some(&e)).unwrap();
+    tree.apply(&[Edit::Modify { at: 1, block: d.leaf() }], Some(&d)).unwrap();
+    assert_eq!(all_entries(&tree), vec![entry("b", 1), d, e, entry("f", 3)]);
+    check_slots(&tree);
+}
