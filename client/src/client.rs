@@ -256,15 +256,19 @@ impl Client {
             Some(v) => (v.entry.file, v.entry.next_version, v.record.next_nonce),
             None => (FileId(rand::random()), 1, 0),
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+        // Counted in frame parts (about two per block): a few frames in flight.
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2048);
         let secret = self.state.secret.key;
         let head = PutFrame::Head(PutHead { name: name.into(), file: file.0, scheme: SchemeId::Linear as u8 });
         let producer = tokio::task::spawn_blocking(move || -> Result<(VersionRecord, u64), ClientError> {
             let key = LinearKey::from_secret(secret);
+            // A frame goes out in parts that share the blocks' bytes (no copy into a frame).
             let send = |frame: &PutFrame| {
-                tx.blocking_send(Ok(vouch_proto::encode_frame(frame).into())).map_err(|_| ClientError::Io {
-                    what: "upload".into(),
-                    source: std::io::Error::other("the provider closed the upload"),
+                vouch_proto::put_frame_parts(frame).into_iter().try_for_each(|part| {
+                    tx.blocking_send(Ok(part)).map_err(|_| ClientError::Io {
+                        what: "upload".into(),
+                        source: std::io::Error::other("the provider closed the upload"),
+                    })
                 })
             };
             send(&head)?;
@@ -278,27 +282,31 @@ impl Client {
             let mut batch: Vec<WireBlock> = Vec::new();
             let mut batch_bytes = 0usize;
             let mut total = 0u64;
-            let collect = |t: &pdp::TaggedBlock, d: &[u8], batch: &mut Vec<WireBlock>, n: &mut usize| {
-                batch.push(WireBlock {
-                    nonce: t.nonce,
-                    tag: ByteBuf::from(t.tag.clone()),
-                    data: ByteBuf::from(d.to_vec()),
-                });
+            let collect = |t: &pdp::TaggedBlock, d: Bytes, batch: &mut Vec<WireBlock>, n: &mut usize| {
                 *n += d.len();
+                batch.push(WireBlock { nonce: t.nonce, tag: ByteBuf::from(t.tag.clone()), data: d });
             };
             let mut chunks = ChunkSource::new(reader, cutting);
             while let Some(blocks) = chunks.next_batch(UPLOAD_BATCH_BYTES)? {
                 total += blocks.iter().map(|b| b.len() as u64).sum::<u64>();
+                // The blocks read are shared into the frames, not copied (a block joined from
+                // two reads by a fixed-size upload is the exception).
+                let blocks: Vec<Bytes> = blocks.into_iter().map(Bytes::from).collect();
                 match cutting {
                     Cutting::Fixed(_) => {
                         for b in &blocks {
-                            upload.push(b, |t, d| collect(t, d, &mut batch, &mut batch_bytes));
+                            upload.push(b, |t, d| collect(t, shared_or_copied(b, d), &mut batch, &mut batch_bytes));
                         }
                     }
                     Cutting::Content => {
                         let refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+                        let mut owners = blocks.iter();
                         upload
-                            .push_blocks(&refs, |t, d| collect(t, d, &mut batch, &mut batch_bytes))
+                            .push_blocks(&refs, |t, d| {
+                                let data =
+                                    owners.next().map_or_else(|| Bytes::copy_from_slice(d), |b| shared_or_copied(b, d));
+                                collect(t, data, &mut batch, &mut batch_bytes)
+                            })
                             .map_err(|e| ClientError::BadInput(e.to_string()))?;
                     }
                 }
@@ -309,7 +317,7 @@ impl Client {
                 }
             }
             let (state, _list) = upload
-                .finish(|t, d| collect(t, d, &mut batch, &mut batch_bytes))
+                .finish(|t, d| collect(t, Bytes::copy_from_slice(d), &mut batch, &mut batch_bytes))
                 .map_err(|e| ClientError::BadInput(e.to_string()))?;
             if !batch.is_empty() {
                 send(&PutFrame::Blocks(BlockBatch { blocks: batch }))?;
@@ -696,4 +704,14 @@ pub(crate) fn check_commit(
 pub(crate) fn committed_proof_bytes(c: &Committed) -> u64 {
     let opt = |b: &Option<ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
     c.lookup.proof.len() as u64 + opt(&c.file_update) + opt(&c.versions_update) + c.namespace_update.len() as u64
+}
+
+/// `part` as a slice of `owner` when it lies inside it (no copy), otherwise a copy.
+fn shared_or_copied(owner: &Bytes, part: &[u8]) -> Bytes {
+    let (start, at) = (owner.as_ptr() as usize, part.as_ptr() as usize);
+    if at >= start && at + part.len() <= start + owner.len() {
+        owner.slice_ref(part)
+    } else {
+        Bytes::copy_from_slice(part)
+    }
 }

@@ -86,7 +86,7 @@ impl Batch {
             self.blocks.push(WireBlock {
                 nonce: t.nonce,
                 tag: ByteBuf::from(t.tag.clone()),
-                data: ByteBuf::from(pieces[i].to_vec()),
+                data: bytes::Bytes::copy_from_slice(pieces[i]),
             });
             self.bytes += pieces[i].len() as u64;
             if let Some(&at) = old.get(i) {

@@ -19,7 +19,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::Instant;
 use vouch_proto::frame::Decoder;
-use vouch_proto::{decode, encode, ErrorBody, Health, Op, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER};
+use vouch_proto::{
+    decode, decode_shared, encode, ErrorBody, Health, Op, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
+};
 
 /// Most bytes of an error answer the client reads (its message is for people; the rest is
 /// dropped with the connection).
@@ -288,7 +290,8 @@ impl Frames {
     async fn next_within<T: DeserializeOwned>(&mut self, began: Instant) -> Result<Option<T>, ClientError> {
         loop {
             if let Some(frame) = self.decoder.next_frame().map_err(ClientError::caught(MalformedAnswer))? {
-                return decode(&frame).map(Some).map_err(ClientError::caught(MalformedAnswer));
+                // Blocks share the frame's bytes (no copy).
+                return decode_shared(&frame.freeze()).map(Some).map_err(ClientError::caught(MalformedAnswer));
             }
             if self.done {
                 return Ok(None);

@@ -31,6 +31,9 @@ use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
 pub mod frame;
+mod shared;
+
+pub use shared::{decode_shared, put_frame_parts, read_frame_parts};
 
 /// The operations of the protocol: each is `POST /v1/<name>` (health: `GET`). Client and
 /// server both take the paths from here.
@@ -215,7 +218,9 @@ pub struct ReadRequest {
 pub struct WireBlock {
     pub nonce: u64,
     pub tag: ByteBuf,
-    pub data: ByteBuf,
+    /// Shared, not copied, through [`decode_shared`] and the frame parts (see `shared`).
+    #[serde(serialize_with = "shared::serialize_bytes", deserialize_with = "shared::deserialize_bytes")]
+    pub data: bytes::Bytes,
 }
 
 /// Consecutive blocks of a read with the multi-proof of their start offsets.
@@ -439,7 +444,7 @@ pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let chunk = ReadChunk {
         starts: vec![0, 16384],
         proof: ByteBuf::from(vec![1; 64]),
-        blocks: vec![WireBlock { nonce: 4, tag: ByteBuf::from(vec![2; 16]), data: ByteBuf::from(vec![3; 100]) }],
+        blocks: vec![WireBlock { nonce: 4, tag: ByteBuf::from(vec![2; 16]), data: bytes::Bytes::from(vec![3; 100]) }],
     };
     let committed = Committed {
         lookup,

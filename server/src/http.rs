@@ -20,9 +20,9 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::{
-    decode, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode, Health,
-    LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest, PutFrame, ReadFrame, ReadRequest,
-    RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
+    decode, decode_shared, encode, read_frame_parts, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode,
+    Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest, PutFrame, ReadFrame,
+    ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Longest time a non-streaming request may take.
@@ -233,17 +233,26 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         Ok(x) => x,
         Err(f) => return f.into_response(),
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    // Counted in frame parts (see `vouch_proto::read_frame_parts`): about two chunks.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(READ_AHEAD_PARTS);
     // A reader that stops consuming does not hold this task, its chunks read ahead or the
     // version's list forever: writes to it that make no progress for `stream_idle` fail (see
     // `listen::WriteIdle`), the connection and its body go, and the next send here fails. A slow
     // reader that keeps taking bytes is served however long it takes.
-    let send = move |frame: Vec<u8>| {
+    // A chunk's blocks go out as the very bytes read from the store: no copy into a frame.
+    let send = move |frame: ReadFrame| {
         let tx = tx.clone();
-        async move { tx.send(Ok(frame.into())).await.is_ok() }
+        async move {
+            for part in read_frame_parts(&frame) {
+                if tx.send(Ok(part)).await.is_err() {
+                    return false;
+                }
+            }
+            true
+        }
     };
     tokio::spawn(async move {
-        if !send(encode_frame(&ReadFrame::Located(located))).await {
+        if !send(ReadFrame::Located(located)).await {
             return;
         }
         // A few chunks read ahead: the backend's latency (an S3 round trip per chunk) overlaps
@@ -259,7 +268,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
                 }
             };
             let stop = matches!(next, ReadFrame::Error(_));
-            if !send(encode_frame(&next)).await || stop {
+            if !send(next).await || stop {
                 return;
             }
         }
@@ -269,6 +278,9 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
 
 /// Chunks of a read being fetched from the store at once.
 const READ_AHEAD: usize = 3;
+/// Frame parts queued for a reader: a 4 MiB chunk of 16 KiB blocks is about 512 parts, so
+/// about two chunks wait while the next is read.
+const READ_AHEAD_PARTS: usize = 1024;
 
 /// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive.
 async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -296,7 +308,8 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
                 }
             };
             let Some(frame) = frame else { return Err(bad("upload ended before its last frame".into())) };
-            match (decode::<PutFrame>(&frame).map_err(|e| bad(e.to_string()))?, &mut state) {
+            // Blocks keep sharing the frame's bytes into their segment (no copy).
+            match (decode_shared::<PutFrame>(&frame.freeze()).map_err(|e| bad(e.to_string()))?, &mut state) {
                 (PutFrame::Head(head), None) => {
                     let scheme = SchemeId::from_byte(head.scheme)
                         .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;

@@ -74,7 +74,7 @@ mod tests {
     use vouch_proto::WireBlock;
 
     fn block(len: usize) -> WireBlock {
-        WireBlock { nonce: 0, tag: ByteBuf::new(), data: ByteBuf::from(vec![0; len]) }
+        WireBlock { nonce: 0, tag: ByteBuf::new(), data: bytes::Bytes::from(vec![0; len]) }
     }
 
     #[test]

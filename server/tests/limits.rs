@@ -85,7 +85,7 @@ fn blocks(first: u64, count: u64, len: usize) -> Vec<WireBlock> {
         .map(|nonce| WireBlock {
             nonce,
             tag: ByteBuf::from(vec![1; SchemeId::Linear.tag_len()]),
-            data: ByteBuf::from(vec![nonce as u8; len]),
+            data: bytes::Bytes::from(vec![nonce as u8; len]),
         })
         .collect()
 }

@@ -13,7 +13,8 @@
 //! server needs to refresh, so authexec gives back only the new authenticator.
 
 use super::{
-    check_name, verify_listing, verify_lookup, EntryRecord, Found, LookupProof, NamespaceError, NamespaceTree, TreeError,
+    check_name, verify_listing, verify_lookup, EntryRecord, Found, LookupProof, NamespaceError, NamespaceTree,
+    TreeError,
 };
 use crate::flexlist::{verify_multi_update_len, Edit, MultiProof, UpdateProof};
 use crate::hash::Digest;

@@ -90,7 +90,9 @@ impl Misbehaving {
         match self.lie {
             Misbehave::CorruptBlock => {
                 if let Some(b) = blocks.first_mut().filter(|b| !b.data.is_empty()) {
-                    b.data[0] ^= 1;
+                    let mut altered = b.data.to_vec();
+                    altered[0] ^= 1;
+                    b.data = altered.into();
                 }
             }
             Misbehave::DropBlock if !blocks.is_empty() => {
@@ -169,7 +171,7 @@ fn stretch_last_block(proof: &mut ByteBuf, blocks: &mut [WireBlock], starts: &[u
             *proof = ByteBuf::from(forged);
             let mut data = block.data.to_vec();
             data.resize(data.len() + z as usize, 0);
-            block.data = ByteBuf::from(data);
+            block.data = data.into();
             return;
         }
     }

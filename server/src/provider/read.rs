@@ -56,11 +56,7 @@ impl Provider {
         let blocks: Vec<WireBlock> = entries
             .into_iter()
             .zip(data)
-            .map(|((nonce, _, tag), data)| WireBlock {
-                nonce,
-                tag: ByteBuf::from(tag),
-                data: ByteBuf::from(data.to_vec()),
-            })
+            .map(|((nonce, _, tag), data)| WireBlock { nonce, tag: ByteBuf::from(tag), data })
             .collect();
         Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof.as_bytes().to_vec()), blocks })
     }

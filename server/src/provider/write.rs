@@ -100,7 +100,7 @@ impl Provider {
         }
         put.leaves.push(leaf_of(put.scheme, &b));
         let len = b.data.len();
-        let at = put.packer.add_shared(bytes::Bytes::from(b.data.into_vec()));
+        let at = put.packer.add_shared(b.data);
         put.packed += len;
         let mut value = at.to_bytes().to_vec();
         value.extend_from_slice(&b.tag);
