@@ -71,7 +71,6 @@ pub struct Client {
     pub(crate) remote: Remote,
     pub(crate) keys: Arc<Keys>,
     pub(crate) ledger: Arc<Ledger>,
-    server: String,
     dir: Option<PathBuf>,
 }
 
@@ -107,8 +106,7 @@ impl Client {
         dir: Option<PathBuf>,
     ) -> Result<Client, ClientError> {
         let ledger = Arc::new(Ledger::load(store)?);
-        let server = remote.url().to_string();
-        Ok(Client { remote, keys: Arc::new(keys), ledger, server, dir })
+        Ok(Client { remote, keys: Arc::new(keys), ledger, dir })
     }
 
     /// Opens the client whose state is in `dir` (and holds its lock while it lives). Open a
@@ -119,10 +117,8 @@ impl Client {
         let transport = crate::transport::Transport::from_config(&state.dir, &state.config)?;
         let remote = Remote::with(&state.config.server, &state.secret.token, &transport)?;
         let key = ClientKey::from_secret(&state.secret.key)?;
-        let (server, dir) = (state.config.server.clone(), state.dir.clone());
-        let mut client = Self::assemble(Keys::Owner(key), Arc::new(state), remote, Some(dir))?;
-        client.server = server;
-        Ok(client)
+        let dir = state.dir.clone();
+        Self::assemble(Keys::Owner(key), Arc::new(state), remote, Some(dir))
     }
 
     /// Creates a client state in `dir` (fresh linear key) for the provider at `server`.
@@ -155,8 +151,9 @@ impl Client {
         self.remote.last_server_time()
     }
 
+    /// The provider's URL.
     pub fn server(&self) -> &str {
-        &self.server
+        self.remote.url()
     }
 
     pub async fn health(&self) -> Result<vouch_proto::Health, ClientError> {

@@ -347,4 +347,52 @@ mod tests {
         assert!(err.to_string().contains("another key"), "{err}");
         assert!(format!("{:?}", StateDir::open(tempfile::tempdir().unwrap().path())).contains("vouch init"));
     }
+
+    #[test]
+    fn both_secret_formats_round_trip_and_the_linear_one_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let linear = dir.path().join("linear");
+        let s = StateDir::init(&linear, "http://127.0.0.1:1", "tok").unwrap();
+        let SecretKey::Linear(key) = s.secret.key else { panic!("a linear key") };
+        let bytes = std::fs::read(linear.join("secret")).unwrap();
+        assert_eq!(bytes, [&SECRET_MAGIC[..], &key[..], b"tok"].concat(), "the version 1 layout");
+
+        // The RSA layout, with stand-in key bytes (the state directory does not parse them).
+        let rsa = dir.path().join("rsa");
+        let key = SecretKey::Rsa((0..300u32).map(|i| i as u8).collect());
+        drop(StateDir::create(&rsa, "http://127.0.0.1:1", "tok2", None, key.clone()).unwrap());
+        let opened = StateDir::open(&rsa).unwrap();
+        assert_eq!((&opened.secret.key, opened.secret.token.as_str()), (&key, "tok2"));
+        drop(opened);
+        let path = rsa.join("secret");
+        let good = std::fs::read(&path).unwrap();
+        for cut in [9, 12, 100, 312] {
+            std::fs::write(&path, &good[..cut]).unwrap();
+            let err = StateDir::open(&rsa).unwrap_err();
+            assert!(err.to_string().contains("secret is damaged"), "cut at {cut}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_intent_file_is_kept_replaced_and_removed_and_damage_is_reported() {
+        use crate::intent::Planned;
+        let dir = tempfile::tempdir().unwrap();
+        let s = StateDir::init(dir.path(), "http://127.0.0.1:1", "tok").unwrap();
+        assert_eq!(s.load().unwrap(), (Root::empty(), None));
+        let old = Root { digest: Digest([1; 32]), len: 2 };
+        for change in [Planned::Remove, Planned::Prune(vec![0, 3])] {
+            let intent = Intent { old, name: "a/b".into(), change };
+            s.save_intent(&intent).unwrap();
+            assert_eq!(s.intent().unwrap(), Some(intent));
+        }
+        s.clear_intent().unwrap();
+        assert_eq!(s.intent().unwrap(), None);
+        s.clear_intent().unwrap();
+        s.save_intent(&Intent { old, name: "x".into(), change: Planned::Remove }).unwrap();
+        let path = dir.path().join(INTENT_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[10] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(s.load(), Err(ClientError::State(_))));
+    }
 }

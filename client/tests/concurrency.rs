@@ -25,10 +25,26 @@ use vouch_server::Misbehave;
 const BLOCK: Option<usize> = Some(4096);
 
 #[test]
-fn a_client_can_be_shared_between_threads() {
+fn a_client_can_be_shared_between_threads_and_its_calls_spawned() {
     fn shared<T: Send + Sync + 'static>() {}
     shared::<Client>();
     shared::<PublicAuditor>();
+    // Every call's future can be spawned (none is polled: no provider is needed).
+    fn spawnable<F: std::future::Future + Send>(_: F) {}
+    let state = ClientState::in_memory(memory_key());
+    let client = Client::new(state, Remote::new("http://127.0.0.1:1", TOKEN).unwrap()).unwrap();
+    let mut out = Vec::new();
+    spawnable(client.put("a", Cursor::new(vec![1]), None, |_| {}));
+    spawnable(client.get("a", None, None, &mut out));
+    spawnable(client.edit("a", &ByteEdit::Delete { range: 0..1 }, None));
+    spawnable(client.sync("a", std::path::Path::new("a")));
+    spawnable(client.remove("a"));
+    spawnable(client.prune("a", &[1]));
+    spawnable(client.version("a", None));
+    spawnable(client.log("a"));
+    spawnable(client.list());
+    spawnable(client.audit("a", None, 1));
+    spawnable(client.audit_root());
 }
 
 async fn put(client: &Client, name: &str, data: &[u8]) -> u64 {
