@@ -213,7 +213,7 @@ async fn throughput(
 ) -> Result<Throughput, SelfCheckFailed> {
     std::fs::create_dir_all(dir).map_err(|e| SelfCheckFailed(e.to_string()))?;
     let fail = |e: vouch_client::ClientError| SelfCheckFailed(e.to_string());
-    let mut run = start(&blocks, dir).await?;
+    let run = start(&blocks, dir).await?;
     let keys: Vec<object_store::path::Path> =
         (0..big.len().div_ceil(DEFAULT_SEGMENT_SIZE)).map(|i| format!("raw/{name}-{i:04}").into()).collect();
     let (mut put, mut raw_put, mut get, mut raw_get) = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
@@ -307,7 +307,7 @@ fn chunking(bytes: &[u8]) -> Chunking {
 async fn replay(pattern: &'static str, size: usize, dir: &Path) -> Result<Replay, SelfCheckFailed> {
     std::fs::create_dir_all(dir).map_err(|e| SelfCheckFailed(e.to_string()))?;
     let fail = |e: vouch_client::ClientError| SelfCheckFailed(e.to_string());
-    let mut run = start(&Blocks::Local, dir).await?;
+    let run = start(&Blocks::Local, dir).await?;
     let mut file = data(size, 11);
     run.client.put("repo.bin", std::io::Cursor::new(file.clone()), None, |_| {}).await.map_err(fail)?;
     let local = dir.join("work.bin");

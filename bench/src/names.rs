@@ -69,7 +69,7 @@ pub(crate) async fn measure(n: u64, dir: &Path) -> Result<NameScale, SelfCheckFa
     let state = StateDir::init(&dir.join("client"), &format!("http://{}", server.addr), CLIENT).map_err(lie)?;
     state.save_root(root).map_err(lie)?;
     drop(state);
-    let mut client = Client::open(&dir.join("client")).map_err(lie)?;
+    let client = Client::open(&dir.join("client")).map_err(lie)?;
 
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move |below: u64| {

@@ -2,12 +2,12 @@
 
 use crate::output::{human, Output};
 use crate::{Command, Failure};
-use clap::Args;
+use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use vouch_client::{ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, KeyChoice};
 
 #[derive(Args)]
 pub struct Init {
@@ -21,6 +21,26 @@ pub struct Init {
     /// tls-cert`, or its CA); copied into the state directory.
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
+    /// How blocks are tagged: `linear` (fast; only this client can audit) or `rsa` (DPDP's
+    /// RSA tags: slower, and anyone holding the public key and the root can audit).
+    #[arg(long, value_enum, default_value_t = Scheme::Linear)]
+    scheme: Scheme,
+    /// With --scheme rsa: the modulus size, 2048 (default) or 1024 (the papers' size: faster,
+    /// weaker). Generating the key takes a few seconds.
+    #[arg(long, value_name = "BITS")]
+    bits: Option<u32>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scheme {
+    Linear,
+    Rsa,
+}
+
+#[derive(Subcommand)]
+pub enum KeyCommand {
+    /// Write the public key of an RSA client to FILE, for `vouch audit --public`.
+    ExportPublic { file: PathBuf },
 }
 
 #[derive(Args)]
@@ -91,13 +111,30 @@ pub struct Sync {
 #[derive(Args)]
 pub struct Audit {
     /// One name (default: every name).
-    name: Option<String>,
+    pub(crate) name: Option<String>,
     /// A version number (default: the latest).
     #[arg(long)]
-    version: Option<u64>,
+    pub(crate) version: Option<u64>,
     /// Offsets challenged: 460 catch a provider missing 1% of a file with probability 99%.
     #[arg(long, default_value_t = 460)]
-    blocks: u32,
+    pub(crate) blocks: u32,
+    /// Audit as a third party, with no state directory: only this public key (from the
+    /// owner's `vouch key export-public`), the root (--root), and the provider (--server,
+    /// --token).
+    #[arg(long, value_name = "KEYFILE", requires = "root")]
+    pub(crate) public: Option<PathBuf>,
+    /// With --public: the root to audit under, as the owner's `vouch root` printed it.
+    #[arg(long, requires = "public")]
+    pub(crate) root: Option<String>,
+    /// With --public: the provider's URL.
+    #[arg(long, env = "VOUCH_SERVER")]
+    pub(crate) server: Option<String>,
+    /// With --public: a bearer token the provider accepts for the owner's namespace.
+    #[arg(long, env = "VOUCH_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// With --public, over https://: trust only this PEM certificate (the provider's or its CA).
+    #[arg(long, value_name = "FILE", requires = "public")]
+    pub(crate) ca: Option<PathBuf>,
 }
 
 fn parse_range(text: &str) -> Result<Range<u64>, String> {
@@ -140,29 +177,12 @@ struct Done<'a> {
 }
 
 pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Failure> {
-    if let Command::Init(args) = command {
-        let client = match &args.ca {
-            Some(ca) => Client::init_pinned(&dir, &args.server, &args.token, ca)?,
-            None => Client::init(&dir, &args.server, &args.token)?,
-        };
-        let health = client.health().await;
-        #[derive(Serialize)]
-        struct Inited<'a> {
-            state: String,
-            server: &'a str,
-            reachable: bool,
-        }
-        let report = Inited { state: dir.display().to_string(), server: client.server(), reachable: health.is_ok() };
-        out.print(&report, || {
-            let reach = match &health {
-                Ok(h) => format!("reachable ({})", h.server),
-                Err(e) => format!("NOT reachable yet: {e}"),
-            };
-            format!("initialised {} for {} ({reach})", report.state, report.server)
-        });
-        return Ok(());
-    }
-    let mut client = Client::open(&dir)?;
+    let command = match command {
+        Command::Init(args) => return init(args, &dir, out).await,
+        Command::Audit(args) if args.public.is_some() => return crate::audit::public(args, out).await,
+        command => command,
+    };
+    let client = Client::open(&dir)?;
     match command {
         Command::Put(args) => {
             let name = match args.name {
@@ -262,34 +282,42 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
                 )
             });
         }
-        Command::Audit(args) => {
-            let names = match &args.name {
-                Some(n) => vec![n.clone()],
-                None => client.list().await?.into_iter().map(|e| e.name).collect(),
-            };
-            let mut reports = Vec::new();
-            for name in &names {
-                reports.push(client.audit(name, args.version, args.blocks).await?);
-            }
-            out.print(&reports, || {
-                reports
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{} v{}: possession proven ({} blocks challenged, proof {}, {:.1} ms)",
-                            r.name,
-                            r.version,
-                            r.challenged_blocks,
-                            human(r.proof_bytes as u64),
-                            r.seconds * 1e3
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
-        }
+        Command::Audit(args) => crate::audit::owner(&client, args, out).await?,
+        Command::Root => crate::audit::root(&client, out).await?,
+        Command::Key { which: KeyCommand::ExportPublic { file } } => crate::audit::export_public(&client, &file, out)?,
         _ => unreachable!("handled in main"),
     }
+    Ok(())
+}
+
+async fn init(args: Init, dir: &Path, out: Output) -> Result<(), Failure> {
+    let choice = match (args.scheme, args.bits) {
+        (Scheme::Linear, None) => KeyChoice::Linear,
+        (Scheme::Linear, Some(_)) => return Err(ClientError::BadInput("--bits goes with --scheme rsa".into()).into()),
+        (Scheme::Rsa, bits) => KeyChoice::rsa(bits.unwrap_or(2048))?,
+    };
+    if let KeyChoice::Rsa { bits } = choice {
+        eprintln!("generating a {bits}-bit RSA key (this takes a few seconds)...");
+    }
+    let client = Client::create(dir, &args.server, &args.token, args.ca.as_deref(), choice)?;
+    let health = client.health().await;
+    #[derive(Serialize)]
+    struct Inited<'a> {
+        state: String,
+        server: &'a str,
+        scheme: &'static str,
+        reachable: bool,
+    }
+    let scheme = crate::audit::scheme_name(client.key().map(|k| k.scheme()));
+    let report =
+        Inited { state: dir.display().to_string(), server: client.server(), scheme, reachable: health.is_ok() };
+    out.print(&report, || {
+        let reach = match &health {
+            Ok(h) => format!("reachable ({})", h.server),
+            Err(e) => format!("NOT reachable yet: {e}"),
+        };
+        format!("initialised {} for {} ({scheme} tags; {reach})", report.state, report.server)
+    });
     Ok(())
 }
 

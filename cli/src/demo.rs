@@ -114,7 +114,7 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     };
     say("provider", format!("listening on http://{} (untrusted; data in {})", world.addr, world.data.display()));
 
-    let mut client = Client::init(&world.state, &format!("http://{}", world.addr), TOKEN)?;
+    let client = Client::init(&world.state, &format!("http://{}", world.addr), TOKEN)?;
     say("init", format!("client state in {}: a key, a token, one root digest", world.state.display()));
 
     let original = sample(args.size);
@@ -243,7 +243,7 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     lies.push(verdict("bytes altered on the backend", "get v1", ViolationKind::DataLost, got));
 
     world.provider(Misbehave::Rollback).await?;
-    let mut c = world.client()?;
+    let c = world.client()?;
     c.put("todo.txt", std::io::Cursor::new(b"buy milk\nbuy bread\n".to_vec()), None, |_| {}).await?;
     let got = fetch(&c, "todo.txt", None).await.map(|_| ());
     lies.push(verdict("rollback (forgets todo.txt v2)", "get", ViolationKind::BadLookupProof, got));

@@ -5,6 +5,7 @@
 //! 4 the provider is unreachable or unavailable; 5 not found; 6 local state missing or
 //! damaged; 7 the provider refused the credentials (see [`exit`]).
 
+mod audit;
 mod bench;
 mod commands;
 mod demo;
@@ -50,8 +51,16 @@ enum Command {
     Edit(commands::EditArgs),
     /// Make NAME equal to a local file, sending only the blocks that differ.
     Sync(commands::Sync),
-    /// Challenge the provider to prove it holds a file (all files without NAME).
+    /// Challenge the provider to prove it holds a file (all files without NAME); with
+    /// --public, as a third party holding only the public key and the root.
     Audit(commands::Audit),
+    /// Print the namespace root (and the public key's id) to hand to a third-party auditor.
+    Root,
+    /// The client's key: export the public key of an RSA client for auditors.
+    Key {
+        #[command(subcommand)]
+        which: commands::KeyCommand,
+    },
     /// Run a provider server (untrusted side).
     Serve(serve::Serve),
     /// Print a fresh client token and the server configuration lines for it.

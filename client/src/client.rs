@@ -1,34 +1,30 @@
-//! The client's operations: each request's answer is verified against the namespace root
-//! before anything is returned, written or saved.
+//! The client's operations: transport and orchestration around the pure checks of
+//! [`crate::verify`]. Each answer is verified against the namespace root before anything is
+//! returned, written or saved; the concurrency model is in the crate documentation.
 
-use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
+use crate::chunking::Cutting;
 use crate::error::ClientError;
-use crate::intent::{self, Intent, Planned};
+use crate::intent::{Intent, Planned};
+use crate::keys::{ClientKey, Keys};
+use crate::ledger::{Committing, Ledger, Snapshot};
+use crate::persist::{MemoryState, StateStore};
 use crate::remote::Remote;
 use crate::state::{Root, StateDir};
+use crate::upload::{NewVersion, PutUpload};
+use crate::verify::{self, valid_name, RangeParts, Verified};
 use crate::violation::ViolationKind;
-use bytes::Bytes;
-use rayon::prelude::*;
-use serde_bytes::ByteBuf;
 use std::io::{Read, Write};
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
-use vouch_core::namespace::{
-    check_name, proof_from_bytes, verify_commit, verify_listing, verify_log, verify_lookup, verify_version,
-    verify_versions, Change, CommitProof, EntryRecord, Found, LookupProof, VersionProof, VersionRecord,
-};
-use vouch_core::pdp::linear::LinearKey;
-use vouch_core::pdp::{self, Challenge, FileId, PossessionProof, SchemeId, Tagger, Upload};
-use vouch_core::{hash, verify_multi_proof, MultiProof, UpdateProof};
+use vouch_core::namespace::{Change, EntryRecord, Found, VersionRecord};
+use vouch_core::pdp::Challenge;
 use vouch_proto::Op;
 use vouch_proto::{
-    AuditAnswer, AuditRequest, BlockBatch, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest,
-    PruneRequest, PutFrame, PutHead, PutTail, ReadChunk, ReadFrame, ReadRequest, RemoveRequest, WireBlock, WireLookup,
+    AuditAnswer, AuditRequest, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest, PruneRequest,
+    ReadFrame, ReadRequest, RemoveRequest,
 };
-
-/// Bytes of blocks per upload frame.
-const UPLOAD_BATCH_BYTES: usize = 4 << 20;
 
 /// What a put, edit or get did, for reports.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -54,26 +50,33 @@ pub struct AuditReport {
     pub seconds: f64,
 }
 
-/// A verified version: its entry and record.
-#[derive(Clone, Debug)]
-pub struct Verified {
-    pub entry: EntryRecord,
-    pub record: VersionRecord,
+/// What a client is made of, without a directory: its key and where its root and intent
+/// persist (see [`Client::new`]).
+#[derive(Debug)]
+pub struct ClientState {
+    pub key: ClientKey,
+    pub store: Arc<dyn StateStore>,
 }
 
+impl ClientState {
+    /// A new client's state, in memory: `key` and the empty namespace.
+    pub fn in_memory(key: ClientKey) -> ClientState {
+        ClientState { key, store: Arc::new(MemoryState::new(Root::empty())) }
+    }
+}
+
+/// A client: `Send + Sync`, to be shared (`Arc<Client>`) by every task of a process; see the
+/// crate documentation for what concurrent calls see.
 pub struct Client {
-    pub(crate) state: StateDir,
     pub(crate) remote: Remote,
-    pub(crate) key: LinearKey,
-    /// The change sent and not yet settled, as in the state directory's `intent` file.
-    pub(crate) pending: std::sync::Mutex<Option<Intent>>,
-    /// Taken while a pending change is being settled (one settles, the others wait).
-    pub(crate) settling: tokio::sync::Mutex<()>,
+    pub(crate) keys: Arc<Keys>,
+    pub(crate) ledger: Arc<Ledger>,
+    dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("dir", &self.state.dir).field("remote", &self.remote).finish()
+        f.debug_struct("Client").field("dir", &self.dir).field("remote", &self.remote).finish()
     }
 }
 
@@ -81,35 +84,44 @@ pub(crate) fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-pub(crate) fn lookup_from_wire(w: &WireLookup) -> Result<LookupProof, ClientError> {
-    Ok(LookupProof {
-        index: w.index,
-        entries: w
-            .entries
-            .iter()
-            .map(|e| EntryRecord::from_bytes(e))
-            .collect::<Result<_, _>>()
-            .map_err(ClientError::caught(ViolationKind::BadLookupProof))?,
-        proof: proof_from_bytes(w.proof.to_vec()).map_err(ClientError::caught(ViolationKind::BadLookupProof))?,
-    })
-}
-
-pub(crate) fn update_from_wire(bytes: &ByteBuf) -> Result<UpdateProof, ClientError> {
-    UpdateProof::from_bytes(bytes).map_err(ClientError::caught(ViolationKind::BadCommitProof))
+/// Against which roots an answer is checked.
+pub(crate) enum View<'a> {
+    /// Inside a commit (its lock held): the root cannot move, the current one is the truth.
+    Committing,
+    /// A read: the root when it was sent, or one adopted since.
+    Reading(Snapshot<'a>),
 }
 
 impl Client {
-    /// Opens the client whose state is in `dir`.
+    /// A client over `state`, talking to `remote`: no directory (the state's store keeps the
+    /// root and intent, see [`StateStore`]).
+    pub fn new(state: ClientState, remote: Remote) -> Result<Client, ClientError> {
+        Self::assemble(Keys::Owner(state.key), state.store, remote, None)
+    }
+
+    pub(crate) fn assemble(
+        keys: Keys,
+        store: Arc<dyn StateStore>,
+        remote: Remote,
+        dir: Option<PathBuf>,
+    ) -> Result<Client, ClientError> {
+        let ledger = Arc::new(Ledger::load(store)?);
+        Ok(Client { remote, keys: Arc::new(keys), ledger, dir })
+    }
+
+    /// Opens the client whose state is in `dir` (and holds its lock while it lives). Open a
+    /// directory once per process and share the client: two clients opened on one directory
+    /// share its lock but not their roots, so one's commits look like lies to the other.
     pub fn open(dir: &Path) -> Result<Client, ClientError> {
         let state = StateDir::open(dir)?;
         let transport = crate::transport::Transport::from_config(&state.dir, &state.config)?;
         let remote = Remote::with(&state.config.server, &state.secret.token, &transport)?;
-        let key = LinearKey::from_secret(state.secret.key);
-        let pending = std::sync::Mutex::new(intent::load(&state.dir)?);
-        Ok(Client { state, remote, key, pending, settling: tokio::sync::Mutex::new(()) })
+        let key = ClientKey::from_secret(&state.secret.key)?;
+        let dir = state.dir.clone();
+        Self::assemble(Keys::Owner(key), Arc::new(state), remote, Some(dir))
     }
 
-    /// Creates a client state in `dir` (fresh key) for the provider at `server`.
+    /// Creates a client state in `dir` (fresh linear key) for the provider at `server`.
     pub fn init(dir: &Path, server: &str, token: &str) -> Result<Client, ClientError> {
         Remote::new(server, token)?;
         StateDir::init(dir, server, token)?;
@@ -119,7 +131,19 @@ impl Client {
     /// The namespace root as saved (before a change left unsettled by a crash is settled: every
     /// operation that talks to the provider settles it first).
     pub fn root(&self) -> Root {
-        self.state.root()
+        self.ledger.root()
+    }
+
+    /// The namespace root after settling a change left unsettled, if there is one (asks the
+    /// provider then): the root to hand to a third-party auditor.
+    pub async fn settled_root(&self) -> Result<Root, ClientError> {
+        self.settle().await?;
+        Ok(self.root())
+    }
+
+    /// The owner's key (`None` for a public auditor's client).
+    pub fn key(&self) -> Option<&ClientKey> {
+        self.keys.owner().ok()
     }
 
     /// The provider's reported time for the last request (measurements only; not verified).
@@ -127,66 +151,78 @@ impl Client {
         self.remote.last_server_time()
     }
 
+    /// The provider's URL.
     pub fn server(&self) -> &str {
-        &self.state.config.server
+        self.remote.url()
     }
 
     pub async fn health(&self) -> Result<vouch_proto::Health, ClientError> {
         self.remote.health().await
     }
 
-    /// Checks a located answer: the name's lookup, then the version asked for.
-    pub(crate) fn verify_located(
+    /// A read's view: the root now and those adopted while it runs.
+    pub(crate) fn reading(&self) -> View<'_> {
+        View::Reading(self.ledger.snapshot())
+    }
+
+    /// Waits for the commit lock and settles a change left unsettled: a commit starts from
+    /// a settled root.
+    pub(crate) async fn begin_commit(&self) -> Result<Committing<'_>, ClientError> {
+        let commit = self.ledger.lock().await;
+        self.settle_locked(&commit).await?;
+        Ok(commit)
+    }
+
+    /// `check` of an answer under the roots of `view`, newest first: the first that does not
+    /// fail as a violation wins; when every one does, the newest one's violation is the
+    /// answer's. A read whose answer fails while the root may have moved under it (a commit
+    /// adopted since, in flight, or unsettled) waits for that commit, settles it, and checks
+    /// again with the roots adopted by then: an answer from the provider's state after a
+    /// concurrent commit is not a lie.
+    pub(crate) async fn check<T>(
         &self,
-        name: &str,
-        want: Option<u64>,
-        located: &Located,
-    ) -> Result<(Found, Option<Verified>), ClientError> {
-        let lookup = lookup_from_wire(&located.lookup)?;
-        let root = self.state.root();
-        let found = verify_lookup(&root.digest, root.len, name, &lookup)
-            .map_err(ClientError::caught(ViolationKind::BadLookupProof))?;
-        let Found::At { entry, .. } = &found else {
-            if located.version.is_some() {
-                return Err(ClientError::violation(
-                    ViolationKind::MalformedAnswer,
-                    "a version of a name proven absent",
-                ));
+        view: &View<'_>,
+        check: impl Fn(&Root) -> Result<T, ClientError>,
+    ) -> Result<T, ClientError> {
+        let under_roots = |roots: &[Root]| {
+            let mut first = None;
+            for root in roots {
+                match check(root) {
+                    Err(e) if e.violation_kind().is_some() => first = first.or(Some(e)),
+                    done => return done,
+                }
             }
-            return Ok((found, None));
+            Err(first.expect("a view has at least one root"))
         };
-        let wire = located.version.as_ref().ok_or_else(|| {
-            ClientError::violation(ViolationKind::MalformedAnswer, "the version of a name proven present is missing")
-        })?;
-        let bad = ViolationKind::BadVersionProof;
-        let answer = VersionProof {
-            index: wire.index,
-            record: VersionRecord::from_bytes(&wire.record).map_err(ClientError::caught(bad))?,
-            proof: MultiProof::from_bytes(wire.proof.to_vec()).map_err(ClientError::caught(bad))?,
-        };
-        verify_version(entry, want, &answer).map_err(|e| {
-            // A proof that holds for another version than the one asked for (an older one as
-            // the latest) is told apart from one that does not hold at all.
-            let proven = verify_versions(entry, &[answer.index], std::slice::from_ref(&answer.record), &answer.proof);
-            if proven.is_ok() {
-                let asked = want.map_or_else(|| "the latest".to_string(), |n| format!("version {n}"));
-                let got = format!("version {} ({} of {})", answer.record.number, answer.index + 1, entry.versions);
-                ClientError::violation(ViolationKind::WrongVersion, format!("{asked} asked for, {got} proven"))
-            } else {
-                ClientError::violation(ViolationKind::BadVersionProof, e)
-            }
-        })?;
-        let verified = Verified { entry: entry.clone(), record: answer.record };
-        Ok((found, Some(verified)))
+        match view {
+            View::Committing => under_roots(&[self.ledger.root()]),
+            View::Reading(snapshot) => match under_roots(&snapshot.roots()) {
+                Err(e) if e.violation_kind().is_some() && snapshot.moved() => {
+                    let commit = self.ledger.lock().await;
+                    self.settle_locked(&commit).await?;
+                    under_roots(&snapshot.roots())
+                }
+                done => done,
+            },
+        }
     }
 
     /// The verified latest (or given) version of `name`.
     pub async fn version(&self, name: &str, want: Option<u64>) -> Result<Verified, ClientError> {
-        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        valid_name(name)?;
         self.settle().await?;
+        self.version_in(&self.reading(), name, want).await
+    }
+
+    pub(crate) async fn version_in(
+        &self,
+        view: &View<'_>,
+        name: &str,
+        want: Option<u64>,
+    ) -> Result<Verified, ClientError> {
         let asked = self.remote.call(Op::Lookup, &LookupRequest { name: name.into(), version: want }).await;
-        let located: Located = self.absent_checked(name, want, asked).await?;
-        match self.verify_located(name, want, &located)? {
+        let located: Located = self.absent_checked(view, name, want, asked).await?;
+        match self.check(view, |root| verify::located(root, name, want, &located)).await? {
             (_, Some(v)) => Ok(v),
             (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
         }
@@ -195,157 +231,91 @@ impl Client {
     /// The provider's bare "not found" (an error, not a proof) for a version of `name`. The
     /// latest version is never missing (an existing name has one; an absent name is proven
     /// absent), so that answer is a lie. A version asked by number is checked against the
-    /// name's log, which is proven complete (`verify_log`): a version the log lists was hidden.
+    /// name's log, which is proven complete: a version the log lists was hidden.
     pub(crate) async fn absent_checked<T>(
         &self,
+        view: &View<'_>,
         name: &str,
         want: Option<u64>,
         result: Result<T, ClientError>,
     ) -> Result<T, ClientError> {
-        let v = match (result, want) {
+        match (result, want) {
             (Err(e @ ClientError::NotFound(_)), None) => {
-                return Err(e.absence_unproven(&format!("the latest version of {name}")))
+                Err(e.absence_unproven(&format!("the latest version of {name}")))
             }
-            (Err(ClientError::NotFound(_)), Some(v)) => v,
-            (result, _) => return result,
-        };
-        if self.log(name).await?.iter().any(|r| r.number == v) {
-            return Err(ClientError::violation(
-                ViolationKind::HiddenVersion,
-                format!("it says version {v} of {name} is not found; its own proven log lists it"),
-            ));
+            (Err(ClientError::NotFound(_)), Some(v)) => {
+                Err(verify::unlisted_version(name, v, &self.log_in(view, name).await?))
+            }
+            (result, _) => result,
         }
-        Err(ClientError::NotFound(format!("version {v} of {name} (not in its proven log)")))
     }
 
     /// Checks a commit's proofs and, when they hold, records the new root (and forgets the
     /// commit's intent: the change is settled).
     pub(crate) fn accept_commit(
         &self,
+        commit: &Committing<'_>,
         name: &str,
         found: &Found,
         change: &Change,
         answer: &Committed,
     ) -> Result<Option<EntryRecord>, ClientError> {
-        let (root, entry) = check_commit(&self.state.root(), name, Some(found), change, answer)?;
-        self.adopt(root)?;
+        let (root, entry) = verify::commit(&self.ledger.root(), name, Some(found), change, answer)?;
+        self.ledger.adopt(commit, root)?;
         Ok(entry)
     }
 
     /// Stores `reader`'s bytes as a new version of `name` (the first, for a new name).
     pub async fn put(
-        &mut self,
+        &self,
         name: &str,
         reader: impl Read + Send + 'static,
         block_size: Option<usize>,
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
-        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        valid_name(name)?;
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
-        self.settle().await?;
+        let commit = self.begin_commit().await?;
+        self.put_locked(&commit, name, reader, cutting, progress, started).await
+    }
+
+    /// A put, the commit lock held: the name's proven state, the upload, the commit's check.
+    pub(crate) async fn put_locked(
+        &self,
+        commit: &Committing<'_>,
+        name: &str,
+        reader: impl Read + Send + 'static,
+        cutting: Cutting,
+        progress: impl Fn(u64) + Send + 'static,
+        started: Instant,
+    ) -> Result<Transfer, ClientError> {
         let located: Located = self
             .remote
             .call(Op::Lookup, &LookupRequest { name: name.into(), version: None })
             .await
             .map_err(|e| e.absence_unproven(name))?;
-        let (found, latest) = self.verify_located(name, None, &located)?;
-        // Written by the upload just before its last frame: from then on the commit may happen.
-        let (dir, old, intent_name) = (self.state.dir.clone(), self.state.root(), name.to_string());
-        let (file, number, first_nonce) = match &latest {
-            Some(v) => (v.entry.file, v.entry.next_version, v.record.next_nonce),
-            None => (FileId(rand::random()), 1, 0),
-        };
+        let (found, latest) = verify::located(&self.ledger.root(), name, None, &located)?;
+        self.same_scheme(name, latest.as_ref().map(|v| &v.record))?;
         // Counted in frame parts (about two per block): a few frames in flight.
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2048);
-        let secret = self.state.secret.key;
-        let head = PutFrame::Head(PutHead { name: name.into(), file: file.0, scheme: SchemeId::Linear as u8 });
-        let producer = tokio::task::spawn_blocking(move || -> Result<(VersionRecord, u64), ClientError> {
-            let key = LinearKey::from_secret(secret);
-            // A frame goes out in parts that share the blocks' bytes (no copy into a frame).
-            let send = |frame: &PutFrame| {
-                vouch_proto::put_frame_parts(frame).into_iter().try_for_each(|part| {
-                    tx.blocking_send(Ok(part)).map_err(|_| ClientError::Io {
-                        what: "upload".into(),
-                        source: std::io::Error::other("the provider closed the upload"),
-                    })
-                })
-            };
-            send(&head)?;
-            let fixed = match cutting {
-                Cutting::Fixed(n) => n,
-                Cutting::Content => CDC_MAX as usize,
-            };
-            // A fresh salt per attempt: a retry after a refused commit reuses the nonces.
-            let mut upload = Upload::continuing(&key, rand::random(), file, fixed, first_nonce)
-                .map_err(|e| ClientError::BadInput(e.to_string()))?;
-            let mut batch: Vec<WireBlock> = Vec::new();
-            let mut batch_bytes = 0usize;
-            let mut total = 0u64;
-            let collect = |t: &pdp::TaggedBlock, d: Bytes, batch: &mut Vec<WireBlock>, n: &mut usize| {
-                *n += d.len();
-                batch.push(WireBlock { nonce: t.nonce, tag: ByteBuf::from(t.tag.clone()), data: d });
-            };
-            let mut chunks = ChunkSource::new(reader, cutting);
-            while let Some(blocks) = chunks.next_batch(UPLOAD_BATCH_BYTES)? {
-                total += blocks.iter().map(|b| b.len() as u64).sum::<u64>();
-                // The blocks read are shared into the frames, not copied (a block joined from
-                // two reads by a fixed-size upload is the exception).
-                let blocks: Vec<Bytes> = blocks.into_iter().map(Bytes::from).collect();
-                match cutting {
-                    Cutting::Fixed(_) => {
-                        for b in &blocks {
-                            upload.push(b, |t, d| collect(t, shared_or_copied(b, d), &mut batch, &mut batch_bytes));
-                        }
-                    }
-                    Cutting::Content => {
-                        let refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
-                        let mut owners = blocks.iter();
-                        upload
-                            .push_blocks(&refs, |t, d| {
-                                let data =
-                                    owners.next().map_or_else(|| Bytes::copy_from_slice(d), |b| shared_or_copied(b, d));
-                                collect(t, data, &mut batch, &mut batch_bytes)
-                            })
-                            .map_err(|e| ClientError::BadInput(e.to_string()))?;
-                    }
-                }
-                if batch_bytes >= UPLOAD_BATCH_BYTES {
-                    send(&PutFrame::Blocks(BlockBatch { blocks: std::mem::take(&mut batch) }))?;
-                    batch_bytes = 0;
-                    progress(total);
-                }
-            }
-            let (state, _list) = upload
-                .finish(|t, d| collect(t, Bytes::copy_from_slice(d), &mut batch, &mut batch_bytes))
-                .map_err(|e| ClientError::BadInput(e.to_string()))?;
-            if !batch.is_empty() {
-                send(&PutFrame::Blocks(BlockBatch { blocks: batch }))?;
-            }
-            progress(total);
-            let record = VersionRecord {
-                number,
-                scheme: SchemeId::Linear,
-                file,
-                root: state.root,
-                len: state.len,
-                next_nonce: state.next_nonce,
-                time: now(),
-            };
-            intent::record(&dir, &Intent { old, name: intent_name, change: Planned::Put(record) })?;
-            send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
-            Ok((record, state.next_nonce - first_nonce))
-        });
+        let (tx, rx) = tokio::sync::mpsc::channel(2048);
+        let upload = PutUpload {
+            keys: self.keys.clone(),
+            ledger: self.ledger.clone(),
+            name: name.into(),
+            old: self.ledger.root(),
+            version: NewVersion::after(latest.as_ref()),
+            cutting,
+            frames: tx,
+        };
+        let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
         let answer =
             self.remote.call_streaming::<Committed>(Op::Put, tokio_stream::wrappers::ReceiverStream::new(rx)).await;
-        let produced = producer.await;
-        // The upload may have recorded its intent (whatever became of the request).
-        self.reload_pending()?;
         let produced =
-            produced.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
+            producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
         let answer = answer.map_err(|e| e.absence_unproven(name))?;
         let (record, blocks) = produced?;
-        self.accept_commit(name, &found, &Change::Append(record), &answer)?;
+        self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
         Ok(Transfer {
             name: name.into(),
             version: record.number,
@@ -354,6 +324,19 @@ impl Client {
             proof_bytes: committed_proof_bytes(&answer),
             seconds: started.elapsed().as_secs_f64(),
         })
+    }
+
+    /// A new version of `name` is tagged like the versions before it (a key never changes
+    /// scheme; a record of another is not this client's).
+    pub(crate) fn same_scheme(&self, name: &str, latest: Option<&VersionRecord>) -> Result<(), ClientError> {
+        match latest {
+            Some(r) if r.scheme != self.keys.scheme() => Err(ClientError::BadInput(format!(
+                "{name} is tagged with the {:?} scheme, this client's key is {:?}",
+                r.scheme,
+                self.keys.scheme()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Streams the verified bytes `range` of a version of `name` into `out`. Each chunk is
@@ -371,7 +354,7 @@ impl Client {
         let mut proof_bytes = 0u64;
         let mut blocks = 0u64;
         let (verified, written) = self
-            .read_blocks(name, want, range, |chunk_blocks, proof| {
+            .read_blocks(self.reading(), name, want, range, |chunk_blocks, proof| {
                 proof_bytes += proof as u64;
                 for (slice, _) in chunk_blocks {
                     out.write_all(slice).map_err(ClientError::io("writing the output"))?;
@@ -391,15 +374,18 @@ impl Client {
     }
 
     /// The verified blocks covering `range`, chunk by chunk: `each` gets, per block, the part of
-    /// it inside the range and the block's (start, whole data).
+    /// it inside the range and the block's (start, whole data). The view is let go once the
+    /// header is verified: the chunks are checked against the version's own root.
     pub(crate) async fn read_blocks(
         &self,
+        view: View<'_>,
         name: &str,
         want: Option<u64>,
         range: Option<Range<u64>>,
-        mut each: impl FnMut(Vec<(&[u8], (u64, &[u8]))>, usize) -> Result<(), ClientError>,
+        mut each: impl FnMut(RangeParts<'_>, usize) -> Result<(), ClientError>,
     ) -> Result<(Verified, u64), ClientError> {
-        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        valid_name(name)?;
+        let key = self.keys.owner()?;
         let (start, end) = range.map_or((0, u64::MAX), |r| (r.start, r.end));
         if start > end {
             return Err(ClientError::BadInput(format!("empty range {start}..{end}")));
@@ -416,192 +402,71 @@ impl Client {
                 )),
             }
         };
-        let (mut frames, located) = self.absent_checked(name, want, opened.await).await?;
-        let verified = match self.verify_located(name, want, &located)? {
+        let (mut frames, located) = self.absent_checked(&view, name, want, opened.await).await?;
+        let verified = match self.check(&view, |root| verify::located(root, name, want, &located)).await? {
             (_, Some(v)) => v,
             (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
         };
-        let end = end.min(verified.record.len);
-        if start > end {
-            return Err(ClientError::BadInput(format!("range starts past the end ({} bytes)", verified.record.len)));
-        }
-        let mut pos = start;
+        drop(view);
+        let mut read = verify::ReadCheck::new(verified.record, start, end)?;
         while let Some(frame) = frames.next::<ReadFrame>().await? {
             let chunk = match frame {
                 ReadFrame::Chunk(c) => c,
-                // The header proved the version: it is not missing (nor is it lost: `DataLost`).
-                ReadFrame::Error(e) => {
-                    let what =
-                        format!("version {} of {name}, just proven by the read's header,", verified.record.number);
-                    let e = ClientError::from_server(e.code, e.message);
-                    return Err(e.not_found_is(ViolationKind::HiddenVersion, &what));
-                }
+                ReadFrame::Error(e) => return Err(read.stream_error(name, e)),
                 ReadFrame::Located(_) => {
                     return Err(ClientError::violation(ViolationKind::MalformedAnswer, "a second header in a read"))
                 }
             };
-            if pos >= end {
-                return Err(ClientError::violation(
-                    ViolationKind::BlocksPastRange,
-                    format!("a chunk after the range's end {end}"),
-                ));
-            }
-            let starts = self.verify_chunk(&verified.record, &chunk, pos)?;
-            let mut parts = Vec::with_capacity(starts.len());
-            for (block_start, block) in starts.iter().zip(&chunk.blocks) {
-                if *block_start >= end {
-                    return Err(ClientError::violation(
-                        ViolationKind::BlocksPastRange,
-                        format!("a block at byte {block_start}, past the range's end {end}"),
-                    ));
-                }
-                let data = &block.data;
-                let from = pos.saturating_sub(*block_start) as usize;
-                let to = (end.min(block_start + data.len() as u64) - block_start) as usize;
-                parts.push((&data[from..to], (*block_start, &data[..])));
-                pos = block_start + to as u64;
-            }
-            each(parts, chunk.proof.len())?;
+            each(read.chunk(key, &chunk)?, chunk.proof.len())?;
         }
-        if pos < end {
-            return Err(ClientError::violation(
-                ViolationKind::ShortStream,
-                format!("the stream ended at byte {pos} of {end}"),
-            ));
-        }
-        Ok((verified, end - start))
-    }
-
-    /// Checks one chunk of a read that must continue at byte `pos`: the list proof of its
-    /// blocks against the version root, each block's tag against its bytes, and that the
-    /// blocks follow each other from `pos` on. Returns each block's start.
-    pub(crate) fn verify_chunk(
-        &self,
-        record: &VersionRecord,
-        chunk: &ReadChunk,
-        pos: u64,
-    ) -> Result<Vec<u64>, ClientError> {
-        let (offsets, blocks) = (chunk.starts.len(), chunk.blocks.len());
-        if blocks < offsets {
-            return Err(ClientError::violation(
-                ViolationKind::MissingBlock,
-                format!("a read chunk of {offsets} offsets carries {blocks} blocks"),
-            ));
-        }
-        if offsets == 0 || blocks != offsets {
-            return Err(ClientError::violation(
-                ViolationKind::MalformedAnswer,
-                format!("a read chunk of {offsets} offsets carries {blocks} blocks"),
-            ));
-        }
-        let bad = ViolationKind::BadReadProof;
-        let proof = MultiProof::from_bytes(chunk.proof.to_vec()).map_err(ClientError::caught(bad))?;
-        let proven = verify_multi_proof(&record.root, &chunk.starts, &proof).map_err(ClientError::caught(bad))?;
-        let mut next = pos;
-        for (i, p) in proven.iter().enumerate() {
-            let contiguous =
-                if i == 0 { p.start <= next && next < p.start + u64::from(p.length) } else { p.start == next };
-            if !contiguous {
-                return Err(ClientError::violation(
-                    ViolationKind::MisplacedBlock,
-                    format!("block at byte {} is not the one that follows byte {next}", p.start),
-                ));
-            }
-            next = p.start + u64::from(p.length);
-        }
-        let scheme = record.scheme as u8;
-        let file = record.file;
-        let bad = proven.par_iter().zip(&chunk.blocks).position_any(|(p, b)| {
-            b.data.len() != p.length as usize
-                || !self.key.check_block(&file, b.nonce, &b.data, &b.tag)
-                || hash::pdp_leaf(scheme, b.nonce, &b.tag) != p.tag
-        });
-        if let Some(i) = bad {
-            return Err(ClientError::violation(
-                ViolationKind::AlteredBlock,
-                format!("block at byte {} was altered", proven[i].start),
-            ));
-        }
-        Ok(proven.iter().map(|p| p.start).collect())
+        Ok((verified, read.finish()?))
     }
 
     /// Every name, verified complete.
     pub async fn list(&self) -> Result<Vec<EntryRecord>, ClientError> {
         self.settle().await?;
+        let view = self.reading();
         let listing: Listing =
             self.remote.call(Op::List, &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
-        let root = self.state.root();
-        let (listed, held) = (listing.entries.len() as u64, root.len);
-        if listed < held {
-            return Err(ClientError::violation(
-                ViolationKind::HiddenName,
-                format!("the listing has {listed} of the {held} names the client's root holds"),
-            ));
-        }
-        let bad = ViolationKind::BadListingProof;
-        let entries: Vec<EntryRecord> = listing
-            .entries
-            .iter()
-            .map(|e| EntryRecord::from_bytes(e))
-            .collect::<Result<_, _>>()
-            .map_err(ClientError::caught(bad))?;
-        let proof = proof_from_bytes(listing.proof.to_vec()).map_err(ClientError::caught(bad))?;
-        verify_listing(&root.digest, root.len, &entries, proof.as_ref()).map_err(ClientError::caught(bad))?;
-        Ok(entries)
+        self.check(&view, |root| verify::listing(root, &listing)).await
     }
 
     /// Every kept version of `name`, oldest first, verified complete.
     pub async fn log(&self, name: &str) -> Result<Vec<VersionRecord>, ClientError> {
-        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        valid_name(name)?;
         self.settle().await?;
-        // A log always comes with the name's lookup, proving it present or absent.
+        self.log_in(&self.reading(), name).await
+    }
+
+    pub(crate) async fn log_in(&self, view: &View<'_>, name: &str) -> Result<Vec<VersionRecord>, ClientError> {
         let log: Log =
             self.remote.call(Op::Log, &LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
-        let lookup = lookup_from_wire(&log.lookup)?;
-        let root = self.state.root();
-        let found = verify_lookup(&root.digest, root.len, name, &lookup)
-            .map_err(ClientError::caught(ViolationKind::BadLookupProof))?;
-        let Found::At { entry, .. } = found else {
-            return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)")));
-        };
-        let (logged, held) = (log.versions.len() as u64, entry.versions);
-        if logged < held {
-            return Err(ClientError::violation(
-                ViolationKind::HiddenVersion,
-                format!("the log has {logged} of the {held} versions of {name} its proven entry holds"),
-            ));
-        }
-        let bad = ViolationKind::BadLogProof;
-        let records: Vec<VersionRecord> = log
-            .versions
-            .iter()
-            .map(|r| VersionRecord::from_bytes(r))
-            .collect::<Result<_, _>>()
-            .map_err(ClientError::caught(bad))?;
-        let proof = MultiProof::from_bytes(log.proof.to_vec()).map_err(ClientError::caught(bad))?;
-        verify_log(&entry, &records, &proof).map_err(ClientError::caught(bad))?;
-        Ok(records)
+        self.check(view, |root| verify::log(root, name, &log)).await
     }
 
     /// Removes `name` and all its versions.
-    pub async fn remove(&mut self, name: &str) -> Result<(), ClientError> {
+    pub async fn remove(&self, name: &str) -> Result<(), ClientError> {
+        valid_name(name)?;
+        let commit = self.begin_commit().await?;
         // Proven present: a "not found" from here on is a lie.
-        let latest = self.version(name, None).await?;
-        self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove })?;
+        let latest = self.version_in(&View::Committing, name, None).await?;
+        self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove })?;
         let answer: Committed = self
             .remote
             .call(Op::Remove, &RemoveRequest { name: name.into() })
             .await
             .map_err(|e| e.absence_unproven(name))?;
-        let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        self.accept_commit(name, &found, &Change::Remove, &answer)?;
+        let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
+        self.accept_commit(&commit, name, &found, &Change::Remove, &answer)?;
         Ok(())
     }
 
     /// Drops old versions of `name` (never the latest).
-    pub async fn prune(&mut self, name: &str, versions: &[u64]) -> Result<(), ClientError> {
-        let all = self.log(name).await?;
-        let latest = self.version(name, None).await?;
+    pub async fn prune(&self, name: &str, versions: &[u64]) -> Result<(), ClientError> {
+        valid_name(name)?;
+        let commit = self.begin_commit().await?;
+        let all = self.log_in(&View::Committing, name).await?;
+        let latest = self.version_in(&View::Committing, name, None).await?;
         let mut positions = Vec::new();
         for v in versions {
             let p = all
@@ -614,50 +479,50 @@ impl Client {
             positions.push(p as u64);
         }
         // Every version pruned is in the proven log: a "not found" from here on is a lie.
-        self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Prune(positions.clone()) })?;
+        self.ledger.intend(Intent {
+            old: self.root(),
+            name: name.into(),
+            change: Planned::Prune(positions.clone()),
+        })?;
         let answer: Committed = self
             .remote
             .call(Op::Prune, &PruneRequest { name: name.into(), versions: versions.to_vec() })
             .await
             .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
-        let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        self.accept_commit(name, &found, &Change::Prune(positions), &answer)?;
+        let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
+        self.accept_commit(&commit, name, &found, &Change::Prune(positions), &answer)?;
         Ok(())
     }
 
     /// A possession challenge of `count` random offsets over a version of `name`.
     pub async fn audit(&self, name: &str, want: Option<u64>, count: u32) -> Result<AuditReport, ClientError> {
-        check_name(name).map_err(|e| ClientError::BadInput(e.to_string()))?;
+        valid_name(name)?;
         if count == 0 || count > 10_000 {
             return Err(ClientError::BadInput("a challenge has 1 to 10000 offsets".into()));
         }
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
         self.settle().await?;
+        let view = self.reading();
         let asked = self.remote.call(Op::Audit, &AuditRequest { name: name.into(), version: want, seed, count }).await;
-        let answer: AuditAnswer = self.absent_checked(name, want, asked).await?;
-        let v = match self.verify_located(name, want, &answer.located)? {
+        let answer: AuditAnswer = self.absent_checked(&view, name, want, asked).await?;
+        let v = match self.check(&view, |root| verify::located(root, name, want, &answer.located)).await? {
             (_, Some(v)) => v,
             (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
         };
-        let challenge = Challenge::new(seed, count);
-        let mut blocks = 0;
-        if v.record.len == 0 {
-            // Nothing to hold: the proven record says the version is empty.
-            if !answer.proof.is_empty() {
-                return Err(ClientError::violation(
-                    ViolationKind::MalformedAnswer,
-                    "a possession proof for a version proven empty",
-                ));
+        drop(view);
+        if let Keys::Public(key) = &*self.keys {
+            // Proven under the root, so not the provider's doing: this key cannot audit it.
+            if v.record.scheme != key.scheme() {
+                return Err(ClientError::BadInput(format!(
+                    "{name} version {} is tagged with the {:?} scheme: this public key ({:?}) cannot audit it",
+                    v.record.number,
+                    v.record.scheme,
+                    key.scheme()
+                )));
             }
-        } else {
-            let proof = PossessionProof::from_bytes(&answer.proof)
-                .map_err(ClientError::caught(ViolationKind::BadAuditProof))?;
-            blocks = proof.blocks.len();
-            let c = v.record.client_file();
-            pdp::verify_possession(&self.key, &c.file, &c.root, c.len, &challenge, &proof)
-                .map_err(ClientError::caught(ViolationKind::BadAuditProof))?;
         }
+        let blocks = verify::possession(&*self.keys, &v.record, &Challenge::new(seed, count), &answer.proof)?;
         Ok(AuditReport {
             name: name.into(),
             version: v.record.number,
@@ -671,47 +536,7 @@ impl Client {
     }
 }
 
-/// Checks the provider's answer to a commit of `change` to `name` from the root `old`: the
-/// lookup the commit started from (equal to the client's own proven view `found`, when it has
-/// one), then the update of each level. Returns the root after the change and the name's
-/// entry (`None` once removed). Pure: a commit just answered and one settled after a crash
-/// ([`crate::intent`]) are checked alike.
-pub(crate) fn check_commit(
-    old: &Root,
-    name: &str,
-    found: Option<&Found>,
-    change: &Change,
-    answer: &Committed,
-) -> Result<(Root, Option<EntryRecord>), ClientError> {
-    let lookup = lookup_from_wire(&answer.lookup)?;
-    let seen = verify_lookup(&old.digest, old.len, name, &lookup)
-        .map_err(ClientError::caught(ViolationKind::BadLookupProof))?;
-    if found.is_some_and(|f| *f != seen) {
-        return Err(ClientError::violation(
-            ViolationKind::BadCommitProof,
-            "the commit started from another state of the name than the one the client proved",
-        ));
-    }
-    let proof = CommitProof {
-        versions: answer.versions_update.as_ref().map(update_from_wire).transpose()?,
-        namespace: update_from_wire(&answer.namespace_update)?,
-    };
-    let done = verify_commit(&old.digest, old.len, name, &seen, change, &proof)
-        .map_err(ClientError::caught(ViolationKind::BadCommitProof))?;
-    Ok((Root { digest: done.ns_root, len: done.ns_len }, done.entry))
-}
-
 pub(crate) fn committed_proof_bytes(c: &Committed) -> u64 {
-    let opt = |b: &Option<ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
+    let opt = |b: &Option<serde_bytes::ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
     c.lookup.proof.len() as u64 + opt(&c.file_update) + opt(&c.versions_update) + c.namespace_update.len() as u64
-}
-
-/// `part` as a slice of `owner` when it lies inside it (no copy), otherwise a copy.
-fn shared_or_copied(owner: &Bytes, part: &[u8]) -> Bytes {
-    let (start, at) = (owner.as_ptr() as usize, part.as_ptr() as usize);
-    if at >= start && at + part.len() <= start + owner.len() {
-        owner.slice_ref(part)
-    } else {
-        Bytes::copy_from_slice(part)
-    }
 }

@@ -3,10 +3,12 @@
 //! (verifyMultiUpdate) before the new version is accepted: the VCS commit of paper 000 Sec. 4.4.
 
 use crate::chunking::Cutting;
-use crate::client::{committed_proof_bytes, lookup_from_wire, now, Client, Transfer, Verified};
+use crate::client::{committed_proof_bytes, now, Client, Transfer, View};
 use crate::error::ClientError;
 use crate::intent::{EditPlan, Intent, Planned};
-use crate::violation::ViolationKind;
+use crate::keys::ClientKey;
+use crate::ledger::Committing;
+use crate::verify::{self, valid_name, StoredBlock, Verified};
 use rayon::prelude::*;
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
@@ -14,7 +16,7 @@ use std::ops::Range;
 use std::time::Instant;
 use vouch_core::namespace::{Change, Found, VersionRecord};
 use vouch_core::pdp::{self, Tagger};
-use vouch_core::{hash, verify_multi_proof, Edit, MultiProof};
+use vouch_core::Edit;
 use vouch_proto::Op;
 use vouch_proto::{BlockList, BlocksRequest, Committed, EditRequest, WireBlock, WireEdit};
 
@@ -70,17 +72,15 @@ impl Batch {
     /// `bytes` cut into blocks: modify in place while both last, then remove or insert.
     fn replace(
         &mut self,
-        client: &Client,
+        key: &ClientKey,
         old: &[u64],
         end: u64,
         bytes: &[u8],
         cutting: Cutting,
     ) -> Result<(), ClientError> {
         let pieces = cutting.cut(bytes);
-        let tagged = self
-            .state
-            .tag_blocks(&client.key, &self.salt, &pieces)
-            .map_err(|e| ClientError::BadInput(e.to_string()))?;
+        let tagged =
+            self.state.tag_blocks(key, &self.salt, &pieces).map_err(|e| ClientError::BadInput(e.to_string()))?;
         for (i, t) in tagged.iter().enumerate() {
             let index = self.blocks.len() as u32;
             self.blocks.push(WireBlock {
@@ -108,7 +108,8 @@ impl Batch {
 impl Client {
     /// Sends a batch against `latest` and verifies the answer at every level.
     async fn commit_batch(
-        &mut self,
+        &self,
+        commit: &Committing<'_>,
         name: &str,
         latest: Verified,
         batch: Batch,
@@ -128,26 +129,30 @@ impl Client {
             time,
             edits: batch.edits,
         };
-        self.intend(Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()) })?;
+        self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()) })?;
         // The name was proven present: a "not found" is a lie.
         let answer: Committed = self.remote.call(Op::Edit, &req).await.map_err(|e| e.absence_unproven(name))?;
         let record = plan.record(&answer)?;
-        let found = Found::At { index: lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        self.accept_commit(name, &found, &Change::Append(record), &answer)?;
+        let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
+        self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
         Ok((record, answer))
     }
 
     /// Changes bytes of the latest version of `name` as one verified batch of block edits,
     /// making a new version. Only the blocks the change touches are read and sent.
     pub async fn edit(
-        &mut self,
+        &self,
         name: &str,
         change: &ByteEdit,
         block_size: Option<usize>,
     ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
-        let latest = self.version(name, None).await?;
+        let key = self.keys.owner()?;
+        valid_name(name)?;
+        let commit = self.begin_commit().await?;
+        let latest = self.version_in(&View::Committing, name, None).await?;
+        self.same_scheme(name, Some(&latest.record))?;
         let len = latest.record.len;
         let (a, b, new_bytes) = match change {
             ByteEdit::Insert { at, data } => (*at, *at, data.as_slice()),
@@ -162,7 +167,7 @@ impl Client {
         let mut touched: Vec<(u64, Vec<u8>)> = Vec::new();
         if a < len && (a < b || a > 0) {
             let until = if a == b { a + 1 } else { b };
-            self.read_blocks(name, Some(latest.record.number), Some(a..until), |parts, _| {
+            self.read_blocks(View::Committing, name, Some(latest.record.number), Some(a..until), |parts, _| {
                 touched.extend(parts.into_iter().map(|(_, (s, d))| (s, d.to_vec())));
                 Ok(())
             })
@@ -185,9 +190,9 @@ impl Client {
         }
         let mut batch = Batch::new(&latest.record);
         let old: Vec<u64> = touched.iter().map(|(s, _)| *s).collect();
-        batch.replace(self, &old, hi, &new_region, cutting)?;
+        batch.replace(key, &old, hi, &new_region, cutting)?;
         let blocks = batch.blocks.len() as u64;
-        let (record, answer) = self.commit_batch(name, latest, batch).await?;
+        let (record, answer) = self.commit_batch(&commit, name, latest, batch).await?;
         Ok(Transfer {
             name: name.into(),
             version: record.number,
@@ -202,10 +207,11 @@ impl Client {
     /// blocks still found in the file (at their old offset, or shifted by the change in
     /// length) stay; every gap between them is re-cut from the local bytes. One verified batch.
     /// A name that does not exist yet is put whole.
-    pub async fn sync(&mut self, name: &str, path: &std::path::Path) -> Result<SyncReport, ClientError> {
+    pub async fn sync(&self, name: &str, path: &std::path::Path) -> Result<SyncReport, ClientError> {
         let started = Instant::now();
         let local = LocalFile::open(path)?;
-        self.settle().await?;
+        let key = self.keys.owner()?;
+        let commit = self.begin_commit().await?;
         // An absent name is proven absent in the answer, never a bare "not found".
         let answer: BlockList = self
             .remote
@@ -213,10 +219,10 @@ impl Client {
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let list_bytes = (answer.proof.len() + answer.blocks.iter().map(|b| b.tag.len() + 8).sum::<usize>()) as u64;
-        let latest = match self.verify_located(name, None, &answer.located)? {
+        let latest = match verify::located(&self.root(), name, None, &answer.located)? {
             (_, Some(v)) => v,
             (_, None) => {
-                let t = self.put(name, local.file, None, |_| {}).await?;
+                let t = self.put_locked(&commit, name, local.file, Cutting::Content, |_| {}, started).await?;
                 return Ok(SyncReport {
                     name: name.into(),
                     version: t.version,
@@ -234,9 +240,10 @@ impl Client {
                 });
             }
         };
-        let stored = self.verify_block_list(&latest.record, &answer)?;
+        self.same_scheme(name, Some(&latest.record))?;
+        let stored = verify::block_list(&latest.record, &answer)?;
         let file = &latest.record.file;
-        let plan = diff(&stored, &local, |i, bytes| self.key.check_block(file, stored[i].nonce, bytes, &stored[i].tag))
+        let plan = diff(&stored, &local, |i, bytes| key.check_block(file, stored[i].nonce, bytes, &stored[i].tag))
             .map_err(ClientError::io(format!("reading {}", path.display())))?;
         let mut batch = Batch::new(&latest.record);
         let mut bytes = Vec::new();
@@ -244,7 +251,7 @@ impl Client {
             local
                 .read(gap.local.clone(), &mut bytes)
                 .map_err(ClientError::io(format!("reading {}", path.display())))?;
-            batch.replace(self, &gap.old, gap.end, &bytes, Cutting::Content)?;
+            batch.replace(key, &gap.old, gap.end, &bytes, Cutting::Content)?;
         }
         let (edits, sent, bytes_sent) = (batch.edits.len(), batch.blocks.len() as u64, batch.bytes);
         if edits == 0 {
@@ -264,7 +271,7 @@ impl Client {
                 seconds: started.elapsed().as_secs_f64(),
             });
         }
-        let (record, committed) = self.commit_batch(name, latest, batch).await?;
+        let (record, committed) = self.commit_batch(&commit, name, latest, batch).await?;
         Ok(SyncReport {
             name: name.into(),
             version: record.number,
@@ -280,49 +287,6 @@ impl Client {
             server_ms: self.last_server_time().map(|d| d.as_secs_f64() * 1e3),
             seconds: started.elapsed().as_secs_f64(),
         })
-    }
-
-    /// Checks a block list against the version: the proof opens every block, in order, from
-    /// byte 0 to the end, and each (nonce, tag) is its leaf's. Returns (start, length, nonce, tag).
-    fn verify_block_list(&self, record: &VersionRecord, list: &BlockList) -> Result<Vec<StoredBlock>, ClientError> {
-        if record.len == 0 {
-            return if list.starts.is_empty() && list.blocks.is_empty() {
-                Ok(Vec::new())
-            } else {
-                Err(ClientError::violation(
-                    ViolationKind::BlockListMismatch,
-                    "blocks listed for a version proven empty",
-                ))
-            };
-        }
-        if list.starts.len() != list.blocks.len() || list.starts.is_empty() {
-            return Err(ClientError::violation(
-                ViolationKind::BlockListMismatch,
-                format!("{} offsets and {} blocks listed", list.starts.len(), list.blocks.len()),
-            ));
-        }
-        let bad = ViolationKind::BadBlockListProof;
-        let proof = MultiProof::from_bytes(list.proof.to_vec()).map_err(ClientError::caught(bad))?;
-        let proven = verify_multi_proof(&record.root, &list.starts, &proof).map_err(ClientError::caught(bad))?;
-        let mut next = 0u64;
-        let mut out = Vec::with_capacity(proven.len());
-        for (p, b) in proven.iter().zip(&list.blocks) {
-            if p.start != next || hash::pdp_leaf(record.scheme as u8, b.nonce, &b.tag) != p.tag {
-                return Err(ClientError::violation(
-                    ViolationKind::BlockListMismatch,
-                    format!("the block at byte {} is not the one listed or not the one that follows", p.start),
-                ));
-            }
-            next = p.start + u64::from(p.length);
-            out.push(StoredBlock { start: p.start, len: p.length, nonce: b.nonce, tag: b.tag.to_vec() });
-        }
-        if next != record.len {
-            return Err(ClientError::violation(
-                ViolationKind::BlockListMismatch,
-                format!("the blocks listed end at byte {next} of {}", record.len),
-            ));
-        }
-        Ok(out)
     }
 }
 
@@ -373,15 +337,6 @@ impl LocalBytes for LocalFile {
         out.resize(range.len(), 0);
         std::os::unix::fs::FileExt::read_exact_at(&self.file, out, range.start as u64)
     }
-}
-
-/// A block of the stored version, as its proven block list describes it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct StoredBlock {
-    pub start: u64,
-    pub len: u32,
-    pub nonce: u64,
-    pub tag: Vec<u8>,
 }
 
 /// Stored blocks to replace, and the local bytes that replace them.

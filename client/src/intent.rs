@@ -18,30 +18,33 @@
 //!
 //! So an honest crash never looks like a lie, and a provider cannot slip in another change.
 //!
-//! File layout: `"vouchIN\x01" || postcard(stored intent) || SHA-256 of the preceding bytes`.
+//! Where the intent is kept is the [`crate::StateStore`]'s business (a file `intent` in the
+//! state directory, or memory); this module is pure: the intent, its encoding, and settling.
+//!
+//! Encoding ([`Intent::to_bytes`]): `"vouchIN\x01" || postcard(stored intent) || SHA-256 of
+//! the preceding bytes`.
 
-use crate::client::{check_commit, lookup_from_wire, update_from_wire};
 use crate::error::ClientError;
-use crate::state::{write_atomic, Root};
+use crate::state::Root;
+use crate::verify::{self, lookup_from_wire, update_from_wire};
 use crate::violation::ViolationKind;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use sha2::{Digest as _, Sha256};
-use std::path::Path;
 use vouch_core::namespace::{verify_lookup, Change, VersionRecord};
 use vouch_core::{verify_multi_update_len, Block, Digest, Edit};
 use vouch_proto::{Committed, LastCommit};
 
 const MAGIC: &[u8; 8] = b"vouchIN\x01";
-const FILE: &str = "intent";
 
-/// A change the client has sent, or is about to send, and not yet settled.
+/// A change the client has sent, or is about to send, and not yet settled. Opaque: a
+/// [`crate::StateStore`] keeps it as [`Intent::to_bytes`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Intent {
+pub struct Intent {
     /// The root the change starts from.
-    pub old: Root,
-    pub name: String,
-    pub change: Planned,
+    pub(crate) old: Root,
+    pub(crate) name: String,
+    pub(crate) change: Planned,
 }
 
 /// The change of an intent, as the client planned it.
@@ -130,56 +133,36 @@ impl Intent {
         };
         let committed = answer.committed.as_ref().ok_or_else(|| neither(&"no commit to show"))?;
         let change = self.change(committed).map_err(why)?;
-        let (root, _) = check_commit(&self.old, &self.name, None, &change, committed).map_err(why)?;
+        let (root, _) = verify::commit(&self.old, &self.name, None, &change, committed).map_err(why)?;
         Ok(Settled::Applied(root))
     }
-}
 
-/// Writes `intent` into `dir`, durably, replacing any before it.
-pub(crate) fn record(dir: &Path, intent: &Intent) -> Result<(), ClientError> {
-    let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(&vouch_proto::encode(&Stored::from(intent)));
-    let sum = Sha256::digest(&bytes);
-    bytes.extend_from_slice(&sum);
-    write_atomic(&dir.join(FILE), &bytes, false)
-}
+    /// The name the change is about.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 
-/// The intent in `dir`, if a change is unsettled.
-pub(crate) fn load(dir: &Path) -> Result<Option<Intent>, ClientError> {
-    let path = dir.join(FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ClientError::io(format!("reading {}", path.display()))(e)),
-    };
-    let damaged = || {
-        ClientError::State(format!(
-            "{} is damaged: a change may be unsettled; check the name it was about with `vouch log`, \
-             then remove the file",
-            path.display()
-        ))
-    };
-    if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(damaged());
+    /// The intent's encoding (see the module documentation).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&vouch_proto::encode(&Stored::from(self)));
+        let sum = Sha256::digest(&bytes);
+        bytes.extend_from_slice(&sum);
+        bytes
     }
-    let (body, sum) = bytes.split_at(bytes.len() - 32);
-    if Sha256::digest(body).as_slice() != sum {
-        return Err(damaged());
-    }
-    let stored: Stored = vouch_proto::decode(&body[MAGIC.len()..]).map_err(|_| damaged())?;
-    stored.into_intent().map(Some).ok_or_else(damaged)
-}
 
-/// Removes the intent from `dir` (durably: the directory is flushed).
-pub(crate) fn clear(dir: &Path) -> Result<(), ClientError> {
-    let path = dir.join(FILE);
-    let what = format!("removing {}", path.display());
-    match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(ClientError::io(what)(e)),
+    /// An intent from [`Intent::to_bytes`]; `None` when the bytes are damaged.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Intent> {
+        if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
+            return None;
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 32);
+        if Sha256::digest(body).as_slice() != sum {
+            return None;
+        }
+        let stored: Stored = vouch_proto::decode(&body[MAGIC.len()..]).ok()?;
+        stored.into_intent()
     }
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(ClientError::io(what))
 }
 
 // ---- the file's encoding ----
@@ -288,9 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn intents_round_trip_and_damage_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(load(dir.path()).unwrap(), None);
+    fn intents_round_trip_and_damage_is_detected() {
         let old = Root { digest: Digest([1; 32]), len: 2 };
         let block = Block::new(Digest([5; 32]), 100, 9);
         let edits = vec![Edit::Insert { at: 0, block }, Edit::Modify { at: 500, block }, Edit::Remove { at: 900 }];
@@ -302,22 +283,11 @@ mod tests {
         ];
         for change in changes {
             let intent = Intent { old, name: "a/b.txt".into(), change };
-            record_and_check(dir.path(), &intent);
+            assert_eq!(Intent::from_bytes(&intent.to_bytes()).as_ref(), Some(&intent));
         }
-        clear(dir.path()).unwrap();
-        assert_eq!(load(dir.path()).unwrap(), None);
-        clear(dir.path()).unwrap();
-
-        record(dir.path(), &Intent { old, name: "x".into(), change: Planned::Remove }).unwrap();
-        let path = dir.path().join(FILE);
-        let mut bytes = std::fs::read(&path).unwrap();
+        let mut bytes = Intent { old, name: "x".into(), change: Planned::Remove }.to_bytes();
         bytes[10] ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        assert!(matches!(load(dir.path()), Err(ClientError::State(_))));
-    }
-
-    fn record_and_check(dir: &Path, intent: &Intent) {
-        record(dir, intent).unwrap();
-        assert_eq!(load(dir).unwrap().as_ref(), Some(intent));
+        assert_eq!(Intent::from_bytes(&bytes), None);
+        assert_eq!(Intent::from_bytes(b"vouchIN"), None);
     }
 }

@@ -1,6 +1,37 @@
 //! vouch-client: the trusted side. It keeps a tag key, a bearer token and one namespace root
 //! (see [`state`]), and checks every answer of the provider against that root before it
-//! returns, writes or records anything ([`Client`]).
+//! returns, writes or records anything ([`Client`]). The checks themselves are pure functions
+//! ([`verify`]); the client around them does the transport and keeps the state.
+//!
+//! # Sharing one client
+//!
+//! A [`Client`] is `Send + Sync`: a process opens its state once and shares the client
+//! (`Arc<Client>`) among all its tasks. Every method takes `&self`.
+//!
+//! * **Commits are serialised.** A method that changes the root (`put`, `edit`, `sync`,
+//!   `remove`, `prune`) holds the client's commit lock from the proven lookup it starts from
+//!   to the adoption of the new root: one commit in flight per root, as the provider too
+//!   applies one change at a time per client. Concurrent commits wait their turn, in order.
+//! * **Reads run concurrently** (`get`, `version`, `list`, `log`, `audit`), with each other
+//!   and with a commit in flight. A read checks its answer against the root the client held
+//!   when the read was sent, or against any root adopted since: the provider may answer from
+//!   the state before or after a concurrent commit, and either is a true answer at some
+//!   instant during the read. When the answer fits neither while a commit may have moved the
+//!   root (one adopted since, in flight, or unsettled), the read waits for that commit to end,
+//!   settles it if its answer was lost, and checks again with the roots adopted by then. Only
+//!   an answer that fits no root from the read's start on is a lie; an older root (a
+//!   rollback) never is accepted. A read's data (block chunks) is checked against the version
+//!   its header proved, whatever commits land meanwhile.
+//! * **Crash recovery is unchanged**: a commit records its intent before its request leaves
+//!   and forgets it only after the new root is saved ([`StateStore`]); a change whose answer
+//!   was lost is settled before the next commit starts, or by the next read when no commit
+//!   is in flight.
+//! * **The state directory is locked** by the process that opened it ([`Client::open`]).
+//!   Two clients opened on one directory in one process share the lock but not their roots
+//!   (each one's commits make the other's root stale): share one client instead.
+//!
+//! A client need not have a directory: [`Client::new`] takes a [`ClientState`] (a key and a
+//! [`StateStore`], e.g. [`MemoryState`]) and a [`Remote`].
 #![forbid(unsafe_code)]
 
 mod chunking;
@@ -8,17 +39,28 @@ mod client;
 mod edits;
 mod error;
 mod intent;
+mod keys;
+mod ledger;
 mod lock;
+mod persist;
+pub mod public;
 mod remote;
 mod settle;
 pub mod state;
 mod transport;
+mod upload;
+pub mod verify;
 mod violation;
 
 pub use chunking::Cutting;
-pub use client::{AuditReport, Client, Transfer, Verified};
+pub use client::{AuditReport, Client, ClientState, Transfer};
 pub use edits::{ByteEdit, SyncReport};
 pub use error::ClientError;
+pub use intent::Intent;
+pub use keys::{key_id, ClientKey, KeyChoice, SecretKey};
+pub use persist::{MemoryState, StateStore};
+pub use public::{AuditRoot, PublicAuditor};
 pub use remote::{Remote, MAX_ERROR_BODY};
 pub use transport::{Transport, DEFAULT_MIN_RATE, DEFAULT_TIMEOUT};
+pub use verify::Verified;
 pub use violation::{Violation, ViolationKind};

@@ -6,7 +6,8 @@
 //! holds an exclusive lock on `<dir>/lock` for its whole life (the kernel drops it when the
 //! process dies, even by SIGKILL). A second process waits briefly, then gets
 //! [`ClientError::Busy`]. Clients opened on the same directory within one process share the
-//! one lock: a process is one user of its state.
+//! one lock: a process is one user of its state (and should hold one `Client` for it, shared
+//! by its tasks: see the crate documentation).
 
 use crate::error::ClientError;
 use std::fs::{File, TryLockError};

@@ -74,6 +74,11 @@ impl Remote {
         })
     }
 
+    /// The provider's URL.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
     fn unreachable(&self, e: reqwest::Error) -> ClientError {
         if e.is_timeout() {
             return self.timed_out(error_chain(&e));

@@ -1,56 +1,33 @@
-//! The client's side of commit intents (see [`crate::intent`]): record one before a commit
-//! leaves, forget it once the answer is accepted, and settle a leftover one before anything
-//! else talks to the provider.
+//! The client's side of commit intents (see [`crate::Intent`]): a change left unsettled (its
+//! answer lost) is settled from proven state before anything else talks to the provider.
 
 use crate::client::Client;
 use crate::error::ClientError;
-use crate::intent::{self, Intent, Settled};
-use crate::state::Root;
+use crate::intent::Settled;
+use crate::ledger::Committing;
 use vouch_proto::Op;
 use vouch_proto::{LastCommit, LastCommitRequest};
 
 impl Client {
-    fn pending(&self) -> std::sync::MutexGuard<'_, Option<Intent>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Whether a change was sent and not yet settled (its answer lost, or not checked yet).
     pub fn has_unsettled_change(&self) -> bool {
-        self.pending().is_some()
+        self.ledger.pending().is_some()
     }
 
-    /// Records `intent` durably; call before its commit request leaves.
-    pub(crate) fn intend(&self, intent: Intent) -> Result<(), ClientError> {
-        intent::record(&self.state.dir, &intent)?;
-        *self.pending() = Some(intent);
-        Ok(())
-    }
-
-    /// Takes the intent from the state directory (one written where `intend` could not be
-    /// called: a put records it in its upload task).
-    pub(crate) fn reload_pending(&self) -> Result<(), ClientError> {
-        *self.pending() = intent::load(&self.state.dir)?;
-        Ok(())
-    }
-
-    /// Records the root after an accepted change, then forgets the change's intent (in this
-    /// order: a crash in between leaves an intent that settles to this same root).
-    pub(crate) fn adopt(&self, root: Root) -> Result<(), ClientError> {
-        self.state.save_root(root)?;
-        intent::clear(&self.state.dir)?;
-        *self.pending() = None;
-        Ok(())
-    }
-
-    /// Settles a change left unsettled, against proven state: adopts the root after it when
-    /// the provider proves it applied, keeps the root when it proves the state before. Every
-    /// operation that talks to the provider calls this first.
+    /// Settles a change left unsettled, unless a commit is in flight (it settles first, and
+    /// the intent it records is its own). Every read calls this first.
     pub(crate) async fn settle(&self) -> Result<(), ClientError> {
-        if self.pending().is_none() {
+        if self.ledger.pending().is_none() {
             return Ok(());
         }
-        let _one = self.settling.lock().await;
-        let Some(intent) = self.pending().clone() else { return Ok(()) };
+        let Some(commit) = self.ledger.try_lock() else { return Ok(()) };
+        self.settle_locked(&commit).await
+    }
+
+    /// Settles the unsettled change, against proven state: adopts the root after it when the
+    /// provider proves it applied, keeps the root when it proves the state before.
+    pub(crate) async fn settle_locked(&self, commit: &Committing<'_>) -> Result<(), ClientError> {
+        let Some(intent) = self.ledger.pending() else { return Ok(()) };
         let answer: LastCommit = self
             .remote
             .call(Op::LastCommit, &LastCommitRequest { name: intent.name.clone() })
@@ -59,15 +36,13 @@ impl Client {
         match intent.settle(&answer)? {
             Settled::Applied(root) => {
                 tracing::info!(name = %intent.name, "an interrupted change was applied; its new root adopted");
-                self.adopt(root)
+                self.ledger.adopt(commit, root)
             }
             Settled::NotApplied => {
                 // The root stays as it is (after an accepted answer it is already the new one:
                 // a provider that then went back is caught by the next answer).
                 tracing::info!(name = %intent.name, "an interrupted change was not applied");
-                intent::clear(&self.state.dir)?;
-                *self.pending() = None;
-                Ok(())
+                self.ledger.forget(commit)
             }
         }
     }

@@ -1,21 +1,28 @@
 //! The client's state directory: all a client keeps, in three small files.
 //!
 //! * `config.toml`: the provider's URL (nothing secret);
-//! * `secret` (mode 0600): `"vouchSK\x01" || tag key:32 || bearer token`;
+//! * `secret` (mode 0600): the tag key and the bearer token. The linear scheme's:
+//!   `"vouchSK\x01" || key:32 || token`; the RSA scheme's: `"vouchSK\x02" || key
+//!   length:u32le || key ([`vouch_core::pdp::rsa::RsaSecretKey::to_bytes`]) || token`;
 //! * `state`: `"vouchST\x02" || namespace root:32 || namespace size:u64le || key
 //!   fingerprint:32 || SHA-256 of the preceding bytes:32`. The checksum catches a damaged
 //!   file; the fingerprint catches a state paired with another key.
 //!
 //! * `intent` (only while a change is unsettled): what the client is committing, written
-//!   before the commit request leaves, see [`crate::intent`];
+//!   before the commit request leaves, see [`crate::Intent`];
 //! * `lock`: held by the one process using the directory, see [`crate::lock`].
+//!
+//! [`StateDir`] is the directory's [`StateStore`].
 //!
 //! Every write goes to a temporary file (named by process and counter, so two writers never
 //! share one) that is flushed and renamed over the old one, so a crash leaves the old state or
 //! the new one, never a mix.
 
 use crate::error::ClientError;
+use crate::intent::Intent;
+use crate::keys::SecretKey;
 use crate::lock::StateLock;
+use crate::persist::StateStore;
 use sha2::{Digest as _, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,8 @@ use std::sync::{Arc, Mutex};
 use vouch_core::Digest;
 
 const SECRET_MAGIC: &[u8; 8] = b"vouchSK\x01";
+const RSA_SECRET_MAGIC: &[u8; 8] = b"vouchSK\x02";
+const INTENT_FILE: &str = "intent";
 const STATE_MAGIC: &[u8; 8] = b"vouchST\x02";
 const STATE_LEN: usize = 8 + 32 + 8 + 32 + 32;
 
@@ -43,7 +52,7 @@ impl Root {
 /// The secret part: the tag key and the bearer token. Debug never shows them.
 #[derive(Clone)]
 pub struct Secret {
-    pub key: [u8; 32],
+    pub key: SecretKey,
     pub token: String,
 }
 
@@ -55,10 +64,38 @@ impl std::fmt::Debug for Secret {
 
 impl Secret {
     fn fingerprint(&self) -> [u8; 32] {
-        let mut h = Sha256::new();
-        h.update(b"vouch key fingerprint");
-        h.update(self.key);
-        h.finalize().into()
+        self.key.fingerprint()
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        match &self.key {
+            SecretKey::Linear(k) => {
+                bytes.extend_from_slice(SECRET_MAGIC);
+                bytes.extend_from_slice(k);
+            }
+            SecretKey::Rsa(k) => {
+                bytes.extend_from_slice(RSA_SECRET_MAGIC);
+                bytes.extend_from_slice(&(k.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(k);
+            }
+        }
+        bytes.extend_from_slice(self.token.as_bytes());
+        bytes
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Option<Secret> {
+        let (key, token) = match bytes.get(..8)? {
+            m if m == SECRET_MAGIC => (SecretKey::Linear(bytes.get(8..40)?.try_into().ok()?), bytes.get(40..)?),
+            m if m == RSA_SECRET_MAGIC => {
+                let len = u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize;
+                let end = 12usize.checked_add(len)?;
+                (SecretKey::Rsa(bytes.get(12..end)?.to_vec()), bytes.get(end..)?)
+            }
+            _ => return None,
+        };
+        let token = String::from_utf8(token.to_vec()).ok().filter(|t| !t.is_empty())?;
+        Some(Secret { key, token })
     }
 }
 
@@ -94,6 +131,14 @@ pub struct StateDir {
     _lock: Arc<StateLock>,
 }
 
+/// A bearer token as the state directory can keep it.
+pub(crate) fn check_token(token: &str) -> Result<(), ClientError> {
+    if token.is_empty() || token.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(ClientError::BadInput("a token is non-empty and has no spaces".into()));
+    }
+    Ok(())
+}
+
 fn state_err(dir: &Path, what: &str) -> ClientError {
     ClientError::State(format!("{}: {what}", dir.display()))
 }
@@ -107,18 +152,27 @@ impl StateDir {
     /// [`StateDir::init`], trusting only the certificate `ca_pem` over `https://` (kept as
     /// [`CA_FILE`], written before the configuration that names it).
     pub fn init_pinned(dir: &Path, server: &str, token: &str, ca_pem: Option<&[u8]>) -> Result<StateDir, ClientError> {
+        Self::create(dir, server, token, ca_pem, SecretKey::Linear(rand::random()))
+    }
+
+    /// A new state directory with the key `key` (see [`SecretKey::generate`]).
+    pub fn create(
+        dir: &Path,
+        server: &str,
+        token: &str,
+        ca_pem: Option<&[u8]>,
+        key: SecretKey,
+    ) -> Result<StateDir, ClientError> {
         if dir.join("state").exists() {
             return Err(state_err(dir, "already initialised (remove it first to start over)"));
         }
-        if token.is_empty() || token.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(ClientError::BadInput("a token is non-empty and has no spaces".into()));
-        }
+        check_token(token)?;
         std::fs::create_dir_all(dir).map_err(ClientError::io(format!("creating {}", dir.display())))?;
         let lock = StateLock::acquire(dir)?;
         if dir.join("state").exists() {
             return Err(state_err(dir, "already initialised (remove it first to start over)"));
         }
-        let secret = Secret { key: rand::random(), token: token.to_string() };
+        let secret = Secret { key, token: token.to_string() };
         if let Some(pem) = ca_pem {
             write_atomic(&dir.join(CA_FILE), pem, false)?;
         }
@@ -126,10 +180,7 @@ impl StateDir {
         let config = ClientConfig { server: server.to_string(), ca, ..ClientConfig::default() };
         let text = toml::to_string(&config).map_err(|e| ClientError::State(e.to_string()))?;
         write_atomic(&dir.join("config.toml"), text.as_bytes(), false)?;
-        let mut bytes = SECRET_MAGIC.to_vec();
-        bytes.extend_from_slice(&secret.key);
-        bytes.extend_from_slice(secret.token.as_bytes());
-        write_atomic(&dir.join("secret"), &bytes, true)?;
+        write_atomic(&dir.join("secret"), &secret.to_bytes(), true)?;
         let state = StateDir { dir: dir.to_path_buf(), config, secret, root: Mutex::new(Root::empty()), _lock: lock };
         state.save_root(Root::empty())?;
         Ok(state)
@@ -145,12 +196,7 @@ impl StateDir {
             |name: &str| std::fs::read(dir.join(name)).map_err(|e| state_err(dir, &format!("cannot read {name}: {e}")));
         let config: ClientConfig = toml::from_str(&String::from_utf8_lossy(&read("config.toml")?))
             .map_err(|e| state_err(dir, &format!("config.toml: {e}")))?;
-        let secret = read("secret")?;
-        if secret.len() < 41 || &secret[..8] != SECRET_MAGIC {
-            return Err(state_err(dir, "secret is damaged"));
-        }
-        let token = String::from_utf8(secret[40..].to_vec()).map_err(|_| state_err(dir, "secret is damaged"))?;
-        let secret = Secret { key: secret[8..40].try_into().expect("32 bytes"), token };
+        let secret = Secret::from_bytes(&read("secret")?).ok_or_else(|| state_err(dir, "secret is damaged"))?;
         let state = read("state")?;
         if state.len() != STATE_LEN || &state[..8] != STATE_MAGIC {
             return Err(state_err(dir, "state file is damaged, or written by an older vouch (run `vouch init` again)"));
@@ -184,6 +230,49 @@ impl StateDir {
         write_atomic(&self.dir.join("state"), &bytes, false)?;
         *self.root.lock().unwrap_or_else(|e| e.into_inner()) = root;
         Ok(())
+    }
+
+    /// The intent in the directory, if a change is unsettled.
+    pub fn intent(&self) -> Result<Option<Intent>, ClientError> {
+        let path = self.dir.join(INTENT_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(ClientError::io(format!("reading {}", path.display()))(e)),
+        };
+        Intent::from_bytes(&bytes).map(Some).ok_or_else(|| {
+            ClientError::State(format!(
+                "{} is damaged: a change may be unsettled; check the name it was about with `vouch log`, \
+                 then remove the file",
+                path.display()
+            ))
+        })
+    }
+}
+
+impl StateStore for StateDir {
+    fn load(&self) -> Result<(Root, Option<Intent>), ClientError> {
+        Ok((self.root(), self.intent()?))
+    }
+
+    fn save_root(&self, root: Root) -> Result<(), ClientError> {
+        StateDir::save_root(self, root)
+    }
+
+    fn save_intent(&self, intent: &Intent) -> Result<(), ClientError> {
+        write_atomic(&self.dir.join(INTENT_FILE), &intent.to_bytes(), false)
+    }
+
+    /// Removes the file durably (the directory is flushed).
+    fn clear_intent(&self) -> Result<(), ClientError> {
+        let path = self.dir.join(INTENT_FILE);
+        let what = format!("removing {}", path.display());
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(ClientError::io(what)(e)),
+        }
+        std::fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(ClientError::io(what))
     }
 }
 
@@ -257,5 +346,53 @@ mod tests {
         let err = StateDir::open(dir.path()).unwrap_err();
         assert!(err.to_string().contains("another key"), "{err}");
         assert!(format!("{:?}", StateDir::open(tempfile::tempdir().unwrap().path())).contains("vouch init"));
+    }
+
+    #[test]
+    fn both_secret_formats_round_trip_and_the_linear_one_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let linear = dir.path().join("linear");
+        let s = StateDir::init(&linear, "http://127.0.0.1:1", "tok").unwrap();
+        let SecretKey::Linear(key) = s.secret.key else { panic!("a linear key") };
+        let bytes = std::fs::read(linear.join("secret")).unwrap();
+        assert_eq!(bytes, [&SECRET_MAGIC[..], &key[..], b"tok"].concat(), "the version 1 layout");
+
+        // The RSA layout, with stand-in key bytes (the state directory does not parse them).
+        let rsa = dir.path().join("rsa");
+        let key = SecretKey::Rsa((0..300u32).map(|i| i as u8).collect());
+        drop(StateDir::create(&rsa, "http://127.0.0.1:1", "tok2", None, key.clone()).unwrap());
+        let opened = StateDir::open(&rsa).unwrap();
+        assert_eq!((&opened.secret.key, opened.secret.token.as_str()), (&key, "tok2"));
+        drop(opened);
+        let path = rsa.join("secret");
+        let good = std::fs::read(&path).unwrap();
+        for cut in [9, 12, 100, 312] {
+            std::fs::write(&path, &good[..cut]).unwrap();
+            let err = StateDir::open(&rsa).unwrap_err();
+            assert!(err.to_string().contains("secret is damaged"), "cut at {cut}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_intent_file_is_kept_replaced_and_removed_and_damage_is_reported() {
+        use crate::intent::Planned;
+        let dir = tempfile::tempdir().unwrap();
+        let s = StateDir::init(dir.path(), "http://127.0.0.1:1", "tok").unwrap();
+        assert_eq!(s.load().unwrap(), (Root::empty(), None));
+        let old = Root { digest: Digest([1; 32]), len: 2 };
+        for change in [Planned::Remove, Planned::Prune(vec![0, 3])] {
+            let intent = Intent { old, name: "a/b".into(), change };
+            s.save_intent(&intent).unwrap();
+            assert_eq!(s.intent().unwrap(), Some(intent));
+        }
+        s.clear_intent().unwrap();
+        assert_eq!(s.intent().unwrap(), None);
+        s.clear_intent().unwrap();
+        s.save_intent(&Intent { old, name: "x".into(), change: Planned::Remove }).unwrap();
+        let path = dir.path().join(INTENT_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[10] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(s.load(), Err(ClientError::State(_))));
     }
 }

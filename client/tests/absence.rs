@@ -21,7 +21,7 @@ const BLOCK: Option<usize> = Some(4096);
 /// through a proxy told what to lie about by the returned rules.
 async fn behind_a_proxy() -> (Setup, Rules, Vec<u8>) {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let data = sample(60_000, 3);
     for bytes in [sample(50_000, 2), data.clone()] {
         client.put("f.bin", std::io::Cursor::new(bytes), BLOCK, |_| {}).await.unwrap();
@@ -59,7 +59,7 @@ fn assert_not_found<T: std::fmt::Debug>(result: Result<T, ClientError>, what: &s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bare_not_found_for_what_the_root_proves_is_a_lie_everywhere() {
     let (setup, rules, data) = behind_a_proxy().await;
-    let mut client = setup.client();
+    let client = setup.client();
     let root = client.root();
     let not_found = Lie::Bare(ErrorCode::NotFound);
 
@@ -111,7 +111,7 @@ async fn a_bare_not_found_for_what_the_root_proves_is_a_lie_everywhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storage_error_is_unavailable_never_not_found_and_never_a_passed_audit() {
     let (setup, rules, data) = behind_a_proxy().await;
-    let mut client = setup.client();
+    let client = setup.client();
     let unavailable = Lie::Bare(ErrorCode::Storage);
     lie(&rules, "lookup", unavailable);
     assert_unavailable(client.version("f.bin", None).await, "lookup");
@@ -164,7 +164,7 @@ async fn an_error_frame_after_the_verified_header_is_a_lie_unless_the_provider_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_or_version_that_really_is_absent_is_proven_not_found() {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
+    let client = setup.client();
     client.put("f.bin", std::io::Cursor::new(sample(20_000, 1)), BLOCK, |_| {}).await.unwrap();
     let root = client.root();
     assert_not_found(client.version("nope", None).await, "lookup");

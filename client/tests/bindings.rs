@@ -12,7 +12,7 @@ use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 
-async fn put(client: &mut Client, name: &str, data: &[u8]) -> Result<(), ClientError> {
+async fn put(client: &Client, name: &str, data: &[u8]) -> Result<(), ClientError> {
     client.put(name, std::io::Cursor::new(data.to_vec()), BLOCK, |_| {}).await.map(|_| ())
 }
 
@@ -31,7 +31,7 @@ async fn a_stretched_zero_padded_block_is_caught_on_read() {
     // Over 4 MiB: a whole read comes in several chunks, and each chunk's last block has an
     // unopened neighbour to take bytes from.
     let data = sample(9_000_000, 3);
-    put(&mut setup.client(), "f.bin", &data).await.unwrap();
+    put(&setup.client(), "f.bin", &data).await.unwrap();
     setup.restart(Misbehave::StretchBlock).await;
     let client = setup.client();
     // A whole read, and a range whose end falls inside the file: the chunk's last block claims
@@ -50,7 +50,7 @@ async fn a_stretched_zero_padded_block_is_caught_on_read() {
 async fn a_block_past_the_requested_range_is_caught_not_a_crash() {
     let mut setup = Setup::new(Misbehave::None).await;
     let data = sample(100_000, 4);
-    put(&mut setup.client(), "f.bin", &data).await.unwrap();
+    put(&setup.client(), "f.bin", &data).await.unwrap();
     setup.restart(Misbehave::PastRange).await;
     let mut out = Vec::new();
     let result = setup.client().get("f.bin", None, Some(5_000..9_000), &mut out).await;
@@ -71,16 +71,16 @@ fn salts(received: &[(u64, Vec<u8>)]) -> HashSet<(u64, [u8; 16])> {
 async fn a_retry_after_a_refused_commit_shares_no_prf_input_with_it() {
     for retry_by_edit in [false, true] {
         let mut setup = Setup::new(Misbehave::None).await;
-        let mut client = setup.client();
-        put(&mut client, "f.bin", &sample(50_000, 5)).await.unwrap();
+        let client = setup.client();
+        put(&client, "f.bin", &sample(50_000, 5)).await.unwrap();
         setup.restart(Misbehave::RefuseCommit).await;
-        let mut client = setup.client();
+        let client = setup.client();
         let second = sample(50_000, 6);
         // The provider takes every block of a new version, then refuses the commit...
         let refused = if retry_by_edit {
             client.edit("f.bin", &ByteEdit::Replace { at: 0, data: second[..20_000].to_vec() }, BLOCK).await.map(|_| ())
         } else {
-            put(&mut client, "f.bin", &second).await
+            put(&client, "f.bin", &second).await
         };
         assert!(refused.is_err() && !matches!(refused, Err(ClientError::Misbehaved(_))), "{refused:?}");
         let first_attempt = setup.server.as_ref().unwrap().provider().received_tags();
@@ -90,7 +90,7 @@ async fn a_retry_after_a_refused_commit_shares_no_prf_input_with_it() {
         if retry_by_edit {
             client.edit("f.bin", &ByteEdit::Replace { at: 0, data: second[..20_000].to_vec() }, BLOCK).await.unwrap();
         } else {
-            put(&mut client, "f.bin", &second).await.unwrap();
+            put(&client, "f.bin", &second).await.unwrap();
         }
         let all = setup.server.as_ref().unwrap().provider().received_tags();
         let (a, b) = (salts(&first_attempt), salts(&all[first_attempt.len()..]));
@@ -114,8 +114,8 @@ async fn a_retry_after_a_refused_commit_shares_no_prf_input_with_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_file_audits_as_verified() {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
-    put(&mut client, "empty", &[]).await.unwrap();
+    let client = setup.client();
+    put(&client, "empty", &[]).await.unwrap();
     let report = client.audit("empty", None, 460).await.unwrap();
     assert!(report.verified);
     assert_eq!((report.file_bytes, report.challenged_blocks, report.proof_bytes), (0, 0, 0));
@@ -150,17 +150,17 @@ async fn a_commit_that_changes_a_count_otherwise_than_asked_is_caught() {
     // computes from its own change differs from the provider's.
     for case in ["append", "prune", "new name", "remove"] {
         let mut setup = Setup::new(Misbehave::None).await;
-        let mut client = setup.client();
+        let client = setup.client();
         for seed in 1..=3 {
-            put(&mut client, "f.bin", &sample(10_000, seed)).await.unwrap();
+            put(&client, "f.bin", &sample(10_000, seed)).await.unwrap();
         }
-        put(&mut client, "g.bin", &sample(10_000, 9)).await.unwrap();
+        put(&client, "g.bin", &sample(10_000, 9)).await.unwrap();
         setup.restart(Misbehave::WrongCount).await;
-        let mut client = setup.client();
+        let client = setup.client();
         let result = match case {
-            "append" => put(&mut client, "f.bin", &sample(10_000, 4)).await,
+            "append" => put(&client, "f.bin", &sample(10_000, 4)).await,
             "prune" => client.prune("f.bin", &[1]).await,
-            "new name" => put(&mut client, "e.bin", &sample(10_000, 5)).await,
+            "new name" => put(&client, "e.bin", &sample(10_000, 5)).await,
             _ => client.remove("f.bin").await,
         };
         // The provider's proofs are honest for what it did, so the first check to fail is the

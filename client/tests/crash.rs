@@ -58,11 +58,11 @@ async fn crash_client_child() {
     let work = PathBuf::from(env("VOUCH_CRASH_WORK"));
     let mut model = Model::load(&work);
     let mut journal = Journal::open(&work);
-    let mut client = Client::open(&work.join("client")).unwrap();
+    let client = Client::open(&work.join("client")).unwrap();
     loop {
         let op = model.choose();
         journal.line(&format!("begin {} {op}", model.next_op));
-        match model.run(&mut client, &op, &work).await {
+        match model.run(&client, &op, &work).await {
             Ok(()) => {
                 model = model.after(&op);
                 journal.line(&format!("done {}", model.next_op - 1));

@@ -16,7 +16,7 @@ async fn get(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<u8
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_get_edit_log_audit_remove_end_to_end() {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let data = sample(200_000, 1);
     let t = client.put("docs/report.bin", std::io::Cursor::new(data.clone()), Some(4096), |_| {}).await.unwrap();
     assert_eq!((t.version, t.bytes), (1, 200_000));
@@ -76,7 +76,7 @@ async fn put_get_edit_log_audit_remove_end_to_end() {
     let client = setup.client();
     assert_eq!(get(&client, "docs/report.bin", None).await.unwrap(), want);
     // Removing the file leaves none of its lists, hidden bases or inline segments behind.
-    let mut client = client;
+    let client = client;
     client.remove("docs/report.bin").await.unwrap();
     setup.server.take().unwrap().shutdown().await.unwrap();
     let meta = vouch_store::MetaDb::open(&setup.data.join("meta.redb")).unwrap();

@@ -33,7 +33,7 @@ fn assert_answer_lost<T: std::fmt::Debug>(client: &Client, result: Result<T, Cli
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_answer_is_settled_by_the_next_command_for_every_kind_of_change() {
     let mut setup = Setup::new(Misbehave::DropAnswer).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let v1 = sample(40_000, 1);
 
     // put: the next command adopts the new root and sees the file.
@@ -59,7 +59,7 @@ async fn a_lost_answer_is_settled_by_the_next_command_for_every_kind_of_change()
     let r = client.sync("f.bin", &local).await;
     assert_answer_lost(&client, r, "sync");
     drop(client);
-    let mut client = setup.client();
+    let client = setup.client();
     assert!(client.has_unsettled_change(), "the intent is kept in the state directory");
     assert_eq!(versions(&client, "f.bin").await, [1, 2, 3]);
     assert_eq!(read(&client, "f.bin").await, v3);
@@ -73,7 +73,7 @@ async fn a_lost_answer_is_settled_by_the_next_command_for_every_kind_of_change()
 
     // remove, the provider lost its answers again; settled by an audit of another name.
     setup.restart(Misbehave::DropAnswer).await;
-    let mut client_g = setup.client();
+    let client_g = setup.client();
     let r = client_g.put("g.bin", std::io::Cursor::new(b"gee".to_vec()), BLOCK, |_| {}).await;
     assert_answer_lost(&client_g, r, "put of g.bin");
     assert!(client_g.audit("g.bin", None, 10).await.unwrap().verified);
@@ -90,7 +90,7 @@ async fn a_lost_answer_is_settled_by_the_next_command_for_every_kind_of_change()
 async fn an_intent_settled_twice_settles_to_the_same_root() {
     // A crash after the new root was saved and before the intent was removed leaves both.
     let setup = Setup::new(Misbehave::DropAnswer).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let r = client.put("f.bin", std::io::Cursor::new(sample(10_000, 5)), BLOCK, |_| {}).await;
     assert_answer_lost(&client, r, "put");
     let intent = std::fs::read(setup.state.join("intent")).unwrap();
@@ -108,7 +108,7 @@ async fn an_intent_settled_twice_settles_to_the_same_root() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_that_never_reached_the_provider_is_dropped_against_the_proven_old_state() {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let data = sample(40_000, 2);
     for seed in [1, 2] {
         client.put("f.bin", std::io::Cursor::new(sample(40_000, seed)), BLOCK, |_| {}).await.unwrap();
@@ -147,7 +147,7 @@ async fn a_change_that_never_reached_the_provider_is_dropped_against_the_proven_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_that_is_neither_before_nor_after_the_change_is_a_lie() {
     let setup = Setup::new(Misbehave::DropAnswer).await;
-    let mut a = setup.client();
+    let a = setup.client();
     let r = a.put("a.bin", std::io::Cursor::new(b"first".to_vec()), BLOCK, |_| {}).await;
     assert_answer_lost(&a, r, "put");
     drop(a);
@@ -158,7 +158,7 @@ async fn a_state_that_is_neither_before_nor_after_the_change_is_a_lie() {
     for f in ["config.toml", "secret", "state", "intent"] {
         std::fs::copy(setup.state.join(f), copy.join(f)).unwrap();
     }
-    let mut b = Client::open(&copy).unwrap();
+    let b = Client::open(&copy).unwrap();
     let r = b.put("b.bin", std::io::Cursor::new(b"second".to_vec()), BLOCK, |_| {}).await;
     assert_answer_lost(&b, r, "put by the copy");
     assert_eq!(b.list().await.unwrap().len(), 2);

@@ -28,7 +28,7 @@ async fn an_audit_past_the_providers_memory_bound_is_a_refusal_not_a_lie() {
     let dir = tempfile::tempdir().unwrap();
     // 64 KiB of challenged blocks at most: 16 blocks of 4 KiB.
     let server = start(&dir.path().join("provider"), Limits { max_audit_bytes: 64 << 10, ..Limits::default() }).await;
-    let mut client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), TOKEN).unwrap();
+    let client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), TOKEN).unwrap();
     let data = sample(1 << 20, 5);
     client.put("f.bin", std::io::Cursor::new(data), Some(4096), |_| {}).await.unwrap();
     // 460 offsets over 256 blocks hit far more than 16 of them.
@@ -42,7 +42,7 @@ async fn an_audit_past_the_providers_memory_bound_is_a_refusal_not_a_lie() {
 async fn a_put_past_the_providers_block_limit_is_a_refusal_not_a_lie() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(&dir.path().join("provider"), Limits { max_put_blocks: 10, ..Limits::default() }).await;
-    let mut client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), TOKEN).unwrap();
+    let client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), TOKEN).unwrap();
     let r = client.put("many.bin", std::io::Cursor::new(sample(64 << 10, 6)), Some(4096), |_| {}).await;
     assert_too_large(r, "a put of 16 blocks");
     client.put("few.bin", std::io::Cursor::new(sample(40 << 10, 6)), Some(4096), |_| {}).await.unwrap();

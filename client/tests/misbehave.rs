@@ -15,7 +15,7 @@ use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 
-async fn put(client: &mut Client, name: &str, data: &[u8]) {
+async fn put(client: &Client, name: &str, data: &[u8]) {
     let t = client.put(name, std::io::Cursor::new(data.to_vec()), BLOCK, |_| {}).await.unwrap();
     assert_eq!(t.bytes, data.len() as u64);
 }
@@ -41,7 +41,7 @@ async fn assert_get_caught(client: &Client, name: &str, version: Option<u64>, da
 async fn stored_then_lying(misbehave: Misbehave, len: usize) -> (Setup, Vec<u8>) {
     let mut setup = Setup::new(Misbehave::None).await;
     let data = sample(len, 7);
-    put(&mut setup.client(), "f.bin", &data).await;
+    put(&setup.client(), "f.bin", &data).await;
     // Honest first: the data is really there and verifies.
     let (result, out) = get(&setup.client(), "f.bin", None).await;
     result.unwrap();
@@ -108,9 +108,9 @@ async fn old_version_served_as_latest_is_caught() {
     let mut setup = Setup::new(Misbehave::None).await;
     let v1 = sample(300_000, 1);
     let v2 = sample(300_000, 2);
-    let mut client = setup.client();
-    put(&mut client, "f.bin", &v1).await;
-    put(&mut client, "f.bin", &v2).await;
+    let client = setup.client();
+    put(&client, "f.bin", &v1).await;
+    put(&client, "f.bin", &v2).await;
     setup.restart(Misbehave::OldVersion).await;
     let client = setup.client();
     // The latest asked for, the previous one served: caught before any byte.
@@ -127,10 +127,10 @@ async fn old_version_served_as_latest_is_caught() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_version_said_to_be_missing_is_caught() {
     let mut setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
-    put(&mut client, "f.bin", &sample(100_000, 1)).await;
+    let client = setup.client();
+    put(&client, "f.bin", &sample(100_000, 1)).await;
     let v2 = sample(100_000, 2);
-    put(&mut client, "f.bin", &v2).await;
+    put(&client, "f.bin", &v2).await;
     setup.restart(Misbehave::HideVersion).await;
     let client = setup.client();
     // "Not found" for version 1, which the proven log lists: a lie, on every path.
@@ -150,10 +150,10 @@ async fn an_old_version_said_to_be_missing_is_caught() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolled_back_new_name_is_caught() {
     let setup = Setup::new(Misbehave::Rollback).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let data = sample(300_000, 3);
     // The commit's proofs are valid, so the client accepts it; the provider then forgets it.
-    put(&mut client, "f.bin", &data).await;
+    put(&client, "f.bin", &data).await;
     assert_eq!(client.root().len, 1);
     // The provider answers from its empty namespace: a listing without the name the client's
     // root holds, and lookups with no proof for a namespace that is not empty.
@@ -169,9 +169,9 @@ async fn rolled_back_new_name_is_caught() {
 async fn rolled_back_new_version_is_caught() {
     let mut setup = Setup::new(Misbehave::None).await;
     let v1 = sample(300_000, 4);
-    put(&mut setup.client(), "f.bin", &v1).await;
+    put(&setup.client(), "f.bin", &v1).await;
     setup.restart(Misbehave::Rollback).await;
-    let mut client = setup.client();
+    let client = setup.client();
     // An edit (version 2), acknowledged with valid proofs, then forgotten.
     client.edit("f.bin", &ByteEdit::Replace { at: 5000, data: vec![0xAB; 100] }, BLOCK).await.unwrap();
     let mut v2 = v1.clone();
@@ -215,9 +215,9 @@ async fn proof_for_another_challenge_is_caught() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hidden_name_in_listing_is_caught() {
     let mut setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
-    put(&mut client, "a.txt", b"first").await;
-    put(&mut client, "b.txt", b"second").await;
+    let client = setup.client();
+    put(&client, "a.txt", b"first").await;
+    put(&client, "b.txt", b"second").await;
     let names: Vec<String> = client.list().await.unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(names, ["a.txt", "b.txt"]);
     setup.restart(Misbehave::HideFile).await;
@@ -235,7 +235,7 @@ async fn hidden_name_in_listing_is_caught() {
 async fn damaged_segment_on_disk_is_reported_as_misbehaviour() {
     let setup = Setup::new(Misbehave::None).await;
     let data = sample(300_000, 5);
-    put(&mut setup.client(), "f.bin", &data).await;
+    put(&setup.client(), "f.bin", &data).await;
     let segments = setup.data.join("blobs").join("segments");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&segments)
         .unwrap()
@@ -297,13 +297,13 @@ async fn wrong_token_is_unauthorized_and_a_closed_port_is_unreachable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_an_older_root_sees_newer_answers_as_lies() {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
+    let client = setup.client();
     let v1 = sample(100_000, 8);
-    put(&mut client, "f.bin", &v1).await;
+    put(&client, "f.bin", &v1).await;
     let saved = std::fs::read(setup.state.join("state")).unwrap();
     let v2 = sample(100_000, 9);
-    put(&mut client, "f.bin", &v2).await;
-    put(&mut client, "g.bin", b"new name").await;
+    put(&client, "f.bin", &v2).await;
+    put(&client, "g.bin", b"new name").await;
     // The up-to-date client reads the newest data.
     let (result, out) = get(&client, "f.bin", None).await;
     result.unwrap();
@@ -355,9 +355,9 @@ fn hide_newest_version(op: &str, body: Vec<u8>) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_with_the_newest_version_left_out_is_caught() {
     let setup = Setup::new(Misbehave::None).await;
-    let mut client = setup.client();
+    let client = setup.client();
     for seed in 1..=3 {
-        put(&mut client, "f.bin", &sample(10_000, seed)).await;
+        put(&client, "f.bin", &sample(10_000, seed)).await;
     }
     let numbers = |log: &[vouch_core::namespace::VersionRecord]| log.iter().map(|v| v.number).collect::<Vec<_>>();
     assert_eq!(numbers(&client.log("f.bin").await.unwrap()), [1, 2, 3]);
@@ -378,7 +378,7 @@ async fn a_block_list_with_an_altered_tag_is_caught_by_sync() {
     changed.splice(50_000..50_000, *b"new bytes");
     let local = setup.dir.path().join("local.bin");
     std::fs::write(&local, &changed).unwrap();
-    let mut client = setup.client();
+    let client = setup.client();
     let root = client.root();
     assert_violation(client.sync("f.bin", &local).await, Kind::BlockListMismatch, "sync against an altered block list");
     assert_eq!(client.root(), root, "nothing was committed");

@@ -19,7 +19,7 @@ async fn provider_on_s3_serves_verified_files_and_tampering_in_the_bucket_is_cau
     let provider = Provider::open(blobs.clone(), meta).unwrap();
     let clients = HashMap::from([(token_hash("t"), "alice".to_string())]);
     let server = vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap();
-    let mut client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), "t").unwrap();
+    let client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), "t").unwrap();
 
     let data: Vec<u8> = (0..2_000_000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as u8).collect();
     client.put("big.bin", std::io::Cursor::new(data.clone()), None, |_| {}).await.unwrap();

@@ -184,7 +184,7 @@ async fn over_tls_a_pinned_client_reads_verified_and_another_certificate_cannot_
     let pinned = dir.path().join("cert.pem");
     std::fs::write(&pinned, &cert).unwrap();
 
-    let mut client = Client::init_pinned(&dir.path().join("client"), &url, TOKEN, &pinned).unwrap();
+    let client = Client::init_pinned(&dir.path().join("client"), &url, TOKEN, &pinned).unwrap();
     let data = sample(300_000, 3);
     client.put("f.bin", std::io::Cursor::new(data.clone()), Some(4096), |_| {}).await.unwrap();
     let mut back = Vec::new();

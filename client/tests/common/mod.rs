@@ -4,10 +4,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use vouch_client::{Client, ViolationKind};
+use vouch_client::state::StateDir;
+use vouch_client::{Client, SecretKey, ViolationKind};
 use vouch_server::{token_hash, Blocks, Misbehave, Misbehaving, Provider, RunningServer};
 
+/// Alice's token; Bob (another namespace on the same provider) has [`TOKEN_BOB`].
 pub const TOKEN: &str = "test-token";
+pub const TOKEN_BOB: &str = "bob-token";
 pub struct Setup {
     pub dir: tempfile::TempDir,
     pub state: PathBuf,
@@ -17,7 +20,7 @@ pub struct Setup {
 
 pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer {
     let provider = Misbehaving::new(Provider::open_dir(data, &Blocks::Local).unwrap(), misbehave);
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
+    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(TOKEN_BOB), "bob".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
 }
 
@@ -28,6 +31,17 @@ impl Setup {
         let server = start(&data, misbehave).await;
         let state = dir.path().join("client");
         Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
+        Setup { state, data, server: Some(server), dir }
+    }
+
+    /// [`Setup::new`] with Alice's client holding `key` (e.g. one RSA key made once per test
+    /// binary: generating one takes a while).
+    pub async fn with_key(misbehave: Misbehave, key: SecretKey) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("provider");
+        let server = start(&data, misbehave).await;
+        let state = dir.path().join("client");
+        StateDir::create(&state, &format!("http://{}", server.addr), TOKEN, None, key).unwrap();
         Setup { state, data, server: Some(server), dir }
     }
 
@@ -74,4 +88,10 @@ pub fn assert_violation<T: std::fmt::Debug>(
         Err(vouch_client::ClientError::Misbehaved(v)) if v.kind == kind => {}
         other => panic!("{what}: expected the violation {kind}, got {other:?}"),
     }
+}
+
+/// A 1024-bit RSA key, made once per test binary (small keys keep the tests quick).
+pub fn rsa_key() -> SecretKey {
+    static KEY: std::sync::OnceLock<SecretKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| SecretKey::generate(vouch_client::KeyChoice::Rsa { bits: 1024 }).unwrap()).clone()
 }

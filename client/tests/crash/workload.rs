@@ -112,7 +112,7 @@ impl Model {
     }
 
     /// Runs `op` through the client.
-    pub async fn run(&self, client: &mut Client, op: &Op, scratch: &Path) -> Result<(), ClientError> {
+    pub async fn run(&self, client: &Client, op: &Op, scratch: &Path) -> Result<(), ClientError> {
         match op {
             Op::Put(name, seed) => {
                 let data = std::io::Cursor::new(Self::put_content(*seed));

@@ -44,7 +44,14 @@ pub enum Answer {
     Own(u16, Vec<u8>),
     /// Forwards the request and passes the provider's status and body through this first.
     Forward(Pass),
+    /// Waits for the gate to open, then forwards as `Forward` does.
+    After(Gate, Pass),
+    /// Forwards as `Forward` does, then holds the answer until the gate opens.
+    Hold(Gate, Pass),
 }
+
+/// What a test opens (`add_permits`, one per request) to let a held request or answer go on.
+pub type Gate = Arc<tokio::sync::Semaphore>;
 
 /// Serves HTTP/1.1 on a free port (one request per connection, bodies with a length) and
 /// answers each request `/v1/{op}` as `decide(op)` says. Returns the proxy's URL.
@@ -86,9 +93,18 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
                     assert!(n > 0, "request body cut short");
                     buf.extend_from_slice(&piece[..n]);
                 }
-                let (code, body) = match decide(path.trim_start_matches("/v1/")) {
-                    Answer::Own(code, body) => (code, body),
-                    Answer::Forward(pass) => {
+                let (before, pass, after) = match decide(path.trim_start_matches("/v1/")) {
+                    Answer::Own(code, body) => (None, Err((code, body)), None),
+                    Answer::Forward(pass) => (None, Ok(pass), None),
+                    Answer::After(gate, pass) => (Some(gate), Ok(pass), None),
+                    Answer::Hold(gate, pass) => (None, Ok(pass), Some(gate)),
+                };
+                if let Some(gate) = before {
+                    gate.acquire().await.unwrap().forget();
+                }
+                let (code, body) = match pass {
+                    Err(own) => own,
+                    Ok(pass) => {
                         let mut req =
                             http.post(format!("{upstream}{path}")).body(buf[head_end..head_end + len].to_vec());
                         for name in [vouch_proto::VERSION_HEADER, "authorization"] {
@@ -101,6 +117,9 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
                         pass(code, resp.bytes().await.unwrap().to_vec())
                     }
                 };
+                if let Some(gate) = after {
+                    gate.acquire().await.unwrap().forget();
+                }
                 let head = format!("HTTP/1.1 {code} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
                 socket.write_all(head.as_bytes()).await.unwrap();
                 socket.write_all(&body).await.unwrap();

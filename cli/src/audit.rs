@@ -1,0 +1,132 @@
+//! Audits: the owner's (`vouch audit`), a third party's with only the public key and the root
+//! (`vouch audit --public`), and what the owner hands that third party (`vouch root`, `vouch
+//! key export-public`).
+
+use crate::commands::Audit;
+use crate::output::{human, Output};
+use crate::Failure;
+use serde::Serialize;
+use std::path::Path;
+use vouch_client::public::read_public_key;
+use vouch_client::state::write_atomic;
+use vouch_client::{key_id, AuditReport, AuditRoot, Client, ClientError, PublicAuditor, Remote, Transport};
+use vouch_core::pdp::SchemeId;
+
+/// A scheme as users name it.
+pub fn scheme_name(scheme: Option<SchemeId>) -> &'static str {
+    match scheme {
+        Some(SchemeId::Linear) => "linear",
+        Some(SchemeId::Rsa1024) => "rsa-1024",
+        Some(SchemeId::Rsa2048) => "rsa-2048",
+        None => "none",
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn print_reports(reports: &[AuditReport], out: Output) {
+    out.print(&reports, || {
+        reports
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} v{}: possession proven ({} blocks challenged, proof {}, {:.1} ms)",
+                    r.name,
+                    r.version,
+                    r.challenged_blocks,
+                    human(r.proof_bytes as u64),
+                    r.seconds * 1e3
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+}
+
+/// `vouch audit`: the owner's audit of one name or of every name.
+pub async fn owner(client: &Client, args: Audit, out: Output) -> Result<(), Failure> {
+    let names = match &args.name {
+        Some(n) => vec![n.clone()],
+        None => client.list().await?.into_iter().map(|e| e.name).collect(),
+    };
+    let mut reports = Vec::new();
+    for name in &names {
+        reports.push(client.audit(name, args.version, args.blocks).await?);
+    }
+    print_reports(&reports, out);
+    Ok(())
+}
+
+/// `vouch audit --public KEYFILE --root ROOT`: a third party's audit, no state directory.
+pub async fn public(args: Audit, out: Output) -> Result<(), Failure> {
+    let need = |what: &str| ClientError::BadInput(format!("a public audit needs {what}"));
+    let root: AuditRoot = args.root.as_deref().ok_or_else(|| need("--root"))?.parse()?;
+    let key = read_public_key(args.public.as_deref().ok_or_else(|| need("--public"))?)?;
+    let server = args.server.as_deref().ok_or_else(|| need("--server (or VOUCH_SERVER)"))?;
+    let token = args.token.as_deref().ok_or_else(|| need("--token (or VOUCH_TOKEN)"))?;
+    let ca_pem = match &args.ca {
+        Some(ca) => Some(std::fs::read(ca).map_err(ClientError::io(format!("reading {}", ca.display())))?),
+        None => None,
+    };
+    let remote = Remote::with(server, token, &Transport { ca_pem, ..Transport::default() })?;
+    let auditor = PublicAuditor::new(remote, key, &root)?;
+    let names = match &args.name {
+        Some(n) => vec![n.clone()],
+        None => auditor.list().await?.into_iter().map(|e| e.name).collect(),
+    };
+    let mut reports = Vec::new();
+    for name in &names {
+        reports.push(auditor.audit(name, args.version, args.blocks).await?);
+    }
+    print_reports(&reports, out);
+    Ok(())
+}
+
+/// `vouch root`.
+pub async fn root(client: &Client, out: Output) -> Result<(), Failure> {
+    let root = client.audit_root().await?;
+    #[derive(Serialize)]
+    struct Shown {
+        root: String,
+        digest: String,
+        names: u64,
+        key_id: Option<String>,
+        scheme: &'static str,
+    }
+    let shown = Shown {
+        root: root.to_string(),
+        digest: root.root.digest.to_hex(),
+        names: root.root.len,
+        key_id: root.key_id.as_ref().map(|id| hex(id)),
+        scheme: scheme_name(client.key().map(|k| k.scheme())),
+    };
+    out.print(&shown, || shown.root.clone());
+    Ok(())
+}
+
+/// `vouch key export-public FILE`.
+pub fn export_public(client: &Client, file: &Path, out: Output) -> Result<(), Failure> {
+    let key = client.key().and_then(|k| k.public_key()).ok_or_else(|| {
+        ClientError::BadInput(
+            "this client's key is of the linear scheme, which has no public key (`vouch init --scheme rsa` makes \
+             a client that anyone can audit)"
+                .into(),
+        )
+    })?;
+    write_atomic(file, &key.to_bytes(), false)?;
+    #[derive(Serialize)]
+    struct Exported {
+        public_key: String,
+        key_id: String,
+        scheme: &'static str,
+    }
+    let shown = Exported {
+        public_key: file.display().to_string(),
+        key_id: hex(&key_id(key)),
+        scheme: scheme_name(Some(key.scheme())),
+    };
+    out.print(&shown, || format!("wrote the {} public key {} (id {})", shown.scheme, shown.public_key, shown.key_id));
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! A put's upload, the half that runs on a blocking thread: the input cut into blocks, the
+//! blocks tagged and sent a batch per frame, the intent recorded, then the version record
+//! sent as the last frame. The frames reach the request body through a channel; the async
+//! half ([`crate::Client::put`]) streams them and checks the answer.
+
+use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
+use crate::client::now;
+use crate::error::ClientError;
+use crate::intent::{Intent, Planned};
+use crate::keys::{ClientKey, Keys};
+use crate::ledger::Ledger;
+use crate::state::Root;
+use crate::verify::Verified;
+use bytes::Bytes;
+use serde_bytes::ByteBuf;
+use std::io::Read;
+use std::sync::Arc;
+use vouch_core::namespace::VersionRecord;
+use vouch_core::pdp::{FileId, TaggedBlock, Upload};
+use vouch_proto::{BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
+
+/// Bytes of blocks per upload frame.
+const UPLOAD_BATCH_BYTES: usize = 4 << 20;
+
+/// The channel the frames go to the request body through.
+pub(crate) type FrameSender = tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>;
+
+/// Where a put's new version goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewVersion {
+    pub file: FileId,
+    pub number: u64,
+    /// Nonces continue from the latest version's (the older versions' blocks keep theirs).
+    pub first_nonce: u64,
+}
+
+impl NewVersion {
+    /// The version after the proven `latest`, or the first of a new file.
+    pub(crate) fn after(latest: Option<&Verified>) -> NewVersion {
+        match latest {
+            Some(v) => {
+                NewVersion { file: v.entry.file, number: v.entry.next_version, first_nonce: v.record.next_nonce }
+            }
+            None => NewVersion { file: FileId(rand::random()), number: 1, first_nonce: 0 },
+        }
+    }
+}
+
+/// One put's upload (see the module documentation).
+pub(crate) struct PutUpload {
+    pub keys: Arc<Keys>,
+    pub ledger: Arc<Ledger>,
+    pub name: String,
+    /// The root the commit starts from, for its intent.
+    pub old: Root,
+    pub version: NewVersion,
+    pub cutting: Cutting,
+    pub frames: FrameSender,
+}
+
+impl PutUpload {
+    /// Sends the whole upload. Returns the version record sent and how many blocks it has.
+    pub(crate) fn run(self, reader: impl Read, progress: impl Fn(u64)) -> Result<(VersionRecord, u64), ClientError> {
+        let key = self.keys.owner()?;
+        let NewVersion { file, number, first_nonce } = self.version;
+        self.send(&PutFrame::Head(PutHead { name: self.name.clone(), file: file.0, scheme: key.scheme() as u8 }))?;
+        let block_size = match self.cutting {
+            Cutting::Fixed(n) => n,
+            Cutting::Content => CDC_MAX as usize,
+        };
+        // A fresh salt per attempt: a retry after a refused commit reuses the nonces.
+        let mut upload = Upload::continuing(key, rand::random(), file, block_size, first_nonce).map_err(bad_input)?;
+        let mut batch = Batch::default();
+        let total = self.send_blocks(&mut upload, reader, &mut batch, &progress)?;
+        let (state, _list) = upload.finish(|t, d| batch.add(t, Bytes::copy_from_slice(d))).map_err(bad_input)?;
+        self.flush(&mut batch)?;
+        progress(total);
+        let record = VersionRecord {
+            number,
+            scheme: key.scheme(),
+            file,
+            root: state.root,
+            len: state.len,
+            next_nonce: state.next_nonce,
+            time: now(),
+        };
+        // From the last frame on the commit may happen: its intent is recorded first.
+        self.ledger.intend(Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record) })?;
+        self.send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
+        Ok((record, state.next_nonce - first_nonce))
+    }
+
+    /// Cuts `reader` into blocks, tags them and sends them a batch at a time. Returns the
+    /// bytes read.
+    fn send_blocks(
+        &self,
+        upload: &mut Upload<'_, ClientKey>,
+        reader: impl Read,
+        batch: &mut Batch,
+        progress: &impl Fn(u64),
+    ) -> Result<u64, ClientError> {
+        let mut total = 0u64;
+        let mut chunks = ChunkSource::new(reader, self.cutting);
+        while let Some(blocks) = chunks.next_batch(UPLOAD_BATCH_BYTES)? {
+            total += blocks.iter().map(|b| b.len() as u64).sum::<u64>();
+            // The blocks read are shared into the frames, not copied (a block joined from two
+            // reads by a fixed-size upload is the exception).
+            let blocks: Vec<Bytes> = blocks.into_iter().map(Bytes::from).collect();
+            match self.cutting {
+                Cutting::Fixed(_) => {
+                    for b in &blocks {
+                        upload.push(b, |t, d| batch.add(t, shared_or_copied(b, d)));
+                    }
+                }
+                Cutting::Content => {
+                    let refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+                    let mut owners = blocks.iter();
+                    upload
+                        .push_blocks(&refs, |t, d| {
+                            let data =
+                                owners.next().map_or_else(|| Bytes::copy_from_slice(d), |b| shared_or_copied(b, d));
+                            batch.add(t, data)
+                        })
+                        .map_err(bad_input)?;
+                }
+            }
+            if batch.bytes >= UPLOAD_BATCH_BYTES {
+                self.flush(batch)?;
+                progress(total);
+            }
+        }
+        Ok(total)
+    }
+
+    /// Sends the batch's blocks, if any, as one frame.
+    fn flush(&self, batch: &mut Batch) -> Result<(), ClientError> {
+        if batch.blocks.is_empty() {
+            return Ok(());
+        }
+        batch.bytes = 0;
+        self.send(&PutFrame::Blocks(BlockBatch { blocks: std::mem::take(&mut batch.blocks) }))
+    }
+
+    /// A frame goes out in parts that share the blocks' bytes (no copy into a frame).
+    fn send(&self, frame: &PutFrame) -> Result<(), ClientError> {
+        vouch_proto::put_frame_parts(frame).into_iter().try_for_each(|part| {
+            self.frames.blocking_send(Ok(part)).map_err(|_| ClientError::Io {
+                what: "upload".into(),
+                source: std::io::Error::other("the provider closed the upload"),
+            })
+        })
+    }
+}
+
+/// Tagged blocks waiting for their frame.
+#[derive(Default)]
+struct Batch {
+    blocks: Vec<WireBlock>,
+    bytes: usize,
+}
+
+impl Batch {
+    fn add(&mut self, t: &TaggedBlock, data: Bytes) {
+        self.bytes += data.len();
+        self.blocks.push(WireBlock { nonce: t.nonce, tag: ByteBuf::from(t.tag.clone()), data });
+    }
+}
+
+fn bad_input(e: impl std::fmt::Display) -> ClientError {
+    ClientError::BadInput(e.to_string())
+}
+
+/// `part` as a slice of `owner` when it lies inside it (no copy), otherwise a copy.
+fn shared_or_copied(owner: &Bytes, part: &[u8]) -> Bytes {
+    let (start, at) = (owner.as_ptr() as usize, part.as_ptr() as usize);
+    if at >= start && at + part.len() <= start + owner.len() {
+        owner.slice_ref(part)
+    } else {
+        Bytes::copy_from_slice(part)
+    }
+}
