@@ -182,7 +182,14 @@ async fn repair(data: &std::path::Path, s3: Option<&str>, rebuild: bool) -> Resu
 
 /// The provider over `data` (metadata, and blocks unless `s3` names where they go).
 pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Misbehaving> {
-    Ok(Misbehaving::new(Provider::open_dir(data, &Blocks::from_setting(s3)?)?, misbehave))
+    let provider = Provider::open_dir(data, &Blocks::from_setting(s3)?).map_err(|e| {
+        let hint = e.is_corrupt().then_some(
+            "\n(`vouch serve --check` says what is damaged; `vouch serve --rebuild-index` rebuilds the metadata \
+             store from the blobs)",
+        );
+        anyhow::anyhow!("{e}{}", hint.unwrap_or_default())
+    })?;
+    Ok(Misbehaving::new(provider, misbehave))
 }
 
 #[derive(Args)]

@@ -36,6 +36,13 @@ pub enum OpenError {
     Store(#[from] StoreError),
 }
 
+impl OpenError {
+    /// Whether what is stored is damaged (the metadata store can be rebuilt from the blobs).
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, OpenError::Store(StoreError::Corrupt { .. }))
+    }
+}
+
 impl Provider {
     /// The provider whose metadata is in `data` (created if missing) and whose blocks are
     /// where `blocks` says.
