@@ -63,6 +63,7 @@ struct Moved {
 impl Repository {
     /// One compaction run as `policy` says (nothing if there is not enough garbage).
     pub async fn compact(&self, policy: &CompactionPolicy) -> Result<Compaction, StoreError> {
+        let _one_at_a_time = self.compacting.lock().await;
         let mut victims: Vec<(u64, SegmentInfo)> = self
             .segment_infos()?
             .into_iter()

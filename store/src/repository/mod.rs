@@ -59,6 +59,8 @@ pub struct Repository {
     /// Held while a commit is resolved and made durable, and by compaction's switch: the
     /// bookkeeping a commit reads is never changed under it, and the log is copied whole.
     commits: tokio::sync::Mutex<log::LogState>,
+    /// Held by a compaction run: one at a time (two would copy the same blocks).
+    compacting: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -81,6 +83,7 @@ impl Repository {
             next_segment: Arc::new(AtomicU64::new(next)),
             segment_size: DEFAULT_SEGMENT_SIZE,
             commits: tokio::sync::Mutex::new(log::LogState::default()),
+            compacting: tokio::sync::Mutex::new(()),
         })
     }
 
