@@ -24,6 +24,9 @@ use crate::{BlobStore, MetaBatch, StoreError};
 
 /// Copies of the log between two snapshots.
 pub(crate) const SNAPSHOT_AFTER: u32 = 16;
+/// After a failed copy, commits do not try again for this long (each try may take the blob
+/// store's whole timeout; the local log keeps everything meanwhile).
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 /// Bytes of entries per record of a snapshot.
 const SNAPSHOT_RECORD: usize = 1 << 20;
 
@@ -32,6 +35,8 @@ const SNAPSHOT_RECORD: usize = 1 << 20;
 pub(crate) struct LogState {
     next: Option<u64>,
     since_snapshot: u32,
+    /// Set by a failed copy: commits leave the log alone until then.
+    retry_at: Option<std::time::Instant>,
 }
 
 pub(crate) fn log_key(seq: u64) -> String {
@@ -87,11 +92,15 @@ impl Repository {
     /// Copies the log and starts it over if it has grown enough; a failure is logged and
     /// the copy tried again at the next commit (the local log keeps everything until then).
     pub(super) async fn ship_if_due(&self, state: &mut LogState) {
+        if state.retry_at.is_some_and(|at| std::time::Instant::now() < at) {
+            return;
+        }
         match self.meta.log_due() {
             Ok(false) => {}
             Ok(true) => {
                 if let Err(e) = self.ship(state).await {
                     tracing::warn!("could not copy the metadata log to the blob store (tried again later): {e}");
+                    state.retry_at = Some(std::time::Instant::now() + RETRY_AFTER);
                 }
             }
             Err(e) => tracing::warn!("metadata log: {e}"),
@@ -106,6 +115,7 @@ impl Repository {
         self.blobs.put(&log_key(seq), contents.into()).await?;
         state.next = Some(seq + 1);
         state.since_snapshot += 1;
+        state.retry_at = None;
         self.meta.checkpoint()
     }
 

@@ -94,11 +94,6 @@ impl Repository {
         self
     }
 
-    /// The blob store (for tests that damage it behind the repository's back).
-    pub fn blobs(&self) -> &ObjectBlobs {
-        &self.blobs
-    }
-
     /// Starts packing blocks of `owner` (opaque bytes naming whose they are, at most 64 KiB).
     pub fn upload(&self, owner: &[u8]) -> Result<Upload, StoreError> {
         Upload::new(owner, self.blobs.clone(), self.next_segment.clone(), self.segment_size)
@@ -115,7 +110,7 @@ impl Repository {
         self.meta.get(&keys::record(key))
     }
 
-    /// Every record whose key starts with `prefix`, in key order (keys without the prefix cut).
+    /// Every record whose key starts with `prefix`, in key order, keys as they were put.
     pub fn records(&self, prefix: &[u8]) -> Result<Vec<Entry>, StoreError> {
         let strip = keys::RECORDS.len();
         Ok(self.meta.scan(&keys::record(prefix))?.into_iter().map(|(k, v)| (k[strip..].to_vec(), v)).collect())

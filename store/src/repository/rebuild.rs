@@ -55,12 +55,17 @@ impl Repository {
             }
         }
         let meta = MetaDb::open(meta_path)?;
-        replay(&blobs, &meta, local_log, &mut report).await?;
+        meta.keep_log();
+        replay(&blobs, &meta, &mut report).await?;
+        // Not in the copies yet: through the new log, which keeps it until it is copied.
+        let mut unshipped = MetaBatch::default();
+        local_log.into_iter().for_each(|b| unshipped.append(b));
         if meta.get(keys::STORE_FORMAT)?.is_none() {
             // Nothing of the old store's beginning survived; the rest is this layout's.
-            let mut stamp = MetaBatch::default();
-            stamp.put(keys::STORE_FORMAT, keys::FORMAT);
-            meta.load(&[stamp])?;
+            unshipped.put(keys::STORE_FORMAT, keys::FORMAT);
+        }
+        if !unshipped.is_empty() {
+            meta.commit(&unshipped)?;
         }
         let repo = Repository::open(blobs, meta)?;
         repo.reconcile(&mut report).await?;
@@ -150,13 +155,8 @@ fn locate(survey: &Survey) -> Whereabouts {
     out
 }
 
-/// Replays the copies in the blob store, then the old local log, into the new store.
-async fn replay(
-    blobs: &ObjectBlobs,
-    meta: &MetaDb,
-    local_log: Vec<MetaBatch>,
-    report: &mut RebuildReport,
-) -> Result<(), StoreError> {
+/// Replays the copies in the blob store into the new store.
+async fn replay(blobs: &ObjectBlobs, meta: &MetaDb, report: &mut RebuildReport) -> Result<(), StoreError> {
     let copies = Copies::list(blobs).await?;
     let mut from = None;
     for &seq in copies.snapshots.iter().rev() {
@@ -179,7 +179,7 @@ async fn replay(
         meta.load(&batches)?;
         report.log_copies += 1;
     }
-    meta.load(&local_log)
+    Ok(())
 }
 
 /// Renames `path` to `path.damaged-<stamp>` (or `-<stamp>-<n>` if taken); `None` if there is
