@@ -8,8 +8,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use vouch_server::{
-    hex32, token_hash, Blocks, CompactionPolicy, LimitSettings, Limits, Maintenance, Misbehave, Misbehaving, Provider,
-    ServeOptions, ServerConfig,
+    hex32, token_hash, Blocks, CompactionPolicy, LimitSettings, Limits, Maintenance, Misbehave, Misbehaving, OpenError,
+    Provider, ServeOptions, ServerConfig,
 };
 
 #[derive(Args)]
@@ -63,7 +63,8 @@ pub struct Serve {
     /// the rebuilt state is right.
     #[arg(long)]
     rebuild_index: bool,
-    /// Run compaction every this many seconds in the background (default 60; 0: never).
+    /// Run compaction every this many seconds in the background (default 60; 0: never, and no
+    /// snapshots of the metadata's log copies either).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     compact_every_secs: u64,
     /// Compaction rewrites segments whose live bytes are below this fraction (default 0.5)...
@@ -166,7 +167,7 @@ async fn repair(data: &std::path::Path, s3: Option<&str>, rebuild: bool) -> Resu
         let report = vouch_server::rebuild_dir(data, &blocks).await.map_err(anyhow::Error::from)?;
         (serde_json::to_string_pretty(&report), report.problems.len())
     } else {
-        let report = vouch_server::check_dir(data, &blocks).await.map_err(anyhow::Error::from)?;
+        let report = vouch_server::check_dir(data, &blocks).await.map_err(hinted)?;
         (serde_json::to_string_pretty(&report), report.problems.len())
     };
     println!("{}", json.context("encoding the report")?);
@@ -182,14 +183,17 @@ async fn repair(data: &std::path::Path, s3: Option<&str>, rebuild: bool) -> Resu
 
 /// The provider over `data` (metadata, and blocks unless `s3` names where they go).
 pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Misbehaving> {
-    let provider = Provider::open_dir(data, &Blocks::from_setting(s3)?).map_err(|e| {
-        let hint = e.is_corrupt().then_some(
-            "\n(`vouch serve --check` says what is damaged; `vouch serve --rebuild-index` rebuilds the metadata \
-             store from the blobs)",
-        );
-        anyhow::anyhow!("{e}{}", hint.unwrap_or_default())
-    })?;
+    let provider = Provider::open_dir(data, &Blocks::from_setting(s3)?).map_err(hinted)?;
     Ok(Misbehaving::new(provider, misbehave))
+}
+
+/// The error, with what to do about damaged storage.
+fn hinted(e: OpenError) -> anyhow::Error {
+    let hint = e.is_corrupt().then_some(
+        "\n(`vouch serve --rebuild-index` rebuilds the metadata store from the blobs; the clients' roots then \
+         decide whether the rebuilt state is right)",
+    );
+    anyhow::anyhow!("{e}{}", hint.unwrap_or_default())
 }
 
 #[derive(Args)]
