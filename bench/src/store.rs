@@ -1,8 +1,9 @@
 //! `vouch bench store`: the storage layer against the raw backend, on each backend.
 //!
-//! For the same bytes, vouch's layout (blocks packed into 32 MiB segments, an index committed
-//! to the metadata store, checksummed ranged reads) against the `object_store` crate writing
-//! and reading them directly (32 MiB objects, the same ranged reads, no index, no checksum).
+//! For the same bytes, vouch's repository (blocks packed into 32 MiB segments, an index
+//! committed to the metadata store, checksummed ranged reads) against the `object_store` crate
+//! writing and reading them directly (32 MiB objects, the same ranged reads, no index, no
+//! checksum).
 //! S3 is measured when `VOUCH_S3_*` names a server (`eval "$(scripts/minio.sh start DIR)"`).
 
 use crate::measure::{check, ms, targets_text, Options, SelfCheckFailed, Target};
@@ -12,10 +13,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_core::{hash, Block, FlexList};
-use vouch_store::{
-    compact, load_list, put_segments, read_block, record_segments, save_list, segment_sizes, Location, MetaBatch,
-    MetaDb, MetaStore, ObjectBlobs, S3Config, SegmentPacker, DEFAULT_SEGMENT_SIZE,
-};
+use vouch_store::{CompactionPolicy, MetaDb, ObjectBlobs, Repository, S3Config, DEFAULT_SEGMENT_SIZE};
 
 const BIG_BLOCK: usize = 1 << 20;
 const SMALL_BLOCK: usize = 4 << 10;
@@ -87,7 +85,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     }
 
     progress("store: FlexList save and load, 500k blocks");
-    let list = list_figure(scratch.path())?;
+    let list = rt.block_on(list_figure(scratch.path()))?;
     let mut targets = Vec::new();
     for b in &backends {
         targets.push(Target::at_least(
@@ -154,19 +152,20 @@ async fn backend_figure(
     scratch: &std::path::Path,
 ) -> Result<BackendFigure, SelfCheckFailed> {
     let meta = MetaDb::open(&scratch.join(format!("{name}-meta.redb"))).map_err(fail)?;
+    let repo = Repository::open(blobs.clone(), meta).map_err(fail)?;
 
     // Sequential writes: vouch's layout and the raw crate writing the same bytes as objects of
     // the segment size; three rounds, the order alternating, minimum of each.
     let raw_keys: Vec<object_store::path::Path> =
         (0..data.len().div_ceil(DEFAULT_SEGMENT_SIZE)).map(|i| format!("raw/{name}-{i:04}").into()).collect();
     let (mut seq_write, mut raw_seq_write, mut raw_unflushed) = (Duration::MAX, Duration::MAX, Duration::MAX);
-    let mut index = Vec::new();
-    let mut next = 0;
+    let mut owner = Vec::new();
     for round in 0..3 {
         for vouch_first in [round % 2 == 0, round % 2 == 1] {
             if vouch_first {
+                owner = format!("bench/{round}").into_bytes();
                 let start = Instant::now();
-                (index, next) = write_layout(blobs, &meta, data).await?;
+                write_layout(&repo, &owner, data).await?;
                 seq_write = seq_write.min(start.elapsed());
             } else {
                 let start = Instant::now();
@@ -188,29 +187,33 @@ async fn backend_figure(
     let (mut cold_read, mut raw_cold_read) = (Duration::MAX, Duration::MAX);
     for _ in 0..3 {
         raw_seq_read = raw_seq_read.min(read_raw(&raw, &raw_keys, data.len()).await?);
-        seq_read = seq_read.min(read_layout(blobs, &index, data).await?);
+        seq_read = seq_read.min(read_layout(&repo, &owner, data).await?);
     }
     if let Some(dir) = local_dir {
         for _ in 0..3 {
             evict(dir)?;
-            cold_read = cold_read.min(read_layout(blobs, &index, data).await?);
+            cold_read = cold_read.min(read_layout(&repo, &owner, data).await?);
             evict(dir)?;
             raw_cold_read = raw_cold_read.min(read_raw(&raw, &raw_keys, data.len()).await?);
         }
     }
 
     // Random 4 KB reads inside the first segment's worth.
-    let small: Vec<Location> = {
-        let mut packer = SegmentPacker::new(next, DEFAULT_SEGMENT_SIZE);
-        let locs: Vec<Location> = data[..16 << 20].chunks(SMALL_BLOCK).map(|b| packer.add(b)).collect();
-        put_segments(blobs, packer.finish().0).await.map_err(fail)?;
-        locs
-    };
-    let picks: Vec<usize> =
-        (0..2000u64).map(|k| (k.wrapping_mul(2_654_435_761) % small.len() as u64) as usize).collect();
+    let small_owner = b"bench/small";
+    let small = 16usize << 20 >> 12;
+    {
+        let mut upload = repo.upload(small_owner).map_err(fail)?;
+        for (i, b) in data[..16 << 20].chunks(SMALL_BLOCK).enumerate() {
+            upload.add(i as u64, &[], data.slice_ref(b)).await.map_err(fail)?;
+        }
+        let mut commit = repo.begin();
+        commit.add_blocks(upload.finish().await.map_err(fail)?);
+        repo.commit(commit).await.map_err(fail)?;
+    }
+    let picks: Vec<usize> = (0..2000u64).map(|k| (k.wrapping_mul(2_654_435_761) % small as u64) as usize).collect();
     let start = Instant::now();
     for &p in &picks {
-        read_block(blobs, &small[p]).await.map_err(fail)?;
+        repo.read_blocks(small_owner, &[p as u64]).await.map_err(fail)?;
     }
     let random = start.elapsed();
     let start = Instant::now();
@@ -220,16 +223,16 @@ async fn backend_figure(
     }
     let raw_random = start.elapsed();
 
-    // Compaction: drop every other 1 MB block, then rewrite the half-dead segments.
-    let mut batch = MetaBatch::default();
-    for i in (0..index.len()).step_by(2) {
-        batch.delete(format!("idx/{i:08}").into_bytes());
-    }
-    meta.commit(&batch).map_err(fail)?;
+    // Compaction: forget every other 1 MB block, then rewrite the half-dead segments.
+    let blocks = data.len().div_ceil(BIG_BLOCK);
+    let mut commit = repo.begin();
+    commit.forget_blocks_except(&owner, (1..blocks as u64).step_by(2).collect());
+    repo.commit(commit).await.map_err(fail)?;
     let start = Instant::now();
-    let done = compact(blobs, &meta, b"idx/", 0.6, DEFAULT_SEGMENT_SIZE).await.map_err(fail)?;
+    let policy = CompactionPolicy { min_live: 0.6, min_garbage: 0, ..CompactionPolicy::default() };
+    let done = repo.compact(&policy).await.map_err(fail)?;
     let compaction = start.elapsed();
-    check(done.moved_blocks == index.len() / 2, || format!("compaction moved {} blocks", done.moved_blocks))?;
+    check(done.moved_blocks == blocks / 2, || format!("compaction moved {} blocks", done.moved_blocks))?;
 
     Ok(BackendFigure {
         backend: name,
@@ -247,12 +250,12 @@ async fn backend_figure(
     })
 }
 
-/// Reads every 1 MB block through vouch (ranged read + checksum); returns the time taken.
-async fn read_layout(blobs: &ObjectBlobs, index: &[Location], data: &Bytes) -> Result<Duration, SelfCheckFailed> {
+/// Reads every 1 MB block through vouch (index, ranged read, checksum); returns the time taken.
+async fn read_layout(repo: &Repository, owner: &[u8], data: &Bytes) -> Result<Duration, SelfCheckFailed> {
     let start = Instant::now();
-    for (i, at) in index.iter().enumerate() {
-        let got = read_block(blobs, at).await.map_err(fail)?;
-        let ok = got.len() == at.len as usize && got[0] == data[i * BIG_BLOCK];
+    for (i, want) in data.chunks(BIG_BLOCK).enumerate() {
+        let got = repo.read_blocks(owner, &[i as u64]).await.map_err(fail)?.pop().expect("one block asked");
+        let ok = got.data.len() == want.len() && got.data[0] == want[0];
         check(ok, || format!("block {i} read back wrong"))?;
     }
     Ok(start.elapsed())
@@ -290,24 +293,14 @@ fn evict(dir: &std::path::Path) -> Result<(), SelfCheckFailed> {
 }
 
 /// vouch's write path: pack 1 MB blocks into segments, put them, commit the index.
-async fn write_layout(
-    blobs: &ObjectBlobs,
-    meta: &MetaDb,
-    data: &Bytes,
-) -> Result<(Vec<Location>, u64), SelfCheckFailed> {
-    let mut packer = SegmentPacker::new(vouch_store::next_segment(meta).map_err(fail)?, DEFAULT_SEGMENT_SIZE);
-    let mut batch = MetaBatch::default();
-    let mut index = Vec::new();
+async fn write_layout(repo: &Repository, owner: &[u8], data: &Bytes) -> Result<(), SelfCheckFailed> {
+    let mut upload = repo.upload(owner).map_err(fail)?;
     for (i, block) in data.chunks(BIG_BLOCK).enumerate() {
-        let at = packer.add_shared(data.slice_ref(block));
-        batch.put(format!("idx/{i:08}").into_bytes(), at.to_bytes().to_vec());
-        index.push(at);
+        upload.add(i as u64, &[], data.slice_ref(block)).await.map_err(fail)?;
     }
-    let (segments, next) = packer.finish();
-    record_segments(&mut batch, &segment_sizes(&segments), next);
-    put_segments(blobs, segments).await.map_err(fail)?;
-    meta.commit(&batch).map_err(fail)?;
-    Ok((index, next))
+    let mut commit = repo.begin();
+    commit.add_blocks(upload.finish().await.map_err(fail)?);
+    repo.commit(commit).await.map_err(fail)
 }
 
 /// The baseline: the same bytes straight through the client crate, two puts in flight; with
@@ -346,20 +339,21 @@ fn flush(file: &std::path::Path) -> Result<(), String> {
     file.parent().map_or(Ok(()), sync)
 }
 
-fn list_figure(scratch: &std::path::Path) -> Result<ListFigure, SelfCheckFailed> {
+async fn list_figure(scratch: &std::path::Path) -> Result<ListFigure, SelfCheckFailed> {
     let blocks: Vec<Block> =
         (0..LIST_BLOCKS as u64).map(|i| Block::new(hash::data(&i.to_le_bytes()), 2048, i)).collect();
-    let list = FlexList::build(&blocks).map_err(|e| SelfCheckFailed(e.to_string()))?;
+    let list = Arc::new(FlexList::build(&blocks).map_err(|e| SelfCheckFailed(e.to_string()))?);
     let meta = MetaDb::open(&scratch.join("lists.redb")).map_err(fail)?;
+    let repo = Repository::open(ObjectBlobs::local(&scratch.join("lists")).map_err(fail)?, meta).map_err(fail)?;
     let start = Instant::now();
-    let mut batch = MetaBatch::default();
-    save_list(&mut batch, &meta, "bench", &list).map_err(fail)?;
-    meta.commit(&batch).map_err(fail)?;
+    let mut commit = repo.begin();
+    commit.save_list("bench", list.clone());
+    repo.commit(commit).await.map_err(fail)?;
     let save = start.elapsed();
     let mut load = Duration::MAX;
     for _ in 0..3 {
         let start = Instant::now();
-        let loaded = load_list(&meta, "bench").map_err(fail)?;
+        let loaded = repo.load_list("bench").map_err(fail)?;
         load = load.min(start.elapsed());
         check(loaded.root() == list.root(), || "loaded list has another root".into())?;
     }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use vouch_server::{
-    hex32, token_hash, Blocks, LimitSettings, Limits, Misbehave, Misbehaving, Provider, ServeOptions, ServerConfig,
+    hex32, token_hash, Blocks, CompactionPolicy, LimitSettings, Limits, Maintenance, Misbehave, Misbehaving, OpenError,
+    Provider, ServeOptions, ServerConfig,
 };
 
 #[derive(Args)]
@@ -53,6 +54,25 @@ pub struct Serve {
     /// A stream (upload or read) that stalls this long loses its connection (default 60).
     #[arg(long, value_name = "SECONDS")]
     stream_idle_secs: Option<u64>,
+    /// Verify every segment against the index (checksums, tables, bookkeeping, lists), print
+    /// a JSON report and exit: nonzero if anything is wrong. Serves nothing.
+    #[arg(long, conflicts_with = "rebuild_index")]
+    check: bool,
+    /// Rebuild the metadata store from the blobs (the old one is moved aside, never deleted),
+    /// print a JSON report and exit. Serves nothing. The clients' roots then decide whether
+    /// the rebuilt state is right.
+    #[arg(long)]
+    rebuild_index: bool,
+    /// Run compaction every this many seconds in the background (default 60; 0: never, and no
+    /// snapshots of the metadata's log copies either).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    compact_every_secs: u64,
+    /// Compaction rewrites segments whose live bytes are below this fraction (default 0.5)...
+    #[arg(long, value_name = "FRACTION", default_value_t = CompactionPolicy::default().min_live)]
+    compact_min_live: f64,
+    /// ...once they hold this many bytes of garbage together (default 64 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = CompactionPolicy::default().min_garbage)]
+    compact_min_garbage: u64,
 }
 
 impl Serve {
@@ -66,6 +86,22 @@ impl Serve {
         };
         Ok(flags.over(config.limits.over(Limits::default())?)?)
     }
+
+    /// The background compaction the flags ask for.
+    fn maintenance(&self) -> anyhow::Result<Option<Maintenance>> {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.compact_min_live),
+            "--compact-min-live takes a fraction from 0 to 1, not {}",
+            self.compact_min_live
+        );
+        let policy = CompactionPolicy {
+            min_live: self.compact_min_live,
+            min_garbage: self.compact_min_garbage,
+            ..CompactionPolicy::default()
+        };
+        let every = std::time::Duration::from_secs(self.compact_every_secs);
+        Ok((self.compact_every_secs > 0).then_some(Maintenance { every, policy }))
+    }
 }
 
 pub async fn serve(args: Serve) -> Result<(), Failure> {
@@ -73,6 +109,11 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
         Some(path) => ServerConfig::from_file(path).map_err(anyhow::Error::from)?,
         None => ServerConfig::default(),
     };
+    if args.check || args.rebuild_index {
+        let data = args.data.or(config.data).unwrap_or_else(|| PathBuf::from("vouch-data"));
+        let s3 = args.s3.or(config.s3.map(|p| p.display().to_string()));
+        return repair(&data, s3.as_deref(), args.rebuild_index).await;
+    }
     let mut clients = config.credentials().map_err(anyhow::Error::from)?;
     for c in &args.clients {
         let (name, token) = c.split_once('=').context("--client takes NAME=TOKEN")?;
@@ -89,6 +130,7 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
         eprintln!("vouch serve: no clients configured; add [[client]] entries or --client NAME=TOKEN");
     }
     let limits = args.limits(&config)?;
+    let maintenance = args.maintenance()?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some((cert.as_path(), key.as_path())),
         _ => config.tls_files().map_err(anyhow::Error::from)?,
@@ -99,7 +141,7 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
     let data = args.data.or(config.data).unwrap_or_else(|| PathBuf::from("vouch-data"));
     let s3 = args.s3.or(config.s3.map(|p| p.display().to_string()));
     let provider = open_provider(&data, s3.as_deref(), args.misbehave)?;
-    let options = ServeOptions { limits, tls };
+    let options = ServeOptions { limits, tls, maintenance };
     let server = vouch_server::start_with(&listen, provider, clients, options, async {
         let _ = tokio::signal::ctrl_c().await;
     })
@@ -117,9 +159,41 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `vouch serve --check` (or, with `rebuild`, `--rebuild-index`): prints the report as JSON;
+/// fails if it lists problems.
+async fn repair(data: &std::path::Path, s3: Option<&str>, rebuild: bool) -> Result<(), Failure> {
+    let blocks = Blocks::from_setting(s3).map_err(anyhow::Error::from)?;
+    let (json, problems) = if rebuild {
+        let report = vouch_server::rebuild_dir(data, &blocks).await.map_err(anyhow::Error::from)?;
+        (serde_json::to_string_pretty(&report), report.problems.len())
+    } else {
+        let report = vouch_server::check_dir(data, &blocks).await.map_err(hinted)?;
+        (serde_json::to_string_pretty(&report), report.problems.len())
+    };
+    println!("{}", json.context("encoding the report")?);
+    match (problems, rebuild) {
+        (0, _) => Ok(()),
+        (n, false) => Err(anyhow::anyhow!("the check found {n} problems (listed above)").into()),
+        (n, true) => {
+            Err(anyhow::anyhow!("rebuilt, with {n} problems (listed above): the clients' roots decide what is right")
+                .into())
+        }
+    }
+}
+
 /// The provider over `data` (metadata, and blocks unless `s3` names where they go).
 pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Misbehaving> {
-    Ok(Misbehaving::new(Provider::open_dir(data, &Blocks::from_setting(s3)?)?, misbehave))
+    let provider = Provider::open_dir(data, &Blocks::from_setting(s3)?).map_err(hinted)?;
+    Ok(Misbehaving::new(provider, misbehave))
+}
+
+/// The error, with what to do about damaged storage.
+fn hinted(e: OpenError) -> anyhow::Error {
+    let hint = e.is_corrupt().then_some(
+        "\n(`vouch serve --rebuild-index` rebuilds the metadata store from the blobs; the clients' roots then \
+         decide whether the rebuilt state is right)",
+    );
+    anyhow::anyhow!("{e}{}", hint.unwrap_or_default())
 }
 
 #[derive(Args)]

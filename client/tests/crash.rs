@@ -1,9 +1,11 @@
 //! Honest crashes never look like lies: a client process and a provider process are killed
-//! (SIGKILL) at various instants while the client makes changes (put, edit, sync, prune, rm);
-//! after each kill a fresh client settles what was in flight and must see every acknowledged
-//! change, verified, with the in-flight one applied whole or not at all, and never a
-//! "misbehaved". Both backends (the S3 one on a MinIO, smaller). Also: one process at a time
-//! per state directory.
+//! (SIGKILL) at various instants while the client makes changes (put, edit, sync, prune, rm)
+//! and the provider compacts its storage in the background; after each kill a fresh client
+//! settles what was in flight and must see every acknowledged change, verified, with the
+//! in-flight one applied whole or not at all, and never a "misbehaved". At the end the
+//! provider's metadata store is lost and rebuilt from the blobs (and its log), and must hold
+//! the same. Both backends (the S3 one on a MinIO, smaller). Also: one process at a time per
+//! state directory.
 
 mod common;
 #[path = "../../store/tests/common/mod.rs"]
@@ -16,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vouch_client::{Client, ClientError};
-use vouch_server::{token_hash, Misbehave, Provider};
+use vouch_server::{token_hash, CompactionPolicy, Misbehave, Provider, ServeOptions};
 use workload::{replay, Journal, Model};
 
 const TOKEN: &str = common::TOKEN;
@@ -37,7 +39,9 @@ fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is set by the parent test"))
 }
 
-/// The provider child: serves `VOUCH_CRASH_DATA` on `VOUCH_CRASH_LISTEN` until killed.
+/// The provider child: serves `VOUCH_CRASH_DATA` on `VOUCH_CRASH_LISTEN`, compacting all the
+/// time (what its background maintenance does, every few milliseconds and on any garbage),
+/// until killed. Each compaction that did something is noted in `compactions` beside the data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "child process of the crash tests"]
 async fn crash_provider_child() {
@@ -46,8 +50,19 @@ async fn crash_provider_child() {
     let blocks = vouch_server::Blocks::from_setting(s3).unwrap();
     let provider = Provider::open_dir(&data, &blocks).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
-    let server = vouch_server::start(&env("VOUCH_CRASH_LISTEN"), provider, clients, std::future::pending()).await;
-    server.unwrap().wait().await.unwrap();
+    let options = ServeOptions { maintenance: None, ..ServeOptions::default() };
+    let listen = env("VOUCH_CRASH_LISTEN");
+    let server = vouch_server::start_with(&listen, provider, clients, options, std::future::pending()).await.unwrap();
+    let eager = CompactionPolicy { min_live: 0.9, min_garbage: 0, ..CompactionPolicy::default() };
+    loop {
+        let done = server.provider().maintain(&eager).await.unwrap();
+        if done.deleted_segments > 0 {
+            use std::io::Write;
+            let mut runs = std::fs::OpenOptions::new().create(true).append(true).open(data.join("compactions"));
+            writeln!(runs.as_mut().unwrap(), "{done:?}").unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// The client child: makes the workload's changes, journaling each, until killed or until a
@@ -239,11 +254,26 @@ async fn kill_clients_and_providers(minio: Option<&minio::Minio>, rounds: usize)
         acknowledged += replayed.acked.next_op - before;
         outcomes.push(check(&work, round).await);
     }
+    let runs = std::fs::read_to_string(data.join("compactions")).unwrap_or_default();
+    assert!(!runs.is_empty(), "the provider never compacted beside the workload");
+
+    // The provider killed and its metadata store lost: rebuilt from the blobs and what its log
+    // still holds, it holds every acknowledged change.
+    provider.kill();
+    std::fs::remove_file(data.join("meta.redb")).unwrap();
+    let blocks = minio.map_or(vouch_server::Blocks::Local, |m| vouch_server::Blocks::S3(m.config.clone()));
+    let report = vouch_server::rebuild_dir(&data, &blocks).await.unwrap();
+    assert!(report.problems.is_empty(), "{report:#?}");
+    let _provider = ProviderProcess::start(std::mem::take(&mut provider.env), &addr);
+    assert_eq!(check(&work, rounds).await, Outcome::Clean, "after the rebuild");
+
     let count = |o: Outcome| outcomes.iter().filter(|&&x| x == o).count();
     eprintln!(
-        "{rounds} rounds, {acknowledged} changes acknowledged, interrupted changes settled: {} applied, {} not",
+        "{rounds} rounds, {acknowledged} changes acknowledged, interrupted changes settled: {} applied, {} not; \
+         {} compactions",
         count(Outcome::Applied),
-        count(Outcome::NotApplied)
+        count(Outcome::NotApplied),
+        runs.lines().count()
     );
     assert!(outcomes.iter().any(|&o| o != Outcome::Clean), "no kill interrupted a change: nothing was tested");
 }

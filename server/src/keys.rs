@@ -1,17 +1,16 @@
-//! Where the provider keeps each thing in the metadata store.
+//! The provider's logical layout: how it names its records, lists and block owners in the
+//! repository (`vouch_store::Repository`), which keeps them as it sees fit.
 //!
-//! Per client `c` (its namespace):
+//! Per client `c` (its namespace), records:
 //! * `ns/c/e/<name>`: the name's [`vouch_core::namespace::EntryRecord`]; key order is name
 //!   order, so a scan yields the namespace list in order;
 //! * `ns/c/v/<file>/<number:016x>`: a [`vouch_core::namespace::VersionRecord`];
-//! * `ns/c/b/<file>/<nonce:016x>`: a block: its [`vouch_store::Location`] then its tag (a
-//!   small edit's blocks are in an inline segment of the metadata store, see
-//!   [`vouch_store::INLINE_MAX`]);
-//! * the block list of a version, saved by [`vouch_store::save_list`] (a put) or
-//!   [`vouch_store::save_edited_list`] (an edit: a delta of the version before) as
-//!   `c.<file>.<number>`;
 //! * `ns/c/last`: the answer ([`vouch_proto::Committed`]) of the client's last commit, written
 //!   in that commit's own batch, so a client whose answer was lost can still verify it.
+//!
+//! The blocks of a file are the repository's blocks of owner `c/<file>`, by nonce, with their
+//! tags; the block list of a version is the list `c.<file>.<number>` (an edit's saved as a
+//! delta of the version before).
 
 use vouch_core::pdp::FileId;
 
@@ -37,17 +36,14 @@ pub fn version(client: &str, file: &FileId, number: u64) -> Vec<u8> {
     format!("ns/{client}/v/{}/{number:016x}", hex(file)).into_bytes()
 }
 
-pub fn block_prefix(client: &str, file: &FileId) -> Vec<u8> {
-    format!("ns/{client}/b/{}/", hex(file)).into_bytes()
-}
-
-pub fn block(client: &str, file: &FileId, nonce: u64) -> Vec<u8> {
-    format!("ns/{client}/b/{}/{nonce:016x}", hex(file)).into_bytes()
-}
-
-/// The last commit's answer (outside the `e/`, `v/` and `b/` prefixes scanned above).
+/// The last commit's answer (outside the `e/` and `v/` prefixes scanned above).
 pub fn last_commit(client: &str) -> Vec<u8> {
     format!("ns/{client}/last").into_bytes()
+}
+
+/// Whose blocks a file's are.
+pub fn owner(client: &str, file: &FileId) -> Vec<u8> {
+    format!("{client}/{}", hex(file)).into_bytes()
 }
 
 /// Name under which a version's block list is saved.

@@ -20,8 +20,9 @@ pub mod tls;
 pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
 pub use limits::Limits;
 pub use misbehave::{Misbehave, Misbehaving};
-pub use open::{Blocks, OpenError};
+pub use open::{check_dir, rebuild_dir, Blocks, OpenError};
 pub use provider::{Provider, ProviderError, PutState, ReadPlan, MAX_CHALLENGE};
+pub use vouch_store::{CheckReport, Compaction, CompactionPolicy, Problem, RebuildReport};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,6 +43,8 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The background housekeeping (see [`Maintenance`]), stopped with the server.
+    maintenance: Option<tokio::task::JoinHandle<()>>,
     /// The provider: held here so that, once the connection tasks have let go of it, this is
     /// the last owner and closes its store before `shutdown` returns.
     app: Arc<http::App>,
@@ -64,10 +67,20 @@ impl RunningServer {
 
     /// Waits until the server stops (for `vouch serve`, on Ctrl-C) and its store is closed.
     pub async fn wait(self) -> std::io::Result<()> {
-        let served = self.task.await.map_err(std::io::Error::other)?;
+        let served = self.task.await.map_err(std::io::Error::other);
+        if let Some(maintenance) = self.maintenance {
+            // Stopped at an await point: a compaction cut short leaves only objects nobody
+            // names, which the next start sweeps.
+            maintenance.abort();
+            let _ = maintenance.await;
+        }
+        let served = served?;
         // Connection tasks end just after the server future; give them a few seconds.
         for _ in 0..500 {
             if Arc::strong_count(&self.app) == 1 {
+                if let Err(e) = self.app.provider.close().await {
+                    tracing::warn!("could not copy the metadata log to the blob store at shutdown: {e}");
+                }
                 drop(self.app);
                 return served;
             }
@@ -77,12 +90,35 @@ impl RunningServer {
     }
 }
 
-/// How a server serves, beyond its address: its limits, and TLS.
-#[derive(Clone, Debug, Default)]
+/// How a server serves, beyond its address: its limits, TLS, and its housekeeping.
+#[derive(Clone, Debug)]
 pub struct ServeOptions {
     pub limits: Limits,
     /// Serve `https://` with this configuration (see [`tls::load`]); plain `http://` without.
     pub tls: Option<tls::TlsConfig>,
+    /// Compaction in the background (`None`: never).
+    pub maintenance: Option<Maintenance>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions { limits: Limits::default(), tls: None, maintenance: Some(Maintenance::default()) }
+    }
+}
+
+/// Background housekeeping: every `every`, a compaction run as `policy` says (and, when enough
+/// copies of the metadata log have piled up, a snapshot of it). Reads go on meanwhile; a
+/// commit waits only for the compaction's final switch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Maintenance {
+    pub every: std::time::Duration,
+    pub policy: CompactionPolicy,
+}
+
+impl Default for Maintenance {
+    fn default() -> Self {
+        Maintenance { every: std::time::Duration::from_secs(60), policy: CompactionPolicy::default() }
+    }
 }
 
 /// Binds `listen` (port 0 picks a free one) and serves `provider` (a [`Provider`], or one
@@ -120,6 +156,7 @@ pub async fn start_with(
     let listener = listen::Accepted::start(listener, options.tls, options.limits.stream_idle)
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     let app = Arc::new(http::App { provider, clients, limits: options.limits });
+    let maintenance = options.maintenance.map(|m| tokio::spawn(maintain(Arc::downgrade(&app), m)));
     let held = app.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
@@ -130,5 +167,27 @@ pub async fn start_with(
     };
     let task =
         tokio::spawn(async move { axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown).await });
-    Ok(RunningServer { addr, stop: Some(stop), task, app: held })
+    Ok(RunningServer { addr, stop: Some(stop), task, maintenance, app: held })
+}
+
+/// Runs the housekeeping until the server is gone.
+async fn maintain(app: std::sync::Weak<http::App>, m: Maintenance) {
+    let mut every = tokio::time::interval(m.every.max(std::time::Duration::from_millis(1)));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        let Some(app) = app.upgrade() else { return };
+        match app.provider.maintain(&m.policy).await {
+            Ok(done) if done.deleted_segments > 0 => tracing::info!(
+                "compaction: {} segments rewritten, {} blocks moved, {} segments deleted, {} bytes back",
+                done.rewritten_segments,
+                done.moved_blocks,
+                done.deleted_segments,
+                done.reclaimed_bytes
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("compaction: {e} (tried again later)"),
+        }
+    }
 }

@@ -16,7 +16,7 @@ use vouch_proto::{
     PROTOCOL_VERSION, VERSION_HEADER,
 };
 use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
-use vouch_store::{segment_key, BlobStore, MetaDb, MetaStore, ObjectBlobs};
+use vouch_store::{BlobStore, MetaDb, ObjectBlobs, Repository};
 
 const TOKEN: &str = "limits-token";
 const MIB: usize = 1 << 20;
@@ -26,7 +26,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 async fn serve(data: &Path, limits: Limits) -> RunningServer {
     let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
-    let options = ServeOptions { limits, tls: None };
+    let options = ServeOptions { limits, ..ServeOptions::default() };
     vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
 }
 
@@ -140,14 +140,16 @@ fn segment_files(data: &Path) -> HashSet<String> {
         .collect()
 }
 
-/// The segments the metadata names (the server must be stopped).
-fn named_segments(data: &Path) -> HashSet<String> {
+/// The segments the metadata names (the server must be stopped): checked against the index,
+/// and every segment file, for there must be no orphan among them.
+async fn named_segments(data: &Path) -> HashSet<String> {
     let meta = MetaDb::open(&data.join("meta.redb")).unwrap();
-    meta.scan(b"seg/")
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| segment_key(u64::from_str_radix(std::str::from_utf8(&k[4..]).unwrap(), 16).unwrap()))
-        .collect()
+    let repo = Repository::open(ObjectBlobs::local(&data.join("blobs")).unwrap(), meta).unwrap();
+    let report = repo.check().await.unwrap();
+    assert!(report.is_ok() && report.orphan_segments == 0, "{report:?}");
+    let files = segment_files(data);
+    assert_eq!(files.len() as u64, report.segments, "{report:?}");
+    files
 }
 
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
@@ -213,7 +215,7 @@ async fn an_abandoned_put_leaves_no_segment_behind() {
     drop(tcp);
     wait_until("the abandoned put's segments to be deleted", || segment_files(&data).is_empty()).await;
     server.shutdown().await.unwrap();
-    assert!(named_segments(&data).is_empty(), "nothing was committed");
+    assert!(named_segments(&data).await.is_empty(), "nothing was committed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,12 +225,12 @@ async fn the_start_sweeps_orphan_segments_and_keeps_the_named_ones() {
     let (status, _) = put(server.addr, "kept.bin", 34, MIB).await;
     assert_eq!(status, 200);
     server.shutdown().await.unwrap();
-    let named = named_segments(&data);
+    let named = named_segments(&data).await;
     assert_eq!(named.len(), 2, "34 MiB make two segments");
     assert_eq!(segment_files(&data), named);
 
     // What a crash between a segment's write and its commit leaves.
-    let orphan = segment_key(1 << 40);
+    let orphan = "segments/0000010000000000".to_string();
     ObjectBlobs::local(&data.join("blobs")).unwrap().put(&orphan, vec![0u8; 1000].into()).await.unwrap();
     assert!(segment_files(&data).contains(&orphan));
     let server = serve(&data, Limits::default()).await;

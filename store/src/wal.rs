@@ -16,6 +16,10 @@
 //!
 //! A batch whose write or flush fails is reported failed and must not come back at the next
 //! open: its record is overwritten, and if even that fails the log refuses further commits.
+//!
+//! The same framing carries the repository's copies of the log in the blob store (an epoch's
+//! records, shipped before the log starts over) and its snapshots ([`encode_log`],
+//! [`parse_log`]): see `crate::repository::log`.
 
 use crate::error::{chain, from_io};
 use crate::{MetaBatch, StoreError};
@@ -63,7 +67,7 @@ impl Wal {
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io)?;
-        let (epoch, batches) = parse(&bytes);
+        let (epoch, batches, _) = parse(&bytes);
         if (bytes.len() as u64) < CHECKPOINT_BYTES && preallocate(&file, bytes.len() as u64).is_err() {
             // Only slower without it (records then extend the file): a disk too full for it
             // still takes commits while it can.
@@ -133,6 +137,18 @@ impl Wal {
         self.commits >= CHECKPOINT_COMMITS || self.end >= CHECKPOINT_BYTES
     }
 
+    /// Whether the log holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.end == FILE_HEADER
+    }
+
+    /// The log as it is now, header and records: what [`parse_log`] reads back.
+    pub fn contents(&self) -> Result<Vec<u8>, StoreError> {
+        let mut out = vec![0u8; self.end as usize];
+        self.file.read_exact_at(&mut out, 0).map_err(|e| self.err(e))?;
+        Ok(out)
+    }
+
     /// Starts the log over (a new epoch), once everything in it is durable in the store.
     pub fn clear(&mut self) -> Result<(), StoreError> {
         let epoch = self.epoch + 1;
@@ -190,12 +206,40 @@ fn encode(batch: &MetaBatch) -> Vec<u8> {
     out
 }
 
-/// The log's epoch and its whole records of that epoch, up to the first torn, damaged or
-/// stale one. A log without a valid header (never started over) holds nothing.
-fn parse(bytes: &[u8]) -> (u64, Vec<MetaBatch>) {
+/// `batches` framed as a log of `epoch`, header included: a log's records shipped to the blob
+/// store, or a snapshot.
+pub(crate) fn encode_log(epoch: u64, batches: impl IntoIterator<Item = MetaBatch>) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&epoch.to_le_bytes());
+    for batch in batches {
+        out.extend_from_slice(&frame(epoch, &encode(&batch)));
+    }
+    out
+}
+
+/// The batches of a log written by [`encode_log`] or [`Wal::contents`], and whether they are
+/// all of it (`false`: a header or record is damaged, and the batches are those before it).
+pub(crate) fn parse_log(bytes: &[u8]) -> (Vec<MetaBatch>, bool) {
+    let (_, batches, end) = parse(bytes);
+    (batches, end == bytes.len() && end >= FILE_HEADER as usize)
+}
+
+/// The batches a log file holds, read without opening it for writing (a damaged store's log,
+/// to rebuild from); none if there is no file.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<MetaBatch>, StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(parse(&bytes).1),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(from_io(&path.display().to_string(), &e, chain(&e))),
+    }
+}
+
+/// The log's epoch, its whole records of that epoch up to the first torn, damaged or stale
+/// one, and where they end. A log without a valid header (never started over) holds nothing.
+fn parse(bytes: &[u8]) -> (u64, Vec<MetaBatch>, usize) {
     let epoch = match bytes.get(..FILE_HEADER as usize) {
         Some(h) if &h[..8] == MAGIC => u64::from_le_bytes(h[8..].try_into().expect("8 bytes")),
-        _ => return (0, Vec::new()),
+        _ => return (0, Vec::new(), 0),
     };
     let mut out = Vec::new();
     let mut rest = &bytes[FILE_HEADER as usize..];
@@ -213,7 +257,7 @@ fn parse(bytes: &[u8]) -> (u64, Vec<MetaBatch>) {
         }
         rest = &rest[HEADER + len..];
     }
-    (epoch, out)
+    (epoch, out, bytes.len() - rest.len())
 }
 
 fn decode(mut r: &[u8]) -> Option<MetaBatch> {
@@ -264,6 +308,7 @@ mod tests {
         let file = std::fs::read(&path).unwrap();
         assert_eq!(file.len() as u64, CHECKPOINT_BYTES, "written once, in full");
         assert_eq!(parse(&file).1, vec![sample(), MetaBatch::default(), sample()]);
+        assert_eq!(parse_log(&wal.contents().unwrap()), (vec![sample(), MetaBatch::default(), sample()], true));
         let bytes = &file[..wal.end as usize];
         // Torn anywhere in the last record: the first two stay.
         let third = bytes.len() - (HEADER + encode(&sample()).len());
@@ -283,6 +328,18 @@ mod tests {
         drop(wal);
         let (_, after) = Wal::open(&path).unwrap();
         assert_eq!(after, vec![MetaBatch::default()]);
+    }
+
+    #[test]
+    fn a_shipped_log_or_snapshot_reads_back_and_says_when_it_is_damaged() {
+        let log = encode_log(9, [sample(), MetaBatch::default()]);
+        assert_eq!(parse_log(&log), (vec![sample(), MetaBatch::default()], true));
+        let mut damaged = log.clone();
+        damaged[FILE_HEADER as usize + HEADER + 3] ^= 1;
+        assert_eq!(parse_log(&damaged), (Vec::new(), false));
+        assert!(!parse_log(&log[..log.len() - 1]).1);
+        assert_eq!(parse_log(b"nothing"), (Vec::new(), false));
+        assert_eq!(parse_log(&encode_log(1, [])), (Vec::new(), true));
     }
 
     #[test]

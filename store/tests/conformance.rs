@@ -1,16 +1,14 @@
-//! One conformance suite that every backend passes unchanged (restic-style), plus the
-//! failures each backend must report as typed errors.
+//! One conformance suite that every backend passes unchanged (restic-style), then the
+//! repository's suite over each backend (`repository.rs`), plus the failures each backend
+//! must report as typed errors.
 
 mod common;
+mod repository;
 
 use bytes::Bytes;
 use common::Minio;
 use std::sync::Arc;
-use vouch_core::{hash, Block, FlexList};
-use vouch_store::{
-    chunk_count, load_list, put_segments, read_block, save_list, segment_key, BlobStore, ListWriter, Location,
-    MetaBatch, MetaDb, MetaStore, ObjectBlobs, S3Config, SegmentPacker, StoreError,
-};
+use vouch_store::{BlobStore, MetaBatch, MetaDb, MetaStore, ObjectBlobs, S3Config, StoreError};
 
 /// Everything a [`BlobStore`] promises, against an empty store.
 async fn conformance<S: BlobStore + 'static>(store: Arc<S>) {
@@ -71,34 +69,6 @@ async fn conformance<S: BlobStore + 'static>(store: Arc<S>) {
     let shared = store.get("conc/shared").await.unwrap();
     let w = shared[0];
     assert_eq!(shared, Bytes::from(vec![w; 100_000 + usize::from(w)]), "a torn or mixed object");
-    packed_blocks_round_trip(&*store).await;
-}
-
-/// Blocks of many sizes packed into 1 MiB segments, indexed in the metadata store, read back
-/// by ranged reads.
-async fn packed_blocks_round_trip<S: BlobStore>(store: &S) {
-    let meta_dir = tempfile::tempdir().unwrap();
-    let meta = MetaDb::open(&meta_dir.path().join("meta.redb")).unwrap();
-    let blocks: Vec<Vec<u8>> = (0..300u32).map(|i| vec![(i % 251) as u8; 1 + (i as usize * 7919) % 40_000]).collect();
-    let mut packer = SegmentPacker::new(100, 1 << 20);
-    let mut batch = MetaBatch::default();
-    for (i, b) in blocks.iter().enumerate() {
-        batch.put(format!("blk/{i:08}").into_bytes(), packer.add(b).to_bytes().to_vec());
-    }
-    let (segments, next) = packer.finish();
-    let total: usize = blocks.iter().map(Vec::len).sum();
-    assert!(segments.len() >= total >> 20 && segments.len() <= (total >> 20) + 2, "{} segments", segments.len());
-    assert!(segments.iter().all(|(_, s)| s.len() <= 1 << 20));
-    assert_eq!(next, 100 + segments.len() as u64);
-    put_segments(store, segments).await.unwrap();
-    meta.commit(&batch).unwrap();
-    for (i, want) in blocks.iter().enumerate() {
-        let at = meta.get(format!("blk/{i:08}").as_bytes()).unwrap().unwrap();
-        let at = Location::from_bytes(&at).unwrap();
-        assert_eq!(read_block(store, &at).await.unwrap(), Bytes::from(want.clone()), "block {i}");
-    }
-    let listed = store.list("segments").await.unwrap();
-    assert!((100..next).all(|id| listed.contains(&segment_key(id))), "{listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,6 +78,8 @@ async fn local_directory_passes_the_suite() {
     // No temporary files are left behind by the atomic writes.
     let stray: Vec<_> = walk(dir.path()).into_iter().filter(|p| p.to_string_lossy().contains('#')).collect();
     assert!(stray.is_empty(), "{stray:?}");
+    let repo = tempfile::tempdir().unwrap();
+    repository::suite(ObjectBlobs::local(&repo.path().join("blobs")).unwrap(), repo.path()).await;
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -189,6 +161,8 @@ fn metadata_path_in_a_missing_directory_is_a_typed_error() {
 async fn s3_on_minio_passes_the_suite_and_reports_bad_credentials() {
     let minio = Minio::start();
     conformance(Arc::new(ObjectBlobs::s3(&minio.config).unwrap())).await;
+    let meta = tempfile::tempdir().unwrap();
+    repository::suite(ObjectBlobs::s3(&minio.config).unwrap(), meta.path()).await;
     assert!(ObjectBlobs::s3(&minio.config).unwrap().list("segments").await.unwrap().len() > 1);
 
     let wrong_secret = S3Config { secret_key: "not-the-secret".into(), ..minio.config.clone() };
@@ -200,65 +174,4 @@ async fn s3_on_minio_passes_the_suite_and_reports_bad_credentials() {
     let no_bucket = S3Config { bucket: "no-such-bucket".into(), ..minio.config.clone() };
     let err = ObjectBlobs::s3(&no_bucket).unwrap().get("a/one").await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. } | StoreError::Backend { .. }), "{err:?}");
-}
-
-#[test]
-fn lists_survive_a_restart_share_chunks_and_corruption_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("meta.redb");
-    let blocks: Vec<Block> = (0..20_077u64).map(|i| Block::new(hash::data(&i.to_le_bytes()), 4096, i)).collect();
-    let list = FlexList::build(&blocks).unwrap();
-    {
-        let meta = MetaDb::open(&path).unwrap();
-        let mut batch = MetaBatch::default();
-        save_list(&mut batch, &meta, "f1", &list).unwrap();
-        meta.commit(&batch).unwrap();
-    }
-    let meta = MetaDb::open(&path).unwrap();
-    let loaded = load_list(&meta, "f1").unwrap();
-    assert_eq!((loaded.root(), loaded.total_len()), (list.root(), list.total_len()));
-    assert_eq!(loaded.search(12_345_678).unwrap(), list.search(12_345_678).unwrap());
-    assert!(matches!(load_list(&meta, "other"), Err(StoreError::NotFound { .. })));
-    let chunks = chunk_count(&meta).unwrap();
-    assert!(chunks >= 10, "{chunks} chunks for 20k blocks");
-
-    // A second version with one block inserted shares all but about one chunk.
-    let mut edited = list.clone();
-    edited.insert(4096 * 9000, Block::new(hash::data(b"new"), 100, 99_999)).unwrap();
-    let mut batch = MetaBatch::default();
-    save_list(&mut batch, &meta, "f2", &edited).unwrap();
-    meta.commit(&batch).unwrap();
-    let after = chunk_count(&meta).unwrap();
-    assert!(after <= chunks + 2, "an insert added {} chunks", after - chunks);
-    assert_eq!(load_list(&meta, "f2").unwrap().root(), edited.root());
-    assert_eq!(load_list(&meta, "f1").unwrap().root(), list.root());
-
-    // Deleting both lists deletes every chunk; replacing one keeps the other whole.
-    let short = FlexList::build(&blocks[..10]).unwrap();
-    let mut writer = ListWriter::new(&meta);
-    writer.save("f1", &short).unwrap();
-    let mut batch = MetaBatch::default();
-    writer.finish(&mut batch);
-    meta.commit(&batch).unwrap();
-    assert_eq!(load_list(&meta, "f1").unwrap().root(), short.root());
-    assert_eq!(load_list(&meta, "f2").unwrap().root(), edited.root());
-    let mut writer = ListWriter::new(&meta);
-    writer.delete("f1").unwrap();
-    writer.delete("f2").unwrap();
-    let mut batch = MetaBatch::default();
-    writer.finish(&mut batch);
-    meta.commit(&batch).unwrap();
-    assert_eq!(chunk_count(&meta).unwrap(), 0, "no chunk outlives its lists");
-    assert!(meta.scan(b"lref/").unwrap().is_empty());
-
-    // A flipped byte in a stored chunk is caught, not served.
-    let mut batch = MetaBatch::default();
-    save_list(&mut batch, &meta, "f1", &list).unwrap();
-    meta.commit(&batch).unwrap();
-    let (key, mut value) = meta.scan(b"lchunk/").unwrap().remove(0);
-    value[3] ^= 1;
-    let mut batch = MetaBatch::default();
-    batch.put(key, value);
-    meta.commit(&batch).unwrap();
-    assert!(matches!(load_list(&meta, "f1"), Err(StoreError::Corrupt { .. })));
 }

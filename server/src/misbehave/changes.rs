@@ -28,30 +28,41 @@ impl Misbehaving {
     pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
         self.refuse_once()?;
         let staged = self.honest.stage_put(put, record).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
         self.receive(&req.blocks);
         self.refuse_once()?;
         let staged = self.honest.stage_edit(client, req).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
         self.refuse_once()?;
         let staged = self.honest.stage_remove(client, name).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
         self.refuse_once()?;
         let staged = self.honest.stage_prune(client, req).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
         self.honest.sweep_orphans().await
+    }
+
+    pub async fn maintain(
+        &self,
+        policy: &vouch_store::CompactionPolicy,
+    ) -> Result<vouch_store::Compaction, ProviderError> {
+        self.honest.maintain(policy).await
+    }
+
+    pub async fn close(&self) -> Result<(), ProviderError> {
+        self.honest.close().await
     }
 
     /// [`Misbehave::RefuseCommit`] keeps the (nonce, tag) of every block it receives.
@@ -75,7 +86,7 @@ impl Misbehaving {
     }
 
     /// The honest commit's steps, with this provider's lie between them.
-    fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
+    async fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
         let miscount = self.lie == Misbehave::WrongCount;
         let mut planned = self.honest.plan(staged)?;
         if miscount && planned.name_exists() {
@@ -90,13 +101,13 @@ impl Misbehaving {
             // Valid proofs for a change never made durable: later answers come from before it.
             Misbehave::Rollback => Ok(prepared.committed.clone()),
             Misbehave::DropAnswer => {
-                self.honest.apply(prepared)?;
+                self.honest.apply(prepared).await?;
                 Err(ProviderError::Store(StoreError::Backend {
                     at: "the answer".into(),
                     detail: "committed, then lost on purpose (drop-answer)".into(),
                 }))
             }
-            _ => self.honest.apply(prepared),
+            _ => self.honest.apply(prepared).await,
         }
     }
 }

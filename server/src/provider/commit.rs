@@ -4,9 +4,9 @@
 //!    the client's change gate held (`write.rs`: `stage_put`, `stage_edit`, ...);
 //! 2. [`Planned`]: the name's lookup and the edits of its version list;
 //! 3. [`Proven`]: the version list updated with its proof, and the namespace's edits;
-//! 4. [`Prepared`]: the namespace updated with its proof, the answer, and the batch that makes
-//!    the change durable;
-//! 5. applied: the batch committed, the new list cached.
+//! 4. [`Prepared`]: the namespace updated with its proof, the answer, and the repository
+//!    commit that makes the change durable;
+//! 5. applied: the commit made, the new list cached.
 //!
 //! The honest provider runs them in a row ([`Provider::commit`]). The lying decorator
 //! (`crate::misbehave`) runs them one at a time and changes what it lies about in between,
@@ -27,8 +27,8 @@ pub(crate) struct Staged<'a> {
     pub(super) new_list: Option<NewList>,
     /// An edit's proof of its block-list update.
     pub(super) file_update: Option<Vec<u8>>,
-    /// The blocks' index entries and segments, committed with the change.
-    pub(super) batch: MetaBatch,
+    /// The change's blocks, stored, committed with the change.
+    pub(super) blocks: Option<StoredBlocks>,
     pub(super) _write: MutexGuard<'a, ()>,
     /// The client's change gate, held until the change is durable (see `settle`).
     pub(super) _in_flight: Option<OwnedRwLockReadGuard<()>>,
@@ -49,7 +49,7 @@ impl<'a> Staged<'a> {
             change,
             new_list: None,
             file_update: None,
-            batch: MetaBatch::default(),
+            blocks: None,
             _write: write,
             _in_flight: Some(in_flight),
         }
@@ -99,27 +99,27 @@ impl Proven<'_> {
     }
 }
 
-/// A change with its answer and the batch that makes it durable.
+/// A change with its answer and the commit that makes it durable.
 pub(crate) struct Prepared<'a> {
     pub(crate) committed: Committed,
-    batch: MetaBatch,
+    commit: Commit,
     client: String,
     /// The namespace, and the edits it takes once the batch is durable.
     namespace: Arc<RwLock<NamespaceTree>>,
     namespace_edits: Vec<Edit>,
     new_entry: Option<EntryRecord>,
     /// The new version's list, cached once committed.
-    cache: Option<(String, FlexList)>,
+    cache: Option<(String, Arc<FlexList>)>,
     _staged_locks: (MutexGuard<'a, ()>, Option<OwnedRwLockReadGuard<()>>),
 }
 
 impl Provider {
     /// Commits a staged change: every step below in a row.
-    pub(super) fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
+    pub(super) async fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
         let planned = self.plan(staged)?;
         let proven = self.prove_versions(planned)?;
         let prepared = self.prove_namespace(proven)?;
-        self.apply(prepared)
+        self.apply(prepared).await
     }
 
     /// The name's lookup and the version-list edits the change makes (the client recomputes
@@ -155,43 +155,46 @@ impl Provider {
         Ok(Proven { planned, versions, new_entry, namespace_edits: vec![edit] })
     }
 
-    /// Proves the namespace's edits (without applying them) and gathers the records, lists
-    /// and answer of the change into its batch.
+    /// Proves the namespace's edits (without applying them) and gathers the blocks, records,
+    /// lists and answer of the change into its commit.
     pub(crate) fn prove_namespace<'a>(&self, proven: Proven<'a>) -> Result<Prepared<'a>, ProviderError> {
         let Proven { planned, versions, new_entry, namespace_edits } = proven;
         let Planned { staged, namespace, answer, plan, records } = planned;
-        let Staged { client, name: _, change, new_list, file_update, mut batch, _write, _in_flight } = staged;
+        let Staged { client, name: _, change, new_list, file_update, blocks, _write, _in_flight } = staged;
         let (namespace_update, entries) =
             namespace.read().expect("namespace").prove_update(&namespace_edits, new_entry.as_ref()).map_err(bad)?;
+        let mut commit = self.repo.begin();
+        if let Some(blocks) = blocks {
+            commit.add_blocks(blocks);
+        }
         for entry in &entries.put {
-            batch.put(keys::entry(&client, &entry.name), entry.to_bytes());
+            commit.put_record(&keys::entry(&client, &entry.name), entry.to_bytes());
         }
         for name in &entries.delete {
-            batch.delete(keys::entry(&client, name));
+            commit.delete_record(&keys::entry(&client, name));
         }
         let mut cache = None;
         match (&change, &new_entry) {
             (Change::Append(record), Some(_)) => {
-                batch.put(keys::version(&client, &record.file, record.number), record.to_bytes().to_vec());
+                commit.put_record(&keys::version(&client, &record.file, record.number), record.to_bytes().to_vec());
                 let new = new_list.ok_or_else(|| bad("a new version needs its block list"))?;
                 let list_name = keys::list(&client, &record.file, record.number);
-                match &new.base {
-                    Some((base, changes)) => {
-                        save_edited_list(&mut batch, &self.meta, &list_name, base, &new.list, changes)?
-                    }
-                    None => save_list(&mut batch, &self.meta, &list_name, &new.list)?,
-                }
-                cache = Some((list_name, new.list));
+                let list = Arc::new(new.list);
+                match new.base {
+                    Some((base, changes)) => commit.save_edited_list(&list_name, &base, list.clone(), changes),
+                    None => commit.save_list(&list_name, list.clone()),
+                };
+                cache = Some((list_name, list));
             }
             (Change::Prune(positions), Some(_)) => {
                 let dropped: Vec<&VersionRecord> = positions.iter().map(|&p| &records[p as usize]).collect();
                 let kept: Vec<&VersionRecord> =
                     records.iter().filter(|r| !dropped.iter().any(|d| d.number == r.number)).collect();
-                self.forget_versions(&client, &plan.entry.file, &dropped, &kept, &mut batch)?;
+                self.forget_versions(&client, &plan.entry.file, &dropped, &kept, &mut commit)?;
             }
             (Change::Remove, None) => {
                 let all: Vec<&VersionRecord> = records.iter().collect();
-                self.forget_versions(&client, &plan.entry.file, &all, &[], &mut batch)?;
+                self.forget_versions(&client, &plan.entry.file, &all, &[], &mut commit)?;
             }
             _ => return Err(bad("inconsistent change")),
         }
@@ -202,10 +205,10 @@ impl Provider {
             namespace_update: ByteBuf::from(namespace_update.to_bytes()),
         };
         // Durable with the change itself: a client that never got this answer verifies it later.
-        batch.put(keys::last_commit(&client), vouch_proto::encode(&committed));
+        commit.put_record(&keys::last_commit(&client), vouch_proto::encode(&committed));
         Ok(Prepared {
             committed,
-            batch,
+            commit,
             client,
             namespace,
             namespace_edits,
@@ -217,23 +220,22 @@ impl Provider {
 
     /// Makes a prepared change durable, applies it to the namespace in memory, then releases
     /// its locks.
-    pub(crate) fn apply(&self, prepared: Prepared<'_>) -> Result<Committed, ProviderError> {
+    pub(crate) async fn apply(&self, prepared: Prepared<'_>) -> Result<Committed, ProviderError> {
         let started = std::time::Instant::now();
-        self.meta.commit(&prepared.batch)?;
-        let applied = prepared
-            .namespace
-            .write()
-            .expect("namespace")
-            .apply(&prepared.namespace_edits, prepared.new_entry.as_ref());
+        let Prepared { committed, commit, client, namespace, namespace_edits, new_entry, cache, _staged_locks } =
+            prepared;
+        self.repo.commit(commit).await?;
+        let applied = namespace.write().expect("namespace").apply(&namespace_edits, new_entry.as_ref());
         if let Err(e) = applied {
             // Durable all the same: the next use reloads the namespace from the store.
-            tracing::warn!("namespace of {} reloaded after: {e}", prepared.client);
-            self.forget_namespace(&prepared.client);
+            tracing::warn!("namespace of {client} reloaded after: {e}");
+            self.forget_namespace(&client);
         }
         tracing::debug!(stored = ?started.elapsed(), "commit");
-        if let Some((name, list)) = prepared.cache {
-            self.cache_list(name, Arc::new(list));
+        if let Some((name, list)) = cache {
+            self.cache_list(name, list);
         }
-        Ok(prepared.committed)
+        drop(_staged_locks);
+        Ok(committed)
     }
 }

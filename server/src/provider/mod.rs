@@ -2,8 +2,8 @@
 //!
 //! Every answer carries what the client needs to check it against its one root digest; the
 //! provider is trusted with nothing. Changes are serialised by one write lock and committed to
-//! the metadata store in one batch (blocks' segments first, see `vouch_store::segments`; a
-//! small edit's blocks inside the batch itself, so that a commit costs one flush).
+//! the repository ([`vouch_store::Repository`]) as one commit each; how blocks and records are
+//! laid out there is the repository's business (`crate::keys` says how they are named).
 //!
 //! This is the honest provider: it has no lie in it. `crate::misbehave` wraps it to lie on
 //! purpose, through the same steps (see `commit`).
@@ -21,11 +21,7 @@ use vouch_proto::{
     AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
     PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
-use vouch_store::{
-    delete_inline_segment, load_list, next_segment, put_inline_segments, put_segments, read_stored_blocks,
-    record_segments, save_edited_list, save_list, ListWriter, Location, MetaBatch, MetaDb, MetaStore, ObjectBlobs,
-    Segment, SegmentPacker, StoreError, DEFAULT_SEGMENT_SIZE, INLINE_BIT, INLINE_MAX,
-};
+use vouch_store::{Commit, MetaDb, ObjectBlobs, Repository, StoreError, StoredBlocks, Upload};
 
 mod commit;
 mod read;
@@ -86,16 +82,13 @@ struct Version {
     list: Arc<FlexList>,
 }
 
-/// The provider: one store, many clients' namespaces.
+/// The provider: one repository, many clients' namespaces.
 pub struct Provider {
-    blobs: ObjectBlobs,
-    meta: MetaDb,
+    repo: Repository,
     write: tokio::sync::Mutex<()>,
     lists: Mutex<HashMap<String, Arc<FlexList>>>,
     /// Per client, its namespace (see [`Provider::namespace`]).
     namespaces: Mutex<HashMap<String, Arc<RwLock<NamespaceTree>>>>,
-    /// The next unreserved segment number: concurrent puts pack into disjoint segments.
-    next_segment: Mutex<u64>,
     /// Per client: held for reading by each change in flight, for writing by `last-commit`
     /// (see `settle`).
     changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
@@ -103,39 +96,30 @@ pub struct Provider {
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Provider").field("blobs", &self.blobs).finish()
+        f.debug_struct("Provider").field("repo", &self.repo).finish()
     }
 }
 
 impl Provider {
     pub fn open(blobs: ObjectBlobs, meta: MetaDb) -> Result<Self, StoreError> {
-        check_format(&meta)?;
-        let next = next_segment(&meta)?;
+        Self::over(Repository::open(blobs, meta)?)
+    }
+
+    /// The provider over a repository.
+    pub fn over(repo: Repository) -> Result<Self, StoreError> {
+        check_format(&repo)?;
         Ok(Provider {
-            blobs,
-            meta,
+            repo,
             write: tokio::sync::Mutex::new(()),
             lists: Mutex::new(HashMap::new()),
             namespaces: Mutex::new(HashMap::new()),
-            next_segment: Mutex::new(next),
             changes: Mutex::new(HashMap::new()),
         })
     }
 
-    fn reserve_segment(&self) -> u64 {
-        let mut next = self.next_segment.lock().expect("segment counter");
-        *next += 1;
-        *next - 1
-    }
-
-    /// A packer for a fresh segment, in the blob store or inline in the metadata store.
-    fn packer(&self, inline: bool) -> SegmentPacker {
-        let id = self.reserve_segment();
-        if inline {
-            SegmentPacker::new(id | INLINE_BIT, INLINE_MAX)
-        } else {
-            SegmentPacker::new(id, DEFAULT_SEGMENT_SIZE)
-        }
+    /// The repository underneath (for housekeeping: compaction, check).
+    pub fn repository(&self) -> &Repository {
+        &self.repo
     }
 
     // ---- reading the namespace ----
@@ -150,8 +134,8 @@ impl Provider {
             return Ok(tree.clone());
         }
         let entries = self
-            .meta
-            .scan(&keys::entry_prefix(client))?
+            .repo
+            .records(&keys::entry_prefix(client))?
             .into_iter()
             .map(|(k, v)| EntryRecord::from_bytes(&v).map_err(|e| corrupt(&String::from_utf8_lossy(&k), e)))
             .collect::<Result<Vec<_>, _>>()?;
@@ -165,13 +149,13 @@ impl Provider {
     /// (for benchmarks that need a namespace of a million names in seconds; an untrusted
     /// provider can always write what it likes, and the client's root decides what is true).
     #[doc(hidden)]
-    pub fn import_entries(&self, client: &str, entries: &[EntryRecord]) -> Result<(), ProviderError> {
+    pub async fn import_entries(&self, client: &str, entries: &[EntryRecord]) -> Result<(), ProviderError> {
         for part in entries.chunks(100_000) {
-            let mut batch = MetaBatch::default();
+            let mut commit = self.repo.begin();
             for entry in part {
-                batch.put(keys::entry(client, &entry.name), entry.to_bytes());
+                commit.put_record(&keys::entry(client, &entry.name), entry.to_bytes());
             }
-            self.meta.commit(&batch)?;
+            self.repo.commit(commit).await?;
         }
         self.forget_namespace(client);
         Ok(())
@@ -190,8 +174,8 @@ impl Provider {
     }
 
     fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {
-        self.meta
-            .scan(&keys::version_prefix(client, file))?
+        self.repo
+            .records(&keys::version_prefix(client, file))?
             .into_iter()
             .map(|(k, v)| VersionRecord::from_bytes(&v).map_err(|e| corrupt(&String::from_utf8_lossy(&k), e)))
             .collect()
@@ -202,7 +186,7 @@ impl Provider {
         if let Some(list) = self.lists.lock().expect("list cache").get(&name) {
             return Ok(list.clone());
         }
-        let list = load_list(&self.meta, &name)?;
+        let list = self.repo.load_list(&name)?;
         let list = Arc::new(list);
         self.cache_list(name, list.clone());
         Ok(list)
@@ -279,19 +263,23 @@ impl Provider {
 const FORMAT: &[u8] = b"vouch provider format 2";
 const FORMAT_KEY: &[u8] = b"format";
 
-fn check_format(meta: &MetaDb) -> Result<(), StoreError> {
+fn check_format(repo: &Repository) -> Result<(), StoreError> {
     let refuse = |detail: String| Err(StoreError::Corrupt { at: "the metadata store".into(), detail });
-    match meta.get(FORMAT_KEY)? {
+    match repo.record(FORMAT_KEY)? {
         Some(found) if found == FORMAT => Ok(()),
         Some(found) => refuse(format!(
             "written as {:?}, this provider reads {:?}",
             String::from_utf8_lossy(&found),
             String::from_utf8_lossy(FORMAT)
         )),
-        None if !meta.scan(b"ns/")?.is_empty() => {
+        None if !repo.records(b"ns/")?.is_empty() => {
             refuse("written by an older vouch (format 1): start from an empty data directory".into())
         }
-        None => meta.commit(MetaBatch::default().put(FORMAT_KEY, FORMAT)),
+        None => {
+            let mut stamp = repo.begin();
+            stamp.put_record(FORMAT_KEY, FORMAT);
+            repo.commit_sync(stamp)
+        }
     }
 }
 

@@ -48,52 +48,20 @@ impl Provider {
             .iter()
             .map(|&s| Ok(plan.list.search(s).ok_or_else(|| bad("offset past the end"))?.block.block_ref))
             .collect::<Result<Vec<u64>, ProviderError>>()?;
-        let indexed = self.indexed_many(client, &plan.file, &nonces)?;
-        let entries: Vec<(u64, Location, Vec<u8>)> =
-            nonces.into_iter().zip(indexed).map(|(n, (location, tag))| (n, location, tag)).collect();
-        let locations: Vec<Location> = entries.iter().map(|e| e.1).collect();
-        let data = read_stored_blocks(&self.blobs, &self.meta, &locations).await?;
-        let blocks: Vec<WireBlock> = entries
+        let stored = self.repo.read_blocks(&keys::owner(client, &plan.file), &nonces).await?;
+        let blocks: Vec<WireBlock> = nonces
             .into_iter()
-            .zip(data)
-            .map(|((nonce, _, tag), data)| WireBlock { nonce, tag: ByteBuf::from(tag), data })
+            .zip(stored)
+            .map(|(nonce, b)| WireBlock { nonce, tag: ByteBuf::from(b.tag), data: b.data })
             .collect();
         Ok(ReadChunk { starts: starts.to_vec(), proof: ByteBuf::from(proof.as_bytes().to_vec()), blocks })
     }
 
-    /// Where a block is and its tag, from the index.
-    fn indexed(&self, client: &str, file: &FileId, nonce: u64) -> Result<(Location, Vec<u8>), ProviderError> {
-        Ok(self.indexed_many(client, file, &[nonce])?.pop().expect("one asked, one found"))
-    }
-
-    /// Where many blocks are and their tags, in one read of the index.
-    fn indexed_many(
-        &self,
-        client: &str,
-        file: &FileId,
-        nonces: &[u64],
-    ) -> Result<Vec<(Location, Vec<u8>)>, ProviderError> {
-        let keys: Vec<Vec<u8>> = nonces.iter().map(|&n| keys::block(client, file, n)).collect();
-        let values = self.meta.get_many(&keys)?;
-        keys.iter()
-            .zip(values)
-            .map(|(key, value)| {
-                let at = || String::from_utf8_lossy(key).into_owned();
-                let value = value.ok_or_else(|| corrupt(&at(), "block listed but not indexed"))?;
-                let location = value
-                    .get(..Location::ENCODED_LEN)
-                    .and_then(Location::from_bytes)
-                    .ok_or_else(|| corrupt(&at(), "short index entry"))?;
-                Ok((location, value[Location::ENCODED_LEN..].to_vec()))
-            })
-            .collect()
-    }
-
     /// A stored block's tag and bytes (the store checks the bytes' checksum).
     async fn block(&self, client: &str, file: &FileId, nonce: u64) -> Result<(Vec<u8>, Vec<u8>), ProviderError> {
-        let (location, tag) = self.indexed(client, file, nonce)?;
-        let data = read_stored_blocks(&self.blobs, &self.meta, &[location]).await?;
-        Ok((tag, data.into_iter().next().expect("one block asked, one read").to_vec()))
+        let stored = self.repo.read_blocks(&keys::owner(client, file), &[nonce]).await?;
+        let b = stored.into_iter().next().expect("one block asked, one read");
+        Ok((b.tag, b.data.to_vec()))
     }
 
     /// Every block of a version without its bytes, with one multi-proof (for `sync`).
@@ -103,9 +71,8 @@ impl Provider {
         let Some(version) = version else { return Ok(out) };
         let blocks: Vec<(u64, u64)> = version.list.iter().map(|l| (l.start, l.block.block_ref)).collect();
         let nonces: Vec<u64> = blocks.iter().map(|b| b.1).collect();
-        for ((start, nonce), (_, tag)) in
-            blocks.into_iter().zip(self.indexed_many(client, &version.record.file, &nonces)?)
-        {
+        let tags = self.repo.block_tags(&keys::owner(client, &version.record.file), &nonces)?;
+        for ((start, nonce), tag) in blocks.into_iter().zip(tags) {
             out.starts.push(start);
             out.blocks.push(BlockMeta { nonce, tag: ByteBuf::from(tag) });
         }

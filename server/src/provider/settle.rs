@@ -29,7 +29,7 @@ impl Provider {
         vouch_core::namespace::check_name(name).map_err(bad)?;
         let _settled = self.gate(client).write_owned().await;
         let (answer, _) = self.lookup(client, name)?;
-        let committed = match self.meta.get(&keys::last_commit(client))? {
+        let committed = match self.repo.record(&keys::last_commit(client))? {
             None => None,
             Some(bytes) => Some(vouch_proto::decode(&bytes).map_err(|e| corrupt("the last commit's answer", e))?),
         };

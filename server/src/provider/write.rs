@@ -15,112 +15,44 @@ impl Provider {
         file: FileId,
         scheme: SchemeId,
     ) -> Result<PutState, ProviderError> {
-        let mut put = self.begin(client, name, file, scheme, false)?;
+        let mut put = self.begin(client, name, file, scheme)?;
         put.in_flight = Some(self.changing(client).await);
         Ok(put)
     }
 
-    /// A put whose segments are kept in the metadata store when `inline` (a small edit's).
-    fn begin(
-        &self,
-        client: &str,
-        name: &str,
-        file: FileId,
-        scheme: SchemeId,
-        inline: bool,
-    ) -> Result<PutState, ProviderError> {
+    fn begin(&self, client: &str, name: &str, file: FileId, scheme: SchemeId) -> Result<PutState, ProviderError> {
         vouch_core::namespace::check_name(name).map_err(bad)?;
         Ok(PutState {
             client: client.to_string(),
             name: name.to_string(),
             file,
             scheme,
-            packer: self.packer(inline),
-            inline,
-            packed: 0,
-            written: Vec::new(),
-            kept_inline: Vec::new(),
+            upload: self.repo.upload(&keys::owner(client, &file))?,
             leaves: Vec::new(),
-            batch: MetaBatch::default(),
             nonces: HashSet::new(),
-            writing: tokio::task::JoinSet::new(),
             in_flight: None,
-            blobs: self.blobs.clone(),
         })
     }
 
-    /// Adds blocks to a put; each segment is written (in the background) as soon as it is full.
+    /// Adds blocks to a put; the repository writes each full segment in the background.
     pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
         for b in blocks {
-            if put.packed > 0 && put.packed + b.data.len() > DEFAULT_SEGMENT_SIZE {
-                self.flush(put).await?;
+            if b.data.is_empty() || b.data.len() > pdp::MAX_BLOCK_LEN || b.tag.len() != put.scheme.tag_len() {
+                return Err(bad("a block must hold 1 byte to 1 MiB and a tag of its scheme's length"));
             }
-            self.stage_block(put, b)?;
+            if !put.nonces.insert(b.nonce) {
+                return Err(bad(format!("nonce {} used twice", b.nonce)));
+            }
+            put.leaves.push(leaf_of(put.scheme, &b));
+            put.upload.add(b.nonce, &b.tag, b.data).await?;
         }
         Ok(())
-    }
-
-    /// Starts writing the current segment and starts the next one; at most two segments are
-    /// being written at a time, so receiving goes on while the disk works.
-    async fn flush(&self, put: &mut PutState) -> Result<(), ProviderError> {
-        let fresh = self.packer(put.inline);
-        let (sealed, _) = std::mem::replace(&mut put.packer, fresh).finish();
-        put.packed = 0;
-        if put.inline {
-            put.kept_inline.extend(sealed);
-            return Ok(());
-        }
-        put.written.extend(sealed.iter().map(|(id, s)| (*id, s.len())));
-        while put.writing.len() >= 2 {
-            joined(put.writing.join_next().await)?;
-        }
-        let blobs = self.blobs.clone();
-        put.writing.spawn(async move { put_segments(&blobs, sealed).await });
-        Ok(())
-    }
-
-    /// Writes what is left and waits for every segment of the put to be stored: only then may
-    /// metadata name them.
-    async fn written(&self, put: &mut PutState) -> Result<(), ProviderError> {
-        if put.packed > 0 {
-            self.flush(put).await?;
-        }
-        while let Some(done) = put.writing.join_next().await {
-            joined(Some(done))?;
-        }
-        Ok(())
-    }
-
-    fn stage_block(&self, put: &mut PutState, b: WireBlock) -> Result<(), ProviderError> {
-        if b.data.is_empty() || b.data.len() > pdp::MAX_BLOCK_LEN || b.tag.len() != put.scheme.tag_len() {
-            return Err(bad("a block must hold 1 byte to 1 MiB and a tag of its scheme's length"));
-        }
-        if !put.nonces.insert(b.nonce) {
-            return Err(bad(format!("nonce {} used twice", b.nonce)));
-        }
-        put.leaves.push(leaf_of(put.scheme, &b));
-        let len = b.data.len();
-        let at = put.packer.add_shared(b.data);
-        put.packed += len;
-        let mut value = at.to_bytes().to_vec();
-        value.extend_from_slice(&b.tag);
-        put.batch.put(keys::block(&put.client, &put.file, b.nonce), value);
-        Ok(())
-    }
-
-    /// The batch a put commits: its blocks' index entries and its segments' bookkeeping.
-    fn sealed_batch(&self, mut put: PutState) -> MetaBatch {
-        let next = *self.next_segment.lock().expect("segment counter");
-        let mut batch = std::mem::take(&mut put.batch);
-        record_segments(&mut batch, &put.hand_over_segments(), next);
-        put_inline_segments(&mut batch, &put.kept_inline);
-        batch
     }
 
     /// Ends a put: checks the client's record against the blocks, then commits the version.
     pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
         let staged = self.stage_put(put, record).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     /// A put's change, staged: its list built and checked against the record, its segments
@@ -143,12 +75,10 @@ impl Provider {
             return Err(bad("the uploaded blocks do not build the version record's root and length"));
         }
         let built = started.elapsed();
-        self.written(&mut put).await?;
+        let PutState { client, name, upload, in_flight, .. } = put;
+        let blocks = upload.finish().await?;
         let written = started.elapsed();
         let write = self.write.lock().await;
-        let (client, name) = (put.client.clone(), put.name.clone());
-        let in_flight = put.in_flight.take();
-        let batch = self.sealed_batch(put);
         tracing::debug!(?built, ?written, total = ?started.elapsed(), "put staged");
         Ok(Staged {
             client,
@@ -156,7 +86,7 @@ impl Provider {
             change: Change::Append(record),
             new_list: Some(NewList { list, base: None }),
             file_update: None,
-            batch,
+            blocks: Some(blocks),
             _write: write,
             _in_flight: in_flight,
         })
@@ -165,7 +95,7 @@ impl Provider {
     /// Applies a batch of edits to the latest version, making a new version.
     pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
         let staged = self.stage_edit(client, req).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     /// An edit's change, staged: its blocks stored (or sealed for the commit's batch), the
@@ -187,16 +117,12 @@ impl Provider {
         if req.blocks.iter().enumerate().any(|(i, b)| b.nonce != base.next_nonce + i as u64) {
             return Err(bad("new blocks take the version's next nonces in order"));
         }
-        // A small commit's blocks go in the metadata transaction: one flush, not two.
-        let inline = req.blocks.iter().map(|b| b.data.len()).sum::<usize>() <= INLINE_MAX;
-        let mut put = self.begin(client, &req.name, base.file, base.scheme, inline)?;
+        let mut put = self.begin(client, &req.name, base.file, base.scheme)?;
         let blocks = req.blocks.len() as u64;
         self.put_blocks(&mut put, req.blocks).await?;
-        if put.packed > 0 {
-            // Seals the blocks: a large edit's segments are written while the lists are
-            // updated; a small edit's go into the commit's own batch.
-            self.flush(&mut put).await?;
-        }
+        // A large edit's segments are written while the lists are updated (a small edit's
+        // ride in the commit).
+        put.upload.seal().await?;
         let leaves = std::mem::take(&mut put.leaves);
         let block = |i: u32| leaves.get(i as usize).copied().ok_or_else(|| bad(format!("edit names block {i}")));
         let edits = req
@@ -227,9 +153,8 @@ impl Provider {
             next_nonce: base.next_nonce + blocks,
             time: req.time,
         };
-        self.written(&mut put).await?;
+        let stored = put.upload.finish().await?;
         let flushed = started.elapsed();
-        let batch = self.sealed_batch(put);
         tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit staged");
         Ok(Staged {
             client: client.to_string(),
@@ -237,7 +162,7 @@ impl Provider {
             change: Change::Append(record),
             new_list: Some(NewList { list, base: Some((base_list, edits)) }),
             file_update: Some(update.to_bytes()),
-            batch,
+            blocks: Some(stored),
             _write: write,
             _in_flight: Some(in_flight),
         })
@@ -245,7 +170,7 @@ impl Provider {
 
     pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
         let staged = self.stage_remove(client, name).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     pub(crate) async fn stage_remove(&self, client: &str, name: &str) -> Result<Staged<'_>, ProviderError> {
@@ -256,7 +181,7 @@ impl Provider {
 
     pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
         let staged = self.stage_prune(client, req).await?;
-        self.commit(staged)
+        self.commit(staged).await
     }
 
     pub(crate) async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Staged<'_>, ProviderError> {
@@ -280,42 +205,24 @@ impl Provider {
     }
 
     /// Deletes versions' records and lists, and the blocks no kept version uses. (Their
-    /// segments' space comes back at the next compaction.)
+    /// segments' space comes back when the repository compacts.)
     pub(super) fn forget_versions(
         &self,
         client: &str,
         file: &FileId,
         dropped: &[&VersionRecord],
         kept: &[&VersionRecord],
-        batch: &mut MetaBatch,
+        commit: &mut Commit,
     ) -> Result<(), ProviderError> {
         let mut live = HashSet::new();
         for r in kept {
             live.extend(self.list(client, r)?.iter().map(|l| l.block.block_ref));
         }
-        let mut lists = ListWriter::new(&self.meta);
         for r in dropped {
-            batch.delete(keys::version(client, file, r.number));
-            lists.delete(&keys::list(client, file, r.number))?;
+            commit.delete_record(&keys::version(client, file, r.number));
+            commit.delete_list(&keys::list(client, file, r.number));
         }
-        lists.finish(batch);
-        // Inline segments hold one commit's blocks: they go with the last of them.
-        let (mut dropped_inline, mut kept_inline) = (HashSet::new(), HashSet::new());
-        for (key, value) in self.meta.scan(&keys::block_prefix(client, file))? {
-            let nonce = std::str::from_utf8(&key[key.len() - 16..]).ok().and_then(|h| u64::from_str_radix(h, 16).ok());
-            let at = value.get(..Location::ENCODED_LEN).and_then(Location::from_bytes);
-            let at = at.ok_or_else(|| corrupt(&String::from_utf8_lossy(&key), "short index entry"))?;
-            let dropped = nonce.is_some_and(|n| !live.contains(&n));
-            if at.is_inline() {
-                if dropped { &mut dropped_inline } else { &mut kept_inline }.insert(at.segment);
-            }
-            if dropped {
-                batch.delete(key);
-            }
-        }
-        for segment in dropped_inline.difference(&kept_inline) {
-            delete_inline_segment(batch, *segment);
-        }
+        commit.forget_blocks_except(&keys::owner(client, file), live);
         self.lists.lock().expect("list cache").clear();
         Ok(())
     }
@@ -334,66 +241,14 @@ pub struct PutState {
     name: String,
     file: FileId,
     scheme: SchemeId,
-    packer: SegmentPacker,
-    /// Segments go to the metadata store, not the blob store (a small edit's).
-    inline: bool,
-    packed: usize,
-    /// Segments written so far, with their sizes.
-    written: Vec<(u64, usize)>,
-    /// Inline segments, written with the commit.
-    kept_inline: Vec<(u64, Segment)>,
+    /// The blocks, packed by the repository (an abandoned put's segments are deleted when it
+    /// is dropped).
+    upload: Upload,
     leaves: Vec<Block>,
-    batch: MetaBatch,
     nonces: HashSet<u64>,
-    /// Segment writes in flight.
-    writing: tokio::task::JoinSet<Result<(), StoreError>>,
     /// Holds the client's change gate for the whole upload (a put's own; an edit holds it
     /// itself).
     in_flight: Option<tokio::sync::OwnedRwLockReadGuard<()>>,
-    /// Where `written` went: an abandoned put deletes them from here (see `Drop`).
-    blobs: ObjectBlobs,
-}
-
-impl PutState {
-    /// The segments this put wrote, handed to the batch that commits them: from here on they
-    /// belong to the index, and dropping the put deletes nothing.
-    fn hand_over_segments(&mut self) -> Vec<(u64, usize)> {
-        std::mem::take(&mut self.written)
-    }
-}
-
-/// A put dropped before it handed its segments over (an error, a limit, a refused record, a
-/// dropped connection) deletes the segments it wrote, once its writes in flight have ended (a
-/// write still landing after the delete would leave one behind). Outside a runtime, or when a
-/// delete fails, the orphans wait for the sweep at the next start (`Provider::sweep_orphans`).
-impl Drop for PutState {
-    fn drop(&mut self) {
-        if self.written.is_empty() {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let segments = std::mem::take(&mut self.written);
-        let mut writing = std::mem::replace(&mut self.writing, tokio::task::JoinSet::new());
-        let blobs = self.blobs.clone();
-        runtime.spawn(async move {
-            use vouch_store::BlobStore as _;
-            while writing.join_next().await.is_some() {}
-            for (id, _) in segments {
-                match blobs.delete(&vouch_store::segment_key(id)).await {
-                    Ok(()) => tracing::debug!(segment = id, "deleted a segment of an abandoned put"),
-                    Err(e) => tracing::warn!(segment = id, "abandoned put: {e} (the next start sweeps it)"),
-                }
-            }
-        });
-    }
-}
-
-fn joined(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), ProviderError> {
-    match done {
-        None | Some(Ok(Ok(()))) => Ok(()),
-        Some(Ok(Err(e))) => Err(e.into()),
-        Some(Err(e)) => Err(bad(format!("segment write failed: {e}"))),
-    }
 }
 
 /// The FlexList leaf of an uploaded block.
@@ -406,6 +261,19 @@ impl Provider {
     /// behind); returns how many. Only while nothing is being written: the server runs it
     /// before it serves.
     pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
-        Ok(vouch_store::sweep_orphans(&self.blobs, &self.meta).await?)
+        Ok(self.repo.sweep_orphans().await?)
+    }
+
+    /// Background housekeeping: compaction as `policy` says (see `crate::Maintenance`).
+    pub async fn maintain(
+        &self,
+        policy: &vouch_store::CompactionPolicy,
+    ) -> Result<vouch_store::Compaction, ProviderError> {
+        Ok(self.repo.maintain(policy).await?)
+    }
+
+    /// Copies what only the local metadata log holds to the blob store (a clean shutdown).
+    pub async fn close(&self) -> Result<(), ProviderError> {
+        Ok(self.repo.close().await?)
     }
 }

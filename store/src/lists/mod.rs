@@ -28,11 +28,11 @@ use std::collections::HashMap;
 use vouch_core::{Block, Digest, Edit, FlexList};
 
 /// Average blocks per chunk (a power of two).
-pub const CHUNK_TARGET: u16 = 1024;
+pub(crate) const CHUNK_TARGET: u16 = 1024;
 /// Most blocks in one chunk.
-pub const CHUNK_MAX: usize = 8192;
+pub(crate) const CHUNK_MAX: usize = 8192;
 /// Most deltas between a saved list and the full list it rests on.
-pub const MAX_DELTA_DEPTH: u32 = 32;
+pub(crate) const MAX_DELTA_DEPTH: u32 = 32;
 
 fn manifest_key(name: &str) -> Vec<u8> {
     format!("root/{name}").into_bytes()
@@ -72,7 +72,7 @@ type Count = (u64, u64);
 /// Saves and deletes lists in one metadata batch, keeping the reference counts. One writer
 /// per batch (a second one would not see the first one's pending changes), and callers
 /// serialise writers (the provider holds its write lock).
-pub struct ListWriter<'m, M: MetaStore> {
+pub(crate) struct ListWriter<'m, M: MetaStore> {
     meta: &'m M,
     chunk_refs: HashMap<Digest, Count>,
     new_chunks: HashMap<Digest, Vec<u8>>,
@@ -264,35 +264,10 @@ impl<'m, M: MetaStore> ListWriter<'m, M> {
     }
 }
 
-/// Adds to `batch` everything that stores `list` under `name` (replacing an older version):
-/// for a batch that changes no other list (else use one [`ListWriter`]).
-pub fn save_list(batch: &mut MetaBatch, meta: &impl MetaStore, name: &str, list: &FlexList) -> Result<(), StoreError> {
-    let mut writer = ListWriter::new(meta);
-    writer.save(name, list)?;
-    writer.finish(batch);
-    Ok(())
-}
-
-/// Like [`save_list`] for a list that is the list saved as `base` after `edits` (see
-/// [`ListWriter::save_edited`]).
-pub fn save_edited_list(
-    batch: &mut MetaBatch,
-    meta: &impl MetaStore,
-    name: &str,
-    base: &str,
-    list: &FlexList,
-    edits: &[Edit],
-) -> Result<(), StoreError> {
-    let mut writer = ListWriter::new(meta);
-    writer.save_edited(name, base, list, edits)?;
-    writer.finish(batch);
-    Ok(())
-}
-
 /// Loads the list saved under `name`. A missing list is [`StoreError::NotFound`]; stored bytes
 /// that do not hash to their chunk's name, or do not rebuild the saved roots, are
 /// [`StoreError::Corrupt`], never a silently different list.
-pub fn load_list(meta: &impl MetaStore, name: &str) -> Result<FlexList, StoreError> {
+pub(crate) fn load_list(meta: &impl MetaStore, name: &str) -> Result<FlexList, StoreError> {
     let load = |at: &str| -> Result<Manifest, StoreError> {
         match meta.get(&manifest_key(at))? {
             Some(bytes) => Manifest::from_bytes(at, &bytes),
@@ -345,8 +320,11 @@ fn load_full(
     Ok(list)
 }
 
-/// How many list chunks are stored, for tests that check nothing leaks.
-#[doc(hidden)]
-pub fn chunk_count(meta: &impl MetaStore) -> Result<usize, StoreError> {
-    Ok(meta.scan(b"lchunk/")?.len())
+/// The names of the saved lists (hidden ones too).
+pub(crate) fn list_names(meta: &impl MetaStore) -> Result<Vec<String>, StoreError> {
+    let names = meta.scan(b"root/")?.into_iter().map(|(k, _)| String::from_utf8_lossy(&k[5..]).into_owned());
+    Ok(names.collect())
 }
+
+#[cfg(test)]
+mod tests;

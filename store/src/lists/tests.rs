@@ -1,14 +1,42 @@
 //! Saved lists (full and as deltas of the list they were edited from) against a model: a
 //! map from name to the list itself. Random sequences of saves, edited saves and deletes;
 //! after each batch every live name loads as the model says, every deleted one is gone, and
-//! once everything is deleted nothing of the lists is left in the store.
+//! once everything is deleted nothing of the lists is left in the store. Also: lists survive
+//! a restart, share chunks, and corruption is reported.
 
+use super::*;
+use crate::MetaDb;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use vouch_core::{hash, Block, Digest, Edit, FlexList};
-use vouch_store::{
-    load_list, save_edited_list, save_list, ListWriter, MetaBatch, MetaDb, MetaStore, StoreError, MAX_DELTA_DEPTH,
-};
+use vouch_core::hash;
+
+/// Adds to `batch` everything that stores `list` under `name` (replacing an older version).
+fn save_list(batch: &mut MetaBatch, meta: &impl MetaStore, name: &str, list: &FlexList) -> Result<(), StoreError> {
+    let mut writer = ListWriter::new(meta);
+    writer.save(name, list)?;
+    writer.finish(batch);
+    Ok(())
+}
+
+/// Like [`save_list`] for the list saved as `base` after `edits`.
+fn save_edited_list(
+    batch: &mut MetaBatch,
+    meta: &impl MetaStore,
+    name: &str,
+    base: &str,
+    list: &FlexList,
+    edits: &[Edit],
+) -> Result<(), StoreError> {
+    let mut writer = ListWriter::new(meta);
+    writer.save_edited(name, base, list, edits)?;
+    writer.finish(batch);
+    Ok(())
+}
+
+/// How many list chunks are stored.
+fn chunk_count(meta: &impl MetaStore) -> Result<usize, StoreError> {
+    Ok(meta.scan(b"lchunk/")?.len())
+}
 
 fn block(seed: u64) -> Block {
     Block::new(hash::data(&seed.to_le_bytes()), 1 + (seed % 3000) as u32, seed)
@@ -201,4 +229,65 @@ fn a_delta_that_does_not_rebuild_its_root_or_lost_its_base_is_corrupt() {
     meta.commit(&batch).unwrap();
     assert!(matches!(load_list(&meta, "v2"), Err(StoreError::Corrupt { .. })));
     assert!(matches!(load_list(&meta, "v9"), Err(StoreError::NotFound { .. })));
+}
+
+#[test]
+fn lists_survive_a_restart_share_chunks_and_corruption_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("meta.redb");
+    let blocks: Vec<Block> = (0..20_077u64).map(|i| Block::new(hash::data(&i.to_le_bytes()), 4096, i)).collect();
+    let list = FlexList::build(&blocks).unwrap();
+    {
+        let meta = MetaDb::open(&path).unwrap();
+        let mut batch = MetaBatch::default();
+        save_list(&mut batch, &meta, "f1", &list).unwrap();
+        meta.commit(&batch).unwrap();
+    }
+    let meta = MetaDb::open(&path).unwrap();
+    let loaded = load_list(&meta, "f1").unwrap();
+    assert_eq!((loaded.root(), loaded.total_len()), (list.root(), list.total_len()));
+    assert_eq!(loaded.search(12_345_678).unwrap(), list.search(12_345_678).unwrap());
+    assert!(matches!(load_list(&meta, "other"), Err(StoreError::NotFound { .. })));
+    let chunks = chunk_count(&meta).unwrap();
+    assert!(chunks >= 10, "{chunks} chunks for 20k blocks");
+
+    // A second version with one block inserted shares all but about one chunk.
+    let mut edited = list.clone();
+    edited.insert(4096 * 9000, Block::new(hash::data(b"new"), 100, 99_999)).unwrap();
+    let mut batch = MetaBatch::default();
+    save_list(&mut batch, &meta, "f2", &edited).unwrap();
+    meta.commit(&batch).unwrap();
+    let after = chunk_count(&meta).unwrap();
+    assert!(after <= chunks + 2, "an insert added {} chunks", after - chunks);
+    assert_eq!(load_list(&meta, "f2").unwrap().root(), edited.root());
+    assert_eq!(load_list(&meta, "f1").unwrap().root(), list.root());
+
+    // Deleting both lists deletes every chunk; replacing one keeps the other whole.
+    let short = FlexList::build(&blocks[..10]).unwrap();
+    let mut writer = ListWriter::new(&meta);
+    writer.save("f1", &short).unwrap();
+    let mut batch = MetaBatch::default();
+    writer.finish(&mut batch);
+    meta.commit(&batch).unwrap();
+    assert_eq!(load_list(&meta, "f1").unwrap().root(), short.root());
+    assert_eq!(load_list(&meta, "f2").unwrap().root(), edited.root());
+    let mut writer = ListWriter::new(&meta);
+    writer.delete("f1").unwrap();
+    writer.delete("f2").unwrap();
+    let mut batch = MetaBatch::default();
+    writer.finish(&mut batch);
+    meta.commit(&batch).unwrap();
+    assert_eq!(chunk_count(&meta).unwrap(), 0, "no chunk outlives its lists");
+    assert!(meta.scan(b"lref/").unwrap().is_empty());
+
+    // A flipped byte in a stored chunk is caught, not served.
+    let mut batch = MetaBatch::default();
+    save_list(&mut batch, &meta, "f1", &list).unwrap();
+    meta.commit(&batch).unwrap();
+    let (key, mut value) = meta.scan(b"lchunk/").unwrap().remove(0);
+    value[3] ^= 1;
+    let mut batch = MetaBatch::default();
+    batch.put(key, value);
+    meta.commit(&batch).unwrap();
+    assert!(matches!(load_list(&meta, "f1"), Err(StoreError::Corrupt { .. })));
 }
