@@ -6,7 +6,9 @@
 //! block size `vouch bench pdp` found best for proofs. A fixed size can be asked for instead.
 
 use crate::error::ClientError;
+use bytes::Bytes;
 use std::io::Read;
+use std::ops::Range;
 use vouch_core::pdp::MAX_BLOCK_LEN;
 
 pub const CDC_MIN: u32 = 4 << 10;
@@ -43,62 +45,62 @@ impl Cutting {
 
 /// A file read in batches of blocks: content-defined chunks, or for fixed cutting plain
 /// pieces of bytes (the upload cuts those itself).
+///
+/// Each batch is one buffer read from the input, and its blocks are slices of it: a block's
+/// bytes are copied once, by the read, and then shared up to the wire. Only the batch's last
+/// chunk, which the buffer's end may have cut short, is carried into the next buffer and cut
+/// again there (chunking restarts cleanly at any chunk boundary, so the blocks are the ones a
+/// single pass over the whole input gives).
 pub struct ChunkSource<R: Read> {
-    inner: Source<R>,
-}
-
-enum Source<R: Read> {
-    Content(fastcdc::v2020::StreamCDC<R>),
-    Bytes(R),
+    reader: R,
+    cutting: Cutting,
+    carry: Vec<u8>,
+    eof: bool,
 }
 
 impl<R: Read> ChunkSource<R> {
     pub fn new(reader: R, cutting: Cutting) -> Self {
-        let inner = match cutting {
-            Cutting::Content => Source::Content(fastcdc::v2020::StreamCDC::new(reader, CDC_MIN, CDC_AVG, CDC_MAX)),
-            Cutting::Fixed(_) => Source::Bytes(reader),
-        };
-        ChunkSource { inner }
+        ChunkSource { reader, cutting, carry: Vec::new(), eof: false }
     }
 
     /// About `bytes` worth of blocks (fewer at the end); `None` at the end of the input.
-    pub fn next_batch(&mut self, bytes: usize) -> Result<Option<Vec<Vec<u8>>>, ClientError> {
-        let mut out = Vec::new();
-        let mut have = 0;
-        match &mut self.inner {
-            Source::Content(cdc) => {
-                while have < bytes {
-                    match cdc.next() {
-                        None => break,
-                        Some(Err(e)) => {
-                            return Err(ClientError::Io {
-                                what: "reading the input".into(),
-                                source: std::io::Error::other(e.to_string()),
-                            })
-                        }
-                        Some(Ok(chunk)) => {
-                            have += chunk.data.len();
-                            out.push(chunk.data);
-                        }
-                    }
-                }
+    pub fn next_batch(&mut self, bytes: usize) -> Result<Option<Vec<Bytes>>, ClientError> {
+        // Room for at least one whole chunk beyond what is carried.
+        let want = bytes.max(2 * CDC_MAX as usize);
+        loop {
+            if self.eof && self.carry.is_empty() {
+                return Ok(None);
             }
-            Source::Bytes(reader) => {
-                let mut buf = vec![0u8; bytes];
-                while have < bytes {
-                    let n = reader.read(&mut buf[have..]).map_err(ClientError::io("reading the input"))?;
-                    if n == 0 {
-                        break;
+            let mut buf = Vec::with_capacity(self.carry.len() + want);
+            buf.append(&mut self.carry);
+            let more = want.saturating_sub(buf.len()) as u64;
+            let read =
+                (&mut self.reader).take(more).read_to_end(&mut buf).map_err(ClientError::io("reading the input"))?;
+            if (read as u64) < more {
+                self.eof = true;
+            }
+            let data = Bytes::from(buf);
+            if data.is_empty() {
+                return Ok(None);
+            }
+            let blocks = match self.cutting {
+                Cutting::Fixed(_) => vec![data],
+                Cutting::Content => {
+                    let mut cuts: Vec<Range<usize>> = fastcdc::v2020::FastCDC::new(&data, CDC_MIN, CDC_AVG, CDC_MAX)
+                        .map(|c| c.offset..c.offset + c.length)
+                        .collect();
+                    if !self.eof {
+                        if let Some(last) = cuts.pop() {
+                            self.carry = data[last].to_vec();
+                        }
                     }
-                    have += n;
+                    cuts.into_iter().map(|r| data.slice(r)).collect()
                 }
-                buf.truncate(have);
-                if have > 0 {
-                    out.push(buf);
-                }
+            };
+            if !blocks.is_empty() {
+                return Ok(Some(blocks));
             }
         }
-        Ok(if out.is_empty() { None } else { Some(out) })
     }
 }
 
@@ -126,6 +128,53 @@ mod tests {
         while let Some(batch) = source.next_batch(50_000).unwrap() {
             streamed.extend(batch);
         }
-        assert_eq!(streamed, before.iter().map(|b| b.to_vec()).collect::<Vec<_>>());
+        assert_eq!(streamed, before.iter().map(|b| Bytes::copy_from_slice(b)).collect::<Vec<_>>());
+    }
+
+    /// Returns at most `step` bytes per read, then fails if `fail` says so.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        step: usize,
+        fail: bool,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.at == self.data.len() && self.fail {
+                return Err(std::io::Error::other("disk gone"));
+            }
+            let n = self.step.min(out.len()).min(self.data.len() - self.at);
+            out[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn batches_are_the_whole_cut_whatever_the_reads_and_sizes() {
+        let data: Vec<u8> = (0..700_000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 23) as u8).collect();
+        let whole = Cutting::Content.cut(&data);
+        for (step, batch) in [(1 << 20, 1), (7, 100_000), (65_536, 300_000), (4096, 1 << 22)] {
+            for cutting in [Cutting::Content, Cutting::Fixed(5000)] {
+                let reader = Trickle { data: data.clone(), at: 0, step, fail: false };
+                let mut source = ChunkSource::new(reader, cutting);
+                let mut blocks = Vec::new();
+                while let Some(b) = source.next_batch(batch).unwrap() {
+                    assert!(!b.is_empty());
+                    blocks.extend(b);
+                }
+                assert_eq!(blocks.concat(), data, "step {step}, batch {batch}, {cutting:?}");
+                if cutting == Cutting::Content {
+                    assert_eq!(blocks.len(), whole.len(), "step {step}, batch {batch}");
+                    assert!(blocks.iter().zip(&whole).all(|(a, b)| a == b));
+                }
+            }
+        }
+        let failing = Trickle { data: vec![1; 10], at: 0, step: 3, fail: true };
+        let mut source = ChunkSource::new(failing, Cutting::Content);
+        assert!(matches!(source.next_batch(1 << 20), Err(ClientError::Io { .. })));
+        let mut empty = ChunkSource::new(std::io::empty(), Cutting::Content);
+        assert!(empty.next_batch(100).unwrap().is_none());
     }
 }

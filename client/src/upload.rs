@@ -105,7 +105,6 @@ impl PutUpload {
             total += blocks.iter().map(|b| b.len() as u64).sum::<u64>();
             // The blocks read are shared into the frames, not copied (a block joined from two
             // reads by a fixed-size upload is the exception).
-            let blocks: Vec<Bytes> = blocks.into_iter().map(Bytes::from).collect();
             match self.cutting {
                 Cutting::Fixed(_) => {
                     for b in &blocks {

@@ -4,8 +4,13 @@
 //! * [`flexlist`]: FlexList, the authenticated skip list of FlexDPDP, with multi-proofs and
 //!   batched, verifiable updates.
 //! * [`pdp`]: provable data possession over FlexList: homomorphic tags, challenges, proofs.
+//! * [`namespace`]: names and versions under one root: the client's checks, the provider's
+//!   [`namespace::NamespaceTree`] (a change is proven first, as a batch its caller persists,
+//!   then applied), and the [`namespace::Functionality`] trait (VICOS Sec. 2.3) that AIP runs over.
+//! * [`codec`]: the canonical byte layouts everything above is hashed and sent in.
 //!
-//! Higher layers (storage, server, client) persist and transport what this crate computes.
+//! Higher layers (storage, server, client) persist and transport what this crate computes;
+//! this crate imports none of them.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 

@@ -25,6 +25,11 @@
 //! | `last-commit` | [`LastCommitRequest`] | [`LastCommit`] |
 //!
 //! Errors are an HTTP status with an [`ErrorBody`].
+//!
+//! Block bytes cross this crate without copies: [`WireBlock::data`] is a shared buffer,
+//! [`decode_shared`] decodes a frame with its blocks pointing into it, and
+//! [`read_frame_parts`] / [`put_frame_parts`] encode the block-carrying frames as parts that
+//! share the blocks (byte for byte postcard's encoding).
 #![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
