@@ -30,6 +30,7 @@ mod blobs;
 mod config;
 mod error;
 mod keys;
+mod le;
 mod lists;
 mod meta;
 mod object;

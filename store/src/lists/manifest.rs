@@ -2,6 +2,7 @@
 //! list it was edited from and the edits; and how a block sequence is cut into chunks.
 
 use super::{corrupt, CHUNK_MAX, CHUNK_TARGET};
+use crate::le::Reader;
 use crate::StoreError;
 use vouch_core::{Block, Digest, Edit};
 
@@ -114,8 +115,8 @@ impl Manifest {
                     let kind = r.take(1).ok_or_else(bad)?[0];
                     let at = u64::from_le_bytes(r.array().ok_or_else(bad)?);
                     edits.push(match kind {
-                        0 => Edit::Insert { at, block: r.block().ok_or_else(bad)? },
-                        1 => Edit::Modify { at, block: r.block().ok_or_else(bad)? },
+                        0 => Edit::Insert { at, block: read_block(&mut r).ok_or_else(bad)? },
+                        1 => Edit::Modify { at, block: read_block(&mut r).ok_or_else(bad)? },
                         2 => Edit::Remove { at },
                         _ => return Err(bad()),
                     });
@@ -134,30 +135,16 @@ fn put_block(out: &mut Vec<u8>, b: &Block) {
     out.extend_from_slice(&b.block_ref.to_le_bytes());
 }
 
-/// Reads fixed-size fields off the front of a byte string.
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let (head, rest) = (self.0.get(..n)?, self.0.get(n..)?);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.take(N)?.try_into().ok()
-    }
-
-    fn block(&mut self) -> Option<Block> {
-        let tag = Digest(self.array()?);
-        let length = u32::from_le_bytes(self.array()?);
-        Some(Block::new(tag, length, u64::from_le_bytes(self.array()?)))
-    }
+/// One block record: tag, length, reference.
+fn read_block(r: &mut Reader<'_>) -> Option<Block> {
+    let tag = Digest(r.array()?);
+    let length = r.u32()?;
+    Some(Block::new(tag, length, r.u64()?))
 }
 
 /// The blocks of one stored chunk.
 pub(super) fn chunk_blocks(bytes: &[u8]) -> impl Iterator<Item = Block> + '_ {
-    bytes.chunks_exact(BLOCK_RECORD).map(|r| Reader(r).block().expect("a whole record"))
+    bytes.chunks_exact(BLOCK_RECORD).map(|r| read_block(&mut Reader(r)).expect("a whole record"))
 }
 
 /// Cuts a block sequence into chunks: after a block whose tag's first two bytes are 0

@@ -14,6 +14,7 @@
 //! With it a segment says everything its index entries say, so the index can be checked
 //! against the segments and rebuilt from them.
 
+use crate::le::Reader;
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -151,29 +152,6 @@ impl SegmentTable {
             return Err("bytes after the table's last entry".into());
         }
         Ok(SegmentTable { data_len: data_len as u64, blocks })
-    }
-}
-
-/// Reads little-endian fields off the front of a byte string.
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let (head, rest) = (self.0.get(..n)?, self.0.get(n..)?);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 }
 
