@@ -64,7 +64,9 @@ pub(crate) fn inline_segment(id: u64) -> Vec<u8> {
 
 /// A committed segment's bookkeeping: its object's size, and how much of it the index still
 /// names. Kept up to date by every commit, so that choosing what to compact reads these
-/// entries, not the whole index.
+/// entries, not the whole index. The counts can only err high (a caller indexing an id of an
+/// owner a second time does not uncount the first; the provider never does): a segment is
+/// then compacted late, never early, for what moves or goes is decided by the index itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SegmentInfo {
     pub size: u64,

@@ -107,6 +107,9 @@ impl MetaDb {
         wal.clear()?;
         if keeps_log && !logged.is_empty() {
             // Not copied yet (or copied just before a crash: a second copy changes nothing).
+            // Carried into the new epoch rather than continued in the old one, so that what
+            // follows a torn record is never read as records; a crash right between the two
+            // writes leaves these batches durable in redb, only not in the blob store's copies.
             let mut merged = MetaBatch::default();
             logged.into_iter().for_each(|b| merged.append(b));
             wal.append(&merged)?;

@@ -117,11 +117,6 @@ impl Provider {
         })
     }
 
-    /// The repository underneath (for housekeeping: compaction, check).
-    pub fn repository(&self) -> &Repository {
-        &self.repo
-    }
-
     // ---- reading the namespace ----
 
     /// The namespace of `client`, loaded from the store at its first use in this process (one

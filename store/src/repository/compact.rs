@@ -120,8 +120,8 @@ impl Repository {
                 continue;
             }
             let data = bytes.slice(block.offset as usize..block.offset as usize + block.len as usize);
-            if checksum(&data) != block.check {
-                tracing::warn!("compaction: {name}: block {} does not match its checksum; left as it is", block.id);
+            if checksum(&data) != block.check || value[Location::ENCODED_LEN..] != block.tag[..] {
+                tracing::warn!("compaction: {name}: block {} does not match its index entry; left as it is", block.id);
                 return Ok(false);
             }
             live.push((block, key, value, data));

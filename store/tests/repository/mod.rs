@@ -106,6 +106,23 @@ pub async fn suite(blobs: ObjectBlobs, dir: &Path) {
     assert!(report.is_ok(), "{report:?}");
     assert_eq!((report.blocks, report.lists), (kept.len() as u64, 1));
 
+    // Copies of the metadata's log pile up (one per close here); maintenance replaces them
+    // with a snapshot.
+    for i in 0..17u64 {
+        let mut commit = repo.begin();
+        commit.put_record(format!("n/{i:02}").as_bytes(), i.to_le_bytes().to_vec());
+        repo.commit(commit).await.unwrap();
+        repo.close().await.unwrap();
+    }
+    let logs = blobs.list("log").await.unwrap().len();
+    assert!(logs >= 17 && blobs.list("snapshot").await.unwrap().is_empty(), "{logs} log copies");
+    repo.maintain(&strict).await.unwrap();
+    assert_eq!(blobs.list("snapshot").await.unwrap().len(), 1);
+    assert!(blobs.list("log").await.unwrap().is_empty(), "the snapshot replaces the copies before it");
+    let mut commit = repo.begin();
+    commit.delete_record(b"n/16");
+    repo.commit(commit).await.unwrap();
+
     // The metadata store lost: rebuilt from the blobs alone (after a clean close).
     repo.close().await.unwrap();
     drop(repo);
@@ -114,7 +131,9 @@ pub async fn suite(blobs: ObjectBlobs, dir: &Path) {
     }
     let (repo, report) = Repository::rebuild(blobs.clone(), &dir.join("meta.redb")).await.unwrap();
     assert!(report.problems.is_empty() && report.moved_aside.is_empty(), "{report:?}");
+    assert!(report.snapshot.is_some() && report.log_copies == 1, "{report:?}");
     assert_eq!(report.blocks, kept.len());
+    assert_eq!(repo.records(b"n/").unwrap().len(), 16, "the snapshot, then the copy after it");
     assert_blocks(&repo, &kept).await;
     assert_eq!(repo.records(b"ns/").unwrap().len(), 2);
     assert_eq!(repo.record(b"other").unwrap(), None);
