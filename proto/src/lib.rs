@@ -28,8 +28,8 @@
 //!
 //! Block bytes cross this crate without copies: [`WireBlock::data`] is a shared buffer,
 //! [`decode_shared`] decodes a frame with its blocks pointing into it, and
-//! [`read_frame_parts`] / [`put_frame_parts`] encode the block-carrying frames as parts that
-//! share the blocks (byte for byte postcard's encoding).
+//! [`put_frame_parts`] encodes a put's blocks as parts that share them (byte for byte
+//! postcard's encoding).
 #![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
@@ -38,7 +38,7 @@ use serde_bytes::ByteBuf;
 pub mod frame;
 mod shared;
 
-pub use shared::{decode_shared, put_frame_parts, read_frame_parts};
+pub use shared::{decode_shared, put_frame_parts};
 
 /// The operations of the protocol: each is `POST /v1/<name>` (health: `GET`). Client and
 /// server both take the paths from here.
@@ -223,7 +223,7 @@ pub struct ReadRequest {
 pub struct WireBlock {
     pub nonce: u64,
     pub tag: ByteBuf,
-    /// Shared, not copied, through [`decode_shared`] and the frame parts (see `shared`).
+    /// Shared, not copied, through [`decode_shared`] and [`put_frame_parts`].
     #[serde(serialize_with = "shared::serialize_bytes", deserialize_with = "shared::deserialize_bytes")]
     pub data: bytes::Bytes,
 }
