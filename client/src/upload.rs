@@ -17,7 +17,7 @@ use std::io::Read;
 use std::sync::Arc;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, TaggedBlock, Upload};
-use vouch_proto::{BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
+use vouch_proto::{shared_or_copied, BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
 
 /// Bytes of blocks per upload frame.
 const UPLOAD_BATCH_BYTES: usize = 4 << 20;
@@ -167,14 +167,4 @@ impl Batch {
 
 fn bad_input(e: impl std::fmt::Display) -> ClientError {
     ClientError::BadInput(e.to_string())
-}
-
-/// `part` as a slice of `owner` when it lies inside it (no copy), otherwise a copy.
-fn shared_or_copied(owner: &Bytes, part: &[u8]) -> Bytes {
-    let (start, at) = (owner.as_ptr() as usize, part.as_ptr() as usize);
-    if at >= start && at + part.len() <= start + owner.len() {
-        owner.slice_ref(part)
-    } else {
-        Bytes::copy_from_slice(part)
-    }
 }

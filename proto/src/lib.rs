@@ -38,7 +38,7 @@ use serde_bytes::ByteBuf;
 pub mod frame;
 mod shared;
 
-pub use shared::{decode_shared, put_frame_parts};
+pub use shared::{decode_shared, put_frame_parts, shared_or_copied};
 
 /// The operations of the protocol: each is `POST /v1/<name>` (health: `GET`). Client and
 /// server both take the paths from here.

@@ -58,8 +58,8 @@ impl<'de> Visitor<'de> for SharedBytes {
 
     fn visit_borrowed_bytes<E: Error>(self, v: &'de [u8]) -> Result<Bytes, E> {
         Ok(FRAME.with(|f| match f.borrow().as_ref() {
-            Some(frame) if within(frame, v) => frame.slice_ref(v),
-            _ => Bytes::copy_from_slice(v),
+            Some(frame) => shared_or_copied(frame, v),
+            None => Bytes::copy_from_slice(v),
         }))
     }
 
@@ -77,6 +77,15 @@ impl<'de> Visitor<'de> for SharedBytes {
             out.push(b);
         }
         Ok(Bytes::from(out))
+    }
+}
+
+/// `part` as a slice of `owner` when it lies inside it (no copy), otherwise a copy.
+pub fn shared_or_copied(owner: &Bytes, part: &[u8]) -> Bytes {
+    if within(owner, part) {
+        owner.slice_ref(part)
+    } else {
+        Bytes::copy_from_slice(part)
     }
 }
 
