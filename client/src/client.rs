@@ -4,7 +4,7 @@
 
 use crate::chunking::Cutting;
 use crate::error::ClientError;
-use crate::intent::{Intent, Planned};
+use crate::intent::{new_attempt, Intent, Planned};
 use crate::keys::{ClientKey, Keys};
 use crate::ledger::{Committing, Ledger, Snapshot};
 use crate::persist::{MemoryState, StateStore};
@@ -307,6 +307,7 @@ impl Client {
             version: NewVersion::after(latest.as_ref()),
             cutting,
             frames: tx,
+            attempt: new_attempt(),
         };
         let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
         let answer =
@@ -450,10 +451,11 @@ impl Client {
         let commit = self.begin_commit().await?;
         // Proven present: a "not found" from here on is a lie.
         let latest = self.version_in(&View::Committing, name, None).await?;
-        self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove })?;
+        let attempt = new_attempt();
+        self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove, attempt })?;
         let answer: Committed = self
             .remote
-            .call(Op::Remove, &RemoveRequest { name: name.into() })
+            .call(Op::Remove, &RemoveRequest { name: name.into(), attempt })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
@@ -479,14 +481,16 @@ impl Client {
             positions.push(p as u64);
         }
         // Every version pruned is in the proven log: a "not found" from here on is a lie.
+        let attempt = new_attempt();
         self.ledger.intend(Intent {
             old: self.root(),
             name: name.into(),
             change: Planned::Prune(positions.clone()),
+            attempt,
         })?;
         let answer: Committed = self
             .remote
-            .call(Op::Prune, &PruneRequest { name: name.into(), versions: versions.to_vec() })
+            .call(Op::Prune, &PruneRequest { name: name.into(), versions: versions.to_vec(), attempt })
             .await
             .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };

@@ -5,7 +5,7 @@
 use crate::chunking::Cutting;
 use crate::client::{committed_proof_bytes, now, Client, Transfer, View};
 use crate::error::ClientError;
-use crate::intent::{EditPlan, Intent, Planned};
+use crate::intent::{new_attempt, EditPlan, Intent, Planned};
 use crate::keys::ClientKey;
 use crate::ledger::Committing;
 use crate::verify::{self, valid_name, StoredBlock, Verified};
@@ -121,6 +121,7 @@ impl Client {
             edits: batch.wire,
             blocks: batch.blocks,
             time,
+            attempt: new_attempt(),
         };
         let plan = EditPlan {
             base: latest.record,
@@ -129,7 +130,9 @@ impl Client {
             time,
             edits: batch.edits,
         };
-        self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()) })?;
+        let intent =
+            Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
+        self.ledger.intend(intent)?;
         // The name was proven present: a "not found" is a lie.
         let answer: Committed = self.remote.call(Op::Edit, &req).await.map_err(|e| e.absence_unproven(name))?;
         let record = plan.record(&answer)?;

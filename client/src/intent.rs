@@ -16,13 +16,18 @@
 //!   (the new version's root computed from the list proof), a prune's positions, a removal;
 //! * anything else is a violation.
 //!
+//! The change's request and the `last-commit` request name the intent's random [`Attempt`]:
+//! the provider refuses the change should it arrive after it was settled (a request still in
+//! transit when its client died), so "not applied" stays true.
+//!
 //! So an honest crash never looks like a lie, and a provider cannot slip in another change.
 //!
 //! Where the intent is kept is the [`crate::StateStore`]'s business (a file `intent` in the
 //! state directory, or memory); this module is pure: the intent, its encoding, and settling.
 //!
-//! Encoding ([`Intent::to_bytes`]): `"vouchIN\x01" || postcard(stored intent) || SHA-256 of
-//! the preceding bytes`.
+//! Encoding ([`Intent::to_bytes`]): `"vouchIN\x02" || postcard(stored intent) || attempt (16
+//! bytes) || SHA-256 of the preceding bytes`. An intent of version 1 (no attempt) still reads,
+//! with the all-zero attempt.
 
 use crate::error::ClientError;
 use crate::state::Root;
@@ -33,9 +38,10 @@ use serde_bytes::ByteBuf;
 use sha2::{Digest as _, Sha256};
 use vouch_core::namespace::{verify_lookup, Change, VersionRecord};
 use vouch_core::{verify_multi_update_len, Block, Digest, Edit};
-use vouch_proto::{Committed, LastCommit};
+use vouch_proto::{Attempt, Committed, LastCommit};
 
-const MAGIC: &[u8; 8] = b"vouchIN\x01";
+const MAGIC: &[u8; 8] = b"vouchIN\x02";
+const MAGIC_V1: &[u8; 8] = b"vouchIN\x01";
 
 /// A change the client has sent, or is about to send, and not yet settled. Opaque: a
 /// [`crate::StateStore`] keeps it as [`Intent::to_bytes`].
@@ -45,6 +51,13 @@ pub struct Intent {
     pub(crate) old: Root,
     pub(crate) name: String,
     pub(crate) change: Planned,
+    /// Named by the change's request and by `last-commit` (see the module documentation).
+    pub(crate) attempt: Attempt,
+}
+
+/// A fresh attempt for a change about to be sent.
+pub(crate) fn new_attempt() -> Attempt {
+    Attempt(rand::random())
 }
 
 /// The change of an intent, as the client planned it.
@@ -146,6 +159,7 @@ impl Intent {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&vouch_proto::encode(&Stored::from(self)));
+        bytes.extend_from_slice(&self.attempt.0);
         let sum = Sha256::digest(&bytes);
         bytes.extend_from_slice(&sum);
         bytes
@@ -153,15 +167,21 @@ impl Intent {
 
     /// An intent from [`Intent::to_bytes`]; `None` when the bytes are damaged.
     pub fn from_bytes(bytes: &[u8]) -> Option<Intent> {
-        if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
+        if bytes.len() < MAGIC.len() + 32 {
             return None;
         }
         let (body, sum) = bytes.split_at(bytes.len() - 32);
         if Sha256::digest(body).as_slice() != sum {
             return None;
         }
-        let stored: Stored = vouch_proto::decode(&body[MAGIC.len()..]).ok()?;
-        stored.into_intent()
+        let (magic, body) = body.split_at(MAGIC.len());
+        let (stored, rest) = vouch_proto::decode_prefix::<Stored>(body).ok()?;
+        let attempt = match (magic, rest) {
+            (m, rest) if m == MAGIC => Attempt(rest.try_into().ok()?),
+            (m, []) if m == MAGIC_V1 => Attempt::default(),
+            _ => return None,
+        };
+        stored.into_intent(attempt)
     }
 }
 
@@ -226,7 +246,7 @@ impl From<&Intent> for Stored {
 }
 
 impl Stored {
-    fn into_intent(self) -> Option<Intent> {
+    fn into_intent(self, attempt: Attempt) -> Option<Intent> {
         let block = |b: StoredBlock| Block::new(Digest(b.tag), b.length, b.block_ref);
         let record = |b: &ByteBuf| VersionRecord::from_bytes(b).ok();
         let change = match self.change {
@@ -249,7 +269,7 @@ impl Stored {
             StoredChange::Remove => Planned::Remove,
         };
         let old = Root { digest: Digest(self.old_root), len: self.old_len };
-        Some(Intent { old, name: self.name, change })
+        Some(Intent { old, name: self.name, change, attempt })
     }
 }
 
@@ -282,12 +302,33 @@ mod tests {
             Planned::Remove,
         ];
         for change in changes {
-            let intent = Intent { old, name: "a/b.txt".into(), change };
+            let intent = Intent { old, name: "a/b.txt".into(), change, attempt: new_attempt() };
             assert_eq!(Intent::from_bytes(&intent.to_bytes()).as_ref(), Some(&intent));
         }
-        let mut bytes = Intent { old, name: "x".into(), change: Planned::Remove }.to_bytes();
+        let mut bytes = Intent { old, name: "x".into(), change: Planned::Remove, attempt: new_attempt() }.to_bytes();
         bytes[10] ^= 1;
         assert_eq!(Intent::from_bytes(&bytes), None);
         assert_eq!(Intent::from_bytes(b"vouchIN"), None);
+    }
+
+    /// Re-seals `body` (magic and contents) with its checksum.
+    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+        let sum = Sha256::digest(&body);
+        body.extend_from_slice(&sum);
+        body
+    }
+
+    #[test]
+    fn an_intent_of_version_1_reads_with_no_attempt_and_a_wrong_attempt_length_is_damage() {
+        let old = Root { digest: Digest([1; 32]), len: 2 };
+        let intent = Intent { old, name: "a".into(), change: Planned::Prune(vec![1]), attempt: new_attempt() };
+        let stored = vouch_proto::encode(&Stored::from(&intent));
+        let v1 = sealed([MAGIC_V1.as_slice(), &stored].concat());
+        assert_eq!(Intent::from_bytes(&v1), Some(Intent { attempt: Attempt::default(), ..intent.clone() }));
+        // Version 1 with an attempt, version 2 without one or with a short one: damaged.
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC_V1.as_slice(), &stored, &intent.attempt.0].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC.as_slice(), &stored].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC.as_slice(), &stored, &[7; 15]].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([b"vouchIN\x03".as_slice(), &stored, &[7; 16]].concat())), None);
     }
 }

@@ -209,7 +209,12 @@ mod tests {
         let store = Arc::new(MemoryState::new(root(0)));
         let ledger = Ledger::load(store.clone()).unwrap();
         let read = ledger.snapshot();
-        let intent = Intent { old: root(0), name: "a".into(), change: crate::intent::Planned::Remove };
+        let intent = Intent {
+            old: root(0),
+            name: "a".into(),
+            change: crate::intent::Planned::Remove,
+            attempt: crate::intent::new_attempt(),
+        };
         ledger.intend(intent.clone()).unwrap();
         assert_eq!(store.intent(), Some(intent));
         assert!(read.moved());

@@ -30,7 +30,7 @@ impl Client {
         let Some(intent) = self.ledger.pending() else { return Ok(()) };
         let answer: LastCommit = self
             .remote
-            .call(Op::LastCommit, &LastCommitRequest { name: intent.name.clone() })
+            .call(Op::LastCommit, &LastCommitRequest { name: intent.name.clone(), attempt: intent.attempt })
             .await
             .map_err(|e| e.absence_unproven("the last commit"))?;
         match intent.settle(&answer)? {

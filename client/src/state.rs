@@ -381,14 +381,20 @@ mod tests {
         assert_eq!(s.load().unwrap(), (Root::empty(), None));
         let old = Root { digest: Digest([1; 32]), len: 2 };
         for change in [Planned::Remove, Planned::Prune(vec![0, 3])] {
-            let intent = Intent { old, name: "a/b".into(), change };
+            let intent = Intent { old, name: "a/b".into(), change, attempt: crate::intent::new_attempt() };
             s.save_intent(&intent).unwrap();
             assert_eq!(s.intent().unwrap(), Some(intent));
         }
         s.clear_intent().unwrap();
         assert_eq!(s.intent().unwrap(), None);
         s.clear_intent().unwrap();
-        s.save_intent(&Intent { old, name: "x".into(), change: Planned::Remove }).unwrap();
+        s.save_intent(&Intent {
+            old,
+            name: "x".into(),
+            change: Planned::Remove,
+            attempt: crate::intent::new_attempt(),
+        })
+        .unwrap();
         let path = dir.path().join(INTENT_FILE);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[10] ^= 1;

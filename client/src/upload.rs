@@ -17,7 +17,7 @@ use std::io::Read;
 use std::sync::Arc;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, TaggedBlock, Upload};
-use vouch_proto::{shared_or_copied, BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
+use vouch_proto::{shared_or_copied, Attempt, BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
 
 /// Bytes of blocks per upload frame.
 const UPLOAD_BATCH_BYTES: usize = 4 << 20;
@@ -56,6 +56,8 @@ pub(crate) struct PutUpload {
     pub version: NewVersion,
     pub cutting: Cutting,
     pub frames: FrameSender,
+    /// Named by the head and by the intent (see [`crate::Intent`]).
+    pub attempt: Attempt,
 }
 
 impl PutUpload {
@@ -63,7 +65,12 @@ impl PutUpload {
     pub(crate) fn run(self, reader: impl Read, progress: impl Fn(u64)) -> Result<(VersionRecord, u64), ClientError> {
         let key = self.keys.owner()?;
         let NewVersion { file, number, first_nonce } = self.version;
-        self.send(&PutFrame::Head(PutHead { name: self.name.clone(), file: file.0, scheme: key.scheme() as u8 }))?;
+        self.send(&PutFrame::Head(PutHead {
+            name: self.name.clone(),
+            file: file.0,
+            scheme: key.scheme() as u8,
+            attempt: self.attempt,
+        }))?;
         let block_size = match self.cutting {
             Cutting::Fixed(n) => n,
             Cutting::Content => CDC_MAX as usize,
@@ -85,7 +92,9 @@ impl PutUpload {
             time: now(),
         };
         // From the last frame on the commit may happen: its intent is recorded first.
-        self.ledger.intend(Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record) })?;
+        let intent =
+            Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record), attempt: self.attempt };
+        self.ledger.intend(intent)?;
         self.send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
         Ok((record, state.next_nonce - first_nonce))
     }

@@ -41,7 +41,9 @@ fn env(name: &str) -> String {
 
 /// The provider child: serves `VOUCH_CRASH_DATA` on `VOUCH_CRASH_LISTEN`, compacting all the
 /// time (what its background maintenance does, every few milliseconds and on any garbage),
-/// until killed. Each compaction that did something is noted in `compactions` beside the data.
+/// until killed. It commits slowly ([`Misbehave::SlowCommit`], honest), so that a kill timed
+/// from a change's intent lands before the change is durable or after it, not after its
+/// answer. Each compaction that did something is noted in `compactions` beside the data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "child process of the crash tests"]
 async fn crash_provider_child() {
@@ -52,6 +54,7 @@ async fn crash_provider_child() {
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { maintenance: None, ..ServeOptions::default() };
     let listen = env("VOUCH_CRASH_LISTEN");
+    let provider = vouch_server::Misbehaving::new(provider, Misbehave::SlowCommit);
     let server = vouch_server::start_with(&listen, provider, clients, options, std::future::pending()).await.unwrap();
     let eager = CompactionPolicy { min_live: 0.9, min_garbage: 0, ..CompactionPolicy::default() };
     loop {
@@ -220,7 +223,8 @@ async fn kill_clients_and_providers(minio: Option<&minio::Minio>, rounds: usize)
         let before = Model::load(&work).next_op;
         let mut client = child("crash_client_child", &[("VOUCH_CRASH_WORK", work.display().to_string())]);
         // Deterministic instants spread over 150..1100 ms; every other round, then the moment
-        // a change is recorded as intended (plus 0..4 ms): while its commit is in flight.
+        // a change is recorded as intended plus 0..22 ms: while its commit is in flight
+        // (which the slow provider makes last two waits of 15 ms).
         std::thread::sleep(Duration::from_millis(150 + (round as u64 * 7_919) % 950));
         if round % 2 == 1 {
             let intent = work.join("client").join("intent");
@@ -228,7 +232,7 @@ async fn kill_clients_and_providers(minio: Option<&minio::Minio>, rounds: usize)
             while !intent.exists() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_micros(200));
             }
-            std::thread::sleep(Duration::from_micros(round as u64 * 1_301 % 4_000));
+            std::thread::sleep(Duration::from_micros(round as u64 * 7_001 % 22_000));
         }
         if matches!(kill, Kill::Provider | Kill::Both) {
             provider.kill();

@@ -7,7 +7,8 @@ mod common;
 mod proxy;
 
 use common::{assert_violation, sample, Setup};
-use proxy::{lie, lying_proxy, Lie, Rules};
+use proxy::{lie, lying_proxy, Answer, Gate, Lie, Rules};
+use std::sync::{Arc, Mutex};
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
 use vouch_proto::ErrorCode;
 use vouch_server::Misbehave;
@@ -169,4 +170,70 @@ async fn a_state_that_is_neither_before_nor_after_the_change_is_a_lie() {
     assert_violation(r, ViolationKind::NeitherOldNorNew, "settling against a state beyond the change");
     assert!(a.has_unsettled_change(), "a violation settles nothing");
     assert_eq!(a.root(), root);
+}
+
+/// A client dies with its change still in transit; the next client settles it ("not applied",
+/// proven); then the request reaches the provider. The provider refuses it (its attempt was
+/// settled), so the next client goes on from the state it proved, for every kind of change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_still_in_transit_when_its_client_died_cannot_apply_after_it_was_settled() {
+    let setup = Setup::new(Misbehave::None).await;
+    let data = sample(40_000, 2);
+    let client = setup.client();
+    for seed in [1, 2] {
+        client.put("f.bin", std::io::Cursor::new(sample(40_000, seed)), BLOCK, |_| {}).await.unwrap();
+    }
+    let root = client.root();
+    drop(client);
+    // The proxy holds each change until the test opens the gate, and tells what the provider
+    // answered it.
+    let gate: Gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (arrived, mut at_proxy) = tokio::sync::mpsc::unbounded_channel();
+    let (answered, mut provider_said) = tokio::sync::mpsc::unbounded_channel();
+    let holding = Arc::new(Mutex::new(true));
+    let proxy = proxy::proxy(setup.url(), {
+        let (gate, holding) = (gate.clone(), holding.clone());
+        move |op| match op {
+            "edit" | "prune" | "remove" if *holding.lock().unwrap() => {
+                arrived.send(()).unwrap();
+                let answered = answered.clone();
+                Answer::After(
+                    gate.clone(),
+                    Box::new(move |code, body| {
+                        answered.send(code).unwrap();
+                        (code, body)
+                    }),
+                )
+            }
+            _ => Answer::Forward(Box::new(|code, body| (code, body))),
+        }
+    })
+    .await;
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"{proxy}\"\n")).unwrap();
+    for what in ["edit", "prune", "remove"] {
+        *holding.lock().unwrap() = true;
+        let dying = setup.client();
+        let change = tokio::spawn(async move {
+            match what {
+                "edit" => dying.edit("f.bin", &ByteEdit::Replace { at: 0, data: vec![1; 10] }, BLOCK).await.map(drop),
+                "prune" => dying.prune("f.bin", &[1]).await,
+                _ => dying.remove("f.bin").await,
+            }
+        });
+        at_proxy.recv().await.unwrap();
+        // The client dies; its request is still on its way.
+        change.abort();
+        assert!(change.await.unwrap_err().is_cancelled());
+        *holding.lock().unwrap() = false;
+        let next = setup.client();
+        assert!(next.has_unsettled_change(), "{what}");
+        assert_eq!(read(&next, "f.bin").await, data, "{what}: proven not applied");
+        assert!(!next.has_unsettled_change());
+        // Now the request arrives, too late.
+        gate.add_permits(1);
+        assert_eq!(provider_said.recv().await, Some(409), "{what}: refused as settled");
+        assert_eq!(read(&next, "f.bin").await, data, "{what}");
+        assert_eq!(versions(&next, "f.bin").await, [1, 2], "{what}");
+        assert_eq!(next.root(), root, "{what}");
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! HTTP/1.1, one `POST /v1/<operation>` per request, authenticated by a per-client bearer
 //! token (`Authorization: Bearer <token>`) and stamped with the protocol version
-//! (`vouch-protocol: 2`; version 2 hashes every rank into the FlexList nodes and carries a salt in each
-//! linear tag, so its proofs and tags do not verify under version 1). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
+//! (`vouch-protocol: 3`; version 2 hashed every rank into the FlexList nodes and put a salt in each
+//! linear tag, so its proofs and tags do not verify under version 1; version 3 names each change's
+//! [`Attempt`], so that a change settled as not applied can never apply later). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
 //! this crate; proofs and records inside them are the canonical byte layouts of `vouch-core`
 //! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`put`,
 //! `read`) are streams of [`frame`]s: `len:u32le || message`, each at most [`MAX_FRAME`]
@@ -105,7 +106,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -137,6 +138,11 @@ fn encode_after<T: Serialize>(message: &T, mut head: Vec<u8>) -> Vec<u8> {
 /// Decodes a message from untrusted bytes.
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, WireError> {
     postcard::from_bytes(bytes).map_err(|e| WireError::Malformed(e.to_string()))
+}
+
+/// Decodes a message from the front of untrusted bytes; returns it and the bytes after it.
+pub fn decode_prefix<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<(T, &'a [u8]), WireError> {
+    postcard::take_from_bytes(bytes).map_err(|e| WireError::Malformed(e.to_string()))
 }
 
 /// Bytes that are not a message of this protocol.
@@ -242,7 +248,16 @@ pub struct PutHead {
     pub name: String,
     pub file: [u8; 16],
     pub scheme: u8,
+    pub attempt: Attempt,
 }
+
+/// A random identity the client gives each change it sends (and keeps in its intent). When
+/// the client settles the change with `last-commit`, the provider marks the attempt settled,
+/// and refuses it should it arrive afterwards (a request still in transit from a client that
+/// died): otherwise the provider could prove "not applied" and then apply it, and an honest
+/// crash would look like a lie.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Attempt(pub [u8; 16]);
 
 /// Blocks of a put, in file order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -301,11 +316,13 @@ pub struct EditRequest {
     pub blocks: Vec<WireBlock>,
     /// Client's clock for the new version record.
     pub time: u64,
+    pub attempt: Attempt,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoveRequest {
     pub name: String,
+    pub attempt: Attempt,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -313,6 +330,7 @@ pub struct PruneRequest {
     pub name: String,
     /// Version numbers to drop (never the latest).
     pub versions: Vec<u64>,
+    pub attempt: Attempt,
 }
 
 /// The provider's proofs for a change: the lookup before it, then the update of each level.
@@ -369,6 +387,8 @@ pub struct BlockList {
 pub struct LastCommitRequest {
     /// The name the change was about.
     pub name: String,
+    /// The change's attempt: settled from now on, refused should it still arrive.
+    pub attempt: Attempt,
 }
 
 /// The provider's answer to [`LastCommitRequest`], given once no change of this client is in
@@ -399,7 +419,7 @@ pub enum ErrorCode {
     DataLost,
     /// The provider's storage failed (full, unreachable, ...).
     Storage,
-    /// The base version of an edit is not the latest.
+    /// The base version of an edit is not the latest, or the change's attempt was settled.
     Conflict,
     Internal,
 }

@@ -182,7 +182,7 @@ impl Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{PutHead, ReadChunk, ReadFrame};
+    use crate::{Attempt, PutHead, ReadChunk, ReadFrame};
     use proptest::prelude::*;
     use serde_bytes::ByteBuf;
 
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn other_frames_are_one_part() {
-        let head = PutFrame::Head(PutHead { name: "n".into(), file: [3; 16], scheme: 1 });
+        let head = PutFrame::Head(PutHead { name: "n".into(), file: [3; 16], scheme: 1, attempt: Attempt([5; 16]) });
         let tail = PutFrame::Tail(crate::PutTail { record: ByteBuf::from(vec![9; 40]) });
         for f in [&head, &tail] {
             assert_eq!(put_frame_parts(f), vec![Bytes::from(encode_frame(f))]);

@@ -184,7 +184,7 @@ async fn edit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
 }
 
 async fn remove(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: RemoveRequest| async move { app.provider.remove(&c, &r.name).await }).await
+    answer(app, headers, body, |app, c, r: RemoveRequest| async move { app.provider.remove(&c, &r).await }).await
 }
 
 async fn prune(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -209,12 +209,9 @@ async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
 }
 
 async fn last_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(
-        app,
-        headers,
-        body,
-        |app, c, r: LastCommitRequest| async move { app.provider.last_commit(&c, &r.name).await },
-    )
+    answer(app, headers, body, |app, c, r: LastCommitRequest| async move {
+        app.provider.last_commit(&c, &r.name, r.attempt).await
+    })
     .await
 }
 
@@ -299,7 +296,9 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
                 (PutFrame::Head(head), None) => {
                     let scheme = SchemeId::from_byte(head.scheme)
                         .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;
-                    state = Some(app.provider.begin_put(&client, &head.name, FileId(head.file), scheme).await?);
+                    state = Some(
+                        app.provider.begin_put(&client, &head.name, FileId(head.file), scheme, head.attempt).await?,
+                    );
                 }
                 (PutFrame::Blocks(batch), Some(put)) => {
                     // Checked before the batch is stored; the put's segments so far are deleted

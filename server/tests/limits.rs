@@ -12,8 +12,8 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_core::{hash, Block, FlexList};
 use vouch_proto::{
-    decode, encode, encode_frame, BlockBatch, ErrorBody, ErrorCode, PutFrame, PutHead, PutTail, ReadRequest, WireBlock,
-    PROTOCOL_VERSION, VERSION_HEADER,
+    decode, encode, encode_frame, Attempt, BlockBatch, ErrorBody, ErrorCode, PutFrame, PutHead, PutTail, ReadRequest,
+    WireBlock, PROTOCOL_VERSION, VERSION_HEADER,
 };
 use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, Repository};
@@ -75,7 +75,12 @@ fn refusal(status: u16, body: &[u8]) -> ErrorBody {
 // ---- puts ----
 
 fn head_frame(name: &str) -> Vec<u8> {
-    encode_frame(&PutFrame::Head(PutHead { name: name.into(), file: [7; 16], scheme: SchemeId::Linear as u8 }))
+    encode_frame(&PutFrame::Head(PutHead {
+        name: name.into(),
+        file: [7; 16],
+        scheme: SchemeId::Linear as u8,
+        attempt: Attempt([1; 16]),
+    }))
 }
 
 /// `count` blocks of `len` bytes from nonce `first` on (the provider checks tags only through

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_core::Edit;
-use vouch_proto::{Committed, EditRequest, PruneRequest, WireBlock};
+use vouch_proto::{Attempt, Committed, EditRequest, PruneRequest, RemoveRequest, WireBlock};
 use vouch_store::StoreError;
 
 impl Misbehaving {
@@ -16,8 +16,9 @@ impl Misbehaving {
         name: &str,
         file: FileId,
         scheme: SchemeId,
+        attempt: Attempt,
     ) -> Result<PutState, ProviderError> {
-        self.honest.begin_put(client, name, file, scheme).await
+        self.honest.begin_put(client, name, file, scheme, attempt).await
     }
 
     pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
@@ -38,9 +39,9 @@ impl Misbehaving {
         self.commit(staged).await
     }
 
-    pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
+    pub async fn remove(&self, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
         self.refuse_once()?;
-        let staged = self.honest.stage_remove(client, name).await?;
+        let staged = self.honest.stage_remove(client, req).await?;
         self.commit(staged).await
     }
 
@@ -106,6 +107,12 @@ impl Misbehaving {
                     at: "the answer".into(),
                     detail: "committed, then lost on purpose (drop-answer)".into(),
                 }))
+            }
+            Misbehave::SlowCommit => {
+                tokio::time::sleep(super::SLOW_COMMIT).await;
+                let committed = self.honest.apply(prepared).await?;
+                tokio::time::sleep(super::SLOW_COMMIT).await;
+                Ok(committed)
             }
             _ => self.honest.apply(prepared).await,
         }

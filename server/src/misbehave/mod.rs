@@ -61,10 +61,17 @@ pub enum Misbehave {
     /// answer lost to a crash or a broken connection. Not a lie (an honest provider can fail
     /// this way); the client must settle the change from proven state (`last-commit`).
     DropAnswer,
+    /// Wait [`SLOW_COMMIT`] before applying each change and as long again before answering.
+    /// Not a lie: a slow honest provider, so that a test's kill lands in the middle of a
+    /// commit (before it is durable, or after it and before the answer).
+    SlowCommit,
 }
 
+/// Each of [`Misbehave::SlowCommit`]'s two waits.
+pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
+
 impl Misbehave {
-    pub const ALL: [Misbehave; 16] = [
+    pub const ALL: [Misbehave; 17] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -81,6 +88,7 @@ impl Misbehave {
         Misbehave::RefuseCommit,
         Misbehave::WrongCount,
         Misbehave::DropAnswer,
+        Misbehave::SlowCommit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -101,6 +109,7 @@ impl Misbehave {
             Misbehave::RefuseCommit => "refuse-commit",
             Misbehave::WrongCount => "wrong-count",
             Misbehave::DropAnswer => "drop-answer",
+            Misbehave::SlowCommit => "slow-commit",
         }
     }
 }

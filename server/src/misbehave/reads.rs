@@ -6,7 +6,9 @@ use serde_bytes::ByteBuf;
 use vouch_core::flexlist::tamper;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::MultiProof;
-use vouch_proto::{AuditAnswer, AuditRequest, BlockList, LastCommit, Listing, Located, Log, ReadChunk, WireBlock};
+use vouch_proto::{
+    Attempt, AuditAnswer, AuditRequest, BlockList, LastCommit, Listing, Located, Log, ReadChunk, WireBlock,
+};
 
 impl Misbehaving {
     /// The version to look up in place of `want`: [`Misbehave::OldVersion`] serves the one
@@ -44,8 +46,8 @@ impl Misbehaving {
         self.honest.log(client, name)
     }
 
-    pub async fn last_commit(&self, client: &str, name: &str) -> Result<LastCommit, ProviderError> {
-        self.honest.last_commit(client, name).await
+    pub async fn last_commit(&self, client: &str, name: &str, attempt: Attempt) -> Result<LastCommit, ProviderError> {
+        self.honest.last_commit(client, name, attempt).await
     }
 
     pub fn read_plan(

@@ -13,8 +13,9 @@
 //! so that this file holds no lie and every lie still comes with proofs honest for what the
 //! provider did.
 
+use super::settle::InFlight;
 use super::*;
-use tokio::sync::{MutexGuard, OwnedRwLockReadGuard};
+use tokio::sync::MutexGuard;
 use vouch_core::namespace::CommitPlan;
 use vouch_core::{Digest, UpdateProof};
 use write::NewList;
@@ -31,7 +32,7 @@ pub(crate) struct Staged<'a> {
     pub(super) blocks: Option<StoredBlocks>,
     pub(super) _write: MutexGuard<'a, ()>,
     /// The client's change gate, held until the change is durable (see `settle`).
-    pub(super) _in_flight: Option<OwnedRwLockReadGuard<()>>,
+    pub(super) _in_flight: Option<InFlight>,
 }
 
 impl<'a> Staged<'a> {
@@ -41,7 +42,7 @@ impl<'a> Staged<'a> {
         name: &str,
         change: Change,
         write: MutexGuard<'a, ()>,
-        in_flight: OwnedRwLockReadGuard<()>,
+        in_flight: InFlight,
     ) -> Self {
         Staged {
             client: client.to_string(),
@@ -110,7 +111,7 @@ pub(crate) struct Prepared<'a> {
     new_entry: Option<EntryRecord>,
     /// The new version's list, cached once committed.
     cache: Option<(String, Arc<FlexList>)>,
-    _staged_locks: (MutexGuard<'a, ()>, Option<OwnedRwLockReadGuard<()>>),
+    _staged_locks: (MutexGuard<'a, ()>, Option<InFlight>),
 }
 
 impl Provider {

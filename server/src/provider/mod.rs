@@ -18,8 +18,8 @@ use vouch_core::namespace::{
 use vouch_core::pdp::{self, Challenge, FileId, Held, PossessionProof, SchemeId};
 use vouch_core::{hash, Block, Edit, FlexList};
 use vouch_proto::{
-    AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
-    PruneRequest, ReadChunk, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
+    Attempt, AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
+    PruneRequest, ReadChunk, RemoveRequest, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
 use vouch_store::{Commit, MetaDb, ObjectBlobs, Repository, StoreError, StoredBlocks, Upload};
 
@@ -91,7 +91,7 @@ pub struct Provider {
     namespaces: Mutex<HashMap<String, Arc<RwLock<NamespaceTree>>>>,
     /// Per client: held for reading by each change in flight, for writing by `last-commit`
     /// (see `settle`).
-    changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
+    changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<settle::Gate>>>>,
 }
 
 impl std::fmt::Debug for Provider {

@@ -14,9 +14,10 @@ impl Provider {
         name: &str,
         file: FileId,
         scheme: SchemeId,
+        attempt: Attempt,
     ) -> Result<PutState, ProviderError> {
         let mut put = self.begin(client, name, file, scheme)?;
-        put.in_flight = Some(self.changing(client).await);
+        put.in_flight = Some(self.changing(client, attempt).await?);
         Ok(put)
     }
 
@@ -101,7 +102,7 @@ impl Provider {
     /// An edit's change, staged: its blocks stored (or sealed for the commit's batch), the
     /// version's list edited.
     pub(crate) async fn stage_edit(&self, client: &str, req: EditRequest) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = self.changing(client).await;
+        let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
         let started = std::time::Instant::now();
         let (_, version) = self.locate(client, &req.name, None)?;
@@ -168,15 +169,15 @@ impl Provider {
         })
     }
 
-    pub async fn remove(&self, client: &str, name: &str) -> Result<Committed, ProviderError> {
-        let staged = self.stage_remove(client, name).await?;
+    pub async fn remove(&self, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
+        let staged = self.stage_remove(client, req).await?;
         self.commit(staged).await
     }
 
-    pub(crate) async fn stage_remove(&self, client: &str, name: &str) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = self.changing(client).await;
+    pub(crate) async fn stage_remove(&self, client: &str, req: &RemoveRequest) -> Result<Staged<'_>, ProviderError> {
+        let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
-        Ok(Staged::without_blocks(client, name, Change::Remove, write, in_flight))
+        Ok(Staged::without_blocks(client, &req.name, Change::Remove, write, in_flight))
     }
 
     pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
@@ -185,7 +186,7 @@ impl Provider {
     }
 
     pub(crate) async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = self.changing(client).await;
+        let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
         let (_, found) = self.lookup(client, &req.name)?;
         let Found::At { entry, .. } = found else { return Err(ProviderError::NotFound(req.name.clone())) };
@@ -248,7 +249,7 @@ pub struct PutState {
     nonces: HashSet<u64>,
     /// Holds the client's change gate for the whole upload (a put's own; an edit holds it
     /// itself).
-    in_flight: Option<tokio::sync::OwnedRwLockReadGuard<()>>,
+    in_flight: Option<super::settle::InFlight>,
 }
 
 /// The FlexList leaf of an uploaded block.
