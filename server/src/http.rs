@@ -233,28 +233,36 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
     // Two frames queued for the reader, each sent as one buffer: sent as parts sharing the
     // blocks' bytes, a 512 MB read took three times as long (see `vouch_proto::put_frame_parts`).
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
-    let send = move |frame: ReadFrame| {
-        let tx = tx.clone();
-        async move { tx.send(Ok(Bytes::from(encode_frame(&frame)))).await.is_ok() }
-    };
     tokio::spawn(async move {
-        if !send(ReadFrame::Located(located)).await {
+        let located = Bytes::from(encode_frame(&ReadFrame::Located(located)));
+        if tx.send(Ok(located)).await.is_err() {
             return;
         }
-        // A few chunks read ahead: the backend's latency (an S3 round trip per chunk) overlaps
-        // with sending the chunks before.
-        let reads: Vec<_> = plan.chunks.iter().map(|starts| app.provider.read_chunk(&client, &plan, starts)).collect();
-        let mut chunks = futures::stream::iter(reads).buffered(READ_AHEAD);
-        while let Some(read) = chunks.next().await {
-            let next = match read {
-                Ok(chunk) => ReadFrame::Chunk(chunk),
-                Err(e) => {
-                    let f = Failure::from(e);
-                    ReadFrame::Error(ErrorBody { code: f.0, message: f.1 })
+        // A few chunks read and encoded ahead, each in its own task: they go on while the
+        // chunks before wait for the reader (a stream of futures would make no progress then),
+        // so the backend's latency (an S3 round trip per chunk) overlaps with sending.
+        let plan = Arc::new(plan);
+        let read = |i: usize| {
+            let (app, client, plan) = (app.clone(), client.clone(), plan.clone());
+            tokio::spawn(async move {
+                match app.provider.read_chunk(&client, &plan, &plan.chunks[i]).await {
+                    Ok(chunk) => (Bytes::from(encode_frame(&ReadFrame::Chunk(chunk))), false),
+                    Err(e) => (error_frame(Failure::from(e)), true),
                 }
-            };
-            let stop = matches!(next, ReadFrame::Error(_));
-            if !send(next).await || stop {
+            })
+        };
+        let mut ahead: std::collections::VecDeque<_> = (0..plan.chunks.len().min(READ_AHEAD)).map(read).collect();
+        let mut next = ahead.len();
+        while let Some(task) = ahead.pop_front() {
+            let (frame, stop) = task.await.unwrap_or_else(|e| {
+                (error_frame(Failure(ErrorCode::Internal, format!("a read task failed: {e}"))), true)
+            });
+            if next < plan.chunks.len() && !stop {
+                ahead.push_back(read(next));
+                next += 1;
+            }
+            if tx.send(Ok(frame)).await.is_err() || stop {
+                ahead.iter().for_each(tokio::task::JoinHandle::abort);
                 return;
             }
         }
@@ -264,6 +272,11 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
 
 /// Chunks of a read being fetched from the store at once.
 const READ_AHEAD: usize = 3;
+
+/// A read stream's last frame: what went wrong after it began.
+fn error_frame(f: Failure) -> Bytes {
+    Bytes::from(encode_frame(&ReadFrame::Error(ErrorBody { code: f.0, message: f.1 })))
+}
 
 /// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive.
 async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
