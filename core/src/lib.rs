@@ -7,6 +7,7 @@
 //! * [`namespace`]: names and versions under one root: the client's checks, the provider's
 //!   [`namespace::NamespaceTree`] (a change is proven first, as a batch its caller persists,
 //!   then applied), and the [`namespace::Functionality`] trait (VICOS Sec. 2.3) that AIP runs over.
+//! * [`por`]: dynamic proofs of retrievability (paper 002): the field and the code's kernel so far.
 //! * [`codec`]: the canonical byte layouts everything above is hashed and sent in.
 //!
 //! Higher layers (storage, server, client) persist and transport what this crate computes;
@@ -21,6 +22,7 @@ pub mod fuzz_targets;
 pub mod hash;
 pub mod namespace;
 pub mod pdp;
+pub mod por;
 
 pub use flexlist::{
     height_for_tag, verify_multi_proof, verify_multi_proof_len, verify_multi_update, verify_multi_update_len, Block,
