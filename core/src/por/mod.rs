@@ -12,6 +12,42 @@ pub mod field;
 
 use field::{add, mul, sub};
 
+/// The buffer a codeword slot lives in (Sec. 4.1): a level of the hierarchical log H, the
+/// erasure-coded copy C, or the raw buffer U.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// Level `ℓ` of H; its slots are numbered `0..2^(ℓ+1)` (X then Y).
+    Level(u8),
+    /// The erasure-coded copy C; slots `0..2n` (X then Y).
+    Coded,
+    /// The raw buffer U; slot `i` is the i-th slot of the heap.
+    Raw,
+}
+
+/// A slot's place: what a checksum's one-time key is bound to, with the slot's write time
+/// (Sec. 5.4 `PRF(sk0, 0, addr, t)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SlotAddress {
+    pub region: Region,
+    pub index: u64,
+}
+
+impl SlotAddress {
+    /// The canonical bytes: the region (`ℓ` for a level, 0xFE for C, 0xFF for U), then the
+    /// index, little-endian.
+    pub fn to_bytes(self) -> [u8; 9] {
+        let region = match self.region {
+            Region::Level(level) => level,
+            Region::Coded => 0xFE,
+            Region::Raw => 0xFF,
+        };
+        let mut out = [0; 9];
+        out[0] = region;
+        out[1..].copy_from_slice(&self.index.to_le_bytes());
+        out
+    }
+}
+
 /// Fig. 4 `mix(A0, A1)`: from two arrays of `h` slots, the array of `2h` slots
 /// `A[i] = A0[i] + ν^i·A1[i]`, `A[i + h] = A0[i] - ν^i·A1[i]`, for `nu` a primitive
 /// `2h`-th root of unity. (When A0 and A1 are the size-h transforms of the even and the odd
