@@ -11,6 +11,7 @@ pub mod flexlist;
 mod measure;
 mod names;
 pub mod pdp;
+pub mod por;
 pub mod repo;
 pub mod store;
 

@@ -10,6 +10,9 @@ pub enum Which {
     Flexlist(Common),
     /// Provable data possession: tagging, proofs over a 1 GB file at 1-64 KB blocks (paper 001).
     Pdp(Common),
+    /// Proofs of retrievability: the code's throughput per level beside reed-solomon-simd
+    /// (paper 002).
+    Por(Common),
     /// Storage: segment writes and reads against the raw backend, compaction, list loading.
     Store(Common),
     /// Whole system: verified put/get through the server against the raw backend, and a VCS
@@ -45,6 +48,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Flexlist(common) => {
             let report = vouch_bench::flexlist::run(vouch_bench::flexlist::Options { quick: common.quick }, progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+        Which::Por(common) => {
+            let report = vouch_bench::por::run(vouch_bench::Options { quick: common.quick }, progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }

@@ -1,0 +1,185 @@
+//! `vouch bench por`: the PoR code's throughput per level (paper 002, Fig. 11: over
+//! 1600 MB/s per level), beside `reed-solomon-simd` encoding the same blocks and a plain
+//! memory copy of them, all in the same run, on one thread.
+//!
+//! Blocks are 4 KiB, read as 586 field elements (7 bytes each). A level of `2^ℓ` blocks is
+//! rebuilt from the levels below it and one new block (HRebuildX and HRebuildY); its top step
+//! is one `mix` of two halves of `2^(ℓ-1)` blocks. Throughput is the level's block bytes
+//! (`2^ℓ × 4 KiB`) over the time, so the figures compare directly with encoding the same
+//! blocks into as many recovery blocks with `reed-solomon-simd`.
+
+use crate::measure::{check, min_time, min_time_with, targets_text, SelfCheckFailed, Target};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde::Serialize;
+use std::hint::black_box;
+use std::time::Duration;
+use vouch_core::por::code::{encode, rebuild_level};
+use vouch_core::por::decode::decode;
+use vouch_core::por::field::{root_of_unity, to_elements, SECTOR_BYTES};
+use vouch_core::por::transform::mix_in_place;
+
+pub use crate::measure::Options;
+
+const BLOCK_BYTES: usize = 4096;
+/// The paper's coding throughput per level (Fig. 11).
+const PAPER_MB_PER_S: f64 = 1600.0;
+/// The target: 2.5x the paper, per core.
+const CODING_TARGET_MB_PER_S: f64 = 4000.0;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub quick: bool,
+    pub block_bytes: usize,
+    pub baseline: Baseline,
+    pub levels: Vec<LevelFigure>,
+    pub targets: Vec<Target>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Baseline {
+    /// Copying a buffer as large as the largest level's elements, one thread.
+    pub memory_copy_mb_per_s: f64,
+}
+
+/// One level size; every figure is MB of the level's blocks per second, one thread.
+#[derive(Debug, Serialize)]
+pub struct LevelFigure {
+    pub level: u32,
+    pub blocks: usize,
+    /// The top step of a rebuild: one `mix` of the two halves, in place.
+    pub mix_mb_per_s: f64,
+    /// HRebuildX and HRebuildY from the levels below and the new block (allocates the level).
+    pub rebuild_mb_per_s: f64,
+    /// The level from scratch, as CRebuild encodes C: `O(m log m)`.
+    pub encode_mb_per_s: f64,
+    /// Half of the level's slots erased at random, decoded.
+    pub decode_mb_per_s: f64,
+    /// Baseline: `reed-solomon-simd` encoding the same blocks into as many recovery blocks.
+    pub reed_solomon_simd_mb_per_s: f64,
+}
+
+pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
+    let runs = if opts.quick { 3 } else { 5 };
+    let levels: &[u32] = if opts.quick { &[6, 10, 12] } else { &[6, 10, 12, 14, 15] };
+    let slot = BLOCK_BYTES.div_ceil(SECTOR_BYTES);
+    let mut figures = Vec::new();
+    for &level in levels {
+        progress(&format!("level {level}: {} blocks of 4 KiB", 1 << level));
+        figures.push(level_figure(level, slot, runs)?);
+    }
+    let largest = (1usize << levels.last().copied().unwrap_or(0)) * slot;
+    let source = vec![1u64; largest];
+    let mut sink = vec![0u64; largest];
+    let (copy, _) = min_time(runs, || {
+        sink.copy_from_slice(black_box(&source));
+        black_box(sink[largest / 2])
+    });
+    let targets = figures
+        .iter()
+        .map(|f| {
+            Target::at_least(
+                &format!("coding, level {} ({} blocks), one core", f.level, f.blocks),
+                f.rebuild_mb_per_s,
+                CODING_TARGET_MB_PER_S,
+                "MB/s",
+                Some(&format!("{PAPER_MB_PER_S:.0} MB/s per level (Fig. 11)")),
+            )
+        })
+        .collect();
+    Ok(Report {
+        quick: opts.quick,
+        block_bytes: BLOCK_BYTES,
+        baseline: Baseline { memory_copy_mb_per_s: mb_per_s(largest * 8, copy) },
+        levels: figures,
+        targets,
+    })
+}
+
+fn mb_per_s(bytes: usize, time: Duration) -> f64 {
+    bytes as f64 / time.as_secs_f64() / 1e6
+}
+
+fn level_figure(level: u32, slot: usize, runs: usize) -> Result<LevelFigure, SelfCheckFailed> {
+    let blocks = 1usize << level;
+    let bytes = blocks * BLOCK_BYTES;
+    let mut rng = StdRng::seed_from_u64(u64::from(level));
+    let raw: Vec<Vec<u8>> = (0..blocks)
+        .map(|_| {
+            let mut block = vec![0u8; BLOCK_BYTES];
+            rng.fill(&mut block[..]);
+            block
+        })
+        .collect();
+    let data: Vec<u64> = raw.iter().flat_map(|b| to_elements(b)).collect();
+    let log_capacity = 20;
+    let start = 3u64 << level; // a level in the middle of an epoch
+
+    // The levels below, as HAdd would hold them before the write that ends this level.
+    let mut below = Vec::new();
+    let mut at = 0;
+    for i in (0..level).rev() {
+        let size = (1usize << i) * slot;
+        below.push(encode(&data[at..at + size], slot, log_capacity, start + (at / slot) as u64));
+        at += size;
+    }
+    below.reverse();
+    let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
+    let last = &data[(blocks - 1) * slot..];
+    let (rebuild, level_code) =
+        min_time(runs, || rebuild_level(&refs, last, slot, log_capacity, start + blocks as u64 - 1));
+    let (encode_time, scratch) = min_time(runs, || encode(&data, slot, log_capacity, start));
+    check(scratch == level_code, || format!("level {level}: the rebuilt level differs from its encoding"))?;
+
+    let nu = root_of_unity(level).expect("level within 2-adicity");
+    let (mix, _) = min_time_with(runs, || data.clone(), |mut halves| {
+        mix_in_place(&mut halves, slot, nu);
+        black_box(halves)
+    });
+
+    let mut erased = vec![false; 2 * blocks];
+    let mut order: Vec<usize> = (0..2 * blocks).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    order[..blocks].iter().for_each(|&i| erased[i] = true);
+    let slots: Vec<Option<&[u64]>> =
+        level_code.chunks_exact(slot).zip(&erased).map(|(s, &gone)| (!gone).then_some(s)).collect();
+    let (decode_time, decoded) = min_time(runs, || decode(&slots, slot, log_capacity, start));
+    check(decoded.as_deref() == Ok(&data[..]), || format!("level {level}: decoding half the slots failed"))?;
+
+    let (rs, _) = min_time(runs, || {
+        reed_solomon_simd::encode(blocks, blocks, &raw).expect("supported shard counts").len()
+    });
+    Ok(LevelFigure {
+        level,
+        blocks,
+        mix_mb_per_s: mb_per_s(bytes, mix),
+        rebuild_mb_per_s: mb_per_s(bytes, rebuild),
+        encode_mb_per_s: mb_per_s(bytes, encode_time),
+        decode_mb_per_s: mb_per_s(bytes, decode_time),
+        reed_solomon_simd_mb_per_s: mb_per_s(bytes, rs),
+    })
+}
+
+impl Report {
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "PoR benchmark: {} B blocks, one thread, minimum of several runs\nbaseline: memory copy {:.0} MB/s\n",
+            self.block_bytes, self.baseline.memory_copy_mb_per_s
+        );
+        out += "level  blocks     mix  rebuild  encode  decode  reed-solomon-simd   (MB/s of the level's blocks)\n";
+        for f in &self.levels {
+            out += &format!(
+                "{:>5} {:>7} {:>7.0} {:>8.0} {:>7.0} {:>7.0} {:>18.0}\n",
+                f.level,
+                f.blocks,
+                f.mix_mb_per_s,
+                f.rebuild_mb_per_s,
+                f.encode_mb_per_s,
+                f.decode_mb_per_s,
+                f.reed_solomon_simd_mb_per_s
+            );
+        }
+        out + &targets_text(&self.targets)
+    }
+}
