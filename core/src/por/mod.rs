@@ -8,6 +8,7 @@
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
 //! shape (Sec. 4.6: the mix runs on each segment of a block).
 
+pub mod checksum;
 pub mod field;
 
 use field::{add, mul, sub};
