@@ -5,13 +5,16 @@
 //! * [`transform`]: Fig. 4's `mix`, the butterfly network of Fig. 3 and its inverse;
 //! * [`code`]: Eq. (1), HAdd's [`code::Schedule`], HRebuildX / HRebuildY
 //!   ([`code::rebuild_level`]) and CRebuild ([`code::encode`]);
-//! * [`decode`]: any half of a level's slots recovers its blocks (Lemma 1).
+//! * [`decode`]: any half of a level's slots recovers its blocks (Lemma 1);
+//! * [`checksum`]: homomorphic checksums `σ = M·B` (Sec. 5.3) and their sealed form under
+//!   one-time keys bound to a slot's address and write time (Sec. 5.4).
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
 //! shape (Sec. 4.6: the mix runs on each segment of a block), so the same functions run on
 //! blocks (the server) and on their checksums (the client's simulation, Sec. 5.4).
 
+pub mod checksum;
 pub mod code;
 pub mod decode;
 pub mod field;
