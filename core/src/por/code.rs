@@ -68,16 +68,22 @@ impl Schedule {
         (0..self.log_capacity).filter(|&level| self.is_filled(level))
     }
 
-    /// The absolute time the first block of a filled level was written; the level was
-    /// rebuilt at the time of its last block, `start + 2^ℓ - 1`.
+    /// The absolute time the first block of a filled level was written.
     pub fn level_start(&self, level: u32) -> Option<u64> {
         self.is_filled(level).then(|| (self.time >> (level + 1)) << (level + 1))
     }
 
-    /// The absolute time C was last rebuilt at (its slots' write time), `None` before the
-    /// first rebuild.
-    pub fn coded_time(&self) -> Option<u64> {
-        (self.time >= self.capacity()).then(|| self.time - self.epoch_time() - 1)
+    /// When a filled level's slots were written, counted in writes done: the level is
+    /// rebuilt by the write of its last block, so `start + 2^ℓ`. Sealed checksums are bound
+    /// to this time (Sec. 5.4).
+    pub fn level_time(&self, level: u32) -> Option<u64> {
+        self.level_start(level).map(|start| start + (1 << level))
+    }
+
+    /// When C's slots were written, counted in writes done: `0` for the C built at
+    /// initialisation, else the end of the last epoch (CRebuild runs in its last write).
+    pub fn coded_time(&self) -> u64 {
+        self.time - self.epoch_time()
     }
 }
 
@@ -189,8 +195,11 @@ mod tests {
         assert_eq!(at_6.filled_levels().collect::<Vec<_>>(), [1, 2]);
         assert_eq!((at_6.level_start(1), at_6.level_start(2), at_6.level_start(0)), (Some(4), Some(0), None));
         assert_eq!(Schedule { log_capacity: 3, time: 13 }.level_start(2), Some(8));
-        assert_eq!(Schedule { log_capacity: 3, time: 13 }.coded_time(), Some(7));
-        assert_eq!(at_6.coded_time(), None);
+        assert_eq!(at_6.level_time(1), Some(6));
+        assert_eq!(Schedule { log_capacity: 3, time: 13 }.coded_time(), 8);
+        assert_eq!(at_6.coded_time(), 0);
+        // With n = 1 every write rebuilds C; each C has its own time.
+        assert_eq!((1..4).map(|time| Schedule { log_capacity: 0, time }.coded_time()).collect::<Vec<_>>(), [1, 2, 3]);
     }
 
     proptest! {
@@ -236,7 +245,7 @@ mod tests {
                         prop_assert_eq!(held, &encode(blocks, slot, log_capacity, start));
                     }
                 }
-                prop_assert_eq!(coded.is_some(), after.coded_time().is_some());
+                prop_assert_eq!(coded.is_some(), after.coded_time() > 0);
             }
         }
     }

@@ -14,11 +14,16 @@
 //! shape (Sec. 4.6: the mix runs on each segment of a block), so the same functions run on
 //! blocks (the server) and on their checksums (the client's simulation, Sec. 5.4).
 
+pub mod audit;
 pub mod checksum;
 pub mod code;
 pub mod decode;
 pub mod field;
+pub mod replay;
 pub mod transform;
+
+#[cfg(test)]
+mod model_tests;
 
 /// The buffer a codeword slot lives in (Sec. 4.1): a level of the hierarchical log H, the
 /// erasure-coded copy C, or the raw buffer U.
