@@ -105,22 +105,38 @@ pub fn twist(log_capacity: u32, time: u64) -> u64 {
 /// # Panics
 /// When a level or the block has the wrong number of elements (a caller's bug).
 pub fn rebuild_level(levels: &[&[u64]], block: &[u64], slot: usize, log_capacity: u32, time: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    rebuild_level_into(&mut out, levels, block, slot, log_capacity, time);
+    out
+}
+
+/// [`rebuild_level`] into `out`, reusing its allocation (a server rebuilding levels over and
+/// over keeps one buffer per level and skips the page faults of a fresh one).
+pub fn rebuild_level_into(
+    out: &mut Vec<u64>,
+    levels: &[&[u64]],
+    block: &[u64],
+    slot: usize,
+    log_capacity: u32,
+    time: u64,
+) {
     let level = levels.len();
     assert!(block.len() == slot, "the block is one slot");
-    let m = 1usize << level;
-    let mut out = vec![0; 2 * m * slot];
-    let (x, y) = out.split_at_mut(m * slot);
     for (i, filled) in levels.iter().enumerate() {
-        let size = (1 << i) * slot;
-        assert!(filled.len() == 2 * size, "level {i} holds 2^{} slots", i + 1);
-        let at = m * slot - 2 * size;
-        x[at..at + size].copy_from_slice(&filled[..size]);
-        y[at..at + size].copy_from_slice(&filled[size..]);
+        assert!(filled.len() == (2 << i) * slot, "level {i} holds 2^{} slots", i + 1);
     }
-    let last = (m - 1) * slot;
-    x[last..].copy_from_slice(block);
-    y[last..].copy_from_slice(block);
-    scale(&mut y[last..], twist(log_capacity, time));
+    let m = 1usize << level;
+    out.clear();
+    out.reserve(2 * m * slot);
+    for half in 0..2 {
+        for (i, filled) in levels.iter().enumerate().rev() {
+            let size = (1 << i) * slot;
+            out.extend_from_slice(&filled[half * size..(half + 1) * size]);
+        }
+        out.extend_from_slice(block);
+    }
+    let (x, y) = out.split_at_mut(m * slot);
+    scale(&mut y[(m - 1) * slot..], twist(log_capacity, time));
     for half in [x, y] {
         for i in 0..level {
             let nu = root_of_unity(i as u32 + 1).expect("level within the field's 2-adicity");
@@ -128,7 +144,6 @@ pub fn rebuild_level(levels: &[&[u64]], block: &[u64], slot: usize, log_capacity
             mix_in_place(&mut half[tail..], slot, nu);
         }
     }
-    out
 }
 
 /// The code of `blocks` (`2^ℓ` slots, in the order written, the first at `start`) from
