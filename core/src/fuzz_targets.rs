@@ -147,6 +147,60 @@ pub fn reference_records() -> (Vec<u8>, Vec<u8>) {
     (entry.to_bytes(), version.to_bytes().to_vec())
 }
 
+/// A small PoR level (level 2 of a log of capacity 16, written at time 8) with its sealed
+/// checksums, the keys, and the picks of the audit that fuzzed proofs answer.
+#[derive(Debug)]
+pub struct ReferencePorPart {
+    pub seal: crate::por::checksum::SealKey,
+    pub sums: crate::por::checksum::ChecksumKey,
+    pub part: crate::por::audit::Part,
+    pub picks: Vec<crate::por::audit::Pick>,
+    pub slots: Vec<u64>,
+    pub sealed: Vec<crate::por::checksum::SealedChecksum>,
+}
+
+/// Slot width of [`reference_por_part`].
+pub const POR_WIDTH: usize = 3;
+
+pub fn reference_por_part() -> &'static ReferencePorPart {
+    use crate::por::{audit, checksum, code, Region, SlotAddress};
+    static PART: OnceLock<ReferencePorPart> = OnceLock::new();
+    PART.get_or_init(|| {
+        let seal = checksum::SealKey::new(&[11; 32]);
+        let sums = checksum::ChecksumKey::new(&[12; 32], POR_WIDTH);
+        let blocks: Vec<u64> = (0..4 * POR_WIDTH as u64).map(|i| i * 1_000_003 + 5).collect();
+        let slots = code::encode(&blocks, POR_WIDTH, 4, 4);
+        let part = audit::Part { region: Region::Level(2), slots: 8, time: 8 };
+        let sealed = slots
+            .chunks_exact(POR_WIDTH)
+            .enumerate()
+            .map(|(index, slot)| {
+                seal.seal(SlotAddress { region: part.region, index: index as u64 }, part.time, sums.checksum(slot))
+            })
+            .collect();
+        let picks = audit::picks(&[13; 32], &part, 5);
+        ReferencePorPart { seal, sums, part, picks, slots, sealed }
+    })
+}
+
+/// The honest answer to [`reference_por_part`]'s audit.
+pub fn reference_por_proof() -> crate::por::audit::PartProof {
+    let r = reference_por_part();
+    crate::por::audit::prove_part(&r.picks, POR_WIDTH, |index| {
+        let at = index as usize * POR_WIDTH;
+        (&r.slots[at..at + POR_WIDTH], r.sealed[index as usize])
+    })
+}
+
+/// Target `por_audit_proof`: decode an answer to one part of a PoR audit and verify it.
+pub fn por_audit_proof(data: &[u8]) {
+    let r = reference_por_part();
+    if let Ok(proof) = crate::por::audit::PartProof::from_bytes(data, r.picks.len(), POR_WIDTH) {
+        let _ = crate::por::audit::verify_part(&r.seal, &r.sums, &r.part, &r.picks, &proof);
+    }
+    let _ = crate::por::audit::PartProof::from_bytes(data, usize::MAX, usize::MAX);
+}
+
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
@@ -158,4 +212,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("linear_key", linear_key),
     ("rsa_key", rsa_key),
     ("namespace_record", namespace_record),
+    ("por_audit_proof", por_audit_proof),
 ];

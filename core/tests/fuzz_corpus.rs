@@ -43,6 +43,11 @@ fn seed_proofs_are_valid() {
     vouch_core::pdp::rsa::RsaSecretKey::from_bytes(&secret).unwrap();
     let public = std::fs::read(corpus("rsa_key").join("seed-public")).unwrap();
     vouch_core::pdp::rsa::RsaPublicKey::from_bytes(&public).unwrap();
+    let por = std::fs::read(corpus("por_audit_proof").join("seed-valid")).unwrap();
+    let r = vouch_core::fuzz_targets::reference_por_part();
+    let por = vouch_core::por::audit::PartProof::from_bytes(&por, r.picks.len(), vouch_core::fuzz_targets::POR_WIDTH)
+        .unwrap();
+    vouch_core::por::audit::verify_part(&r.seal, &r.sums, &r.part, &r.picks, &por).unwrap();
     let (entry, version) = vouch_core::fuzz_targets::reference_records();
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-entry")).unwrap(), entry);
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-version")).unwrap(), version);
@@ -62,6 +67,7 @@ fn write_seeds() {
         ("multiproof", list.prove(&reference_indices()).unwrap().as_bytes().to_vec()),
         ("update_proof", list.clone().multi_update(&reference_edits()).unwrap().to_bytes()),
         ("possession_proof", vouch_core::fuzz_targets::reference_possession_proof().to_bytes()),
+        ("por_audit_proof", vouch_core::fuzz_targets::reference_por_proof().to_bytes()),
     ];
     for (target, bytes) in valid {
         let mut flipped = bytes.clone();

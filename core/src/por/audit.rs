@@ -10,7 +10,7 @@
 //! A part catches a server that lost or altered more than half of a level (it could no
 //! longer be decoded) unless all `λ` picks fall on intact slots: probability below `2^-λ`.
 
-use super::checksum::{Checksum, ChecksumKey, OpenError, SealKey, SealedChecksum};
+use super::checksum::{Checksum, ChecksumKey, OpenError, SealKey, SealedChecksum, SEALED_LEN};
 use super::code::Schedule;
 use super::field::{add, mul, P};
 use super::{Region, SlotAddress};
@@ -85,6 +85,45 @@ pub struct PartProof {
     pub aggregate: Vec<u64>,
 }
 
+/// Why the bytes of a [`PartProof`] were refused before any check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofDecodeError {
+    #[error("a proof for {picks} picks of {width} elements has {want} bytes, not {got}")]
+    Length { got: usize, want: usize, picks: usize, width: usize },
+    #[error("an aggregate element is not below p")]
+    NotCanonical,
+}
+
+impl PartProof {
+    /// The sealed checksums, then the aggregate's elements (8 bytes each, little-endian).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.sealed.len() * SEALED_LEN + self.aggregate.len() * 8);
+        self.sealed.iter().for_each(|s| out.extend_from_slice(&s.to_bytes()));
+        self.aggregate.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        out
+    }
+
+    /// Decodes the answer to `picks` picks of slots of `width` elements: the verifier knows
+    /// both, so the length is checked before anything is allocated.
+    pub fn from_bytes(bytes: &[u8], picks: usize, width: usize) -> Result<PartProof, ProofDecodeError> {
+        let want = picks.saturating_mul(SEALED_LEN).saturating_add(width.saturating_mul(8));
+        if bytes.len() != want {
+            return Err(ProofDecodeError::Length { got: bytes.len(), want, picks, width });
+        }
+        let (sealed, aggregate) = bytes.split_at(picks * SEALED_LEN);
+        let sealed = sealed
+            .chunks_exact(SEALED_LEN)
+            .map(|c| SealedChecksum::from_bytes(c.try_into().expect("SEALED_LEN bytes")))
+            .collect();
+        let aggregate: Vec<u64> =
+            aggregate.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        if aggregate.iter().any(|&v| v >= P) {
+            return Err(ProofDecodeError::NotCanonical);
+        }
+        Ok(PartProof { sealed, aggregate })
+    }
+}
+
 /// The server's side: `read(index)` gives a picked slot and its sealed checksum.
 pub fn prove_part<'a>(
     picks: &[Pick],
@@ -141,4 +180,41 @@ pub fn verify_part(
         return Err(AuditFailure::AggregateMismatch);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz_targets::{reference_por_part, reference_por_proof, POR_WIDTH};
+
+    #[test]
+    fn proofs_round_trip_and_hostile_bytes_are_refused() {
+        let r = reference_por_part();
+        let proof = reference_por_proof();
+        let bytes = proof.to_bytes();
+        assert_eq!(PartProof::from_bytes(&bytes, r.picks.len(), POR_WIDTH), Ok(proof.clone()));
+        assert_eq!(verify_part(&r.seal, &r.sums, &r.part, &r.picks, &proof), Ok(()));
+        // A count the verifier did not ask for, in either direction, is refused by length.
+        for (picks, width) in [(r.picks.len() + 1, POR_WIDTH), (r.picks.len(), POR_WIDTH - 1), (usize::MAX, 1)] {
+            assert!(matches!(PartProof::from_bytes(&bytes, picks, width), Err(ProofDecodeError::Length { .. })));
+        }
+        let mut big = bytes.clone();
+        let last = big.len() - 8;
+        big[last..].copy_from_slice(&P.to_le_bytes());
+        assert_eq!(PartProof::from_bytes(&big, r.picks.len(), POR_WIDTH), Err(ProofDecodeError::NotCanonical));
+    }
+
+    #[test]
+    fn picks_are_distinct_cover_small_parts_and_follow_the_seed() {
+        let part = Part { region: Region::Level(5), slots: 64, time: 3 };
+        let a = picks(&[1; 32], &part, 20);
+        let mut indices: Vec<u64> = a.iter().map(|p| p.index).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        assert_eq!(indices.len(), 20);
+        assert!(a.iter().all(|p| p.index < 64 && p.coefficient != 0 && p.coefficient < P));
+        assert_eq!(a, picks(&[1; 32], &part, 20));
+        assert_ne!(a, picks(&[2; 32], &part, 20));
+        assert_eq!(picks(&[1; 32], &Part { slots: 4, ..part }, 20).len(), 4);
+    }
 }
