@@ -7,7 +7,7 @@
 //! * [`namespace`]: names and versions under one root: the client's checks, the provider's
 //!   [`namespace::NamespaceTree`] (a change is proven first, as a batch its caller persists,
 //!   then applied), and the [`namespace::Functionality`] trait (VICOS Sec. 2.3) that AIP runs over.
-//! * [`por`]: dynamic proofs of retrievability (paper 002): the field and the code's kernel so far.
+//! * [`por`]: dynamic proofs of retrievability (paper 002): the code, checksums, replayed rebuilds, audits.
 //! * [`codec`]: the canonical byte layouts everything above is hashed and sent in.
 //!
 //! Higher layers (storage, server, client) persist and transport what this crate computes;

@@ -7,7 +7,13 @@
 //!   ([`code::rebuild_level`]) and CRebuild ([`code::encode`]);
 //! * [`decode`]: any half of a level's slots recovers its blocks (Lemma 1);
 //! * [`checksum`]: homomorphic checksums `σ = M·B` (Sec. 5.3) and their sealed form under
-//!   one-time keys bound to a slot's address and write time (Sec. 5.4).
+//!   one-time keys bound to a slot's address and write time (Sec. 5.4);
+//! * [`replay`]: the client's replay of every rebuild on sealed checksums (Sec. 5.4), so the
+//!   server can rebuild H and C itself;
+//! * [`audit`]: aggregated audits, one part per filled level and one for C (Sec. 5.5).
+//!
+//! Not yet here: U's authenticated structure, the slot heap beneath FlexList, deamortized
+//! rebuilds (Sec. 6.1) and growth (App. A.3).
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
