@@ -15,7 +15,8 @@
 //! inverse transform of it suffices.
 //!
 //! Decoding trusts the slots it is given: with exactly `m` of them any values decode to
-//! *some* blocks. Slots are checked against their checksums first; with more than `m`,
+//! *some* blocks, and a whole X or Y is decoded without looking at the rest. Slots are
+//! checked against their checksums first; in the general case, with more than `m` slots,
 //! slots that do not lie on one codeword are reported ([`DecodeError::NotACodeword`]).
 
 use super::code::untwist;

@@ -49,7 +49,11 @@ pub fn replay_level(
 /// The sealed checksums of C rebuilt from U (CRebuild, on checksums) by the write at
 /// `schedule.time`, or of the C built at initialisation (pass the schedule at time 0 and
 /// `init`). `raw` are U's checksums, already authenticated by the caller, in slot order.
+///
+/// # Panics
+/// When `raw` is not one checksum per slot of U (a caller's bug).
 pub fn replay_coded(schedule: &Schedule, raw: &[Checksum], key: &SealKey, init: bool) -> Vec<SealedChecksum> {
+    assert_eq!(raw.len() as u64, schedule.capacity(), "one checksum per slot of U");
     let time = if init { 0 } else { schedule.time + 1 };
     let rows: Vec<u64> = raw.iter().flat_map(|sum| sum.rows()).collect();
     seal_region(key, Region::Coded, time, &encode(&rows, ROWS, schedule.log_capacity, 0))
