@@ -201,6 +201,26 @@ pub fn por_audit_proof(data: &[u8]) {
     let _ = crate::por::audit::PartProof::from_bytes(data, usize::MAX, usize::MAX);
 }
 
+/// A tree over U of 16 slots, some written, and the leaves a proof of slots 1, 5 and 6 shows.
+pub fn reference_raw_tree() -> (crate::por::raw_tree::RawTree, Vec<(u64, crate::Digest)>) {
+    use crate::por::checksum::SealedChecksum;
+    use crate::por::raw_tree::{leaf_hash, RawTree};
+    let mut tree = RawTree::new(4);
+    let written: Vec<_> =
+        [1u64, 2, 6, 11].iter().map(|&i| (i, leaf_hash(Some(&SealedChecksum::from_bytes([i as u8; 56]))))).collect();
+    tree.set(&written);
+    let leaves = [1, 5, 6].iter().map(|&i| (i, tree.leaf(i))).collect();
+    (tree, leaves)
+}
+
+/// Target `por_raw_proof`: decode a proof over U's tree and compute the root it gives.
+pub fn por_raw_proof(data: &[u8]) {
+    let (tree, leaves) = reference_raw_tree();
+    if let Ok(proof) = crate::por::raw_tree::RawProof::from_bytes(data) {
+        let _ = crate::por::raw_tree::raw_root(tree.log_capacity(), &leaves, &proof);
+    }
+}
+
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
@@ -213,4 +233,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("rsa_key", rsa_key),
     ("namespace_record", namespace_record),
     ("por_audit_proof", por_audit_proof),
+    ("por_raw_proof", por_raw_proof),
 ];

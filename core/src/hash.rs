@@ -65,6 +65,11 @@ pub enum Domain {
     NamespaceEntry = 0x30,
     /// A version-list leaf: `0x31 ||` a version record's encoding (`crate::namespace`).
     NamespaceVersion = 0x31,
+    /// A leaf of the PoR buffer U's Merkle tree: `0x40 || sealed checksum:56`, or `0x40` alone
+    /// for a slot never written (`crate::por::raw_tree`).
+    PorRawLeaf = 0x40,
+    /// An inner node of U's Merkle tree: `0x41 || height:u8 || left:32 || right:32`.
+    PorRawNode = 0x41,
 }
 
 /// Hash of a FlexList leaf node: its own block's length and tag, and its after child's rank

@@ -48,6 +48,10 @@ fn seed_proofs_are_valid() {
     let por = vouch_core::por::audit::PartProof::from_bytes(&por, r.picks.len(), vouch_core::fuzz_targets::POR_WIDTH)
         .unwrap();
     vouch_core::por::audit::verify_part(&r.seal, &r.sums, &r.part, &r.picks, &por).unwrap();
+    let raw = std::fs::read(corpus("por_raw_proof").join("seed-valid")).unwrap();
+    let (tree, leaves) = vouch_core::fuzz_targets::reference_raw_tree();
+    let raw = vouch_core::por::raw_tree::RawProof::from_bytes(&raw).unwrap();
+    assert_eq!(vouch_core::por::raw_tree::raw_root(4, &leaves, &raw).unwrap(), tree.root());
     let (entry, version) = vouch_core::fuzz_targets::reference_records();
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-entry")).unwrap(), entry);
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-version")).unwrap(), version);
@@ -68,6 +72,11 @@ fn write_seeds() {
         ("update_proof", list.clone().multi_update(&reference_edits()).unwrap().to_bytes()),
         ("possession_proof", vouch_core::fuzz_targets::reference_possession_proof().to_bytes()),
         ("por_audit_proof", vouch_core::fuzz_targets::reference_por_proof().to_bytes()),
+        ("por_raw_proof", {
+            let (tree, leaves) = vouch_core::fuzz_targets::reference_raw_tree();
+            let indices: Vec<u64> = leaves.iter().map(|l| l.0).collect();
+            tree.prove(&indices).unwrap().to_bytes()
+        }),
     ];
     for (target, bytes) in valid {
         let mut flipped = bytes.clone();

@@ -10,10 +10,15 @@
 //!   one-time keys bound to a slot's address and write time (Sec. 5.4);
 //! * [`replay`]: the client's replay of every rebuild on sealed checksums (Sec. 5.4), so the
 //!   server can rebuild H and C itself;
-//! * [`audit`]: aggregated audits, one part per filled level and one for C (Sec. 5.5).
+//! * [`audit`]: aggregated audits, one part per filled level and one for C (Sec. 5.5);
+//! * [`raw_tree`]: U's authenticated structure, a Merkle tree over its sealed checksums;
+//! * [`heap`]: the slot heap beneath FlexList: how variable-size blocks occupy fixed-size
+//!   slots, inserts into fresh slots and deletes as ⊥ (App. A.3);
+//! * [`client`] and [`provider`]: a batch of writes end to end (Sec. 6.1's batching), growth
+//!   of U (App. A.3) and reads through U; the provider here is the in-memory reference.
 //!
-//! Not yet here: U's authenticated structure, the slot heap beneath FlexList, deamortized
-//! rebuilds (Sec. 6.1) and growth (App. A.3).
+//! Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for the levels it
+//! rebuilds when it rebuilds them) and the reuse of ⊥ slots.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
@@ -22,12 +27,18 @@
 
 pub mod audit;
 pub mod checksum;
+pub mod client;
 pub mod code;
 pub mod decode;
 pub mod field;
+pub mod heap;
+pub mod provider;
+pub mod raw_tree;
 pub mod replay;
 pub mod transform;
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod model_tests;
 

@@ -53,10 +53,19 @@ pub fn replay_level(
 /// # Panics
 /// When `raw` is not one checksum per slot of U (a caller's bug).
 pub fn replay_coded(schedule: &Schedule, raw: &[Checksum], key: &SealKey, init: bool) -> Vec<SealedChecksum> {
-    assert_eq!(raw.len() as u64, schedule.capacity(), "one checksum per slot of U");
     let time = if init { 0 } else { schedule.time + 1 };
+    replay_coded_at(schedule.log_capacity, time, raw, key)
+}
+
+/// C's sealed checksums (CRebuild on checksums) over U's checksums `raw` for a U of
+/// `2^log_capacity` slots, sealed at `time`.
+///
+/// # Panics
+/// When `raw` is not one checksum per slot of U (a caller's bug).
+pub fn replay_coded_at(log_capacity: u32, time: u64, raw: &[Checksum], key: &SealKey) -> Vec<SealedChecksum> {
+    assert_eq!(raw.len() as u64, 1 << log_capacity, "one checksum per slot of U");
     let rows: Vec<u64> = raw.iter().flat_map(|sum| sum.rows()).collect();
-    seal_region(key, Region::Coded, time, &encode(&rows, ROWS, schedule.log_capacity, 0))
+    seal_region(key, Region::Coded, time, &encode(&rows, ROWS, log_capacity, 0))
 }
 
 /// Opens every sealed checksum of a region, flat (`ROWS` elements per slot).
@@ -80,7 +89,7 @@ pub(crate) fn open_region(
     Ok(rows)
 }
 
-fn seal_region(key: &SealKey, region: Region, time: u64, rows: &[u64]) -> Vec<SealedChecksum> {
+pub(crate) fn seal_region(key: &SealKey, region: Region, time: u64, rows: &[u64]) -> Vec<SealedChecksum> {
     rows.chunks_exact(ROWS)
         .enumerate()
         .map(|(index, sum)| {

@@ -1,0 +1,252 @@
+//! Batches of writes between [`super::client`] and [`super::provider`]: growth, epochs,
+//! audits and reads through U; then a provider that lies in its context or its reads.
+
+use super::audit::{parts, picks, verify_part, AuditFailure};
+use super::checksum::{ChecksumKey, SealKey, SealedChecksum};
+use super::client::{
+    plan, verify_read, write, LogState, RawRead, ReadError, WriteContext, WriteError, WritePlan, Written,
+};
+use super::code::encode;
+use super::field::P;
+use super::provider::{ProviderError, ProviderLog};
+use super::replay::ReplayError;
+use super::Region;
+
+const WIDTH: usize = 4;
+
+struct Setup {
+    state: LogState,
+    provider: ProviderLog,
+    seal: SealKey,
+    sums: ChecksumKey,
+}
+
+fn setup(log_capacity: u32) -> Setup {
+    let seal = SealKey::new(&[3; 32]);
+    let (state, coded) = LogState::new(log_capacity, &seal);
+    let provider = ProviderLog::new(log_capacity, WIDTH, coded).unwrap();
+    Setup { state, provider, seal, sums: ChecksumKey::new(&[4; 32], WIDTH) }
+}
+
+fn slot(index: u64, round: u64) -> Vec<u64> {
+    let mut out = vec![index + 1];
+    out.extend(
+        (0..WIDTH as u64 - 1).map(|e| (round * 7919 + index * 104_729 + e).wrapping_mul(0x9e37_79b9_7f4a_7c15) % P),
+    );
+    out
+}
+
+impl Setup {
+    /// The client's side up to the upload: plan, the provider's context, the replay.
+    fn prepare(&self, writes: &[u64], round: u64) -> (WritePlan, Vec<u64>, Result<Written, WriteError>, WriteContext) {
+        let plan = plan(&self.state, writes).unwrap();
+        let slots: Vec<u64> = writes.iter().flat_map(|&i| slot(i, round)).collect();
+        let context = self.provider.context(&plan).unwrap();
+        let written = write(&self.state, &plan, &context, writes, &slots, &self.seal, &self.sums);
+        (plan, slots, written, context)
+    }
+
+    fn batch(&mut self, writes: &[u64], round: u64) {
+        let (plan, slots, written, _) = self.prepare(writes, round);
+        let written = written.unwrap();
+        self.provider.apply(&plan, writes, &slots, &written).unwrap();
+        self.state = written.state;
+    }
+
+    /// Every slot of every part challenged.
+    fn audit_all(&self) -> Vec<(Region, Result<(), AuditFailure>)> {
+        parts(&self.state.schedule)
+            .into_iter()
+            .map(|part| {
+                let chosen = picks(&[5; 32], &part, part.slots as usize);
+                let proof = self.provider.prove(&part, &chosen).expect("the provider holds every part");
+                (part.region, verify_part(&self.seal, &self.sums, &part, &chosen, &proof))
+            })
+            .collect()
+    }
+
+    fn read(&self, indices: &[u64]) -> Result<(), ReadError> {
+        verify_read(&self.state, indices, &self.provider.read(indices).unwrap(), &self.seal, &self.sums)
+    }
+}
+
+#[test]
+fn batches_grow_u_roll_epochs_and_pass_every_audit() {
+    let mut s = setup(1);
+    let mut next = 0u64;
+    let mut rounds = 0;
+    for size in [1usize, 3, 2, 5, 1, 8, 4, 7, 16, 2, 9, 1, 1, 30] {
+        rounds += 1;
+        // Fresh slots, then an overwrite of an older one (a ⊥ or an edit in place).
+        let mut writes: Vec<u64> = (next..next + size as u64).collect();
+        next += size as u64;
+        if next > 4 {
+            writes.push(next / 3);
+        }
+        s.batch(&writes, rounds);
+        assert_eq!(s.state.schedule, s.provider.schedule());
+        assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()), "round {rounds}: {:?}", s.audit_all());
+        let all: Vec<u64> = (0..s.state.schedule.capacity()).collect();
+        assert_eq!(s.read(&all), Ok(()));
+    }
+    assert_eq!(s.state.schedule.log_capacity, 7, "U grew from 2 slots to hold {next}");
+    // After the epochs, C is the code of U as of its last rebuild and H the rest.
+    assert!(s.state.schedule.coded_time() > 0);
+}
+
+#[test]
+fn c_is_the_code_of_u_after_an_epoch() {
+    let mut s = setup(2);
+    for round in 0..4 {
+        s.batch(&[round], round + 1);
+    }
+    assert_eq!(s.state.schedule.time % 4, 0);
+    assert_eq!(s.provider.coded.slots, encode(&s.provider.raw, WIDTH, 2, 0));
+    assert!(s.provider.levels.iter().all(Option::is_none));
+    assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
+}
+
+#[test]
+fn a_batch_sends_only_the_levels_it_leaves_filled() {
+    let mut s = setup(5);
+    s.batch(&[0, 1, 2], 1);
+    // Seven writes after three: levels 0 and 1 were filled; the batch consumes both.
+    let writes: Vec<u64> = (3..10).collect();
+    let (plan, _, written, _) = s.prepare(&writes, 2);
+    assert_eq!(plan.levels, vec![0, 1]);
+    let filled: Vec<u32> = written.unwrap().levels.iter().map(|(l, _)| *l).collect();
+    assert_eq!(filled, vec![1, 3], "time 10 = 0b1010");
+}
+
+/// A provider's context altered by `lie` must be refused with `want`.
+fn refused(s: &Setup, writes: &[u64], lie: impl Fn(&mut WriteContext), want: impl Fn(&WriteError) -> bool) {
+    let plan = plan(&s.state, writes).unwrap();
+    let slots: Vec<u64> = writes.iter().flat_map(|&i| slot(i, 99)).collect();
+    let mut context = s.provider.context(&plan).unwrap();
+    lie(&mut context);
+    let got = write(&s.state, &plan, &context, writes, &slots, &s.seal, &s.sums);
+    assert!(got.as_ref().is_err_and(&want), "{got:?}");
+}
+
+fn other_sealed(s: &Setup) -> SealedChecksum {
+    s.provider.coded.sealed[0]
+}
+
+#[test]
+fn a_lying_context_is_refused() {
+    let mut s = setup(3);
+    s.batch(&[0, 1, 2, 3, 4], 1);
+    s.batch(&[2, 5, 6], 2);
+    let stale = |c: &mut WriteContext| c.old[0] = Some(SealedChecksum::from_bytes([1; 56]));
+    refused(&s, &[2, 7], stale, |e| *e == WriteError::RawRoot);
+    refused(&s, &[7], |c| c.old[0] = Some(other_sealed(&s)), |e| *e == WriteError::RawRoot);
+    refused(&s, &[2], |c| c.old[0] = None, |e| *e == WriteError::RawRoot);
+    refused(&s, &[7], |c| c.proof.siblings[0].0[3] ^= 1, |e| *e == WriteError::RawRoot);
+    refused(&s, &[7], |c| _ = c.proof.siblings.pop(), |e| matches!(e, WriteError::RawProof(_)));
+    // At time 9 level 0 is filled, and a batch of two writes consumes it.
+    s.batch(&[7], 3);
+    let swap_level = |c: &mut WriteContext| c.levels[0].swap(0, 1);
+    refused(&s, &[0, 1], swap_level, |e| matches!(e, WriteError::Replay(ReplayError::Checksum { .. })));
+    refused(
+        &s,
+        &[0, 1],
+        |c| _ = c.levels[0].pop(),
+        |e| matches!(e, WriteError::Replay(ReplayError::WrongCount { .. })),
+    );
+    refused(&s, &[0, 1], |c| c.levels.clear(), |e| *e == WriteError::Shape);
+}
+
+#[test]
+fn a_lying_copy_of_u_is_refused_when_c_is_rebuilt() {
+    let mut s = setup(2);
+    s.batch(&[0, 1, 2], 1);
+    // The fourth write ends the epoch: the client needs all of U.
+    let plan = plan(&s.state, &[3]).unwrap();
+    assert!(plan.whole_raw);
+    let stale = s.provider.raw_sealed[1];
+    refused(&s, &[3], |c| c.raw.as_mut().unwrap()[2] = stale, |e| *e == WriteError::RawRoot);
+    refused(&s, &[3], |c| c.raw.as_mut().unwrap()[0] = None, |e| *e == WriteError::RawRoot);
+    refused(&s, &[3], |c| c.raw = None, |e| *e == WriteError::Shape);
+    refused(&s, &[3], |c| _ = c.raw.as_mut().unwrap().pop(), |e| *e == WriteError::Shape);
+    // Growth needs all of U too: a copy of the wrong capacity is refused.
+    refused(&s, &[9], |c| c.raw.as_mut().unwrap().truncate(4), |e| *e == WriteError::Shape);
+}
+
+#[test]
+fn a_provider_that_keeps_a_level_unmixed_fails_the_audit() {
+    let mut s = setup(4);
+    s.batch(&[0, 1, 2], 1);
+    let level = s.provider.levels[1].as_mut().unwrap();
+    // Level 1 as its two blocks side by side: what skipping the rebuild stores.
+    level.slots = [slot(0, 1), slot(1, 1), slot(0, 1), slot(1, 1)].concat();
+    let failed: Vec<Region> = s.audit_all().into_iter().filter(|(_, r)| r.is_err()).map(|(r, _)| r).collect();
+    assert_eq!(failed, vec![Region::Level(1)]);
+}
+
+#[test]
+fn a_lying_read_is_refused() {
+    let mut s = first_round();
+    s.batch(&[1], 2);
+    assert_eq!(s.read(&[1, 2, 6]), Ok(()));
+    let RawRead { slots, sealed, proof } = s.provider.read(&[1, 2, 6]).unwrap();
+    let check = |slots: &[u64], sealed: &[Option<SealedChecksum>]| {
+        let read = RawRead { slots: slots.to_vec(), sealed: sealed.to_vec(), proof: proof.clone() };
+        verify_read(&s.state, &[1, 2, 6], &read, &s.seal, &s.sums)
+    };
+    let mut altered = slots.clone();
+    altered[WIDTH + 1] = (altered[WIDTH + 1] + 1) % P;
+    assert_eq!(check(&altered, &sealed), Err(ReadError::Altered(2)));
+    // Slot 1 as written in round 1, with its checksum of then: stale.
+    let old = first_round().provider.read(&[1, 2, 6]).unwrap();
+    assert_eq!(check(&old.slots, &old.sealed), Err(ReadError::RawRoot));
+    // A written slot said to be empty, and an empty one given content.
+    assert_eq!(check(&slots, &[sealed[0], None, sealed[2]]), Err(ReadError::RawRoot));
+    let mut filled = slots.clone();
+    filled[2 * WIDTH] = 1;
+    assert_eq!(check(&filled, &sealed), Err(ReadError::Altered(6)));
+    // Another slot's data and checksum in its place.
+    let swapped = [&slots[WIDTH..2 * WIDTH], &slots[WIDTH..2 * WIDTH], &slots[2 * WIDTH..]].concat();
+    assert_eq!(check(&swapped, &[sealed[1], sealed[1], sealed[2]]), Err(ReadError::RawRoot));
+}
+
+fn first_round() -> Setup {
+    let mut s = setup(3);
+    s.batch(&[0, 1, 2, 3], 1);
+    s
+}
+
+#[test]
+fn malformed_requests_are_refused_by_the_provider() {
+    let mut s = setup(2);
+    s.batch(&[0], 1);
+    let schedule = s.provider.schedule();
+    let refused = ProviderError::Plan { log_capacity: 2, time: 1 };
+    let good = plan(&s.state, &[1]).unwrap();
+    for bad in [
+        WritePlan { grow_to: Some(2), ..good.clone() },
+        WritePlan { grow_to: Some(99), ..good.clone() },
+        WritePlan { levels: vec![1], ..good.clone() },
+    ] {
+        assert_eq!(s.provider.context(&bad).unwrap_err(), refused);
+    }
+    let beyond = WritePlan { indices: vec![4], ..good.clone() };
+    assert!(matches!(s.provider.context(&beyond), Err(ProviderError::RawProof(_))));
+    let (plan, slots, written, _) = s.prepare(&[1], 2);
+    let written = written.unwrap();
+    let mut extra = written.clone();
+    extra.levels.push((3, vec![]));
+    let mut short = written.clone();
+    short.levels[0].1.pop();
+    let mut coded = written.clone();
+    coded.coded = Some(vec![]);
+    assert_eq!(s.provider.apply(&plan, &[1], &slots[1..], &written), Err(ProviderError::Batch));
+    assert_eq!(s.provider.apply(&plan, &[2], &slots, &written), Err(ProviderError::Batch));
+    for bad in [extra, short, coded] {
+        assert_eq!(s.provider.apply(&plan, &[1], &slots, &bad), Err(ProviderError::Batch));
+    }
+    // Refused batches changed nothing: the honest one still applies and audits.
+    assert_eq!(s.provider.schedule(), schedule);
+    s.provider.apply(&plan, &[1], &slots, &written).unwrap();
+    s.state = written.state;
+    assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
+}

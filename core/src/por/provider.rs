@@ -1,0 +1,218 @@
+//! The provider's side of the log, in memory: U, the levels of H and C with their sealed
+//! checksums and U's tree. It answers a [`WritePlan`] with a [`WriteContext`], applies a
+//! batch (running every rebuild on the slots themselves), answers audits and reads.
+//!
+//! This is the reference the persistent provider (in the server, over the store) is tested
+//! against, and the honest party of the lying-provider tests. Nothing here checks the
+//! client's sealed checksums: the provider cannot open them, and a client that uploads wrong
+//! ones only harms itself. What it does check is shape, so that a malformed request is a
+//! typed error and never a panic.
+
+use super::audit::{prove_part, Part, PartProof, Pick};
+use super::checksum::SealedChecksum;
+use super::client::{batch_outcome, grown_schedule, RawRead, WriteContext, WritePlan, Written};
+use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
+use super::raw_tree::{leaf_hash, RawProofError, RawTree, MAX_LOG_CAPACITY};
+use super::Region;
+
+/// A request the provider refuses (the client's bug or a hostile client).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    #[error("the plan does not fit the log (capacity 2^{log_capacity}, time {time})")]
+    Plan { log_capacity: u32, time: u64 },
+    #[error("the batch does not fit its plan")]
+    Batch,
+    #[error(transparent)]
+    RawProof(#[from] RawProofError),
+}
+
+/// A level or C: its slots (X then Y, flat) and their sealed checksums.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stored {
+    pub slots: Vec<u64>,
+    pub sealed: Vec<SealedChecksum>,
+}
+
+/// The provider's log (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct ProviderLog {
+    schedule: Schedule,
+    width: usize,
+    /// U's slots, flat.
+    pub raw: Vec<u64>,
+    pub raw_sealed: Vec<Option<SealedChecksum>>,
+    tree: RawTree,
+    /// Level `ℓ` when filled.
+    pub levels: Vec<Option<Stored>>,
+    pub coded: Stored,
+}
+
+impl ProviderLog {
+    /// An empty log of `2^log_capacity` slots of `width` elements; `coded` are the sealed
+    /// checksums of its C, from [`super::client::LogState::new`].
+    pub fn new(log_capacity: u32, width: usize, coded: Vec<SealedChecksum>) -> Result<ProviderLog, ProviderError> {
+        let n = 1usize << log_capacity.min(MAX_LOG_CAPACITY);
+        if log_capacity > MAX_LOG_CAPACITY || width == 0 || coded.len() != 2 * n {
+            return Err(ProviderError::Plan { log_capacity, time: 0 });
+        }
+        Ok(ProviderLog {
+            schedule: Schedule { log_capacity, time: 0 },
+            width,
+            raw: vec![0; n * width],
+            raw_sealed: vec![None; n],
+            tree: RawTree::new(log_capacity),
+            levels: vec![None; log_capacity as usize],
+            coded: Stored { slots: vec![0; 2 * n * width], sealed: coded },
+        })
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The answer to a plan, checked against the log's own schedule.
+    pub fn context(&self, plan: &WritePlan) -> Result<WriteContext, ProviderError> {
+        let refused = ProviderError::Plan { log_capacity: self.schedule.log_capacity, time: self.schedule.time };
+        let mut tree = self.tree.clone();
+        let mut schedule = self.schedule;
+        if let Some(k) = plan.grow_to {
+            if k <= schedule.log_capacity || k > MAX_LOG_CAPACITY {
+                return Err(refused);
+            }
+            (schedule.log_capacity..k).try_for_each(|_| tree.grow())?;
+            schedule = grown_schedule(&schedule, k);
+        }
+        if plan.levels.iter().any(|&l| !schedule.is_filled(l)) {
+            return Err(refused);
+        }
+        let proof = tree.prove(&plan.indices)?;
+        let sealed_at = |i: u64| self.raw_sealed.get(i as usize).copied().flatten();
+        let levels = plan
+            .levels
+            .iter()
+            .map(|&l| self.levels[l as usize].as_ref().map(|s| s.sealed.clone()).ok_or(refused.clone()))
+            .collect::<Result<_, _>>()?;
+        let raw = plan.whole_raw.then(|| (0..1u64 << schedule.log_capacity).map(sealed_at).collect());
+        Ok(WriteContext { old: plan.indices.iter().map(|&i| sealed_at(i)).collect(), proof, levels, raw })
+    }
+
+    /// Applies a batch: the slots `slots` (flat) written at U indices `writes`, in order, and
+    /// the client's sealed checksums for what the batch rebuilt.
+    pub fn apply(
+        &mut self,
+        plan: &WritePlan,
+        writes: &[u64],
+        slots: &[u64],
+        written: &Written,
+    ) -> Result<(), ProviderError> {
+        self.context(plan)?;
+        let width = self.width;
+        let bad = ProviderError::Batch;
+        // Everything is checked before anything changes: a refused batch leaves the log as it was.
+        let (after, built, coded) = batch_outcome(&self.schedule, plan.grow_to, writes.len() as u64);
+        let n = after.capacity();
+        let fits = !writes.is_empty()
+            && slots.len() == writes.len() * width
+            && writes.iter().all(|&i| i < n)
+            && written.raw.iter().map(|r| r.0).eq(plan.indices.iter().copied())
+            && writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().eq(plan.indices.iter())
+            && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
+            && written.levels.iter().all(|(l, sealed)| sealed.len() == 2 << l)
+            && written.coded.as_ref().map(Vec::len) == coded.then_some(2 * n as usize);
+        if !fits {
+            return Err(bad);
+        }
+        if let Some(k) = plan.grow_to {
+            self.grow(k, written.coded.clone().expect("checked above"))?;
+        }
+        let mut buffer = Vec::new();
+        for (&index, slot) in writes.iter().zip(slots.chunks_exact(width)) {
+            let at = index as usize * width;
+            self.raw[at..at + width].copy_from_slice(slot);
+            match self.schedule.next_rebuild() {
+                Rebuild::Level(level) => {
+                    let below: Vec<&[u64]> = self.levels[..level as usize]
+                        .iter()
+                        .map(|l| l.as_ref().expect("levels below the first empty one are filled").slots.as_slice())
+                        .collect();
+                    rebuild_level_into(
+                        &mut buffer,
+                        &below,
+                        slot,
+                        width,
+                        self.schedule.log_capacity,
+                        self.schedule.time,
+                    );
+                    self.levels[..level as usize].fill(None);
+                    let stale = self.levels[level as usize].take().map(|s| s.slots).unwrap_or_default();
+                    let slots = std::mem::replace(&mut buffer, stale);
+                    self.levels[level as usize] = Some(Stored { slots, sealed: Vec::new() });
+                }
+                Rebuild::Coded => {
+                    self.coded.slots = encode(&self.raw, width, self.schedule.log_capacity, 0);
+                    self.coded.sealed = written.coded.clone().expect("checked above");
+                    self.levels.fill(None);
+                }
+            }
+            self.schedule.time += 1;
+        }
+        for (level, sealed) in &written.levels {
+            self.levels[*level as usize].as_mut().expect("a level the batch built and left filled").sealed =
+                sealed.clone();
+        }
+        for &(index, sealed) in &written.raw {
+            self.raw_sealed[index as usize] = Some(sealed);
+        }
+        let leaves: Vec<_> = written.raw.iter().map(|(i, s)| (*i, leaf_hash(Some(s)))).collect();
+        self.tree.set(&leaves);
+        Ok(())
+    }
+
+    /// U grows to `2^k` slots: C re-encoded over it, H emptied (App. A.3).
+    fn grow(&mut self, k: u32, coded: Vec<SealedChecksum>) -> Result<(), ProviderError> {
+        let n = 1usize << k;
+        (self.schedule.log_capacity..k).try_for_each(|_| self.tree.grow())?;
+        self.schedule = grown_schedule(&self.schedule, k);
+        self.raw.resize(n * self.width, 0);
+        self.raw_sealed.resize(n, None);
+        self.coded = Stored { slots: encode(&self.raw, self.width, k, 0), sealed: coded };
+        self.levels = vec![None; k as usize];
+        Ok(())
+    }
+
+    /// A region's slots and sealed checksums.
+    pub fn region(&self, region: Region) -> Option<&Stored> {
+        match region {
+            Region::Level(level) => self.levels.get(level as usize)?.as_ref(),
+            Region::Coded => Some(&self.coded),
+            Region::Raw => None,
+        }
+    }
+
+    /// The answer to one part of an audit.
+    pub fn prove(&self, part: &Part, picks: &[Pick]) -> Option<PartProof> {
+        let stored = self.region(part.region)?;
+        if picks.iter().any(|p| p.index as usize >= stored.sealed.len()) {
+            return None;
+        }
+        let width = self.width;
+        Some(prove_part(picks, width, |i| {
+            let i = i as usize;
+            (&stored.slots[i * width..(i + 1) * width], stored.sealed[i])
+        }))
+    }
+
+    /// U's slots `indices` (ascending), their sealed checksums and the proof tying them to
+    /// U's root: what a read through U returns.
+    pub fn read(&self, indices: &[u64]) -> Result<RawRead, ProviderError> {
+        let proof = self.tree.prove(indices)?;
+        let w = self.width;
+        let slots =
+            indices.iter().flat_map(|&i| self.raw[i as usize * w..(i as usize + 1) * w].iter().copied()).collect();
+        Ok(RawRead { slots, sealed: indices.iter().map(|&i| self.raw_sealed[i as usize]).collect(), proof })
+    }
+}
