@@ -7,8 +7,10 @@ use super::client::{
     plan, verify_read, write, LogState, RawRead, ReadError, WriteContext, WriteError, WritePlan, Written,
 };
 use super::code::encode;
+use super::decode::DecodeError;
 use super::field::P;
 use super::provider::{ProviderError, ProviderLog};
+use super::repair::{recover_raw, RegionRead, RepairError};
 use super::replay::ReplayError;
 use super::Region;
 
@@ -249,4 +251,89 @@ fn malformed_requests_are_refused_by_the_provider() {
     s.provider.apply(&plan, &[1], &slots, &written).unwrap();
     s.state = written.state;
     assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
+}
+
+/// U recovered by the client from what the provider has of C and the levels.
+fn recover(s: &Setup) -> Result<Vec<u64>, RepairError> {
+    let levels: Vec<RegionRead> =
+        s.state.schedule.filled_levels().map(|l| s.provider.region_read(Region::Level(l as u8)).unwrap()).collect();
+    let coded = s.provider.region_read(Region::Coded).unwrap();
+    recover_raw(&s.state.schedule, &coded, &levels, &s.seal, &s.sums)
+}
+
+/// Erases (`None`) or alters every `step`-th slot of a region, `count` of them.
+fn damage(read: &mut RegionRead, count: usize, alter: bool) {
+    let n = read.slots.len();
+    for i in 0..count {
+        let at = (i * 7) % n;
+        match (alter, read.slots[at].as_mut()) {
+            (true, Some(slot)) => slot[1] = (slot[1] + 1) % P,
+            _ => read.slots[at] = None,
+        }
+    }
+}
+
+#[test]
+fn repair_recovers_u_from_half_of_c_and_of_every_level() {
+    let mut s = setup(4);
+    s.batch(&(0..16).collect::<Vec<_>>(), 1); // one epoch: C over 16 slots
+    s.batch(&(3..10).collect::<Vec<_>>(), 2); // levels 0, 1, 2 filled
+    let want = s.provider.raw.clone();
+    assert_eq!(recover(&s), Ok(want.clone()));
+
+    // Half of each region lost or altered (7 is odd: damage spreads over the region).
+    let levels: Vec<u32> = s.state.schedule.filled_levels().collect();
+    let mut coded = s.provider.region_read(Region::Coded).unwrap();
+    damage(&mut coded, 8, false);
+    damage(&mut coded, 8, true);
+    let mut reads = Vec::new();
+    for &l in &levels {
+        let mut read = s.provider.region_read(Region::Level(l as u8)).unwrap();
+        damage(&mut read, 1 << l, l % 2 == 1);
+        reads.push(read);
+    }
+    let raw = recover_raw(&s.state.schedule, &coded, &reads, &s.seal, &s.sums).unwrap();
+    assert_eq!(raw, want);
+    // The client checks what it recovered against U's current checksums before writing back.
+    let all: Vec<u64> = (0..16).collect();
+    let read = RawRead { slots: raw, ..s.provider.read(&all).unwrap() };
+    assert_eq!(verify_read(&s.state, &all, &read, &s.seal, &s.sums), Ok(()));
+
+    // One slot more than half of level 2 lost: the data is gone, and repair says so.
+    let mut lost = reads.clone();
+    damage(&mut lost[2], 5, false);
+    let got = recover_raw(&s.state.schedule, &coded, &lost, &s.seal, &s.sums);
+    assert!(matches!(
+        got,
+        Err(RepairError::Decode { region: Region::Level(2), error: DecodeError::TooFewSlots { .. } })
+    ));
+}
+
+#[test]
+fn repair_ignores_slots_of_another_time_or_place() {
+    let mut s = setup(3);
+    s.batch(&[0, 1, 2, 3], 1); // level 2
+    let old_level = s.provider.region_read(Region::Level(2)).unwrap();
+    s.batch(&[4, 5, 6, 7], 2); // the epoch ends at time 8
+    s.batch(&[0, 1, 2, 3], 3); // level 2 again, written at 8..12
+    assert_eq!(s.state.schedule.filled_levels().collect::<Vec<_>>(), vec![2]);
+    let want = s.provider.raw.clone();
+    // The provider serves last epoch's level 2 (intact, with its own sealed checksums).
+    let coded = s.provider.region_read(Region::Coded).unwrap();
+    let got = recover_raw(&s.state.schedule, &coded, std::slice::from_ref(&old_level), &s.seal, &s.sums);
+    assert!(matches!(got, Err(RepairError::Decode { region: Region::Level(2), .. })), "{got:?}");
+    // Level 2's slots in C's place.
+    let level = s.provider.region_read(Region::Level(2)).unwrap();
+    let got = recover_raw(&s.state.schedule, &level, std::slice::from_ref(&level), &s.seal, &s.sums);
+    assert_eq!(got, Err(RepairError::Shape(Region::Coded)));
+    assert_eq!(recover(&s), Ok(want));
+}
+
+#[test]
+fn slots_must_carry_their_index() {
+    let s = setup(2);
+    let plan = plan(&s.state, &[1]).unwrap();
+    let context = s.provider.context(&plan).unwrap();
+    let got = write(&s.state, &plan, &context, &[1], &slot(2, 1), &s.seal, &s.sums);
+    assert_eq!(got, Err(WriteError::Header(1)));
 }

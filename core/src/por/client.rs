@@ -119,6 +119,8 @@ pub enum WriteError {
     Index(u64),
     #[error("a written slot has {got} elements, not {want}")]
     Width { got: usize, want: usize },
+    #[error("the slot written at U index {0} does not start with its index + 1")]
+    Header(u64),
     #[error("the provider's context does not fit the plan")]
     Shape,
     #[error("U's proof: {0}")]
@@ -220,6 +222,10 @@ pub fn write(
     }
     if writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().ne(plan.indices.iter()) {
         return Err(WriteError::Shape);
+    }
+    // Repair replays the levels onto U by this header (see `super::repair`).
+    if let Some((&index, _)) = writes.iter().zip(slots.chunks_exact(width)).find(|(&i, s)| s[0] != i + 1) {
+        return Err(WriteError::Header(index));
     }
     let mut new_raw = BTreeMap::new();
     for (&index, slot) in writes.iter().zip(slots.chunks_exact(width)) {

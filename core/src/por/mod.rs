@@ -15,7 +15,8 @@
 //! * [`heap`]: the slot heap beneath FlexList: how variable-size blocks occupy fixed-size
 //!   slots, inserts into fresh slots and deletes as ⊥ (App. A.3);
 //! * [`client`] and [`provider`]: a batch of writes end to end (Sec. 6.1's batching), growth
-//!   of U (App. A.3) and reads through U; the provider here is the in-memory reference.
+//!   of U (App. A.3) and reads through U; the provider here is the in-memory reference;
+//! * [`repair`]: U recovered from C and the levels, any half of each.
 //!
 //! Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for the levels it
 //! rebuilds when it rebuilds them) and the reuse of ⊥ slots.
@@ -34,6 +35,7 @@ pub mod field;
 pub mod heap;
 pub mod provider;
 pub mod raw_tree;
+pub mod repair;
 pub mod replay;
 pub mod transform;
 

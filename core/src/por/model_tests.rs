@@ -5,10 +5,10 @@
 use super::audit::{parts, picks, prove_part, verify_part, AuditFailure, Part};
 use super::checksum::{Checksum, ChecksumKey, SealKey, SealedChecksum};
 use super::code::{encode, rebuild_level, Rebuild, Schedule};
-use super::decode::decode;
 use super::field::P;
+use super::repair::{recover_raw, RegionRead};
 use super::replay::{replay_coded, replay_level, ReplayError};
-use super::{Region, SlotAddress};
+use super::Region;
 
 const DATA: usize = 3;
 /// A slot: its U index + 1 (0: empty), then the block's elements.
@@ -116,38 +116,14 @@ impl Client {
     /// U from C and the filled levels, any half of each; slots whose checksum fails are
     /// treated as lost.
     fn repair(&self, server: &Server) -> Vec<u64> {
-        let k = self.schedule.log_capacity;
-        let checked = |part: &Part, stored: &Stored| -> Vec<Option<Vec<u64>>> {
-            stored
-                .slots
-                .chunks_exact(WIDTH)
-                .zip(&stored.sealed)
-                .enumerate()
-                .map(|(index, (slot, sealed))| {
-                    let addr = SlotAddress { region: part.region, index: index as u64 };
-                    let good = self.seal.open(addr, part.time, sealed).ok() == Some(self.sums.checksum(slot));
-                    good.then(|| slot.to_vec())
-                })
-                .collect()
+        let read = |stored: &Stored| RegionRead {
+            slots: stored.slots.chunks_exact(WIDTH).map(|s| Some(s.to_vec())).collect(),
+            sealed: stored.sealed.clone(),
         };
-        let decode_part = |part: &Part, stored: &Stored, start: u64| {
-            let slots = checked(part, stored);
-            let refs: Vec<Option<&[u64]>> = slots.iter().map(|s| s.as_deref()).collect();
-            decode(&refs, WIDTH, k, start).expect("at least half of the slots are intact")
-        };
-        let all = parts(&self.schedule);
-        let coded_part = all.last().expect("C is always audited");
-        let mut raw = decode_part(coded_part, &server.coded, 0);
-        for part in all.iter().rev().skip(1) {
-            let Region::Level(level) = part.region else { unreachable!("levels before C") };
-            let start = self.schedule.level_start(u32::from(level)).expect("filled");
-            let stored = server.levels[level as usize].as_ref().expect("filled");
-            for slot in decode_part(part, stored, start).chunks_exact(WIDTH) {
-                let index = slot[0] as usize - 1;
-                raw[index * WIDTH..(index + 1) * WIDTH].copy_from_slice(slot);
-            }
-        }
-        raw
+        let levels: Vec<RegionRead> =
+            self.schedule.filled_levels().map(|l| read(server.levels[l as usize].as_ref().expect("filled"))).collect();
+        recover_raw(&self.schedule, &read(&server.coded), &levels, &self.seal, &self.sums)
+            .expect("at least half of every region is intact")
     }
 }
 

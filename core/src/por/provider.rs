@@ -13,6 +13,7 @@ use super::checksum::SealedChecksum;
 use super::client::{batch_outcome, grown_schedule, RawRead, WriteContext, WritePlan, Written};
 use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use super::raw_tree::{leaf_hash, RawProofError, RawTree, MAX_LOG_CAPACITY};
+use super::repair::RegionRead;
 use super::Region;
 
 /// A request the provider refuses (the client's bug or a hostile client).
@@ -191,6 +192,13 @@ impl ProviderLog {
             Region::Coded => Some(&self.coded),
             Region::Raw => None,
         }
+    }
+
+    /// A region as [`super::repair`] takes it.
+    pub fn region_read(&self, region: Region) -> Option<RegionRead> {
+        let stored = self.region(region)?;
+        let slots = stored.slots.chunks_exact(self.width).map(|s| Some(s.to_vec())).collect();
+        Some(RegionRead { slots, sealed: stored.sealed.clone() })
     }
 
     /// The answer to one part of an audit.
