@@ -221,6 +221,46 @@ pub fn por_raw_proof(data: &[u8]) {
     }
 }
 
+/// Valid PoR messages of one batch (with growth, so that every optional part is present).
+#[derive(Debug)]
+pub struct ReferencePorMessages {
+    pub plan: crate::por::client::WritePlan,
+    pub context: crate::por::client::WriteContext,
+    pub written: crate::por::client::Written,
+    pub read: crate::por::client::RawRead,
+    pub region: crate::por::repair::RegionRead,
+    pub slots: Vec<u64>,
+}
+
+pub fn reference_por_messages() -> ReferencePorMessages {
+    use crate::por::{checksum, client, provider, Region};
+    let seal = checksum::SealKey::new(&[21; 32]);
+    let sums = checksum::ChecksumKey::new(&[22; 32], POR_WIDTH);
+    let (state, coded) = client::LogState::new(1, &seal);
+    let mut log = provider::ProviderLog::new(1, POR_WIDTH, coded).expect("a valid log");
+    let writes = [0, 1, 2];
+    let slots: Vec<u64> = writes.iter().flat_map(|&i| [i + 1, i * 31 + 7, i * 1_000_003]).collect();
+    let plan = client::plan(&state, &writes).expect("a valid batch");
+    let context = log.context(&plan).expect("an honest provider");
+    let written = client::write(&state, &plan, &context, &writes, &slots, &seal, &sums).expect("honest");
+    log.apply(&plan, &writes, &slots, &written).expect("a valid batch");
+    let read = log.read(&[0, 2]).expect("slots of U");
+    let mut region = log.region_read(Region::Coded).expect("C");
+    region.slots[1] = None;
+    ReferencePorMessages { plan, context, written, read, region, slots }
+}
+
+/// Target `por_messages`: every decoder of the PoR log's messages on the same bytes.
+pub fn por_messages(data: &[u8]) {
+    use crate::por::{client, repair, wire};
+    let _ = client::WritePlan::from_bytes(data);
+    let _ = client::WriteContext::from_bytes(data);
+    let _ = client::Written::from_upload_bytes(data, crate::por::code::Schedule { log_capacity: 1, time: 0 });
+    let _ = client::RawRead::from_bytes(data);
+    let _ = repair::RegionRead::from_bytes(data);
+    let _ = wire::slots_from_bytes(data);
+}
+
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
@@ -234,4 +274,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("namespace_record", namespace_record),
     ("por_audit_proof", por_audit_proof),
     ("por_raw_proof", por_raw_proof),
+    ("por_messages", por_messages),
 ];

@@ -52,6 +52,13 @@ fn seed_proofs_are_valid() {
     let (tree, leaves) = vouch_core::fuzz_targets::reference_raw_tree();
     let raw = vouch_core::por::raw_tree::RawProof::from_bytes(&raw).unwrap();
     assert_eq!(vouch_core::por::raw_tree::raw_root(4, &leaves, &raw).unwrap(), tree.root());
+    let m = vouch_core::fuzz_targets::reference_por_messages();
+    let seed = |name: &str| std::fs::read(corpus("por_messages").join(name)).unwrap();
+    assert_eq!(vouch_core::por::client::WritePlan::from_bytes(&seed("seed-plan")).unwrap(), m.plan);
+    assert_eq!(vouch_core::por::client::WriteContext::from_bytes(&seed("seed-context")).unwrap(), m.context);
+    assert_eq!(vouch_core::por::client::RawRead::from_bytes(&seed("seed-read")).unwrap(), m.read);
+    assert_eq!(vouch_core::por::repair::RegionRead::from_bytes(&seed("seed-region")).unwrap(), m.region);
+    assert_eq!(seed("seed-upload"), m.written.upload_bytes());
     let (entry, version) = vouch_core::fuzz_targets::reference_records();
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-entry")).unwrap(), entry);
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-version")).unwrap(), version);
@@ -66,6 +73,16 @@ fn write_seeds() {
     let (entry, version) = vouch_core::fuzz_targets::reference_records();
     std::fs::write(corpus("namespace_record").join("seed-entry"), entry).unwrap();
     std::fs::write(corpus("namespace_record").join("seed-version"), version).unwrap();
+    let m = vouch_core::fuzz_targets::reference_por_messages();
+    for (name, bytes) in [
+        ("seed-plan", m.plan.to_bytes()),
+        ("seed-context", m.context.to_bytes()),
+        ("seed-upload", m.written.upload_bytes()),
+        ("seed-read", m.read.to_bytes()),
+        ("seed-region", m.region.to_bytes()),
+    ] {
+        std::fs::write(corpus("por_messages").join(name), bytes).unwrap();
+    }
     let list = reference_list();
     let valid = [
         ("multiproof", list.prove(&reference_indices()).unwrap().as_bytes().to_vec()),

@@ -16,7 +16,8 @@
 //!   slots, inserts into fresh slots and deletes as ⊥ (App. A.3);
 //! * [`client`] and [`provider`]: a batch of writes end to end (Sec. 6.1's batching), growth
 //!   of U (App. A.3) and reads through U; the provider here is the in-memory reference;
-//! * [`repair`]: U recovered from C and the levels, any half of each.
+//! * [`repair`]: U recovered from C and the levels, any half of each;
+//! * [`wire`]: the canonical byte layouts of the log's messages.
 //!
 //! Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for the levels it
 //! rebuilds when it rebuilds them) and the reuse of ⊥ slots.
@@ -38,6 +39,7 @@ pub mod raw_tree;
 pub mod repair;
 pub mod replay;
 pub mod transform;
+pub mod wire;
 
 #[cfg(test)]
 mod batch_tests;
