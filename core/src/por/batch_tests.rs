@@ -33,7 +33,7 @@ fn setup(log_capacity: u32) -> Setup {
 fn slot(index: u64, round: u64) -> Vec<u64> {
     let mut out = vec![index + 1];
     out.extend(
-        (0..WIDTH as u64 - 1).map(|e| (round * 7919 + index * 104_729 + e).wrapping_mul(0x9e37_79b9_7f4a_7c15) % P),
+        (0..WIDTH as u64 - 1).map(|e| (round * 7919 + index * 104_729 + e).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8),
     );
     out
 }
@@ -335,5 +335,16 @@ fn slots_must_carry_their_index() {
     let plan = plan(&s.state, &[1]).unwrap();
     let context = s.provider.context(&plan).unwrap();
     let got = write(&s.state, &plan, &context, &[1], &slot(2, 1), &s.seal, &s.sums);
+    assert_eq!(got, Err(WriteError::Header(1)));
+}
+
+#[test]
+fn slots_of_u_are_sectors() {
+    let s = setup(2);
+    let plan = plan(&s.state, &[1]).unwrap();
+    let context = s.provider.context(&plan).unwrap();
+    let mut wide = slot(1, 1);
+    wide[2] = 1 << 56;
+    let got = write(&s.state, &plan, &context, &[1], &wide, &s.seal, &s.sums);
     assert_eq!(got, Err(WriteError::Header(1)));
 }

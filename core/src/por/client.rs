@@ -119,7 +119,7 @@ pub enum WriteError {
     Index(u64),
     #[error("a written slot has {got} elements, not {want}")]
     Width { got: usize, want: usize },
-    #[error("the slot written at U index {0} does not start with its index + 1")]
+    #[error("the slot written at U index {0} does not start with its index + 1, or has an element beyond 2^56")]
     Header(u64),
     #[error("the provider's context does not fit the plan")]
     Shape,
@@ -223,8 +223,10 @@ pub fn write(
     if writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().ne(plan.indices.iter()) {
         return Err(WriteError::Shape);
     }
-    // Repair replays the levels onto U by this header (see `super::repair`).
-    if let Some((&index, _)) = writes.iter().zip(slots.chunks_exact(width)).find(|(&i, s)| s[0] != i + 1) {
+    // Repair replays the levels onto U by this header (see `super::repair`); U's elements are
+    // sectors, which the wire sends in 7 bytes (`super::wire`).
+    let malformed = |(&i, s): &(&u64, &[u64])| s[0] != i + 1 || s.iter().any(|&e| e >> 56 != 0);
+    if let Some((&index, _)) = writes.iter().zip(slots.chunks_exact(width)).find(malformed) {
         return Err(WriteError::Header(index));
     }
     let mut new_raw = BTreeMap::new();

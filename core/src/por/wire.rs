@@ -2,15 +2,16 @@
 //! contexts, uploads, reads of U and regions for repair.
 //!
 //! Counts are canonical varints ([`crate::codec`]); a sealed checksum is its 56 bytes, an
-//! element 8 bytes little-endian and below p, an optional value a tag byte (0 absent, 1
-//! present). Every count is checked against the bytes left before anything is allocated, and
+//! element of a level or of C 8 bytes little-endian and below p, an element of U (a slot as
+//! written: a 7-byte sector or a header below 2^56) 7 bytes, so that a 4 KiB slot costs 4116
+//! bytes on the wire, not 4704; an optional value a tag byte (0 absent, 1 present). Every count is checked against the bytes left before anything is allocated, and
 //! trailing bytes are refused, so one message has one encoding and a hostile count cannot
 //! make the reader allocate.
 
 use super::checksum::{SealedChecksum, SEALED_LEN};
 use super::client::{LogState, RawRead, WriteContext, WritePlan, Written};
 use super::code::Schedule;
-use super::field::P;
+use super::field::{P, SECTOR_BYTES};
 use super::raw_tree::{RawProof, MAX_LOG_CAPACITY};
 use super::repair::RegionRead;
 use crate::codec::{put_varint, CodecError, Reader};
@@ -56,6 +57,15 @@ impl Out {
         self.count(list.len());
         list.iter().for_each(|v| self.0.extend_from_slice(&v.to_le_bytes()));
     }
+    /// # Panics
+    /// When an element is not below 2^56 (U's slots are checked by `client::write`).
+    fn sectors(&mut self, list: &[u64]) {
+        self.count(list.len());
+        for v in list {
+            assert!(v >> 56 == 0, "U's elements are sectors");
+            self.0.extend_from_slice(&v.to_le_bytes()[..SECTOR_BYTES]);
+        }
+    }
     fn proof(&mut self, proof: &RawProof) {
         self.count(proof.siblings.len());
         proof.siblings.iter().for_each(|d| self.0.extend_from_slice(&d.0));
@@ -99,6 +109,16 @@ impl In<'_> {
             return Err(PorWireError::NotCanonical);
         }
         Ok(out)
+    }
+    fn sectors(&mut self) -> Result<Vec<u64>, PorWireError> {
+        let n = self.count(SECTOR_BYTES)?;
+        (0..n)
+            .map(|_| {
+                let mut word = [0; 8];
+                word[..SECTOR_BYTES].copy_from_slice(self.0.bytes(SECTOR_BYTES)?);
+                Ok(u64::from_le_bytes(word))
+            })
+            .collect()
     }
     fn proof(&mut self) -> Result<RawProof, PorWireError> {
         let n = self.count(32)?;
@@ -215,17 +235,20 @@ impl Written {
 }
 
 impl RawRead {
-    /// `elements || optional sealed list || proof`.
+    /// `sectors || optional sealed list || proof`.
+    ///
+    /// # Panics
+    /// When a slot element is not below 2^56 (not a slot of U).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Out(Vec::new());
-        out.elements(&self.slots);
+        out.sectors(&self.slots);
         out.optional_sealed_list(&self.sealed);
         out.proof(&self.proof);
         out.0
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<RawRead, PorWireError> {
-        decode(bytes, |r| Ok(RawRead { slots: r.elements()?, sealed: r.optional_sealed_list()?, proof: r.proof()? }))
+        decode(bytes, |r| Ok(RawRead { slots: r.sectors()?, sealed: r.optional_sealed_list()?, proof: r.proof()? }))
     }
 }
 
@@ -252,15 +275,18 @@ impl RegionRead {
     }
 }
 
-/// Slots as sent in a write: `elements` (flat).
+/// U's slots as sent in a write: `sectors` (flat).
+///
+/// # Panics
+/// When an element is not below 2^56 (not a slot of U).
 pub fn slots_to_bytes(slots: &[u64]) -> Vec<u8> {
     let mut out = Out(Vec::new());
-    out.elements(slots);
+    out.sectors(slots);
     out.0
 }
 
 pub fn slots_from_bytes(bytes: &[u8]) -> Result<Vec<u64>, PorWireError> {
-    decode(bytes, |r| r.elements())
+    decode(bytes, |r| r.sectors())
 }
 
 #[cfg(test)]
@@ -297,7 +323,13 @@ mod tests {
         let mut tag = m.context.to_bytes();
         tag[1] = 2; // the first old checksum's tag
         assert_eq!(WriteContext::from_bytes(&tag), Err(PorWireError::Tag));
-        assert_eq!(slots_from_bytes(&slots_to_bytes(&[P])), Err(PorWireError::NotCanonical));
+        let mut region = Vec::new();
+        put_varint(&mut region, 1);
+        region.push(1);
+        region.extend_from_slice(&slots_to_bytes(&[0])[..1]);
+        region.extend_from_slice(&P.to_le_bytes());
+        put_varint(&mut region, 0);
+        assert_eq!(RegionRead::from_bytes(&region), Err(PorWireError::NotCanonical));
         let mut grow = m.plan.to_bytes();
         grow[0] = 41;
         assert_eq!(WritePlan::from_bytes(&grow), Err(PorWireError::Range));
