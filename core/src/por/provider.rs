@@ -78,15 +78,19 @@ impl ProviderLog {
     /// The answer to a plan, checked against the log's own schedule.
     pub fn context(&self, plan: &WritePlan) -> Result<WriteContext, ProviderError> {
         let refused = ProviderError::Plan { log_capacity: self.schedule.log_capacity, time: self.schedule.time };
-        let mut tree = self.tree.clone();
         let mut schedule = self.schedule;
-        if let Some(k) = plan.grow_to {
-            if k <= schedule.log_capacity || k > MAX_LOG_CAPACITY {
-                return Err(refused);
+        let grown;
+        let tree = match plan.grow_to {
+            None => &self.tree,
+            Some(k) if k <= schedule.log_capacity || k > MAX_LOG_CAPACITY => return Err(refused),
+            Some(k) => {
+                let mut tree = self.tree.clone();
+                (schedule.log_capacity..k).try_for_each(|_| tree.grow())?;
+                schedule = grown_schedule(&schedule, k);
+                grown = tree;
+                &grown
             }
-            (schedule.log_capacity..k).try_for_each(|_| tree.grow())?;
-            schedule = grown_schedule(&schedule, k);
-        }
+        };
         if plan.levels.iter().any(|&l| !schedule.is_filled(l)) {
             return Err(refused);
         }
