@@ -34,6 +34,9 @@ const CHECKSUM_TARGET_MB_PER_S: f64 = 4000.0;
 pub struct Report {
     pub quick: bool,
     pub block_bytes: usize,
+    /// The butterfly's vector kernel (`vouch_simd::kernel_name`): `"avx512"`, or `"portable"`
+    /// (scalar only; also forced by `VOUCH_SIMD=portable`).
+    pub kernel: &'static str,
     pub baseline: Baseline,
     pub levels: Vec<LevelFigure>,
     pub targets: Vec<Target>,
@@ -106,6 +109,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     Ok(Report {
         quick: opts.quick,
         block_bytes: BLOCK_BYTES,
+        kernel: vouch_simd::kernel_name(),
         baseline: Baseline {
             memory_copy_mb_per_s: mb_per_s(largest * 8, copy),
             sha256_mb_per_s: mb_per_s(bytes.len(), sha),
@@ -193,9 +197,10 @@ fn level_figure(level: u32, slot: usize, runs: usize) -> Result<LevelFigure, Sel
 impl Report {
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "PoR benchmark: {} B blocks, one thread, minimum of several runs\n\
+            "PoR benchmark: {} B blocks, one thread, minimum of several runs; butterfly kernel {}\n\
              baseline: memory copy {:.0} MB/s, SHA-256 {:.0} MB/s; checksums {:.0} MB/s\n",
             self.block_bytes,
+            self.kernel,
             self.baseline.memory_copy_mb_per_s,
             self.baseline.sha256_mb_per_s,
             self.baseline.checksum_mb_per_s

@@ -48,9 +48,18 @@ pub fn mix_in_place(group: &mut [u64], slot: usize, nu: u64) {
     }
 }
 
-/// `x, y ← x + c·y, x - c·y`, elementwise: the loop all of the code's time is in.
+/// `x, y ← x + c·y, x - c·y`, elementwise: the loop all of the code's time is in. A vector
+/// kernel ([`vouch_simd::butterfly_prefix`], when the CPU has one) does the longest prefix of
+/// whole vectors, the scalar loop the rest; the results are the same bit for bit.
 #[inline]
 pub fn butterfly(x: &mut [u64], y: &mut [u64], c: u64) {
+    let done = vouch_simd::butterfly_prefix(x, y, c);
+    butterfly_scalar(&mut x[done..], &mut y[done..], c);
+}
+
+/// [`butterfly`] one element at a time.
+#[inline]
+fn butterfly_scalar(x: &mut [u64], y: &mut [u64], c: u64) {
     for (x, y) in x.iter_mut().zip(y.iter_mut()) {
         let t = mul(c, *y);
         let a = *x;
@@ -60,9 +69,17 @@ pub fn butterfly(x: &mut [u64], y: &mut [u64], c: u64) {
 }
 
 /// The inverse step of [`butterfly`] without the halving: `x, y ← x + y, (x - y)·c⁻¹`
-/// (given `c_inv`). Applying it to `mix`'s output gives twice its input.
+/// (given `c_inv`). Applying it to `mix`'s output gives twice its input. Vector kernel and
+/// scalar loop as in [`butterfly`].
 #[inline]
 fn unbutterfly(x: &mut [u64], y: &mut [u64], c_inv: u64) {
+    let done = vouch_simd::unbutterfly_prefix(x, y, c_inv);
+    unbutterfly_scalar(&mut x[done..], &mut y[done..], c_inv);
+}
+
+/// [`unbutterfly`] one element at a time.
+#[inline]
+fn unbutterfly_scalar(x: &mut [u64], y: &mut [u64], c_inv: u64) {
     for (x, y) in x.iter_mut().zip(y.iter_mut()) {
         let (a, b) = (*x, *y);
         *x = add(a, b);
@@ -170,6 +187,24 @@ pub(crate) mod tests {
     }
 
     proptest! {
+        /// The vector kernel (when this CPU has one; see `vouch_simd::kernel_name`) and the
+        /// scalar loop agree bit for bit, on lengths that are and are not whole vectors.
+        #[test]
+        fn butterflies_equal_the_scalar_loop(
+            xy in proptest::collection::vec((0..P, 0..P), 0..100),
+            c in prop_oneof![Just(0u64), Just(1), Just(P - 1), 0..P],
+        ) {
+            let (x, y): (Vec<u64>, Vec<u64>) = xy.into_iter().unzip();
+            let (mut kx, mut ky, mut sx, mut sy) = (x.clone(), y.clone(), x.clone(), y.clone());
+            butterfly(&mut kx, &mut ky, c);
+            butterfly_scalar(&mut sx, &mut sy, c);
+            prop_assert_eq!((&kx, &ky), (&sx, &sy), "butterfly, kernel {}", vouch_simd::kernel_name());
+            let (mut kx, mut ky, mut sx, mut sy) = (x.clone(), y.clone(), x, y);
+            unbutterfly(&mut kx, &mut ky, c);
+            unbutterfly_scalar(&mut sx, &mut sy, c);
+            prop_assert_eq!((&kx, &ky), (&sx, &sy), "unbutterfly, kernel {}", vouch_simd::kernel_name());
+        }
+
         #[test]
         fn mix_is_one_step_of_the_transform(
             log_half in 0u32..5,
@@ -184,10 +219,11 @@ pub(crate) mod tests {
             prop_assert_eq!(mixed, naive_transform(&x, slot));
         }
 
+        /// Slots of 8 elements and more run the vector kernel too (when there is one).
         #[test]
         fn forward_is_the_transform_and_inverse_undoes_it(
             log_n in 0u32..7,
-            slot in 1usize..4,
+            slot in prop_oneof![1usize..4, 8usize..20],
             seed in proptest::collection::vec(any::<u64>(), 1..64),
         ) {
             let x = elements(&seed, (1 << log_n) * slot);
