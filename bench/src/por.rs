@@ -10,6 +10,7 @@
 //! with encoding the same blocks into as many recovery blocks with `reed-solomon-simd`.
 
 use crate::measure::{check, min_time, min_time_with, targets_text, SelfCheckFailed, Target};
+use crate::por_writes::{self, AuditFigure, WriteFigure};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -39,6 +40,10 @@ pub struct Report {
     pub kernel: &'static str,
     pub baseline: Baseline,
     pub levels: Vec<LevelFigure>,
+    /// Bytes per 4 KiB write beside a Merkle tree's ([`crate::por_writes`]).
+    pub writes: Vec<WriteFigure>,
+    /// One audit per log size, taken when the most levels are filled.
+    pub audits: Vec<AuditFigure>,
     pub targets: Vec<Target>,
 }
 
@@ -106,6 +111,18 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         })
         .collect();
     targets.push(Target::at_least("checksums, one core", checksum_mb_per_s, CHECKSUM_TARGET_MB_PER_S, "MB/s", None));
+    let (mut writes, mut audits) = (Vec::new(), Vec::new());
+    for &k in if opts.quick { &[10][..] } else { &[10, 14][..] } {
+        for batch in [1, 16, 64] {
+            progress(&format!("bytes per write: an epoch of 2^{k} slots in batches of {batch}"));
+            let (write, audit) = por_writes::epoch(k, batch);
+            writes.push(write);
+            if batch == 1 {
+                audits.push(audit);
+            }
+        }
+    }
+    targets.extend(por_writes::targets(&writes));
     Ok(Report {
         quick: opts.quick,
         block_bytes: BLOCK_BYTES,
@@ -116,6 +133,8 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
             checksum_mb_per_s,
         },
         levels: figures,
+        writes,
+        audits,
         targets,
     })
 }
@@ -216,6 +235,26 @@ impl Report {
                 f.encode_mb_per_s,
                 f.decode_mb_per_s,
                 f.reed_solomon_simd_mb_per_s
+            );
+        }
+        out += &format!(
+            "bytes per 4 KiB write, one epoch (incl. C's rebuild): PoR vs Merkle tree\n{:>9} {:>6} {:>8} {:>8} {:>6}\n",
+            "capacity", "batch", "PoR", "Merkle", "ratio"
+        );
+        for w in &self.writes {
+            out += &format!(
+                "{:>9} {:>6} {:>8.0} {:>8.0} {:>6.3}\n",
+                format!("2^{}", w.log_capacity),
+                w.batch,
+                w.por_bytes_per_write,
+                w.merkle_bytes_per_write,
+                w.ratio
+            );
+        }
+        for a in &self.audits {
+            out += &format!(
+                "audit, capacity 2^{}: {} parts of λ = {}, {} bytes; provider {:.2} ms (from memory), client {:.2} ms\n",
+                a.log_capacity, a.parts, a.lambda, a.bytes, a.provider_ms, a.client_ms
             );
         }
         out + &targets_text(&self.targets)

@@ -90,8 +90,13 @@ pub fn epoch(log_capacity: u32, batch: usize) -> (WriteFigure, AuditFigure) {
         merkle_bytes += writes.len() * (SLOT_DATA_BYTES + 32) + indices + 32 * siblings;
     }
     let (por, merkle) = (por_bytes as f64 / n as f64, merkle_bytes as f64 / n as f64);
-    let figure =
-        WriteFigure { log_capacity, batch, por_bytes_per_write: por, merkle_bytes_per_write: merkle, ratio: por / merkle };
+    let figure = WriteFigure {
+        log_capacity,
+        batch,
+        por_bytes_per_write: por,
+        merkle_bytes_per_write: merkle,
+        ratio: por / merkle,
+    };
     (figure, audit.expect("the epoch's last batch was reached"))
 }
 
