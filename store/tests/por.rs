@@ -364,7 +364,7 @@ async fn a_lost_metadata_store_is_rebuilt_with_the_log() {
     }
     run.repo.close().await.unwrap();
     let meta = run.dir.path().join("meta.redb");
-    let Run { dir, blobs, repo, log, reference, state, seal, sums, limits, rng, next, round, other_folders } = run;
+    let Run { model, dir, blobs, repo, log, limits, other_folders } = run;
     drop((log, repo));
     std::fs::remove_file(&meta).unwrap();
     std::fs::remove_file(dir.path().join("meta.redb.wal")).unwrap();
@@ -372,6 +372,6 @@ async fn a_lost_metadata_store_is_rebuilt_with_the_log() {
     assert!(report.problems.is_empty(), "{report:#?}");
     let log = PorLog::open(&repo, OWNER).await.unwrap().expect("the log is in the copies");
     let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
-    let run = Run { dir, blobs, repo, log, reference, state, seal, sums, limits, rng, next, round, other_folders };
+    let run = Run { model, dir, blobs, repo, log, limits, other_folders };
     run.check().await;
 }

@@ -206,7 +206,6 @@ impl PorLog {
             .filter_map(|l| self.levels[l].as_ref().map(|h| h.object))
             .collect();
         superseded.extend(new_coded.is_some().then_some(self.coded.object));
-        self.crash_if(CrashPoint::BeforeCommit)?;
 
         let mut batch = MetaBatch::default();
         let last_write: BTreeMap<u64, &[u64]> = writes.iter().copied().zip(slots.chunks_exact(width)).collect();
@@ -218,6 +217,7 @@ impl PorLog {
         }
         batch.put(self.names.state(), record.to_bytes());
         // After an error here the batch is not committed, and nothing in memory has changed.
+        self.crash_if(CrashPoint::BeforeCommit)?;
         let shipped = repo.commit_batch(&batch, !superseded.is_empty()).await?;
 
         self.adopt(schedule, after, new_coded, written)?;

@@ -95,7 +95,7 @@ pub const CACHED_LEVEL_BYTES: usize = 1 << 20;
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CrashPoint {
-    /// The new objects are put; the metadata batch is not committed.
+    /// Right at the metadata commit, which fails: everything before it has happened.
     BeforeCommit,
     /// The batch is committed; the superseded objects are not deleted.
     BeforeDeletes,

@@ -1,12 +1,13 @@
-//! The harness of `por.rs`: a persistent log ([`PorLog`]) and core's in-memory reference
-//! ([`ProviderLog`]) fed the same batches by one client, and compared answer by answer.
+//! The harness of the PoR log tests: a [`Model`] (one client, core's in-memory reference
+//! provider and a deterministic stream of batches) and a [`Run`]: the model beside a
+//! persistent log ([`PorLog`]) fed the same batches and compared answer by answer.
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part};
-use vouch_core::por::checksum::{ChecksumKey, SealKey};
-use vouch_core::por::client::{plan, verify_read, write, LogState, WritePlan, Written};
+use vouch_core::por::checksum::{ChecksumKey, SealKey, SealedChecksum};
+use vouch_core::por::client::{plan, verify_read, write, LogState, WriteContext, WritePlan, Written};
 use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderLog;
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, PorLog, Repository};
@@ -41,7 +42,7 @@ impl Rng {
     }
 }
 
-/// One batch, prepared by the client against the persistent log's context.
+/// One batch, prepared by the client.
 pub struct Prepared {
     pub plan: WritePlan,
     pub writes: Vec<u64>,
@@ -49,71 +50,41 @@ pub struct Prepared {
     pub written: Written,
 }
 
-pub struct Run {
-    pub dir: tempfile::TempDir,
-    pub blobs: ObjectBlobs,
-    pub repo: Repository,
-    pub log: PorLog,
+/// The client, the reference provider, and the batches to come.
+pub struct Model {
     pub reference: ProviderLog,
     pub state: LogState,
     pub seal: SealKey,
     pub sums: ChecksumKey,
-    pub limits: Limits,
     pub rng: Rng,
     /// Slots written so far are `0..next` (fresh slots are appended, as heap inserts).
     pub next: u64,
     pub round: u64,
-    /// Object folders of other owners' logs in the same blob store.
-    pub other_folders: usize,
 }
 
-fn open_repo(blobs: &ObjectBlobs, dir: &Path) -> Repository {
-    let meta = MetaDb::open(&dir.join("meta.redb")).unwrap();
-    Repository::open(blobs.clone(), meta).unwrap()
-}
-
-impl Run {
-    pub async fn new(blobs: ObjectBlobs, log_capacity: u32, limits: Limits) -> Run {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = open_repo(&blobs, dir.path());
+impl Model {
+    /// A model of `2^log_capacity` slots, and the sealed checksums of its C.
+    pub fn new(log_capacity: u32) -> (Model, Vec<SealedChecksum>) {
         let seal = SealKey::new(&[3; 32]);
         let (state, coded) = LogState::new(log_capacity, &seal);
-        let log = PorLog::create(&repo, OWNER, log_capacity, WIDTH, coded.clone()).await.unwrap();
-        let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
-        let reference = ProviderLog::new(log_capacity, WIDTH, coded).unwrap();
+        let reference = ProviderLog::new(log_capacity, WIDTH, coded.clone()).unwrap();
         let sums = ChecksumKey::new(&[4; 32], WIDTH);
-        Run {
-            dir,
-            blobs,
-            repo,
-            log,
-            reference,
-            state,
-            seal,
-            sums,
-            limits,
-            rng: Rng(7),
-            next: 0,
-            round: 0,
-            other_folders: 0,
+        (Model { reference, state, seal, sums, rng: Rng(7), next: 0, round: 0 }, coded)
+    }
+
+    /// A model from capacity 2 after its random batches up to time `time` (which a batch
+    /// must have ended at).
+    pub fn replayed(time: u64, grow_until: u64) -> Model {
+        let (mut model, _) = Model::new(1);
+        while model.state.schedule.time < time {
+            let writes = model.random_writes(grow_until);
+            let plan = plan(&model.state, &writes).unwrap();
+            let context = model.reference.context(&plan).unwrap();
+            let p = model.prepare_with(&writes, plan, &context);
+            model.apply_reference(&p);
         }
-    }
-
-    /// The log dropped and opened again from the store.
-    pub async fn reopen_log(&mut self) {
-        let log = PorLog::open(&self.repo, OWNER).await.unwrap().expect("the log exists");
-        self.log = log.with_limits(self.limits.segment_bytes, self.limits.cached_level_bytes);
-    }
-
-    /// The repository closed (its metadata store too) and opened again, then the log.
-    pub async fn reopen_repo(self) -> Run {
-        let Run { dir, blobs, repo, log, reference, state, seal, sums, limits, rng, next, round, other_folders } = self;
-        drop(log);
-        drop(repo);
-        let repo = open_repo(&blobs, dir.path());
-        let log = PorLog::open(&repo, OWNER).await.unwrap().expect("the log exists");
-        let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
-        Run { dir, blobs, repo, log, reference, state, seal, sums, limits, rng, next, round, other_folders }
+        assert_eq!(model.state.schedule.time, time, "no batch of the model ends there");
+        model
     }
 
     /// The slot written at U index `index` as the batch's `position`-th write (an index
@@ -145,14 +116,13 @@ impl Run {
         self.writes(fresh, overwrites)
     }
 
-    /// The client's plan and replay, after checking both providers give the same context.
-    pub fn prepare(&mut self, writes: &[u64]) -> Prepared {
+    /// The client's replay of a batch against a provider's context (checked against the
+    /// reference's).
+    pub fn prepare_with(&mut self, writes: &[u64], plan: WritePlan, context: &WriteContext) -> Prepared {
         self.round += 1;
-        let plan = plan(&self.state, writes).unwrap();
-        let context = self.log.context(&plan).unwrap();
-        assert_eq!(context, self.reference.context(&plan).unwrap(), "round {}: contexts differ", self.round);
+        assert_eq!(context, &self.reference.context(&plan).unwrap(), "round {}: contexts differ", self.round);
         let slots: Vec<u64> = writes.iter().enumerate().flat_map(|(at, &i)| self.slot(i, at)).collect();
-        let written = write(&self.state, &plan, &context, writes, &slots, &self.seal, &self.sums).unwrap();
+        let written = write(&self.state, &plan, context, writes, &slots, &self.seal, &self.sums).unwrap();
         Prepared { plan, writes: writes.to_vec(), slots, written }
     }
 
@@ -160,6 +130,72 @@ impl Run {
     pub fn apply_reference(&mut self, p: &Prepared) {
         self.reference.apply(&p.plan, &p.writes, &p.slots, &p.written).unwrap();
         self.state = p.written.state;
+    }
+}
+
+/// A model and a persistent log side by side.
+pub struct Run {
+    pub model: Model,
+    /// The metadata store (and, for the local backend, often the blobs).
+    pub dir: tempfile::TempDir,
+    pub blobs: ObjectBlobs,
+    pub repo: Repository,
+    pub log: PorLog,
+    pub limits: Limits,
+    /// Object folders of other owners' logs in the same blob store.
+    pub other_folders: usize,
+}
+
+impl std::ops::Deref for Run {
+    type Target = Model;
+    fn deref(&self) -> &Model {
+        &self.model
+    }
+}
+
+impl std::ops::DerefMut for Run {
+    fn deref_mut(&mut self) -> &mut Model {
+        &mut self.model
+    }
+}
+
+pub fn open_repo(blobs: &ObjectBlobs, dir: &Path) -> Repository {
+    let meta = MetaDb::open(&dir.join("meta.redb")).unwrap();
+    Repository::open(blobs.clone(), meta).unwrap()
+}
+
+impl Run {
+    pub async fn new(blobs: ObjectBlobs, log_capacity: u32, limits: Limits) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = open_repo(&blobs, dir.path());
+        let (model, coded) = Model::new(log_capacity);
+        let log = PorLog::create(&repo, OWNER, log_capacity, WIDTH, coded).await.unwrap();
+        let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
+        Run { model, dir, blobs, repo, log, limits, other_folders: 0 }
+    }
+
+    /// The log dropped and opened again from the store.
+    pub async fn reopen_log(&mut self) {
+        let log = PorLog::open(&self.repo, OWNER).await.unwrap().expect("the log exists");
+        self.log = log.with_limits(self.limits.segment_bytes, self.limits.cached_level_bytes);
+    }
+
+    /// The repository closed (its metadata store too) and opened again, then the log.
+    pub async fn reopen_repo(self) -> Run {
+        let Run { model, dir, blobs, repo, log, limits, other_folders } = self;
+        drop(log);
+        drop(repo);
+        let repo = open_repo(&blobs, dir.path());
+        let log = PorLog::open(&repo, OWNER).await.unwrap().expect("the log exists");
+        let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
+        Run { model, dir, blobs, repo, log, limits, other_folders }
+    }
+
+    /// The client's plan and replay against the persistent log's context.
+    pub fn prepare(&mut self, writes: &[u64]) -> Prepared {
+        let plan = plan(&self.state, writes).unwrap();
+        let context = self.log.context(&plan).unwrap();
+        self.model.prepare_with(writes, plan, &context)
     }
 
     pub async fn batch(&mut self, writes: &[u64]) {
