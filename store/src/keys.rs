@@ -8,7 +8,8 @@
 //! * `iseg/<id:016x>`: an inline segment's bytes;
 //! * `next-segment`: the number the next new segment gets;
 //! * `root/`, `lchunk/`, `lref/`, `ldep/`, `lhide/`: saved lists (see `crate::lists`);
-//! * `store-format`: the layout of all this, checked at open.
+//! * `store-format`: the layout of all this, checked at open;
+//! * `por/<owner's hash>/...`: PoR logs' state records and raw buffers (see `crate::por`).
 
 use crate::StoreError;
 

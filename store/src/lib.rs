@@ -22,6 +22,10 @@
 //! conditional writes give only per object, and it keeps the provider's hot path off the
 //! network. S3 holds what is large: the block segments, and the metadata's copies.
 //!
+//! **PoR logs.** [`PorLog`] ([`por`]) keeps an owner's dynamic proof-of-retrievability log
+//! over the same two stores: its levels and erasure-coded copy as large blob objects, its raw
+//! buffer and state in the metadata store, under `por/`.
+//!
 //! Every failure is a [`StoreError`] naming what went wrong (missing key, permission, full
 //! disk, unreachable endpoint, bad credentials, corrupt data), never a panic.
 #![forbid(unsafe_code)]
@@ -34,6 +38,7 @@ mod le;
 mod lists;
 mod meta;
 mod object;
+pub mod por;
 mod repository;
 mod segments;
 mod wal;
@@ -43,6 +48,7 @@ pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::ObjectBlobs;
+pub use por::{PorLog, PorStoreError, RegionRead};
 pub use repository::{
     CheckReport, Commit, Compaction, CompactionPolicy, Problem, RebuildReport, Repository, StoredBlock, StoredBlocks,
     Upload,

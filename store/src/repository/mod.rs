@@ -202,6 +202,36 @@ impl Repository {
         self.ship(&mut log).await
     }
 
+    // ---- for the PoR logs (`crate::por`), which keep their own layout beside the blocks ----
+
+    pub(crate) fn blobs(&self) -> &ObjectBlobs {
+        &self.blobs
+    }
+
+    pub(crate) fn meta(&self) -> &MetaDb {
+        &self.meta
+    }
+
+    /// Commits a batch built outside a [`Commit`], under the commit lock. With `ship`, the
+    /// log is then copied to the blob store at once (what a caller needs before it deletes
+    /// objects the batch stopped naming, as compaction does): `Ok(false)` if that copy failed
+    /// (logged; the batch is durable all the same). Without, the log is copied when due.
+    pub(crate) async fn commit_batch(&self, batch: &MetaBatch, ship: bool) -> Result<bool, StoreError> {
+        let mut log = self.commits.lock().await;
+        self.meta.commit(batch)?;
+        if !ship {
+            self.ship_if_due(&mut log).await;
+            return Ok(false);
+        }
+        match self.ship(&mut log).await {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::warn!("could not copy the metadata log to the blob store (tried again later): {e}");
+                Ok(false)
+            }
+        }
+    }
+
     fn segment_info(&self, segment: u64) -> Result<Option<SegmentInfo>, StoreError> {
         match self.meta.get(&keys::segment(segment))? {
             None => Ok(None),

@@ -1,0 +1,279 @@
+//! [`PorLog::apply`]: a batch of writes made durable (see the module documentation for the
+//! order of puts, commit and deletes).
+
+use super::error::PorStoreError;
+use super::objects;
+use super::raw;
+use super::{CrashPoint, Held, PorLog};
+use crate::{MetaBatch, Repository, StoreError};
+use std::collections::{BTreeMap, BTreeSet};
+use vouch_core::por::client::{batch_outcome, grown_schedule, WritePlan, Written};
+use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
+use vouch_core::por::field::P;
+use vouch_core::por::provider::ProviderError;
+use vouch_core::por::raw_tree::leaf_hash;
+use vouch_core::por::Region;
+
+/// A level while a batch runs.
+enum Working {
+    Empty,
+    /// Unchanged since before the batch: still its stored object.
+    Kept,
+    /// Built by the batch.
+    Built(Vec<u64>),
+}
+
+/// A level after the batch, once its new object (if any) is put.
+enum After {
+    Kept,
+    Emptied,
+    New(Held),
+}
+
+/// What a batch computed, before anything is stored.
+struct Outcome {
+    schedule: Schedule,
+    levels: Vec<Working>,
+    /// C, when the batch rebuilt it (growth or an epoch's end).
+    coded: Option<Vec<u64>>,
+}
+
+impl PorLog {
+    /// Applies a batch: the slots `slots` (flat) written at U indices `writes`, in order, and
+    /// the client's sealed checksums for what the batch rebuilt. Durable when it returns Ok.
+    /// Everything is checked before anything changes: a refused batch
+    /// ([`PorStoreError::Refused`]) leaves the log as it was, in memory and in the store.
+    pub async fn apply(
+        &mut self,
+        repo: &Repository,
+        plan: &WritePlan,
+        writes: &[u64],
+        slots: &[u64],
+        written: &Written,
+    ) -> Result<(), PorStoreError> {
+        self.check_plan(plan)?;
+        if !self.fits(plan, writes, slots, written) {
+            return Err(ProviderError::Batch.into());
+        }
+        let outcome = self.run(repo, plan.grow_to, writes, slots).await?;
+        self.store(repo, writes, slots, written, outcome).await
+    }
+
+    /// The reference's checks of a batch against its plan, and every element below p (a
+    /// rebuild's arithmetic assumes it).
+    fn fits(&self, plan: &WritePlan, writes: &[u64], slots: &[u64], written: &Written) -> bool {
+        let (after, built, coded) = batch_outcome(&self.schedule, plan.grow_to, writes.len() as u64);
+        let n = after.capacity();
+        !writes.is_empty()
+            && slots.len() == writes.len() * self.width
+            && slots.iter().all(|&e| e < P)
+            && writes.iter().all(|&i| i < n)
+            && written.raw.iter().map(|r| r.0).eq(plan.indices.iter().copied())
+            && writes.iter().collect::<BTreeSet<_>>().into_iter().eq(plan.indices.iter())
+            && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
+            && written.levels.iter().all(|(l, sealed)| sealed.len() as u64 == 2u64 << l)
+            && written.coded.as_ref().map(|c| c.len() as u64) == coded.then_some(2 * n)
+    }
+
+    /// Every rebuild of the batch, in memory: levels below a rebuilt one come from the cache
+    /// or the store, U (when C is rebuilt) from the metadata store.
+    async fn run(
+        &self,
+        repo: &Repository,
+        grow_to: Option<u32>,
+        writes: &[u64],
+        slots: &[u64],
+    ) -> Result<Outcome, PorStoreError> {
+        let width = self.width;
+        let (_, _, rebuilds_coded) = batch_outcome(&self.schedule, grow_to, writes.len() as u64);
+        let mut schedule = grow_to.map_or(self.schedule, |k| grown_schedule(&self.schedule, k));
+        let k = schedule.log_capacity;
+        let mut levels: Vec<Working> = match grow_to {
+            Some(_) => (0..k).map(|_| Working::Empty).collect(),
+            None => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
+        };
+        let mut raw = None;
+        if rebuilds_coded {
+            let mut sealed = self.raw_sealed.clone();
+            sealed.resize(schedule.capacity() as usize, None);
+            raw = Some(raw::load_all(repo.meta(), &self.names, width, &sealed)?);
+        }
+        let mut coded = match (grow_to, &raw) {
+            (Some(_), Some(all)) => Some(encode(all, width, k, 0)),
+            _ => None,
+        };
+        // A consumed level's allocation, reused when that level is built again in the batch.
+        let mut spare: Vec<Vec<u64>> = vec![Vec::new(); k as usize];
+        for (&index, slot) in writes.iter().zip(slots.chunks_exact(width)) {
+            if let Some(all) = raw.as_mut() {
+                let at = index as usize * width;
+                all[at..at + width].copy_from_slice(slot);
+            }
+            match schedule.next_rebuild() {
+                Rebuild::Level(level) => {
+                    let level = level as usize;
+                    let mut below = Vec::with_capacity(level);
+                    for (l, working) in levels.iter_mut().enumerate().take(level) {
+                        below.push(match std::mem::replace(working, Working::Empty) {
+                            Working::Built(slots) => slots,
+                            Working::Kept => self.level_slots(repo, l).await?,
+                            Working::Empty => return Err(self.inconsistent(l)),
+                        });
+                    }
+                    let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
+                    let mut out = std::mem::take(&mut spare[level]);
+                    rebuild_level_into(&mut out, &refs, slot, width, k, schedule.time);
+                    for (l, consumed) in below.into_iter().enumerate() {
+                        spare[l] = consumed;
+                    }
+                    levels[level] = Working::Built(out);
+                }
+                Rebuild::Coded => {
+                    let all = raw.as_ref().ok_or_else(|| self.inconsistent(0))?;
+                    coded = Some(encode(all, width, k, 0));
+                    levels.iter_mut().for_each(|l| *l = Working::Empty);
+                }
+            }
+            schedule.time += 1;
+        }
+        Ok(Outcome { schedule, levels, coded })
+    }
+
+    /// A level's slots for a rebuild: from the cache, else its object (strictly: a rebuild
+    /// over lost bytes would store garbage the client cannot see until an audit).
+    async fn level_slots(&self, repo: &Repository, level: usize) -> Result<Vec<u64>, PorStoreError> {
+        let held = self.levels.get(level).and_then(Option::as_ref).ok_or_else(|| self.inconsistent(level))?;
+        match &held.cached {
+            Some(slots) => Ok(slots.clone()),
+            None => Ok(objects::read_whole(repo.blobs(), &self.names, &held.object, self.width).await?),
+        }
+    }
+
+    /// The stored levels disagree with the schedule: not reachable from a record that decoded.
+    fn inconsistent(&self, level: usize) -> PorStoreError {
+        PorStoreError::CorruptState {
+            at: String::from_utf8_lossy(&self.names.state()).into_owned(),
+            detail: format!("level {level} is not where the schedule says"),
+        }
+    }
+
+    /// Puts the new objects, commits the batch, adopts it, deletes what it superseded.
+    async fn store(
+        &mut self,
+        repo: &Repository,
+        writes: &[u64],
+        slots: &[u64],
+        written: &Written,
+        outcome: Outcome,
+    ) -> Result<(), PorStoreError> {
+        let width = self.width;
+        let Outcome { schedule, levels, coded } = outcome;
+        let sealed_of: BTreeMap<u32, &Vec<_>> = written.levels.iter().map(|(l, s)| (*l, s)).collect();
+        let mut after: Vec<After> = Vec::with_capacity(levels.len());
+        for (level, working) in levels.into_iter().enumerate() {
+            after.push(match working {
+                Working::Kept => After::Kept,
+                Working::Empty => After::Emptied,
+                Working::Built(slots) => {
+                    let time = schedule.level_time(level as u32).ok_or_else(|| self.inconsistent(level))?;
+                    let sealed = *sealed_of.get(&(level as u32)).ok_or(ProviderError::Batch)?;
+                    let object = self.limits.object(Region::Level(level as u8), time, 2 << level, width);
+                    objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
+                    let small = slots.len() * 8 <= self.limits.cached_level_bytes;
+                    After::New(Held { object, sealed: sealed.clone(), cached: small.then_some(slots) })
+                }
+            });
+        }
+        let new_coded = match (coded, &written.coded) {
+            (Some(slots), Some(sealed)) => {
+                let object = self.limits.object(Region::Coded, schedule.coded_time(), 2 * schedule.capacity(), width);
+                objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
+                Some(Held { object, sealed: sealed.clone(), cached: None })
+            }
+            (None, None) => None,
+            _ => return Err(ProviderError::Batch.into()),
+        };
+        let level_objects = after.iter().enumerate().filter_map(|(level, next)| match next {
+            After::Kept => self.levels.get(level).and_then(Option::as_ref).map(|h| h.object),
+            After::Emptied => None,
+            After::New(held) => Some(held.object),
+        });
+        let coded_object = new_coded.as_ref().unwrap_or(&self.coded).object;
+        let record = self.record_at(schedule, level_objects.chain([coded_object]).collect());
+        // What the new state stops naming: every old level not kept, and C when rebuilt.
+        let mut superseded: Vec<_> = (0..self.levels.len())
+            .filter(|&l| !matches!(after.get(l), Some(After::Kept)))
+            .filter_map(|l| self.levels[l].as_ref().map(|h| h.object))
+            .collect();
+        superseded.extend(new_coded.is_some().then_some(self.coded.object));
+
+        let mut batch = MetaBatch::default();
+        let last_write: BTreeMap<u64, &[u64]> = writes.iter().copied().zip(slots.chunks_exact(width)).collect();
+        for (&index, slot) in &last_write {
+            raw::put_slot(&mut batch, &self.names, index, slot);
+        }
+        for (index, sealed) in &written.raw {
+            raw::put_sealed(&mut batch, &self.names, *index, sealed);
+        }
+        batch.put(self.names.state(), record.to_bytes());
+        // After an error here the batch is not committed, and nothing in memory has changed.
+        self.crash_if(CrashPoint::BeforeCommit)?;
+        let shipped = repo.commit_batch(&batch, !superseded.is_empty()).await?;
+
+        self.adopt(schedule, after, new_coded, written)?;
+        self.crash_if(CrashPoint::BeforeDeletes)?;
+        if shipped {
+            for object in &superseded {
+                if let Err(e) = objects::delete(repo.blobs(), &self.names, object).await {
+                    tracing::warn!("PoR log: a superseded object stays until the next open: {e}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The log in memory after a committed batch.
+    fn adopt(
+        &mut self,
+        schedule: Schedule,
+        after: Vec<After>,
+        new_coded: Option<Held>,
+        written: &Written,
+    ) -> Result<(), PorStoreError> {
+        let k = schedule.log_capacity;
+        for _ in self.tree.log_capacity()..k {
+            // Cannot fail: the plan's capacity was checked against the bound.
+            self.tree.grow().map_err(ProviderError::from)?;
+        }
+        let mut old = std::mem::take(&mut self.levels);
+        self.levels = after
+            .into_iter()
+            .enumerate()
+            .map(|(level, next)| match next {
+                After::Kept => old.get_mut(level).and_then(Option::take),
+                After::Emptied => None,
+                After::New(held) => Some(held),
+            })
+            .collect();
+        if let Some(coded) = new_coded {
+            self.coded = coded;
+        }
+        self.schedule = schedule;
+        self.raw_sealed.resize(1 << k, None);
+        for &(index, sealed) in &written.raw {
+            self.raw_sealed[index as usize] = Some(sealed);
+        }
+        let leaves: Vec<_> = written.raw.iter().map(|(i, s)| (*i, leaf_hash(Some(s)))).collect();
+        self.tree.set(&leaves);
+        Ok(())
+    }
+
+    fn crash_if(&mut self, point: CrashPoint) -> Result<(), PorStoreError> {
+        if self.crash_at != Some(point) {
+            return Ok(());
+        }
+        self.crash_at = None;
+        let detail = format!("simulated crash {point:?} (test hook)");
+        Err(StoreError::Backend { at: String::from_utf8_lossy(&self.names.state()).into_owned(), detail }.into())
+    }
+}

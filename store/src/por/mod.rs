@@ -1,0 +1,201 @@
+//! The provider's dynamic proof-of-retrievability log, persistent: one [`PorLog`] per owner,
+//! over the repository's blob store and metadata store. It answers exactly as core's
+//! in-memory reference ([`vouch_core::por::provider::ProviderLog`]) does, and is tested
+//! against it batch by batch.
+//!
+//! # Layout
+//!
+//! Everything of a log is under `por/<name>/` (`<name>`: the owner's hash, see `names`):
+//!
+//! * **Levels of H and C** (blob store): one immutable object per region and write time,
+//!   `level-<ℓ>-<time>/` or `coded-<time>/`, holding its slots (u64 little-endian, flat) in
+//!   segments `slots-<n>` of at most [`SEGMENT_BYTES`] (the paper's ~50 MB sequential chunks:
+//!   large sequential objects, never one object per slot), and its sealed checksums in
+//!   `sealed` beside them. A rebuild writes a new object; nothing is overwritten in place.
+//! * **U** (metadata store): one entry per written slot (its elements, 4.7 KB for the real
+//!   width) and one per sealed checksum, so U's changes commit with the state. The
+//!   repository copies the metadata's log to the blob store (`crate::repository`), so U
+//!   reaches the backend too: at once after a batch that supersedes objects (below), else
+//!   when the copy is due.
+//! * **The state record** (metadata store, `state`): owner, width, schedule, and the current
+//!   objects with the segment size each was written with (`state`).
+//!
+//! In memory: the schedule, every current sealed checksum (levels, C and U) and U's Merkle
+//! tree (rebuilt at open from U's sealed checksums), and the slots of small levels (below).
+//!
+//! # A batch, and crashes
+//!
+//! [`PorLog::apply`] checks everything first (a refused batch changes nothing), runs every
+//! rebuild in memory (`rebuild_level_into` for levels, `encode` for C, as the reference
+//! does), then: (1) puts the objects of the levels and C the batch leaves behind; (2) commits
+//! ONE metadata batch: U's new slots and sealed checksums and the new state record; (3)
+//! copies the metadata's log to the blob store and deletes the objects the new state no
+//! longer names. A crash before (2) leaves the old state, and objects nothing names; after
+//! it, the new state and superseded objects. [`PorLog::open`] deletes every object under the
+//! log's folder that its state does not name, after the same copy. A new object's name
+//! carries its write time, later than any current object's, so a batch never overwrites an
+//! object the committed state names. Why the copy before deleting: a metadata store rebuilt
+//! from the blobs alone must never find a state naming deleted objects (compaction and the
+//! repository's own sweep wait for the copy too).
+//!
+//! One writer per owner: the caller serializes batches (and creation) of one log. After a
+//! [`PorStoreError::Store`] from [`PorLog::apply`], the log in memory is the old one; a
+//! caller in doubt reopens it.
+//!
+//! # Small levels in memory
+//!
+//! A rebuild of level `ℓ` reads every level below it. A level whose slots take at most
+//! [`CACHED_LEVEL_BYTES`] (1 MiB) is kept in memory from the batch that builds it, so the
+//! levels rebuilt most often (level `j` is consumed once every `2^(j+1)` writes) cost no
+//! request; above that, a level's read is a few large sequential gets spread over at least
+//! as many writes as the level has slots, and its bytes are what the rebuild reads anyway.
+//! The bound makes the cache a geometric series: under 2 MiB per log (levels 0..6 at the real
+//! width, 4.7 KB per slot). Audits and reads never use the cache: they read the store, which
+//! is what they are about.
+
+mod apply;
+mod context;
+mod error;
+mod names;
+mod objects;
+mod open;
+mod raw;
+mod reads;
+mod state;
+
+pub use error::PorStoreError;
+pub use reads::RegionRead;
+
+use names::Names;
+use state::{ObjectRef, StateRecord};
+use vouch_core::por::checksum::SealedChecksum;
+use vouch_core::por::code::Schedule;
+use vouch_core::por::raw_tree::RawTree;
+use vouch_core::por::Region;
+
+/// Most elements per slot a log takes (512 KiB slots; the real width is ~600).
+pub const MAX_WIDTH: usize = 1 << 16;
+/// Largest capacity `2^k` a log takes: core's bound for U's tree, and below the field's
+/// 2-adicity (C over `2^k` slots needs a `2^(k+1)`-th root of unity).
+pub const MAX_LOG_CAPACITY: u32 = {
+    let field = vouch_core::por::field::TWO_ADICITY - 1;
+    let tree = vouch_core::por::raw_tree::MAX_LOG_CAPACITY;
+    if field < tree {
+        field
+    } else {
+        tree
+    }
+};
+/// Most bytes of one segment object of a level or C.
+pub const SEGMENT_BYTES: usize = 48 << 20;
+/// Levels up to this many bytes stay in memory for the next rebuild (module documentation).
+pub const CACHED_LEVEL_BYTES: usize = 1 << 20;
+
+/// A point in [`PorLog::apply`] where a test stops it as a crash would.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// Right at the metadata commit, which fails: everything before it has happened.
+    BeforeCommit,
+    /// The batch is committed; the superseded objects are not deleted.
+    BeforeDeletes,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    segment_bytes: usize,
+    cached_level_bytes: usize,
+}
+
+/// A stored level or C: where, its sealed checksums, and (small levels) its slots.
+#[derive(Clone, Debug)]
+struct Held {
+    object: ObjectRef,
+    sealed: Vec<SealedChecksum>,
+    cached: Option<Vec<u64>>,
+}
+
+/// One owner's persistent PoR log (see the module documentation).
+pub struct PorLog {
+    owner: Vec<u8>,
+    names: Names,
+    width: usize,
+    schedule: Schedule,
+    /// Level `ℓ` when filled.
+    levels: Vec<Option<Held>>,
+    coded: Held,
+    raw_sealed: Vec<Option<SealedChecksum>>,
+    tree: RawTree,
+    limits: Limits,
+    crash_at: Option<CrashPoint>,
+}
+
+impl std::fmt::Debug for PorLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PorLog")
+            .field("owner", &String::from_utf8_lossy(&self.owner))
+            .field("width", &self.width)
+            .field("schedule", &self.schedule)
+            .finish()
+    }
+}
+
+impl PorLog {
+    /// New objects are cut into segments of `segment_bytes` and levels up to
+    /// `cached_level_bytes` are kept in memory, instead of the defaults (for tests).
+    #[doc(hidden)]
+    pub fn with_limits(mut self, segment_bytes: usize, cached_level_bytes: usize) -> Self {
+        self.limits = Limits { segment_bytes, cached_level_bytes };
+        for held in self.levels.iter_mut().flatten() {
+            if held.object.slots as usize * self.width * 8 > cached_level_bytes {
+                held.cached = None;
+            }
+        }
+        self
+    }
+
+    /// Makes the next [`PorLog::apply`] stop at `point` as a crash would (for tests); the
+    /// log in memory is then to be dropped and opened again.
+    #[doc(hidden)]
+    pub fn crash_at(&mut self, point: Option<CrashPoint>) {
+        self.crash_at = point;
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The stored level or C of `region`.
+    fn held(&self, region: Region) -> Option<&Held> {
+        match region {
+            Region::Level(level) => self.levels.get(level as usize)?.as_ref(),
+            Region::Coded => Some(&self.coded),
+            Region::Raw => None,
+        }
+    }
+
+    /// The current objects, in the state record's order.
+    fn objects(&self) -> impl Iterator<Item = &ObjectRef> {
+        self.levels.iter().flatten().chain([&self.coded]).map(|h| &h.object)
+    }
+
+    fn record(&self) -> StateRecord {
+        self.record_at(self.schedule, self.objects().copied().collect())
+    }
+
+    fn record_at(&self, schedule: Schedule, objects: Vec<ObjectRef>) -> StateRecord {
+        StateRecord { owner: self.owner.clone(), width: self.width, schedule, objects }
+    }
+}
+
+impl Limits {
+    /// Where a new object of `slots` slots goes: segments of as many whole slots as fit.
+    fn object(&self, region: Region, time: u64, slots: u64, width: usize) -> ObjectRef {
+        let per_segment = (self.segment_bytes / (width * 8)).max(1) as u64;
+        ObjectRef { region, time, slots, per_segment }
+    }
+}

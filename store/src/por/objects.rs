@@ -1,0 +1,186 @@
+//! A level or C in the blob store: its slots in segments (u64 little-endian, flat, at most
+//! [`super::SEGMENT_BYTES`] each: large sequential objects, never one per slot) and its
+//! sealed checksums in one object beside them (56 bytes each).
+//!
+//! Three ways to read: whole and strict (a rebuild's input: anything missing, short or not
+//! a field element is an error), some slots and strict (an audit), and whole and lenient
+//! (repair: a slot whose bytes are missing, short or not field elements is `None`, an
+//! erasure to the decoder).
+
+use super::names::Names;
+use super::state::ObjectRef;
+use crate::{BlobStore, ObjectBlobs, StoreError};
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use std::collections::BTreeMap;
+use vouch_core::por::checksum::{SealedChecksum, SEALED_LEN};
+use vouch_core::por::field::P;
+
+/// Requests in flight at once for one object.
+const PARALLEL: usize = 8;
+
+pub(crate) fn to_bytes(elements: &[u64]) -> Bytes {
+    elements.iter().flat_map(|e| e.to_le_bytes()).collect::<Vec<u8>>().into()
+}
+
+/// The elements of `bytes` (a multiple of 8 long), or `None` if one is not below p.
+pub(crate) fn elements(bytes: &[u8]) -> Option<Vec<u64>> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .map(|e| (e < P).then_some(e))
+        .collect()
+}
+
+fn corrupt(key: &str, detail: impl Into<String>) -> StoreError {
+    StoreError::Corrupt { at: key.to_string(), detail: detail.into() }
+}
+
+/// Puts an object: its segments, then its sealed checksums.
+pub(crate) async fn put(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    slots: &[u64],
+    sealed: &[SealedChecksum],
+    width: usize,
+) -> Result<(), StoreError> {
+    futures::stream::iter(0..object.segments())
+        .map(|number| {
+            let range = object.segment_slots(number);
+            let part = &slots[range.start as usize * width..range.end as usize * width];
+            async move { blobs.put(&names.segment(object, number), to_bytes(part)).await }
+        })
+        .buffer_unordered(PARALLEL)
+        .try_collect::<()>()
+        .await?;
+    let sealed: Vec<u8> = sealed.iter().flat_map(|s| s.to_bytes()).collect();
+    blobs.put(&names.sealed(object), sealed.into()).await
+}
+
+/// Removes an object's segments and sealed checksums (missing ones are fine).
+pub(crate) async fn delete(blobs: &ObjectBlobs, names: &Names, object: &ObjectRef) -> Result<(), StoreError> {
+    let keys = (0..object.segments()).map(|n| names.segment(object, n)).chain([names.sealed(object)]);
+    futures::stream::iter(keys)
+        .map(|key| async move { blobs.delete(&key).await })
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await
+}
+
+pub(crate) async fn read_sealed(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+) -> Result<Vec<SealedChecksum>, StoreError> {
+    let key = names.sealed(object);
+    let bytes = blobs.get(&key).await?;
+    if bytes.len() as u64 != object.slots * SEALED_LEN as u64 {
+        return Err(corrupt(&key, format!("{} bytes for {} sealed checksums", bytes.len(), object.slots)));
+    }
+    Ok(bytes.chunks_exact(SEALED_LEN).map(|c| SealedChecksum::from_bytes(c.try_into().expect("56 bytes"))).collect())
+}
+
+/// Segment `number` whole; its length must be exactly its slots'.
+async fn segment_strict(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    number: u64,
+    width: usize,
+) -> Result<Vec<u64>, StoreError> {
+    let key = names.segment(object, number);
+    let bytes = blobs.get(&key).await?;
+    let range = object.segment_slots(number);
+    let want = (range.end - range.start) as usize * width * 8;
+    if bytes.len() != want {
+        return Err(corrupt(&key, format!("{} bytes, not {want}", bytes.len())));
+    }
+    elements(&bytes).ok_or_else(|| corrupt(&key, "an element is not below p"))
+}
+
+/// All of an object's slots, flat; anything missing, short or not field elements is an error.
+pub(crate) async fn read_whole(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    width: usize,
+) -> Result<Vec<u64>, StoreError> {
+    let parts: Vec<Vec<u64>> = futures::stream::iter(0..object.segments())
+        .map(|number| segment_strict(blobs, names, object, number, width))
+        .buffered(PARALLEL)
+        .try_collect()
+        .await?;
+    Ok(parts.concat())
+}
+
+/// Slots `indices` (each below `object.slots`), in that order. A segment holding many of them
+/// is read whole (one request instead of many: small levels, and audits that pick most
+/// slots); otherwise each slot is a ranged read.
+pub(crate) async fn read_some(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    width: usize,
+    indices: &[u64],
+) -> Result<Vec<Vec<u64>>, StoreError> {
+    let slot_bytes = width as u64 * 8;
+    let mut by_segment: BTreeMap<u64, Vec<(usize, u64)>> = BTreeMap::new();
+    for (at, &index) in indices.iter().enumerate() {
+        by_segment.entry(index / object.per_segment).or_default().push((at, index));
+    }
+    let reads = by_segment.into_iter().map(|(number, wanted)| async move {
+        let range = object.segment_slots(number);
+        let mut out = Vec::with_capacity(wanted.len());
+        if wanted.len() as u64 * 4 >= range.end - range.start {
+            let segment = segment_strict(blobs, names, object, number, width).await?;
+            for (at, index) in wanted {
+                let from = (index - range.start) as usize * width;
+                out.push((at, segment[from..from + width].to_vec()));
+            }
+        } else {
+            let key = names.segment(object, number);
+            for (at, index) in wanted {
+                let from = (index - range.start) * slot_bytes;
+                let bytes = blobs.get_range(&key, from..from + slot_bytes).await?;
+                out.push((at, elements(&bytes).ok_or_else(|| corrupt(&key, "an element is not below p"))?));
+            }
+        }
+        Ok::<_, StoreError>(out)
+    });
+    let parts: Vec<Vec<(usize, Vec<u64>)>> =
+        futures::stream::iter(reads).buffer_unordered(PARALLEL).try_collect().await?;
+    let mut slots: Vec<(usize, Vec<u64>)> = parts.into_iter().flatten().collect();
+    slots.sort_unstable_by_key(|(at, _)| *at);
+    Ok(slots.into_iter().map(|(_, slot)| slot).collect())
+}
+
+/// Every slot of an object as stored: `None` where its segment is missing or cut short, or
+/// the slot's bytes are not field elements. Other failures (an unreachable store) are errors:
+/// they say nothing about the bytes.
+pub(crate) async fn read_lenient(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    width: usize,
+) -> Result<Vec<Option<Vec<u64>>>, StoreError> {
+    let slot_bytes = width * 8;
+    let segments: Vec<Vec<Option<Vec<u64>>>> = futures::stream::iter(0..object.segments())
+        .map(|number| async move {
+            let range = object.segment_slots(number);
+            let count = (range.end - range.start) as usize;
+            let bytes = match blobs.get(&names.segment(object, number)).await {
+                Ok(bytes) => bytes,
+                Err(StoreError::NotFound { .. } | StoreError::BadRange { .. } | StoreError::Corrupt { .. }) => {
+                    Bytes::new()
+                }
+                Err(e) => return Err(e),
+            };
+            let slot = |i: usize| bytes.get(i * slot_bytes..(i + 1) * slot_bytes).and_then(elements);
+            Ok((0..count).map(slot).collect())
+        })
+        .buffered(PARALLEL)
+        .try_collect()
+        .await?;
+    Ok(segments.concat())
+}

@@ -1,0 +1,94 @@
+//! U in the metadata store: one entry per written slot (its elements, little-endian) and one
+//! per sealed checksum, beside the state record, so that a batch's writes to U commit with the
+//! state that follows them. A slot never written has no entries and reads as zeros.
+
+use super::error::PorStoreError;
+use super::names::Names;
+use super::objects::{elements, to_bytes};
+use crate::meta::MetaDb;
+use crate::{MetaBatch, MetaStore, StoreError};
+use vouch_core::por::checksum::{SealedChecksum, SEALED_LEN};
+
+pub(crate) fn put_slot(batch: &mut MetaBatch, names: &Names, index: u64, slot: &[u64]) {
+    batch.put(names.raw(index), to_bytes(slot).to_vec());
+}
+
+pub(crate) fn put_sealed(batch: &mut MetaBatch, names: &Names, index: u64, sealed: &SealedChecksum) {
+    batch.put(names.raw_sealed(index), sealed.to_bytes().to_vec());
+}
+
+/// U's sealed checksums (`None`: never written), for a U of `capacity` slots.
+pub(crate) fn load_sealed(
+    meta: &MetaDb,
+    names: &Names,
+    capacity: u64,
+) -> Result<Vec<Option<SealedChecksum>>, PorStoreError> {
+    let prefix = names.raw_sealed_prefix();
+    let mut out = vec![None; capacity as usize];
+    for (key, value) in meta.scan(&prefix)? {
+        let index = Names::parse_index(&prefix, &key).filter(|&i| i < capacity);
+        let bytes: Option<[u8; SEALED_LEN]> = value.as_slice().try_into().ok();
+        match (index, bytes) {
+            (Some(i), Some(bytes)) => out[i as usize] = Some(SealedChecksum::from_bytes(bytes)),
+            _ => {
+                let at = String::from_utf8_lossy(&key).into_owned();
+                return Err(PorStoreError::CorruptState { at, detail: "not a sealed checksum of a slot of U".into() });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What U holds for a slot.
+pub(crate) enum RawSlot {
+    Slot(Vec<u64>),
+    /// No entry: a slot never written, unless its sealed checksum says otherwise.
+    Absent,
+    /// An entry of the wrong length or with an element not below p.
+    Damaged,
+}
+
+/// The entries of slots `indices`, read together.
+pub(crate) fn get_slots(
+    meta: &MetaDb,
+    names: &Names,
+    width: usize,
+    indices: &[u64],
+) -> Result<Vec<RawSlot>, StoreError> {
+    let keys: Vec<Vec<u8>> = indices.iter().map(|&i| names.raw(i)).collect();
+    let decode = |value: Option<Vec<u8>>| match value {
+        None => RawSlot::Absent,
+        Some(v) if v.len() == width * 8 => elements(&v).map_or(RawSlot::Damaged, RawSlot::Slot),
+        Some(_) => RawSlot::Damaged,
+    };
+    Ok(meta.get_many(&keys)?.into_iter().map(decode).collect())
+}
+
+/// All of U (`sealed.len()` slots), flat, for a rebuild of C: a written slot without a
+/// readable entry is an error, for C would be built over bytes that are not there.
+pub(crate) fn load_all(
+    meta: &MetaDb,
+    names: &Names,
+    width: usize,
+    sealed: &[Option<SealedChecksum>],
+) -> Result<Vec<u64>, PorStoreError> {
+    let prefix = names.raw_prefix();
+    let mut out = vec![0; sealed.len() * width];
+    let mut present = vec![false; sealed.len()];
+    for (key, value) in meta.scan(&prefix)? {
+        let at = || String::from_utf8_lossy(&key).into_owned();
+        let index = Names::parse_index(&prefix, &key).filter(|&i| i < sealed.len() as u64);
+        let Some(index) = index.map(|i| i as usize) else {
+            return Err(PorStoreError::CorruptState { at: at(), detail: "not a slot of U".into() });
+        };
+        let slot = (value.len() == width * 8).then(|| elements(&value)).flatten();
+        let slot =
+            slot.ok_or_else(|| StoreError::Corrupt { at: at(), detail: "not a slot of field elements".into() })?;
+        out[index * width..(index + 1) * width].copy_from_slice(&slot);
+        present[index] = true;
+    }
+    if let Some(lost) = (0..sealed.len()).find(|&i| sealed[i].is_some() && !present[i]) {
+        return Err(StoreError::NotFound { key: String::from_utf8_lossy(&names.raw(lost as u64)).into_owned() }.into());
+    }
+    Ok(out)
+}

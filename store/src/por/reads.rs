@@ -1,0 +1,113 @@
+//! Audits, reads through U, and what repair needs: regions and U's slots as stored, and U's
+//! slots written back.
+
+use super::error::PorStoreError;
+use super::objects;
+use super::raw::{self, RawSlot};
+use super::PorLog;
+use crate::{MetaBatch, Repository, StoreError};
+use vouch_core::por::audit::{prove_part, Part, PartProof, Pick};
+use vouch_core::por::checksum::SealedChecksum;
+use vouch_core::por::client::RawRead;
+use vouch_core::por::field::P;
+use vouch_core::por::provider::ProviderError;
+use vouch_core::por::raw_tree::RawProofError;
+use vouch_core::por::Region;
+
+/// A level or C as stored, for repair.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionRead {
+    /// Each slot, or `None` where its bytes are missing, cut short or not field elements
+    /// (an erasure). Slots present may still be altered: the client's checksums tell.
+    pub slots: Vec<Option<Vec<u64>>>,
+    pub sealed: Vec<SealedChecksum>,
+}
+
+impl PorLog {
+    /// The answer to one part of an audit, read from the store (never from the cache): a
+    /// slot whose bytes are missing or short is an error ([`StoreError::NotFound`],
+    /// [`StoreError::BadRange`] or [`StoreError::Corrupt`]: data lost).
+    pub async fn prove(&self, repo: &Repository, part: &Part, picks: &[Pick]) -> Result<PartProof, PorStoreError> {
+        let not_held = PorStoreError::NotHeld { region: part.region };
+        let held = self.held(part.region).ok_or(not_held)?;
+        if picks.iter().any(|p| p.index >= held.object.slots) {
+            return Err(PorStoreError::NotHeld { region: part.region });
+        }
+        let indices: Vec<u64> = picks.iter().map(|p| p.index).collect();
+        let slots = objects::read_some(repo.blobs(), &self.names, &held.object, self.width, &indices).await?;
+        // `read_some` answers one slot per pick, in order.
+        let mut picked = slots.iter();
+        Ok(prove_part(picks, self.width, |index| {
+            (picked.next().map_or(&[][..], Vec::as_slice), held.sealed[index as usize])
+        }))
+    }
+
+    /// U's slots `indices` (ascending, distinct), their sealed checksums and the proof tying
+    /// them to U's root. A written slot whose entry is missing or damaged is an error.
+    pub async fn read(&self, repo: &Repository, indices: &[u64]) -> Result<RawRead, PorStoreError> {
+        let proof = self.tree.prove(indices).map_err(ProviderError::from)?;
+        let sealed: Vec<Option<SealedChecksum>> = indices.iter().map(|&i| self.raw_sealed[i as usize]).collect();
+        let mut slots = Vec::with_capacity(indices.len() * self.width);
+        for ((&index, stored), sealed) in
+            indices.iter().zip(raw::get_slots(repo.meta(), &self.names, self.width, indices)?).zip(&sealed)
+        {
+            let key = || String::from_utf8_lossy(&self.names.raw(index)).into_owned();
+            match (stored, sealed) {
+                (RawSlot::Slot(slot), _) => slots.extend(slot),
+                (RawSlot::Absent, None) => slots.extend(std::iter::repeat_n(0, self.width)),
+                (RawSlot::Absent, Some(_)) => return Err(StoreError::NotFound { key: key() }.into()),
+                (RawSlot::Damaged, _) => {
+                    return Err(StoreError::Corrupt { at: key(), detail: "not a slot of field elements".into() }.into())
+                }
+            }
+        }
+        Ok(RawRead { slots, sealed, proof })
+    }
+
+    /// For repair: a level or C as stored, and its sealed checksums.
+    pub async fn region(&self, repo: &Repository, region: Region) -> Result<RegionRead, PorStoreError> {
+        let held = self.held(region).ok_or(PorStoreError::NotHeld { region })?;
+        let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, self.width).await?;
+        Ok(RegionRead { slots, sealed: held.sealed.clone() })
+    }
+
+    /// For repair: U's slots `indices` as stored, `None` where a written slot's entry is
+    /// missing or damaged (a slot never written is zeros).
+    pub async fn raw_slots(&self, repo: &Repository, indices: &[u64]) -> Result<Vec<Option<Vec<u64>>>, PorStoreError> {
+        self.check_raw_indices(indices.iter().copied())?;
+        let stored = raw::get_slots(repo.meta(), &self.names, self.width, indices)?;
+        Ok(indices
+            .iter()
+            .zip(stored)
+            .map(|(&index, stored)| match (stored, self.raw_sealed[index as usize]) {
+                (RawSlot::Slot(slot), _) => Some(slot),
+                (RawSlot::Absent, None) => Some(vec![0; self.width]),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// For repair: writes back U's slots as the client rebuilt and checked them. Only their
+    /// content changes (their sealed checksums and U's tree are what the client checked them
+    /// against).
+    pub async fn restore(&mut self, repo: &Repository, slots: &[(u64, Vec<u64>)]) -> Result<(), PorStoreError> {
+        self.check_raw_indices(slots.iter().map(|(i, _)| *i))?;
+        if slots.iter().any(|(_, slot)| slot.len() != self.width || slot.iter().any(|&e| e >= P)) {
+            return Err(ProviderError::Batch.into());
+        }
+        let mut batch = MetaBatch::default();
+        for (index, slot) in slots {
+            raw::put_slot(&mut batch, &self.names, *index, slot);
+        }
+        repo.commit_batch(&batch, false).await?;
+        Ok(())
+    }
+
+    fn check_raw_indices(&self, mut indices: impl Iterator<Item = u64>) -> Result<(), PorStoreError> {
+        let k = self.schedule.log_capacity;
+        if indices.any(|i| i >> k != 0) {
+            return Err(ProviderError::RawProof(RawProofError::Indices(k)).into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,163 @@
+//! The state record: what a log is at its last committed batch. One metadata entry, put in
+//! the same batch as U's changes, so the log moves from one state to the next atomically.
+//!
+//! Layout (little-endian): version `1:u8`, the owner (`len:u32`, bytes), `width:u32`,
+//! `log_capacity:u32`, `time:u64`, then the current objects (`count:u32`, each `region:u8`
+//! (`ℓ` for a level, `0xFE` for C), `time:u64`, `slots:u64`, `per_segment:u64`): the filled
+//! levels, smallest first, then C.
+//!
+//! Which objects are current follows from the schedule; the record names them anyway, with
+//! the segment size each was written with, and decoding checks that the two agree.
+
+use super::MAX_WIDTH;
+use crate::le::Reader;
+use vouch_core::por::code::Schedule;
+use vouch_core::por::Region;
+
+const VERSION: u8 = 1;
+const CODED: u8 = 0xFE;
+
+/// One stored level or C: a folder of segments of `per_segment` slots each, and its sealed
+/// checksums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ObjectRef {
+    pub region: Region,
+    /// When its slots were written (the time its sealed checksums are bound to).
+    pub time: u64,
+    pub slots: u64,
+    pub per_segment: u64,
+}
+
+impl ObjectRef {
+    pub fn segments(&self) -> u64 {
+        self.slots.div_ceil(self.per_segment)
+    }
+
+    /// The slots of segment `number`.
+    pub fn segment_slots(&self, number: u64) -> std::ops::Range<u64> {
+        let start = number * self.per_segment;
+        start..(start + self.per_segment).min(self.slots)
+    }
+}
+
+/// A log's committed state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StateRecord {
+    pub owner: Vec<u8>,
+    pub width: usize,
+    pub schedule: Schedule,
+    pub objects: Vec<ObjectRef>,
+}
+
+impl StateRecord {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        out.extend_from_slice(&(self.owner.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.owner);
+        out.extend_from_slice(&(self.width as u32).to_le_bytes());
+        out.extend_from_slice(&self.schedule.log_capacity.to_le_bytes());
+        out.extend_from_slice(&self.schedule.time.to_le_bytes());
+        out.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
+        for o in &self.objects {
+            out.push(match o.region {
+                Region::Level(level) => level,
+                _ => CODED,
+            });
+            [o.time, o.slots, o.per_segment].iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        }
+        out
+    }
+
+    /// Decodes and checks a record; the error says what is wrong.
+    pub fn from_bytes(bytes: &[u8]) -> Result<StateRecord, String> {
+        let short = || "the record is cut short".to_string();
+        let mut r = Reader(bytes);
+        if r.array::<1>().ok_or_else(short)?[0] != VERSION {
+            return Err("unknown record version".into());
+        }
+        let owner_len = r.u32().ok_or_else(short)? as usize;
+        let owner = r.take(owner_len).ok_or_else(short)?.to_vec();
+        let width = r.u32().ok_or_else(short)? as usize;
+        let schedule = Schedule { log_capacity: r.u32().ok_or_else(short)?, time: r.u64().ok_or_else(short)? };
+        let count = r.u32().ok_or_else(short)? as usize;
+        let mut objects = Vec::with_capacity(count.min(64));
+        for _ in 0..count {
+            let region = match r.array::<1>().ok_or_else(short)?[0] {
+                CODED => Region::Coded,
+                level => Region::Level(level),
+            };
+            let (time, slots, per_segment) =
+                (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+            objects.push(ObjectRef { region, time, slots, per_segment });
+        }
+        if !r.0.is_empty() {
+            return Err("trailing bytes after the record".into());
+        }
+        let record = StateRecord { owner, width, schedule, objects };
+        record.check()?;
+        Ok(record)
+    }
+
+    /// The objects must be exactly those the schedule says are current.
+    fn check(&self) -> Result<(), String> {
+        let Schedule { log_capacity, time } = self.schedule;
+        if !(1..=MAX_WIDTH).contains(&self.width) || log_capacity > super::MAX_LOG_CAPACITY {
+            return Err(format!("width {} or capacity 2^{log_capacity} out of bounds", self.width));
+        }
+        let want = expected_objects(&self.schedule);
+        let same = self.objects.len() == want.len()
+            && self.objects.iter().zip(&want).all(|(o, (region, time, slots))| {
+                (o.region, o.time, o.slots) == (*region, *time, *slots) && o.per_segment > 0
+            });
+        if !same {
+            return Err(format!("its objects are not those of capacity 2^{log_capacity} at time {time}"));
+        }
+        Ok(())
+    }
+}
+
+/// Region, write time and slot count of each object current at `schedule`, in record order.
+pub(crate) fn expected_objects(schedule: &Schedule) -> Vec<(Region, u64, u64)> {
+    let levels = schedule
+        .filled_levels()
+        .filter_map(|level| Some((Region::Level(level as u8), schedule.level_time(level)?, 2u64 << level)));
+    levels.chain(std::iter::once((Region::Coded, schedule.coded_time(), 2 * schedule.capacity()))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(time: u64) -> StateRecord {
+        let schedule = Schedule { log_capacity: 3, time };
+        let objects = expected_objects(&schedule)
+            .into_iter()
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
+            .collect();
+        StateRecord { owner: b"alice/f".to_vec(), width: 4, schedule, objects }
+    }
+
+    #[test]
+    fn records_round_trip_and_bad_ones_are_refused() {
+        for time in [0, 5, 8, 14] {
+            let r = record(time);
+            assert_eq!(StateRecord::from_bytes(&r.to_bytes()), Ok(r));
+        }
+        let bytes = record(5).to_bytes();
+        for cut in 0..bytes.len() {
+            assert!(StateRecord::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(StateRecord::from_bytes(&[bytes.as_slice(), &[0]].concat()).is_err());
+        // Another time: the objects no longer match the schedule.
+        let mut moved = record(5);
+        moved.schedule.time = 6;
+        assert!(StateRecord::from_bytes(&moved.to_bytes()).is_err());
+        let mut wide = record(5);
+        wide.width = MAX_WIDTH + 1;
+        assert!(StateRecord::from_bytes(&wide.to_bytes()).is_err());
+        let mut empty = record(5);
+        empty.objects[0].per_segment = 0;
+        assert!(StateRecord::from_bytes(&empty.to_bytes()).is_err());
+        assert_eq!(record(8).objects.len(), 1, "only C at an epoch's start");
+    }
+}
