@@ -48,7 +48,7 @@ pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::ObjectBlobs;
-pub use por::{PorLog, PorStoreError, RegionRead};
+pub use por::{PorLog, PorStoreError};
 pub use repository::{
     CheckReport, Commit, Compaction, CompactionPolicy, Problem, RebuildReport, Repository, StoredBlock, StoredBlocks,
     Upload,

@@ -243,6 +243,9 @@ fn malformed_requests_are_refused_by_the_provider() {
     coded.coded = Some(vec![]);
     assert_eq!(s.provider.apply(&plan, &[1], &slots[1..], &written), Err(ProviderError::Batch));
     assert_eq!(s.provider.apply(&plan, &[2], &slots, &written), Err(ProviderError::Batch));
+    let mut beyond_p = slots.clone();
+    beyond_p[2] = P;
+    assert_eq!(s.provider.apply(&plan, &[1], &beyond_p, &written), Err(ProviderError::Batch));
     for bad in [extra, short, coded] {
         assert_eq!(s.provider.apply(&plan, &[1], &slots, &bad), Err(ProviderError::Batch));
     }

@@ -12,6 +12,7 @@ use super::audit::{prove_part, Part, PartProof, Pick};
 use super::checksum::SealedChecksum;
 use super::client::{batch_outcome, grown_schedule, RawRead, WriteContext, WritePlan, Written};
 use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
+use super::field::P;
 use super::raw_tree::{leaf_hash, RawProofError, RawTree, MAX_LOG_CAPACITY};
 use super::repair::RegionRead;
 use super::Region;
@@ -122,6 +123,7 @@ impl ProviderLog {
         let n = after.capacity();
         let fits = !writes.is_empty()
             && slots.len() == writes.len() * width
+            && slots.iter().all(|&e| e < P)
             && writes.iter().all(|&i| i < n)
             && written.raw.iter().map(|r| r.0).eq(plan.indices.iter().copied())
             && writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().eq(plan.indices.iter())

@@ -20,8 +20,9 @@ use super::checksum::{SealedChecksum, SEALED_LEN};
 use crate::hash::{sha256, Domain};
 use crate::Digest;
 
-/// Largest `k` a tree (or a proof's verifier) accepts: 2^40 slots of 4 KiB are 4 PiB.
-pub const MAX_LOG_CAPACITY: u32 = 40;
+/// Largest `k` a log (its tree, a proof's verifier) accepts: C over `2^k` slots needs a
+/// `2^(k+1)`-th root of unity, and the field's 2-adicity is 32. 2^31 slots of 4 KiB are 8 TiB.
+pub const MAX_LOG_CAPACITY: u32 = super::field::TWO_ADICITY - 1;
 
 /// The hash of a leaf: its slot's sealed checksum, or `None` for a slot never written.
 pub fn leaf_hash(sealed: Option<&SealedChecksum>) -> Digest {
@@ -373,7 +374,7 @@ mod tests {
         for bad in [vec![leaves[1], leaves[0]], vec![leaves[0], leaves[0]], vec![(16, leaves[0].1)], vec![]] {
             assert_eq!(raw_root(4, &bad, &proof), Err(RawProofError::Indices(4)));
         }
-        assert_eq!(raw_root(MAX_LOG_CAPACITY + 1, &leaves, &proof), Err(RawProofError::Capacity(41)));
+        assert_eq!(raw_root(MAX_LOG_CAPACITY + 1, &leaves, &proof), Err(RawProofError::Capacity(MAX_LOG_CAPACITY + 1)));
         // Another capacity: the heights are in the hashes.
         assert!(raw_root(5, &leaves, &proof).map_or(true, |root| root != tree.root()));
     }

@@ -64,7 +64,6 @@ mod reads;
 mod state;
 
 pub use error::PorStoreError;
-pub use reads::RegionRead;
 
 use names::Names;
 use state::{ObjectRef, StateRecord};
@@ -75,17 +74,8 @@ use vouch_core::por::Region;
 
 /// Most elements per slot a log takes (512 KiB slots; the real width is ~600).
 pub const MAX_WIDTH: usize = 1 << 16;
-/// Largest capacity `2^k` a log takes: core's bound for U's tree, and below the field's
-/// 2-adicity (C over `2^k` slots needs a `2^(k+1)`-th root of unity).
-pub const MAX_LOG_CAPACITY: u32 = {
-    let field = vouch_core::por::field::TWO_ADICITY - 1;
-    let tree = vouch_core::por::raw_tree::MAX_LOG_CAPACITY;
-    if field < tree {
-        field
-    } else {
-        tree
-    }
-};
+/// Largest capacity `2^k` a log takes (core's bound: the field's 2-adicity).
+pub use vouch_core::por::raw_tree::MAX_LOG_CAPACITY;
 /// Most bytes of one segment object of a level or C.
 pub const SEGMENT_BYTES: usize = 48 << 20;
 /// Levels up to this many bytes stay in memory for the next rebuild (module documentation).

@@ -12,16 +12,8 @@ use vouch_core::por::client::RawRead;
 use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderError;
 use vouch_core::por::raw_tree::RawProofError;
+use vouch_core::por::repair::RegionRead;
 use vouch_core::por::Region;
-
-/// A level or C as stored, for repair.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RegionRead {
-    /// Each slot, or `None` where its bytes are missing, cut short or not field elements
-    /// (an erasure). Slots present may still be altered: the client's checksums tell.
-    pub slots: Vec<Option<Vec<u64>>>,
-    pub sealed: Vec<SealedChecksum>,
-}
 
 impl PorLog {
     /// The answer to one part of an audit, read from the store (never from the cache): a

@@ -8,7 +8,6 @@ use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part};
 use vouch_core::por::checksum::{ChecksumKey, SealKey, SealedChecksum};
 use vouch_core::por::client::{plan, verify_read, write, LogState, WriteContext, WritePlan, Written};
-use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderLog;
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, PorLog, Repository};
 
@@ -89,13 +88,12 @@ impl Model {
 
     /// The slot written at U index `index` as the batch's `position`-th write (an index
     /// written twice in a batch gets two contents: the last one counts).
+    /// A slot of U: its index + 1, then sectors (below 2^56), as the client requires.
     pub fn slot(&self, index: u64, position: usize) -> Vec<u64> {
-        (0..WIDTH as u64)
-            .map(|e| {
-                (self.round * 7919 + index * 104_729 + position as u64 * 31 + e).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            })
-            .map(|e| e % P)
-            .collect()
+        let data = (1..WIDTH as u64).map(|e| {
+            (self.round * 7919 + index * 104_729 + position as u64 * 31 + e).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8
+        });
+        std::iter::once(index + 1).chain(data).collect()
     }
 
     /// `fresh` new slots appended and `overwrites` random ones of those written before.
