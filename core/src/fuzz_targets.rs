@@ -259,6 +259,7 @@ pub fn por_messages(data: &[u8]) {
     let _ = client::RawRead::from_bytes(data);
     let _ = repair::RegionRead::from_bytes(data);
     let _ = wire::slots_from_bytes(data);
+    let _ = wire::sealed_list_from_bytes(data);
 }
 
 /// A fuzz target's body.

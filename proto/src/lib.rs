@@ -24,6 +24,7 @@
 //! | `audit` | [`AuditRequest`] | [`AuditAnswer`] |
 //! | `blocks` | [`BlocksRequest`] | [`BlockList`] |
 //! | `last-commit` | [`LastCommitRequest`] | [`LastCommit`] |
+//! | `por-*` | the PoR log's messages ([`por`]) | |
 //!
 //! Errors are an HTTP status with an [`ErrorBody`].
 //!
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
 pub mod frame;
+pub mod por;
 mod shared;
 
 pub use shared::{decode_shared, put_frame_parts, shared_or_copied};
@@ -57,10 +59,18 @@ pub enum Op {
     Audit,
     Blocks,
     LastCommit,
+    PorInit,
+    PorStatus,
+    PorPlan,
+    PorWrite,
+    PorRead,
+    PorAudit,
+    PorRegion,
+    PorRestore,
 }
 
 impl Op {
-    pub const ALL: [Op; 12] = [
+    pub const ALL: [Op; 20] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -73,6 +83,14 @@ impl Op {
         Op::Audit,
         Op::Blocks,
         Op::LastCommit,
+        Op::PorInit,
+        Op::PorStatus,
+        Op::PorPlan,
+        Op::PorWrite,
+        Op::PorRead,
+        Op::PorAudit,
+        Op::PorRegion,
+        Op::PorRestore,
     ];
 
     /// The operation's name, the last segment of its path.
@@ -90,6 +108,14 @@ impl Op {
             Op::Audit => "audit",
             Op::Blocks => "blocks",
             Op::LastCommit => "last-commit",
+            Op::PorInit => "por-init",
+            Op::PorStatus => "por-status",
+            Op::PorPlan => "por-plan",
+            Op::PorWrite => "por-write",
+            Op::PorRead => "por-read",
+            Op::PorAudit => "por-audit",
+            Op::PorRegion => "por-region",
+            Op::PorRestore => "por-restore",
         }
     }
 
@@ -450,6 +476,10 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<LastCommit>(data);
     reencode::<EditRequest>(data);
     reencode::<ErrorBody>(data);
+    reencode::<por::PorWriteRequest>(data);
+    reencode::<por::PorContext>(data);
+    reencode::<por::PorAuditAnswer>(data);
+    reencode::<por::PorRestoreRequest>(data);
     let mut frames = frame::Decoder::new();
     frames.extend(data);
     while let Ok(Some(f)) = frames.next_frame() {

@@ -19,6 +19,10 @@ use std::time::Duration;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
+use vouch_proto::por::{
+    PorAuditRequest, PorInitRequest, PorPlanRequest, PorReadRequest, PorRegionRequest, PorRestoreRequest,
+    PorStatusRequest, PorWriteRequest,
+};
 use vouch_proto::{
     decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode,
     Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest, PutFrame, ReadFrame,
@@ -60,6 +64,14 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::Audit.path(), post(audit))
         .route(&Op::Blocks.path(), post(blocks))
         .route(&Op::LastCommit.path(), post(last_commit))
+        .route(&Op::PorInit.path(), post(por_init))
+        .route(&Op::PorStatus.path(), post(por_status))
+        .route(&Op::PorPlan.path(), post(por_plan))
+        .route(&Op::PorWrite.path(), post(por_write))
+        .route(&Op::PorRead.path(), post(por_read))
+        .route(&Op::PorAudit.path(), post(por_audit))
+        .route(&Op::PorRegion.path(), post(por_region))
+        .route(&Op::PorRestore.path(), post(por_restore))
         .with_state(app)
 }
 
@@ -213,6 +225,39 @@ async fn last_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
         app.provider.last_commit(&c, &r.name, r.attempt).await
     })
     .await
+}
+
+async fn por_init(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorInitRequest| async move { app.provider.por_init(&c, &r).await }).await
+}
+
+async fn por_status(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, _: PorStatusRequest| async move { app.provider.por_status(&c).await }).await
+}
+
+async fn por_plan(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorPlanRequest| async move { app.provider.por_plan(&c, &r).await }).await
+}
+
+async fn por_write(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorWriteRequest| async move { app.provider.por_write(&c, &r).await }).await
+}
+
+async fn por_read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorReadRequest| async move { app.provider.por_read(&c, &r).await }).await
+}
+
+async fn por_audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorAuditRequest| async move { app.provider.por_audit(&c, &r).await }).await
+}
+
+async fn por_region(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorRegionRequest| async move { app.provider.por_region(&c, &r).await }).await
+}
+
+async fn por_restore(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorRestoreRequest| async move { app.provider.por_restore(&c, &r).await })
+        .await
 }
 
 /// A read: the located version, then chunks of proven blocks, as a stream of frames.

@@ -275,6 +275,17 @@ impl RegionRead {
     }
 }
 
+/// A list of sealed checksums (C's at a log's creation): `count || sealed`.
+pub fn sealed_list_to_bytes(list: &[SealedChecksum]) -> Vec<u8> {
+    let mut out = Out(Vec::new());
+    out.sealed_list(list);
+    out.0
+}
+
+pub fn sealed_list_from_bytes(bytes: &[u8]) -> Result<Vec<SealedChecksum>, PorWireError> {
+    decode(bytes, |r| r.sealed_list())
+}
+
 /// U's slots as sent in a write: `sectors` (flat).
 ///
 /// # Panics
@@ -304,6 +315,8 @@ mod tests {
         assert_eq!(RawRead::from_bytes(&m.read.to_bytes()), Ok(m.read.clone()));
         assert_eq!(RegionRead::from_bytes(&m.region.to_bytes()), Ok(m.region.clone()));
         assert_eq!(slots_from_bytes(&slots_to_bytes(&m.slots)), Ok(m.slots.clone()));
+        let coded = m.written.coded.clone().unwrap();
+        assert_eq!(sealed_list_from_bytes(&sealed_list_to_bytes(&coded)), Ok(coded));
         assert!(m.context.raw.is_some() && m.written.coded.is_some(), "the reference exercises every option");
         assert!(m.region.slots.iter().any(Option::is_none));
     }

@@ -9,6 +9,7 @@
 //! the provider did.
 
 mod changes;
+mod por;
 mod reads;
 
 use crate::provider::Provider;

@@ -24,6 +24,7 @@ use vouch_proto::{
 use vouch_store::{Commit, MetaDb, ObjectBlobs, Repository, StoreError, StoredBlocks, Upload};
 
 mod commit;
+mod por;
 mod read;
 mod settle;
 mod write;
@@ -92,6 +93,8 @@ pub struct Provider {
     /// Per client: held for reading by each change in flight, for writing by `last-commit`
     /// (see `settle`).
     changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<settle::Gate>>>>,
+    /// Per client, its PoR log (see `por`).
+    por: por::PorLogs,
 }
 
 impl std::fmt::Debug for Provider {
@@ -114,6 +117,7 @@ impl Provider {
             lists: Mutex::new(HashMap::new()),
             namespaces: Mutex::new(HashMap::new()),
             changes: Mutex::new(HashMap::new()),
+            por: tokio::sync::Mutex::new(HashMap::new()),
         })
     }
 

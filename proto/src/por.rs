@@ -1,0 +1,102 @@
+//! Messages of the PoR log (paper 002): one log of fixed-size slots per client, written in
+//! batches, audited per level, read and repaired through U. The byte fields carry
+//! `vouch_core::por::wire` layouts, which the receiver decodes and checks.
+//!
+//! | operation | request | response |
+//! |---|---|---|
+//! | `por-init` | [`PorInitRequest`] | [`PorStatus`] |
+//! | `por-status` | [`PorStatusRequest`] | [`PorStatus`] |
+//! | `por-plan` | [`PorPlanRequest`] | [`PorContext`] |
+//! | `por-write` | [`PorWriteRequest`] | [`PorStatus`] |
+//! | `por-read` | [`PorReadRequest`] | [`PorReadAnswer`] |
+//! | `por-audit` | [`PorAuditRequest`] | [`PorAuditAnswer`] |
+//! | `por-region` | [`PorRegionRequest`] | [`PorRegionAnswer`] |
+//! | `por-restore` | [`PorRestoreRequest`] | [`PorStatus`] |
+
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+/// Creates the client's log: `2^log_capacity` empty slots and the sealed checksums of its C.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorInitRequest {
+    pub log_capacity: u8,
+    /// `vouch_core::por::wire::sealed_list_to_bytes`.
+    pub coded: ByteBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorStatusRequest {}
+
+/// The provider's schedule of the log (what it says; the client trusts its own).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorStatus {
+    pub log_capacity: u8,
+    pub time: u64,
+}
+
+/// A write plan (`WritePlan::to_bytes`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorPlanRequest {
+    pub plan: ByteBuf,
+}
+
+/// The answer to a plan (`WriteContext::to_bytes`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorContext {
+    pub context: ByteBuf,
+}
+
+/// A batch: the plan again, the U indices in write order, the slots (`slots_to_bytes`) and
+/// the client's sealed checksums (`Written::upload_bytes`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorWriteRequest {
+    pub plan: ByteBuf,
+    pub writes: Vec<u64>,
+    pub slots: ByteBuf,
+    pub upload: ByteBuf,
+}
+
+/// U's slots at `indices` (ascending, distinct).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorReadRequest {
+    pub indices: Vec<u64>,
+}
+
+/// `RawRead::to_bytes`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorReadAnswer {
+    pub read: ByteBuf,
+}
+
+/// An aggregated audit: `lambda` picks per part, expanded from `seed` on both sides.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorAuditRequest {
+    pub seed: [u8; 32],
+    pub lambda: u32,
+}
+
+/// One `PartProof::to_bytes` per part, in the order of `vouch_core::por::audit::parts` of
+/// the provider's schedule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorAuditAnswer {
+    pub parts: Vec<ByteBuf>,
+}
+
+/// A whole level (`region` = ℓ) or C (`region` = 0xFE), for repair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorRegionRequest {
+    pub region: u8,
+}
+
+/// `RegionRead::to_bytes`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorRegionAnswer {
+    pub region: ByteBuf,
+}
+
+/// Repaired slots of U written back (`slots_to_bytes`, one per index, ascending).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorRestoreRequest {
+    pub indices: Vec<u64>,
+    pub slots: ByteBuf,
+}

@@ -1,0 +1,172 @@
+//! The PoR log of each client (paper 002): created, written in batches, audited, read and
+//! repaired over `vouch_store::PorLog`. The provider computes every rebuild; the client
+//! checks everything against its own schedule, U's root and its keys (`vouch_core::por`).
+//!
+//! One log per client, of slots of `vouch_core::por::heap::SLOT_WIDTH` elements. Each log is
+//! opened at its first use in this process and kept; its changes are serialised by the map's
+//! lock (one batch at a time per provider, as `PorLog` needs one writer).
+
+use super::{bad, Provider, ProviderError};
+use serde_bytes::ByteBuf;
+use std::collections::HashMap;
+use vouch_core::por::audit::{parts, picks};
+use vouch_core::por::client::{WritePlan, Written};
+use vouch_core::por::heap::SLOT_WIDTH;
+use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes};
+use vouch_core::por::Region;
+use vouch_proto::por::{
+    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorPlanRequest, PorReadAnswer, PorReadRequest,
+    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
+};
+use vouch_store::{PorLog, PorStoreError, StoreError};
+
+/// Most picks per part of one audit.
+pub const MAX_POR_LAMBDA: u32 = 4096;
+/// Most slots one request may read, write or restore.
+pub const MAX_POR_SLOTS: usize = 8192;
+
+/// The provider's open logs, by client.
+pub(crate) type PorLogs = tokio::sync::Mutex<HashMap<String, PorLog>>;
+
+impl From<PorStoreError> for ProviderError {
+    fn from(e: PorStoreError) -> Self {
+        match e {
+            PorStoreError::Refused(_) | PorStoreError::Shape { .. } => bad(e),
+            PorStoreError::Exists => ProviderError::Conflict(e.to_string()),
+            PorStoreError::NotHeld { .. } => ProviderError::NotFound(e.to_string()),
+            // Bytes the log needs are gone: data lost until the client repairs it.
+            PorStoreError::Store(StoreError::NotFound { key }) => lost(&key, "missing"),
+            PorStoreError::Store(StoreError::BadRange { key, .. }) => lost(&key, "cut short"),
+            PorStoreError::CorruptState { at, detail } => lost(&at, detail),
+            PorStoreError::Store(e) => ProviderError::Store(e),
+        }
+    }
+}
+
+fn lost(at: &str, detail: impl ToString) -> ProviderError {
+    ProviderError::Store(StoreError::Corrupt { at: at.to_string(), detail: detail.to_string() })
+}
+
+fn owner(client: &str) -> Vec<u8> {
+    format!("{client}/por").into_bytes()
+}
+
+fn status(log: &PorLog) -> PorStatus {
+    let schedule = log.schedule();
+    PorStatus { log_capacity: schedule.log_capacity as u8, time: schedule.time }
+}
+
+fn bounded(count: usize) -> Result<(), ProviderError> {
+    if count > MAX_POR_SLOTS {
+        return Err(ProviderError::TooLarge(format!("{count} slots in one request; at most {MAX_POR_SLOTS}")));
+    }
+    Ok(())
+}
+
+impl Provider {
+    /// The client's log, opened from the store at its first use.
+    async fn with_log<T>(
+        &self,
+        client: &str,
+        work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
+    ) -> Result<T, ProviderError> {
+        let mut logs = self.por.lock().await;
+        if !logs.contains_key(client) {
+            let log = PorLog::open(&self.repo, &owner(client))
+                .await?
+                .ok_or_else(|| ProviderError::NotFound("no PoR log; create one with por-init".into()))?;
+            logs.insert(client.to_string(), log);
+        }
+        work(logs.get_mut(client).expect("inserted above"), &self.repo).await
+    }
+
+    pub async fn por_init(&self, client: &str, req: &PorInitRequest) -> Result<PorStatus, ProviderError> {
+        let coded = sealed_list_from_bytes(&req.coded).map_err(bad)?;
+        let mut logs = self.por.lock().await;
+        let log = PorLog::create(&self.repo, &owner(client), u32::from(req.log_capacity), SLOT_WIDTH, coded).await?;
+        let answer = status(&log);
+        logs.insert(client.to_string(), log);
+        Ok(answer)
+    }
+
+    pub async fn por_status(&self, client: &str) -> Result<PorStatus, ProviderError> {
+        self.with_log(client, async |log, _| Ok(status(log))).await
+    }
+
+    pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
+        let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
+        bounded(plan.indices.len())?;
+        self.with_log(client, async |log, _| Ok(PorContext { context: ByteBuf::from(log.context(&plan)?.to_bytes()) }))
+            .await
+    }
+
+    pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
+        let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
+        bounded(req.writes.len())?;
+        let slots = slots_from_bytes(&req.slots).map_err(bad)?;
+        self.with_log(client, async |log, repo| {
+            let written = Written::from_upload_bytes(&req.upload, log.schedule()).map_err(bad)?;
+            log.apply(repo, &plan, &req.writes, &slots, &written).await?;
+            Ok(status(log))
+        })
+        .await
+    }
+
+    pub async fn por_read(&self, client: &str, req: &PorReadRequest) -> Result<PorReadAnswer, ProviderError> {
+        bounded(req.indices.len())?;
+        self.with_log(client, async |log, repo| {
+            Ok(PorReadAnswer { read: ByteBuf::from(log.read(repo, &req.indices).await?.to_bytes()) })
+        })
+        .await
+    }
+
+    /// One proof per part of the provider's schedule; the client checks them against its own.
+    pub async fn por_audit(&self, client: &str, req: &PorAuditRequest) -> Result<PorAuditAnswer, ProviderError> {
+        if req.lambda == 0 || req.lambda > MAX_POR_LAMBDA {
+            return Err(bad(format!("lambda must be 1 to {MAX_POR_LAMBDA}")));
+        }
+        self.with_log(client, async |log, repo| {
+            let mut proofs = Vec::new();
+            for part in parts(&log.schedule()) {
+                let chosen = picks(&req.seed, &part, req.lambda as usize);
+                proofs.push(ByteBuf::from(log.prove(repo, &part, &chosen).await?.to_bytes()));
+            }
+            Ok(PorAuditAnswer { parts: proofs })
+        })
+        .await
+    }
+
+    pub async fn por_region(&self, client: &str, req: &PorRegionRequest) -> Result<PorRegionAnswer, ProviderError> {
+        let region = match req.region {
+            0xFE => Region::Coded,
+            level => Region::Level(level),
+        };
+        self.with_log(client, async |log, repo| {
+            let schedule = log.schedule();
+            let slots = match region {
+                Region::Level(level) if u32::from(level) < schedule.log_capacity => 2u64 << level,
+                Region::Level(_) => return Err(ProviderError::NotFound(format!("{region:?}"))),
+                _ => 2 * schedule.capacity(),
+            };
+            // A region travels whole in one answer (streaming it is not built yet).
+            bounded(slots as usize)?;
+            Ok(PorRegionAnswer { region: ByteBuf::from(log.region(repo, region).await?.to_bytes()) })
+        })
+        .await
+    }
+
+    pub async fn por_restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
+        bounded(req.indices.len())?;
+        let slots = slots_from_bytes(&req.slots).map_err(bad)?;
+        if slots.len() != req.indices.len() * SLOT_WIDTH {
+            return Err(bad("one slot per index"));
+        }
+        let slots: Vec<(u64, Vec<u64>)> =
+            req.indices.iter().copied().zip(slots.chunks_exact(SLOT_WIDTH).map(<[u64]>::to_vec)).collect();
+        self.with_log(client, async |log, repo| {
+            log.restore(repo, &slots).await?;
+            Ok(status(log))
+        })
+        .await
+    }
+}

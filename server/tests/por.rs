@@ -1,0 +1,207 @@
+//! The PoR log over the real HTTP protocol: a client made of `vouch_core::por`'s pure parts
+//! creates its log, writes blocks in batches, reads them back through U, audits every level
+//! and C, and repairs C after its bytes are damaged on the backend itself.
+
+use rand::{rngs::StdRng, RngCore, SeedableRng};
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
+use vouch_core::por::checksum::{ChecksumKey, SealKey};
+use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext};
+use vouch_core::por::heap::{join_block, slots_for, split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
+use vouch_core::por::repair::{recover_raw, RegionRead};
+use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
+use vouch_proto::por::*;
+use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
+use vouch_server::{token_hash, Provider, RunningServer, ServeOptions};
+
+const TOKEN: &str = "por-token";
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    state: LogState,
+    seal: SealKey,
+    sums: ChecksumKey,
+    next: u64,
+}
+
+impl Client {
+    async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
+        let response = self
+            .http
+            .post(format!("{}{}", self.base, op.path()))
+            .bearer_auth(TOKEN)
+            .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
+            .body(encode(req))
+            .send()
+            .await
+            .unwrap();
+        let ok = response.status().is_success();
+        let body = response.bytes().await.unwrap();
+        if ok {
+            Ok(decode(&body).unwrap())
+        } else {
+            Err(decode(&body).unwrap())
+        }
+    }
+
+    /// Writes `blocks` into fresh slots, one batch; returns where each starts.
+    async fn put(&mut self, blocks: &[Vec<u8>]) -> Vec<u64> {
+        let (mut writes, mut slots, mut firsts) = (Vec::new(), Vec::new(), Vec::new());
+        for block in blocks {
+            firsts.push(self.next);
+            slots.extend(split_block(self.next, block));
+            let count = slots_for(block.len() as u64);
+            writes.extend(self.next..self.next + count);
+            self.next += count;
+        }
+        let planned = plan(&self.state, &writes).unwrap();
+        let context: PorContext =
+            self.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
+        let context = WriteContext::from_bytes(&context.context).unwrap();
+        let written = write(&self.state, &planned, &context, &writes, &slots, &self.seal, &self.sums).unwrap();
+        let request = PorWriteRequest {
+            plan: planned.to_bytes().into(),
+            writes,
+            slots: slots_to_bytes(&slots).into(),
+            upload: written.upload_bytes().into(),
+        };
+        let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
+        assert_eq!(
+            (u32::from(status.log_capacity), status.time),
+            (written.state.schedule.log_capacity, written.state.schedule.time)
+        );
+        self.state = written.state;
+        firsts
+    }
+
+    async fn get(&self, first: u64, len: u64) -> Vec<u8> {
+        let indices: Vec<u64> = (first..first + slots_for(len)).collect();
+        let answer: PorReadAnswer = self.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
+        let read = RawRead::from_bytes(&answer.read).unwrap();
+        verify_read(&self.state, &indices, &read, &self.seal, &self.sums).unwrap();
+        join_block(first, len, &read.slots).unwrap()
+    }
+
+    /// Every part's verdict; `Err` when the provider cannot answer at all.
+    async fn audit(&self, lambda: u32) -> Result<Vec<bool>, ErrorBody> {
+        let seed = [9; 32];
+        let answer: PorAuditAnswer = self.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
+        let all = parts(&self.state.schedule);
+        assert_eq!(answer.parts.len(), all.len());
+        Ok(all
+            .iter()
+            .zip(&answer.parts)
+            .map(|(part, bytes)| {
+                let chosen = picks(&seed, part, lambda as usize);
+                PartProof::from_bytes(bytes, chosen.len(), SLOT_WIDTH)
+                    .is_ok_and(|proof| verify_part(&self.seal, &self.sums, part, &chosen, &proof).is_ok())
+            })
+            .collect())
+    }
+
+    async fn region(&self, region: u8) -> RegionRead {
+        let answer: PorRegionAnswer = self.call(Op::PorRegion, &PorRegionRequest { region }).await.unwrap();
+        RegionRead::from_bytes(&answer.region).unwrap()
+    }
+}
+
+async fn serve(data: &Path) -> RunningServer {
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
+    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
+    vouch_server::start_with("127.0.0.1:0", provider, clients, ServeOptions::default(), std::future::pending())
+        .await
+        .unwrap()
+}
+
+fn files_named(dir: &Path, part: &str, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_named(&path, part, out);
+        } else if path.to_string_lossy().contains(part) {
+            out.push(path);
+        }
+    }
+}
+
+#[tokio::test]
+async fn blocks_written_through_the_server_read_back_audit_and_repair() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(data.path()).await;
+    let seal = SealKey::new(&[1; 32]);
+    let (state, coded) = LogState::new(2, &seal);
+    let mut client = Client {
+        http: reqwest::Client::new(),
+        base: format!("http://{}", server.addr),
+        state,
+        seal,
+        sums: ChecksumKey::new(&[2; 32], SLOT_WIDTH),
+        next: 0,
+    };
+    let none: Result<PorStatus, _> = client.call(Op::PorStatus, &PorStatusRequest {}).await;
+    assert_eq!(none.unwrap_err().code, ErrorCode::NotFound);
+    let init = PorInitRequest { log_capacity: 2, coded: sealed_list_to_bytes(&coded).into() };
+    let _: PorStatus = client.call(Op::PorInit, &init).await.unwrap();
+    let again: Result<PorStatus, _> = client.call(Op::PorInit, &init).await;
+    assert_eq!(again.unwrap_err().code, ErrorCode::Conflict);
+
+    // Blocks of several sizes in three batches: U grows from 4 slots past 16.
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut stored = Vec::new();
+    for sizes in [vec![100, SLOT_DATA_BYTES], vec![3 * SLOT_DATA_BYTES + 1, 0, 7000], vec![20_000, 1]] {
+        let blocks: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&n| {
+                let mut b = vec![0; n];
+                rng.fill_bytes(&mut b);
+                b
+            })
+            .collect();
+        let firsts = client.put(&blocks).await;
+        stored.extend(firsts.into_iter().zip(blocks));
+    }
+    assert!(client.state.schedule.log_capacity >= 4);
+    for (first, block) in &stored {
+        assert_eq!(&client.get(*first, block.len() as u64).await, block);
+    }
+    assert!(client.audit(8).await.unwrap().iter().all(|&ok| ok));
+
+    // Damage C on the backend itself: a quarter of its slots overwritten with bytes that are
+    // no field elements.
+    let mut segments = Vec::new();
+    files_named(data.path(), "coded-", &mut segments);
+    segments.retain(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("slots-")));
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    let mut bytes = std::fs::read(&segments[0]).unwrap();
+    let slot_bytes = SLOT_WIDTH * 8;
+    let slots = bytes.len() / slot_bytes;
+    for i in (0..slots).step_by(4) {
+        bytes[i * slot_bytes..(i + 1) * slot_bytes].fill(0xff);
+    }
+    std::fs::write(&segments[0], &bytes).unwrap();
+    let all_slots = 2 * client.state.schedule.capacity() as u32;
+    let verdicts = client.audit(all_slots).await;
+    assert!(verdicts.is_err() || verdicts.unwrap().iter().any(|ok| !ok), "the damage is seen");
+
+    // Repair: U from what is left of C and the levels, checked against U's root.
+    let coded = client.region(0xFE).await;
+    assert_eq!(coded.slots.iter().filter(|s| s.is_none()).count(), slots.div_ceil(4));
+    let mut levels = Vec::new();
+    for level in client.state.schedule.filled_levels() {
+        levels.push(client.region(level as u8).await);
+    }
+    let raw = recover_raw(&client.state.schedule, &coded, &levels, &client.seal, &client.sums).unwrap();
+    let indices: Vec<u64> = (0..client.state.schedule.capacity()).collect();
+    let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
+    let read = RawRead { slots: raw, ..RawRead::from_bytes(&answer.read).unwrap() };
+    verify_read(&client.state, &indices, &read, &client.seal, &client.sums).unwrap();
+    for (first, block) in &stored {
+        let at = *first as usize * SLOT_WIDTH;
+        let len = slots_for(block.len() as u64) as usize * SLOT_WIDTH;
+        assert_eq!(&join_block(*first, block.len() as u64, &read.slots[at..at + len]).unwrap(), block);
+    }
+    server.shutdown().await.unwrap();
+}
