@@ -12,6 +12,7 @@ mod measure;
 mod names;
 pub mod pdp;
 pub mod por;
+pub mod por_disk;
 pub mod por_writes;
 pub mod repo;
 pub mod store;

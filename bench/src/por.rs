@@ -10,6 +10,7 @@
 //! with encoding the same blocks into as many recovery blocks with `reed-solomon-simd`.
 
 use crate::measure::{check, min_time, min_time_with, targets_text, SelfCheckFailed, Target};
+use crate::por_disk::{self, DiskFigure};
 use crate::por_writes::{self, AuditFigure, WriteFigure};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
@@ -44,6 +45,8 @@ pub struct Report {
     pub writes: Vec<WriteFigure>,
     /// One audit per log size, taken when the most levels are filled.
     pub audits: Vec<AuditFigure>,
+    /// Write throughput on the local backend beside the disk's bound ([`crate::por_disk`]).
+    pub disk: Vec<DiskFigure>,
     pub targets: Vec<Target>,
 }
 
@@ -123,6 +126,11 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         }
     }
     targets.extend(por_writes::targets(&writes));
+    let mut disk = Vec::new();
+    let (k, disk_bytes) = if opts.quick { (12, 256 << 20) } else { (14, 1 << 30) };
+    progress(&format!("write throughput on the local backend: an epoch of 2^{k} slots in batches of 64"));
+    disk.push(por_disk::disk_figure(k, 64, disk_bytes)?);
+    targets.extend(por_disk::targets(&disk));
     Ok(Report {
         quick: opts.quick,
         block_bytes: BLOCK_BYTES,
@@ -135,6 +143,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         levels: figures,
         writes,
         audits,
+        disk,
         targets,
     })
 }
@@ -255,6 +264,12 @@ impl Report {
             out += &format!(
                 "audit, capacity 2^{}: {} parts of λ = {}, {} bytes; provider {:.2} ms (from memory), client {:.2} ms\n",
                 a.log_capacity, a.parts, a.lambda, a.bytes, a.provider_ms, a.client_ms
+            );
+        }
+        for d in &self.disk {
+            out += &format!(
+                "write throughput, local backend, capacity 2^{}, batches of {}: {:.1} MB/s (provider); disk {:.0} MB/s, bound disk/(2 log n) {:.1} MB/s\n",
+                d.log_capacity, d.batch, d.por_mb_per_s, d.disk_mb_per_s, d.bound_mb_per_s
             );
         }
         out + &targets_text(&self.targets)
