@@ -28,6 +28,75 @@ pub enum ProviderError {
     RawProof(#[from] RawProofError),
 }
 
+/// The schedule a plan starts from (after its growth), if the plan fits a log at `schedule`:
+/// a growth beyond the capacity and within bounds, levels that are filled, and U indices
+/// ascending, distinct and within the capacity. Every provider checks plans with this.
+pub fn check_plan(schedule: &Schedule, plan: &WritePlan) -> Result<Schedule, ProviderError> {
+    let refused = ProviderError::Plan { log_capacity: schedule.log_capacity, time: schedule.time };
+    let schedule = match plan.grow_to {
+        None => *schedule,
+        Some(k) if k <= schedule.log_capacity || k > MAX_LOG_CAPACITY => return Err(refused),
+        Some(k) => grown_schedule(schedule, k),
+    };
+    if plan.levels.iter().any(|&l| !schedule.is_filled(l)) {
+        return Err(refused);
+    }
+    let ascending = plan.indices.windows(2).all(|w| w[0] < w[1]);
+    if !ascending || plan.indices.last().is_none_or(|&last| last >= schedule.capacity()) {
+        return Err(RawProofError::Indices(schedule.log_capacity).into());
+    }
+    Ok(schedule)
+}
+
+/// The answer to a plan from what a provider holds: its schedule, U's tree and sealed
+/// checksums, and each filled level's sealed checksums (`level_sealed`).
+pub fn answer_plan(
+    schedule: &Schedule,
+    tree: &RawTree,
+    raw_sealed: &[Option<SealedChecksum>],
+    level_sealed: impl Fn(u32) -> Option<Vec<SealedChecksum>>,
+    plan: &WritePlan,
+) -> Result<WriteContext, ProviderError> {
+    let after = check_plan(schedule, plan)?;
+    let proof = match plan.grow_to {
+        None => tree.prove(&plan.indices)?,
+        Some(k) => {
+            let mut grown = tree.clone();
+            (schedule.log_capacity..k).try_for_each(|_| grown.grow())?;
+            grown.prove(&plan.indices)?
+        }
+    };
+    let sealed_at = |i: u64| raw_sealed.get(i as usize).copied().flatten();
+    let refused = ProviderError::Plan { log_capacity: schedule.log_capacity, time: schedule.time };
+    let levels = plan.levels.iter().map(|&l| level_sealed(l).ok_or(refused.clone())).collect::<Result<_, _>>()?;
+    let raw = plan.whole_raw.then(|| (0..after.capacity()).map(sealed_at).collect());
+    Ok(WriteContext { old: plan.indices.iter().map(|&i| sealed_at(i)).collect(), proof, levels, raw })
+}
+
+/// Whether a batch fits its (checked) plan: slots of `width` canonical elements, one per
+/// write, writes within the capacity and covering the plan's indices, and exactly the sealed
+/// checksums the batch's outcome calls for ([`batch_outcome`]).
+pub fn batch_fits(
+    schedule: &Schedule,
+    width: usize,
+    plan: &WritePlan,
+    writes: &[u64],
+    slots: &[u64],
+    written: &Written,
+) -> bool {
+    let (after, built, coded) = batch_outcome(schedule, plan.grow_to, writes.len() as u64);
+    let n = after.capacity();
+    !writes.is_empty()
+        && slots.len() == writes.len() * width
+        && slots.iter().all(|&e| e < P)
+        && writes.iter().all(|&i| i < n)
+        && written.raw.iter().map(|r| r.0).eq(plan.indices.iter().copied())
+        && writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().eq(plan.indices.iter())
+        && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
+        && written.levels.iter().all(|(l, sealed)| sealed.len() as u64 == 2u64 << l)
+        && written.coded.as_ref().map(|c| c.len() as u64) == coded.then_some(2 * n)
+}
+
 /// A level or C: its slots (X then Y, flat) and their sealed checksums.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stored {
@@ -78,32 +147,8 @@ impl ProviderLog {
 
     /// The answer to a plan, checked against the log's own schedule.
     pub fn context(&self, plan: &WritePlan) -> Result<WriteContext, ProviderError> {
-        let refused = ProviderError::Plan { log_capacity: self.schedule.log_capacity, time: self.schedule.time };
-        let mut schedule = self.schedule;
-        let grown;
-        let tree = match plan.grow_to {
-            None => &self.tree,
-            Some(k) if k <= schedule.log_capacity || k > MAX_LOG_CAPACITY => return Err(refused),
-            Some(k) => {
-                let mut tree = self.tree.clone();
-                (schedule.log_capacity..k).try_for_each(|_| tree.grow())?;
-                schedule = grown_schedule(&schedule, k);
-                grown = tree;
-                &grown
-            }
-        };
-        if plan.levels.iter().any(|&l| !schedule.is_filled(l)) {
-            return Err(refused);
-        }
-        let proof = tree.prove(&plan.indices)?;
-        let sealed_at = |i: u64| self.raw_sealed.get(i as usize).copied().flatten();
-        let levels = plan
-            .levels
-            .iter()
-            .map(|&l| self.levels[l as usize].as_ref().map(|s| s.sealed.clone()).ok_or(refused.clone()))
-            .collect::<Result<_, _>>()?;
-        let raw = plan.whole_raw.then(|| (0..1u64 << schedule.log_capacity).map(sealed_at).collect());
-        Ok(WriteContext { old: plan.indices.iter().map(|&i| sealed_at(i)).collect(), proof, levels, raw })
+        let level_sealed = |l: u32| self.levels.get(l as usize)?.as_ref().map(|s| s.sealed.clone());
+        answer_plan(&self.schedule, &self.tree, &self.raw_sealed, level_sealed, plan)
     }
 
     /// Applies a batch: the slots `slots` (flat) written at U indices `writes`, in order, and
@@ -115,24 +160,12 @@ impl ProviderLog {
         slots: &[u64],
         written: &Written,
     ) -> Result<(), ProviderError> {
-        self.context(plan)?;
-        let width = self.width;
-        let bad = ProviderError::Batch;
         // Everything is checked before anything changes: a refused batch leaves the log as it was.
-        let (after, built, coded) = batch_outcome(&self.schedule, plan.grow_to, writes.len() as u64);
-        let n = after.capacity();
-        let fits = !writes.is_empty()
-            && slots.len() == writes.len() * width
-            && slots.iter().all(|&e| e < P)
-            && writes.iter().all(|&i| i < n)
-            && written.raw.iter().map(|r| r.0).eq(plan.indices.iter().copied())
-            && writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().eq(plan.indices.iter())
-            && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
-            && written.levels.iter().all(|(l, sealed)| sealed.len() == 2 << l)
-            && written.coded.as_ref().map(Vec::len) == coded.then_some(2 * n as usize);
-        if !fits {
-            return Err(bad);
+        check_plan(&self.schedule, plan)?;
+        if !batch_fits(&self.schedule, self.width, plan, writes, slots, written) {
+            return Err(ProviderError::Batch);
         }
+        let width = self.width;
         if let Some(k) = plan.grow_to {
             self.grow(k, written.coded.clone().expect("checked above"))?;
         }

@@ -6,11 +6,10 @@ use super::objects;
 use super::raw;
 use super::{CrashPoint, Held, PorLog};
 use crate::{MetaBatch, Repository, StoreError};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use vouch_core::por::client::{batch_outcome, grown_schedule, WritePlan, Written};
 use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
-use vouch_core::por::field::P;
-use vouch_core::por::provider::ProviderError;
+use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
 use vouch_core::por::Region;
 
@@ -51,8 +50,8 @@ impl PorLog {
         slots: &[u64],
         written: &Written,
     ) -> Result<(), PorStoreError> {
-        self.check_plan(plan)?;
-        if !self.fits(plan, writes, slots, written) {
+        check_plan(&self.schedule, plan)?;
+        if !batch_fits(&self.schedule, self.width, plan, writes, slots, written) {
             return Err(ProviderError::Batch.into());
         }
         let outcome = self.run(repo, plan.grow_to, writes, slots).await?;
@@ -61,20 +60,6 @@ impl PorLog {
 
     /// The reference's checks of a batch against its plan, and every element below p (a
     /// rebuild's arithmetic assumes it).
-    fn fits(&self, plan: &WritePlan, writes: &[u64], slots: &[u64], written: &Written) -> bool {
-        let (after, built, coded) = batch_outcome(&self.schedule, plan.grow_to, writes.len() as u64);
-        let n = after.capacity();
-        !writes.is_empty()
-            && slots.len() == writes.len() * self.width
-            && slots.iter().all(|&e| e < P)
-            && writes.iter().all(|&i| i < n)
-            && written.raw.iter().map(|r| r.0).eq(plan.indices.iter().copied())
-            && writes.iter().collect::<BTreeSet<_>>().into_iter().eq(plan.indices.iter())
-            && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
-            && written.levels.iter().all(|(l, sealed)| sealed.len() as u64 == 2u64 << l)
-            && written.coded.as_ref().map(|c| c.len() as u64) == coded.then_some(2 * n)
-    }
-
     /// Every rebuild of the batch, in memory: levels below a rebuilt one come from the cache
     /// or the store, U (when C is rebuilt) from the metadata store.
     async fn run(
