@@ -19,8 +19,11 @@
 //! * [`repair`]: U recovered from C and the levels, any half of each;
 //! * [`wire`]: the canonical byte layouts of the log's messages.
 //!
-//! Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for the levels it
-//! rebuilds when it rebuilds them) and the reuse of ⊥ slots.
+//! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
+//! `por-*` operations. Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for
+//! the levels it rebuilds when it rebuilds them), Sec. 6.1's grouping of slots into larger
+//! blocks of H (levels' sealed checksums still cost bandwidth per slot), and the reuse of ⊥
+//! slots.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
