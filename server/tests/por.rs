@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
-use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext};
+use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, ReadError, WriteContext};
 use vouch_core::por::heap::{join_block, slots_for, split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
 use vouch_core::por::repair::{recover_raw, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_proto::por::*;
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
-use vouch_server::{token_hash, Provider, RunningServer, ServeOptions};
+use vouch_server::{token_hash, Misbehave, Misbehaving, Provider, RunningServer, ServeOptions};
 
 const TOKEN: &str = "por-token";
 
@@ -28,6 +28,18 @@ struct Client {
 }
 
 impl Client {
+    fn new(server: &RunningServer) -> Client {
+        let seal = SealKey::new(&[1; 32]);
+        let state = LogState::new(2, &seal).0;
+        let sums = ChecksumKey::new(&[2; 32], SLOT_WIDTH);
+        Client { http: reqwest::Client::new(), base: format!("http://{}", server.addr), state, seal, sums, next: 0 }
+    }
+
+    fn init_request(&self) -> PorInitRequest {
+        let coded = LogState::new(2, &self.seal).1;
+        PorInitRequest { log_capacity: 2, coded: sealed_list_to_bytes(&coded).into() }
+    }
+
     async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
         let response = self
             .http
@@ -77,12 +89,12 @@ impl Client {
         firsts
     }
 
-    async fn get(&self, first: u64, len: u64) -> Vec<u8> {
+    async fn get(&self, first: u64, len: u64) -> Result<Vec<u8>, ReadError> {
         let indices: Vec<u64> = (first..first + slots_for(len)).collect();
         let answer: PorReadAnswer = self.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
         let read = RawRead::from_bytes(&answer.read).unwrap();
-        verify_read(&self.state, &indices, &read, &self.seal, &self.sums).unwrap();
-        join_block(first, len, &read.slots).unwrap()
+        verify_read(&self.state, &indices, &read, &self.seal, &self.sums)?;
+        Ok(join_block(first, len, &read.slots).unwrap())
     }
 
     /// Every part's verdict; `Err` when the provider cannot answer at all.
@@ -108,8 +120,8 @@ impl Client {
     }
 }
 
-async fn serve(data: &Path) -> RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
+async fn serve(data: &Path, lie: Misbehave) -> RunningServer {
+    let provider = Misbehaving::new(Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap(), lie);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     vouch_server::start_with("127.0.0.1:0", provider, clients, ServeOptions::default(), std::future::pending())
         .await
@@ -130,20 +142,11 @@ fn files_named(dir: &Path, part: &str, out: &mut Vec<std::path::PathBuf>) {
 #[tokio::test]
 async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     let data = tempfile::tempdir().unwrap();
-    let server = serve(data.path()).await;
-    let seal = SealKey::new(&[1; 32]);
-    let (state, coded) = LogState::new(2, &seal);
-    let mut client = Client {
-        http: reqwest::Client::new(),
-        base: format!("http://{}", server.addr),
-        state,
-        seal,
-        sums: ChecksumKey::new(&[2; 32], SLOT_WIDTH),
-        next: 0,
-    };
+    let server = serve(data.path(), Misbehave::None).await;
+    let mut client = Client::new(&server);
     let none: Result<PorStatus, _> = client.call(Op::PorStatus, &PorStatusRequest {}).await;
     assert_eq!(none.unwrap_err().code, ErrorCode::NotFound);
-    let init = PorInitRequest { log_capacity: 2, coded: sealed_list_to_bytes(&coded).into() };
+    let init = client.init_request();
     let _: PorStatus = client.call(Op::PorInit, &init).await.unwrap();
     let again: Result<PorStatus, _> = client.call(Op::PorInit, &init).await;
     assert_eq!(again.unwrap_err().code, ErrorCode::Conflict);
@@ -165,7 +168,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     }
     assert!(client.state.schedule.log_capacity >= 4);
     for (first, block) in &stored {
-        assert_eq!(&client.get(*first, block.len() as u64).await, block);
+        assert_eq!(&client.get(*first, block.len() as u64).await.unwrap(), block);
     }
     assert!(client.audit(8).await.unwrap().iter().all(|&ok| ok));
 
@@ -204,4 +207,30 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
         assert_eq!(&join_block(*first, block.len() as u64, &read.slots[at..at + len]).unwrap(), block);
     }
     server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn each_por_lie_is_caught() {
+    for lie in [Misbehave::ForgePorAggregate, Misbehave::SwapPorSlots] {
+        let data = tempfile::tempdir().unwrap();
+        let server = serve(data.path(), lie).await;
+        let mut client = Client::new(&server);
+        let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+        let blocks = vec![vec![7u8; 2 * SLOT_DATA_BYTES], vec![9u8; 10]];
+        let firsts = client.put(&blocks).await;
+        let audit = client.audit(8).await.unwrap();
+        let read = client.get(firsts[0], blocks[0].len() as u64).await;
+        match lie {
+            Misbehave::ForgePorAggregate => {
+                assert!(audit.iter().all(|ok| !ok), "every forged part is caught: {audit:?}");
+                assert_eq!(read.unwrap(), blocks[0]);
+            }
+            _ => {
+                assert!(audit.iter().all(|&ok| ok));
+                assert_eq!(read, Err(ReadError::RawRoot), "swapped slots are caught");
+                assert_eq!(client.get(firsts[1], 10).await.unwrap(), blocks[1], "a one-slot read is honest");
+            }
+        }
+        server.shutdown().await.unwrap();
+    }
 }

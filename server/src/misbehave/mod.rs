@@ -66,13 +66,19 @@ pub enum Misbehave {
     /// Not a lie: a slow honest provider, so that a test's kill lands in the middle of a
     /// commit (before it is durable, or after it and before the answer).
     SlowCommit,
+    /// Answer each PoR audit with every part's aggregate slot changed (one added to its last
+    /// element): the forged aggregate of Sec. 5.5.
+    ForgePorAggregate,
+    /// Answer each read of U with its first two slots (and their sealed checksums) in each
+    /// other's place.
+    SwapPorSlots,
 }
 
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 17] = [
+    pub const ALL: [Misbehave; 19] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -90,6 +96,8 @@ impl Misbehave {
         Misbehave::WrongCount,
         Misbehave::DropAnswer,
         Misbehave::SlowCommit,
+        Misbehave::ForgePorAggregate,
+        Misbehave::SwapPorSlots,
     ];
 
     pub fn name(self) -> &'static str {
@@ -111,6 +119,8 @@ impl Misbehave {
             Misbehave::WrongCount => "wrong-count",
             Misbehave::DropAnswer => "drop-answer",
             Misbehave::SlowCommit => "slow-commit",
+            Misbehave::ForgePorAggregate => "forge-por-aggregate",
+            Misbehave::SwapPorSlots => "swap-por-slots",
         }
     }
 }
