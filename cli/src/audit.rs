@@ -45,6 +45,40 @@ fn print_reports(reports: &[AuditReport], out: Output) {
     });
 }
 
+/// `vouch audit --por`: every level of the PoR log and C challenged; a report per part, and
+/// exit 3 when any fails.
+pub async fn por(client: &Client, args: Audit, out: Output) -> Result<(), Failure> {
+    if args.name.is_some() || args.public.is_some() {
+        return Err(
+            ClientError::BadInput("--por audits the client's whole PoR log: no NAME, no --public".into()).into()
+        );
+    }
+    if !(1..=4096).contains(&args.lambda) {
+        return Err(ClientError::BadInput("--lambda is 1 to 4096".into()).into());
+    }
+    let report = client.audit_por(args.lambda).await?;
+    out.print(&report, || {
+        let mut lines = vec![format!(
+            "PoR log: 2^{} slots, time {}, {} slots used; {} picks per part, proof {}",
+            report.log_capacity,
+            report.time,
+            report.slots_used,
+            report.lambda,
+            human(report.proof_bytes as u64)
+        )];
+        for p in &report.parts {
+            let verdict = match &p.problem {
+                None => "verified".to_string(),
+                Some(problem) => format!("FAILED: {problem}"),
+            };
+            lines.push(format!("  {} ({} slots, {} picks): {verdict}", p.region, p.slots, p.picks));
+        }
+        lines.join("\n")
+    });
+    report.into_result()?;
+    Ok(())
+}
+
 /// `vouch audit`: the owner's audit of one name or of every name.
 pub async fn owner(client: &Client, args: Audit, out: Output) -> Result<(), Failure> {
     let names = match &args.name {

@@ -52,6 +52,10 @@ pub struct Put {
     /// Block size in bytes (default 16384).
     #[arg(long)]
     block_size: Option<usize>,
+    /// With retrievability: a copy of every version goes to the client's erasure-coded PoR
+    /// log, which `audit --por` checks whole and `repair` rebuilds.
+    #[arg(long)]
+    por: bool,
 }
 
 #[derive(Args)]
@@ -64,8 +68,11 @@ pub struct Get {
     #[arg(long)]
     version: Option<u64>,
     /// Only bytes A..B.
-    #[arg(long, value_parser = parse_range)]
+    #[arg(long, value_parser = parse_range, conflicts_with = "por")]
     range: Option<Range<u64>>,
+    /// Read the file's PoR copy through U (not the provider's block store), verified.
+    #[arg(long)]
+    por: bool,
 }
 
 #[derive(Args)]
@@ -129,6 +136,14 @@ pub struct Audit {
     /// With --public: the provider's URL.
     #[arg(long, env = "VOUCH_SERVER")]
     pub(crate) server: Option<String>,
+    /// Audit the client's whole PoR log instead (every level of H and C; a JSON report per
+    /// level with --json).
+    #[arg(long)]
+    pub(crate) por: bool,
+    /// With --por: slots challenged per level (a level missing half its slots passes with
+    /// probability 2^-lambda).
+    #[arg(long, default_value_t = 128)]
+    pub(crate) lambda: u32,
     /// With --public: a bearer token the provider accepts for the owner's namespace.
     #[arg(long, env = "VOUCH_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
@@ -199,7 +214,11 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
             let bar = out.bar(size, "put");
             let shown = bar.clone();
             let input = read_input(&args.file)?;
-            let t = client.put(&name, input, args.block_size, move |n| shown.set_position(n)).await;
+            let t = if args.por {
+                client.put_por(&name, input, args.block_size, move |n| shown.set_position(n)).await
+            } else {
+                client.put(&name, input, args.block_size, move |n| shown.set_position(n)).await
+            };
             bar.finish_and_clear();
             let t = t?;
             out.print(&t, || {
@@ -282,7 +301,15 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
                 )
             });
         }
+        Command::Audit(args) if args.por => crate::audit::por(&client, args, out).await?,
         Command::Audit(args) => crate::audit::owner(&client, args, out).await?,
+        Command::Repair(args) => {
+            let r = client.repair(&args.name).await?;
+            out.print(&r, || match r.restored {
+                0 => format!("{} version {}: the PoR copy is intact ({} slots)", r.name, r.version, r.slots),
+                n => format!("{} version {}: {n} slots rebuilt from C and H, checked, written back", r.name, r.version),
+            });
+        }
         Command::Root => crate::audit::root(&client, out).await?,
         Command::Key { which: KeyCommand::ExportPublic { file } } => crate::audit::export_public(&client, &file, out)?,
         _ => unreachable!("handled in main"),
@@ -321,6 +348,25 @@ async fn init(args: Init, dir: &Path, out: Output) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What `get` fetched, for its report.
+#[derive(Serialize)]
+struct Got {
+    name: String,
+    version: u64,
+    bytes: u64,
+    /// `blocks` (the provider's block store) or `por` (the PoR copy, through U).
+    from: &'static str,
+}
+
+async fn fetch(client: &Client, args: &Get, w: &mut (impl Write + Send)) -> Result<Got, ClientError> {
+    if args.por {
+        let r = client.get_por(&args.name, args.version, w).await?;
+        return Ok(Got { name: r.name, version: r.version, bytes: r.bytes, from: "por" });
+    }
+    let t = client.get(&args.name, args.version, args.range.clone(), w).await?;
+    Ok(Got { name: t.name, version: t.version, bytes: t.bytes, from: "blocks" })
+}
+
 async fn get(client: &Client, args: Get, out: Output) -> Result<(), Failure> {
     let bar = out.bar(None, "get");
     let result = match &args.output {
@@ -329,7 +375,7 @@ async fn get(client: &Client, args: Get, out: Output) -> Result<(), Failure> {
             let tmp = path.with_extension("vouch-partial");
             let file = std::fs::File::create(&tmp).map_err(ClientError::io(format!("creating {}", tmp.display())))?;
             let mut w = std::io::BufWriter::new(file);
-            let r = client.get(&args.name, args.version, args.range.clone(), &mut w).await;
+            let r = fetch(client, &args, &mut w).await;
             let r = r.and_then(|t| {
                 w.flush().map_err(ClientError::io("writing the output"))?;
                 std::fs::rename(&tmp, path).map_err(ClientError::io(format!("renaming to {}", path.display())))?;
@@ -342,7 +388,7 @@ async fn get(client: &Client, args: Get, out: Output) -> Result<(), Failure> {
         }
         None => {
             let mut stdout = std::io::BufWriter::new(std::io::stdout());
-            let r = client.get(&args.name, args.version, args.range.clone(), &mut stdout).await;
+            let r = fetch(client, &args, &mut stdout).await;
             let flushed = stdout.flush().map_err(ClientError::io("writing the output"));
             r.and_then(|t| flushed.map(|()| t))
         }

@@ -54,6 +54,9 @@ enum Command {
     /// Challenge the provider to prove it holds a file (all files without NAME); with
     /// --public, as a third party holding only the public key and the root.
     Audit(commands::Audit),
+    /// Rebuild the PoR copy of a file stored with `put --por` from the log's code (C and
+    /// H) when its slots are lost or damaged, check it, and write it back.
+    Repair(commands::Name),
     /// Print the namespace root (and the public key's id) to hand to a third-party auditor.
     Root,
     /// The client's key: export the public key of an RSA client for auditors.

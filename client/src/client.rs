@@ -8,6 +8,7 @@ use crate::intent::{new_attempt, Intent, Planned};
 use crate::keys::{ClientKey, Keys};
 use crate::ledger::{Committing, Ledger, Snapshot};
 use crate::persist::{MemoryState, StateStore};
+use crate::por::is_por_file;
 use crate::remote::Remote;
 use crate::state::{Root, StateDir};
 use crate::upload::{NewVersion, PutUpload};
@@ -23,7 +24,7 @@ use vouch_core::pdp::Challenge;
 use vouch_proto::Op;
 use vouch_proto::{
     AuditAnswer, AuditRequest, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest, PruneRequest,
-    ReadFrame, ReadRequest, RemoveRequest,
+    ReadChunk, ReadFrame, ReadRequest, RemoveRequest,
 };
 
 /// What a put, edit or get did, for reports.
@@ -277,7 +278,24 @@ impl Client {
         valid_name(name)?;
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
         let commit = self.begin_commit().await?;
-        self.put_locked(&commit, name, reader, cutting, progress, started).await
+        self.put_locked(&commit, name, reader, (cutting, false), progress, started).await
+    }
+
+    /// [`Client::put`] with retrievability: the version also gets a copy in the client's PoR
+    /// log (created at the first use). A new name becomes a PoR file, whose every later
+    /// version gets one too; an existing file must be one already.
+    pub async fn put_por(
+        &self,
+        name: &str,
+        reader: impl Read + Send + 'static,
+        block_size: Option<usize>,
+        progress: impl Fn(u64) + Send + 'static,
+    ) -> Result<Transfer, ClientError> {
+        let started = Instant::now();
+        valid_name(name)?;
+        let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
+        let commit = self.begin_commit().await?;
+        self.put_locked(&commit, name, reader, (cutting, true), progress, started).await
     }
 
     /// A put, the commit lock held: the name's proven state, the upload, the commit's check.
@@ -286,7 +304,7 @@ impl Client {
         commit: &Committing<'_>,
         name: &str,
         reader: impl Read + Send + 'static,
-        cutting: Cutting,
+        (cutting, por): (Cutting, bool),
         progress: impl Fn(u64) + Send + 'static,
         started: Instant,
     ) -> Result<Transfer, ClientError> {
@@ -297,6 +315,19 @@ impl Client {
             .map_err(|e| e.absence_unproven(name))?;
         let (found, latest) = verify::located(&self.ledger.root(), name, None, &located)?;
         self.same_scheme(name, latest.as_ref().map(|v| &v.record))?;
+        let por_file = match &latest {
+            Some(v) if por && !is_por_file(&v.entry.file) => {
+                return Err(ClientError::BadInput(format!(
+                    "{name} was stored without --por; a file has a PoR copy from its first version on \
+                     (remove it, or put under another name)"
+                )))
+            }
+            Some(v) => is_por_file(&v.entry.file),
+            None => por,
+        };
+        if por_file {
+            self.por_owe_copy(commit, name).await?;
+        }
         // Counted in frame parts (about two per block): a few frames in flight.
         let (tx, rx) = tokio::sync::mpsc::channel(2048);
         let upload = PutUpload {
@@ -304,10 +335,11 @@ impl Client {
             ledger: self.ledger.clone(),
             name: name.into(),
             old: self.ledger.root(),
-            version: NewVersion::after(latest.as_ref()),
+            version: NewVersion::after(latest.as_ref(), por_file),
             cutting,
             frames: tx,
             attempt: new_attempt(),
+            keep_blocks: por_file,
         };
         let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
         let answer =
@@ -315,8 +347,11 @@ impl Client {
         let produced =
             producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
         let answer = answer.map_err(|e| e.absence_unproven(name))?;
-        let (record, blocks) = produced?;
+        let (record, blocks, kept) = produced?;
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
+        if por_file {
+            self.por_pay_copy(commit, name, &record, Some(kept)).await?;
+        }
         Ok(Transfer {
             name: name.into(),
             version: record.number,
@@ -355,8 +390,8 @@ impl Client {
         let mut proof_bytes = 0u64;
         let mut blocks = 0u64;
         let (verified, written) = self
-            .read_blocks(self.reading(), name, want, range, |chunk_blocks, proof| {
-                proof_bytes += proof as u64;
+            .read_blocks(self.reading(), name, want, range, |chunk_blocks, chunk| {
+                proof_bytes += chunk.proof.len() as u64;
                 for (slice, _) in chunk_blocks {
                     out.write_all(slice).map_err(ClientError::io("writing the output"))?;
                     blocks += 1;
@@ -383,7 +418,7 @@ impl Client {
         name: &str,
         want: Option<u64>,
         range: Option<Range<u64>>,
-        mut each: impl FnMut(RangeParts<'_>, usize) -> Result<(), ClientError>,
+        mut each: impl FnMut(RangeParts<'_>, &ReadChunk) -> Result<(), ClientError>,
     ) -> Result<(Verified, u64), ClientError> {
         valid_name(name)?;
         let key = self.keys.owner()?;
@@ -418,9 +453,30 @@ impl Client {
                     return Err(ClientError::violation(ViolationKind::MalformedAnswer, "a second header in a read"))
                 }
             };
-            each(read.chunk(key, &chunk)?, chunk.proof.len())?;
+            each(read.chunk(key, &chunk)?, &chunk)?;
         }
         Ok((verified, read.finish()?))
+    }
+
+    /// The blocks of version `number` of `name` with their nonces and tags, read verified
+    /// (for a PoR copy).
+    pub(crate) async fn tagged_blocks(
+        &self,
+        _commit: &Committing<'_>,
+        name: &str,
+        number: u64,
+    ) -> Result<Vec<crate::por::TaggedData>, ClientError> {
+        let mut blocks = Vec::new();
+        self.read_blocks(View::Committing, name, Some(number), None, |_, chunk| {
+            blocks.extend(chunk.blocks.iter().map(|b| crate::por::TaggedData {
+                nonce: b.nonce,
+                tag: b.tag.to_vec(),
+                data: b.data.clone(),
+            }));
+            Ok(())
+        })
+        .await?;
+        Ok(blocks)
     }
 
     /// Every name, verified complete.

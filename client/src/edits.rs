@@ -130,6 +130,10 @@ impl Client {
             time,
             edits: batch.edits,
         };
+        let por_file = crate::por::is_por_file(&latest.record.file);
+        if por_file {
+            self.por_owe_copy(commit, name).await?;
+        }
         let intent =
             Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
         self.ledger.intend(intent)?;
@@ -138,6 +142,11 @@ impl Client {
         let record = plan.record(&answer)?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
+        if por_file {
+            // The new version's copy whole, from a verified read (a copy of only the blocks
+            // the edit wrote is future work).
+            self.por_pay_copy(commit, name, &record, None).await?;
+        }
         Ok((record, answer))
     }
 
@@ -225,7 +234,7 @@ impl Client {
         let latest = match verify::located(&self.root(), name, None, &answer.located)? {
             (_, Some(v)) => v,
             (_, None) => {
-                let t = self.put_locked(&commit, name, local.file, Cutting::Content, |_| {}, started).await?;
+                let t = self.put_locked(&commit, name, local.file, (Cutting::Content, false), |_| {}, started).await?;
                 return Ok(SyncReport {
                     name: name.into(),
                     version: t.version,

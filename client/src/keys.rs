@@ -97,6 +97,16 @@ impl ClientKey {
         })
     }
 
+    /// The secret the PoR log's keys derive from (`crate::por`): the tag key's own bytes
+    /// through a KDF, so that one secret (the state directory's) keeps everything.
+    pub(crate) fn por_secret(&self) -> [u8; 32] {
+        let bytes = match self {
+            ClientKey::Linear(k) => k.to_bytes(),
+            ClientKey::Rsa(k) => k.to_bytes(),
+        };
+        blake3::derive_key("vouch client por keys v1", &bytes)
+    }
+
     pub fn scheme(&self) -> SchemeId {
         match self {
             ClientKey::Linear(_) => SchemeId::Linear,

@@ -114,6 +114,11 @@ impl Ledger {
     }
 
     /// The current root.
+    /// Where the client's state persists.
+    pub(crate) fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
     pub(crate) fn root(&self) -> Root {
         self.roots().current()
     }

@@ -22,6 +22,10 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
     fn save_intent(&self, intent: &Intent) -> Result<(), ClientError>;
     /// Forgets the intent (nothing if there is none).
     fn clear_intent(&self) -> Result<(), ClientError>;
+    /// The client's PoR record as last saved (`crate::por`), if it has a log.
+    fn load_por(&self) -> Result<Option<Vec<u8>>, ClientError>;
+    /// Records the PoR record, atomically and durably.
+    fn save_por(&self, record: &[u8]) -> Result<(), ClientError>;
 }
 
 /// A state kept in memory: gone with the process. For tests, and for a caller that persists
@@ -30,17 +34,18 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
 #[derive(Debug)]
 pub struct MemoryState {
     held: Mutex<(Root, Option<Intent>)>,
+    por: Mutex<Option<Vec<u8>>>,
 }
 
 impl MemoryState {
     /// A state at `root` with nothing unsettled (`Root::empty()` for a new client).
     pub fn new(root: Root) -> MemoryState {
-        MemoryState { held: Mutex::new((root, None)) }
+        MemoryState { held: Mutex::new((root, None)), por: Mutex::new(None) }
     }
 
     /// A state at `root` with `intent` unsettled (one restored from elsewhere).
     pub fn with_intent(root: Root, intent: Intent) -> MemoryState {
-        MemoryState { held: Mutex::new((root, Some(intent))) }
+        MemoryState { held: Mutex::new((root, Some(intent))), por: Mutex::new(None) }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, (Root, Option<Intent>)> {
@@ -75,6 +80,15 @@ impl StateStore for MemoryState {
 
     fn clear_intent(&self) -> Result<(), ClientError> {
         self.held().1 = None;
+        Ok(())
+    }
+
+    fn load_por(&self) -> Result<Option<Vec<u8>>, ClientError> {
+        Ok(self.por.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    fn save_por(&self, record: &[u8]) -> Result<(), ClientError> {
+        *self.por.lock().unwrap_or_else(|e| e.into_inner()) = Some(record.to_vec());
         Ok(())
     }
 }

@@ -33,6 +33,7 @@ use vouch_core::Digest;
 const SECRET_MAGIC: &[u8; 8] = b"vouchSK\x01";
 const RSA_SECRET_MAGIC: &[u8; 8] = b"vouchSK\x02";
 const INTENT_FILE: &str = "intent";
+const POR_FILE: &str = "por";
 const STATE_MAGIC: &[u8; 8] = b"vouchST\x02";
 const STATE_LEN: usize = 8 + 32 + 8 + 32 + 32;
 
@@ -273,6 +274,19 @@ impl StateStore for StateDir {
             Err(e) => return Err(ClientError::io(what)(e)),
         }
         std::fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(ClientError::io(what))
+    }
+
+    fn load_por(&self) -> Result<Option<Vec<u8>>, ClientError> {
+        let path = self.dir.join(POR_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ClientError::io(format!("reading {}", path.display()))(e)),
+        }
+    }
+
+    fn save_por(&self, record: &[u8]) -> Result<(), ClientError> {
+        write_atomic(&self.dir.join(POR_FILE), record, false)
     }
 }
 

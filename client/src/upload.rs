@@ -9,6 +9,7 @@ use crate::error::ClientError;
 use crate::intent::{Intent, Planned};
 use crate::keys::{ClientKey, Keys};
 use crate::ledger::Ledger;
+use crate::por::{new_file_id, TaggedData};
 use crate::state::Root;
 use crate::verify::Verified;
 use bytes::Bytes;
@@ -35,13 +36,14 @@ pub(crate) struct NewVersion {
 }
 
 impl NewVersion {
-    /// The version after the proven `latest`, or the first of a new file.
-    pub(crate) fn after(latest: Option<&Verified>) -> NewVersion {
+    /// The version after the proven `latest`, or the first of a new file (marked for PoR
+    /// when `por`, see `crate::por`).
+    pub(crate) fn after(latest: Option<&Verified>, por: bool) -> NewVersion {
         match latest {
             Some(v) => {
                 NewVersion { file: v.entry.file, number: v.entry.next_version, first_nonce: v.record.next_nonce }
             }
-            None => NewVersion { file: FileId(rand::random()), number: 1, first_nonce: 0 },
+            None => NewVersion { file: new_file_id(por), number: 1, first_nonce: 0 },
         }
     }
 }
@@ -58,11 +60,16 @@ pub(crate) struct PutUpload {
     pub frames: FrameSender,
     /// Named by the head and by the intent (see [`crate::Intent`]).
     pub attempt: Attempt,
+    /// Keep the tagged blocks for the version's PoR copy.
+    pub keep_blocks: bool,
 }
+
+/// What an upload sent: the version record, its block count, and the blocks when kept.
+pub(crate) type Uploaded = (VersionRecord, u64, Vec<TaggedData>);
 
 impl PutUpload {
     /// Sends the whole upload. Returns the version record sent and how many blocks it has.
-    pub(crate) fn run(self, reader: impl Read, progress: impl Fn(u64)) -> Result<(VersionRecord, u64), ClientError> {
+    pub(crate) fn run(self, reader: impl Read, progress: impl Fn(u64)) -> Result<Uploaded, ClientError> {
         let key = self.keys.owner()?;
         let NewVersion { file, number, first_nonce } = self.version;
         self.send(&PutFrame::Head(PutHead {
@@ -77,7 +84,7 @@ impl PutUpload {
         };
         // A fresh salt per attempt: a retry after a refused commit reuses the nonces.
         let mut upload = Upload::continuing(key, rand::random(), file, block_size, first_nonce).map_err(bad_input)?;
-        let mut batch = Batch::default();
+        let mut batch = Batch { kept: self.keep_blocks.then(Vec::new), ..Batch::default() };
         let total = self.send_blocks(&mut upload, reader, &mut batch, &progress)?;
         let (state, _list) = upload.finish(|t, d| batch.add(t, Bytes::copy_from_slice(d))).map_err(bad_input)?;
         self.flush(&mut batch)?;
@@ -96,7 +103,7 @@ impl PutUpload {
             Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record), attempt: self.attempt };
         self.ledger.intend(intent)?;
         self.send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
-        Ok((record, state.next_nonce - first_nonce))
+        Ok((record, state.next_nonce - first_nonce, batch.kept.unwrap_or_default()))
     }
 
     /// Cuts `reader` into blocks, tags them and sends them a batch at a time. Returns the
@@ -165,11 +172,16 @@ impl PutUpload {
 struct Batch {
     blocks: Vec<WireBlock>,
     bytes: usize,
+    /// Every block sent, when kept (their bytes shared, not copied).
+    kept: Option<Vec<TaggedData>>,
 }
 
 impl Batch {
     fn add(&mut self, t: &TaggedBlock, data: Bytes) {
         self.bytes += data.len();
+        if let Some(kept) = &mut self.kept {
+            kept.push(TaggedData { nonce: t.nonce, tag: t.tag.clone(), data: data.clone() });
+        }
         self.blocks.push(WireBlock { nonce: t.nonce, tag: ByteBuf::from(t.tag.clone()), data });
     }
 }

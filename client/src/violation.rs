@@ -89,11 +89,24 @@ pub enum ViolationKind {
     /// An answer that is not a message of the protocol: undecodable, larger than the
     /// protocol allows, frames out of place, a part that no honest answer lacks or has.
     MalformedAnswer,
+    /// The context of a PoR write (U's leaves and proof, the levels a rebuild consumes, their
+    /// sealed checksums) does not verify against the client's schedule, U's root and keys: a
+    /// skipped, faked or stale rebuild; or the log's status after a batch is not the one the
+    /// batch makes.
+    BadPorWrite,
+    /// Slots of U read back do not verify against U's root and their sealed checksums.
+    BadPorRead,
+    /// A version's PoR copy is not that version: its slots hold other blocks, tags that do
+    /// not check, or blocks that make another root; or it lies outside the slots written.
+    BadPorCopy,
+    /// A part of a PoR audit (a level of H, or C) does not verify for the client's fresh
+    /// challenge, or the answer has other parts than the client's schedule.
+    BadPorAudit,
 }
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 21] = [
+    pub const ALL: [ViolationKind; 25] = [
         ViolationKind::AlteredBlock,
         ViolationKind::MissingBlock,
         ViolationKind::MisplacedBlock,
@@ -115,6 +128,10 @@ impl ViolationKind {
         ViolationKind::DataLost,
         ViolationKind::NeitherOldNorNew,
         ViolationKind::MalformedAnswer,
+        ViolationKind::BadPorWrite,
+        ViolationKind::BadPorRead,
+        ViolationKind::BadPorCopy,
+        ViolationKind::BadPorAudit,
     ];
 
     /// The kind's stable kebab-case name (logs, JSON output, error-code mappings).
@@ -141,6 +158,10 @@ impl ViolationKind {
             ViolationKind::DataLost => "data-lost",
             ViolationKind::NeitherOldNorNew => "neither-old-nor-new",
             ViolationKind::MalformedAnswer => "malformed-answer",
+            ViolationKind::BadPorWrite => "bad-por-write",
+            ViolationKind::BadPorRead => "bad-por-read",
+            ViolationKind::BadPorCopy => "bad-por-copy",
+            ViolationKind::BadPorAudit => "bad-por-audit",
         }
     }
 
@@ -168,6 +189,10 @@ impl ViolationKind {
             ViolationKind::DataLost => "it reports its stored data lost or damaged",
             ViolationKind::NeitherOldNorNew => "the state after an interrupted change is neither before nor after it",
             ViolationKind::MalformedAnswer => "a malformed answer",
+            ViolationKind::BadPorWrite => "a PoR write's context does not verify against the log",
+            ViolationKind::BadPorRead => "slots of U do not verify against U's root",
+            ViolationKind::BadPorCopy => "a PoR copy is not the version it should hold",
+            ViolationKind::BadPorAudit => "a PoR audit does not verify",
         }
     }
 }

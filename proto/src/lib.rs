@@ -67,10 +67,11 @@ pub enum Op {
     PorAudit,
     PorRegion,
     PorRestore,
+    PorLabel,
 }
 
 impl Op {
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 21] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -91,6 +92,7 @@ impl Op {
         Op::PorAudit,
         Op::PorRegion,
         Op::PorRestore,
+        Op::PorLabel,
     ];
 
     /// The operation's name, the last segment of its path.
@@ -116,6 +118,7 @@ impl Op {
             Op::PorAudit => "por-audit",
             Op::PorRegion => "por-region",
             Op::PorRestore => "por-restore",
+            Op::PorLabel => "por-label",
         }
     }
 
@@ -132,7 +135,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.

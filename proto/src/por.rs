@@ -12,6 +12,7 @@
 //! | `por-audit` | [`PorAuditRequest`] | [`PorAuditAnswer`] |
 //! | `por-region` | [`PorRegionRequest`] | [`PorRegionAnswer`] |
 //! | `por-restore` | [`PorRestoreRequest`] | [`PorStatus`] |
+//! | `por-label` | [`PorLabelRequest`] | [`PorLabelAnswer`] |
 
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
@@ -46,14 +47,36 @@ pub struct PorContext {
     pub context: ByteBuf,
 }
 
-/// A batch: the plan again, the U indices in write order, the slots (`slots_to_bytes`) and
-/// the client's sealed checksums (`Written::upload_bytes`).
+/// A batch: the plan again, the U indices in write order, the slots (`slots_to_bytes`), the
+/// client's sealed checksums (`Written::upload_bytes`), and labels the provider keeps with
+/// the batch, atomically (the client's index of where its files are; it checks what they
+/// lead to, never trusts them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorWriteRequest {
     pub plan: ByteBuf,
     pub writes: Vec<u64>,
     pub slots: ByteBuf,
     pub upload: ByteBuf,
+    pub labels: Vec<PorLabel>,
+}
+
+/// An opaque key and value the client attaches to a batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorLabel {
+    pub key: ByteBuf,
+    pub value: ByteBuf,
+}
+
+/// The value of a label, as last written with a batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorLabelRequest {
+    pub key: ByteBuf,
+}
+
+/// `None`: no batch carried that label.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorLabelAnswer {
+    pub value: Option<ByteBuf>,
 }
 
 /// U's slots at `indices` (ascending, distinct).

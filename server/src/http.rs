@@ -20,8 +20,8 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::por::{
-    PorAuditRequest, PorInitRequest, PorPlanRequest, PorReadRequest, PorRegionRequest, PorRestoreRequest,
-    PorStatusRequest, PorWriteRequest,
+    PorAuditRequest, PorInitRequest, PorLabelRequest, PorPlanRequest, PorReadRequest, PorRegionRequest,
+    PorRestoreRequest, PorStatusRequest, PorWriteRequest,
 };
 use vouch_proto::{
     decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode,
@@ -72,6 +72,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::PorAudit.path(), post(por_audit))
         .route(&Op::PorRegion.path(), post(por_region))
         .route(&Op::PorRestore.path(), post(por_restore))
+        .route(&Op::PorLabel.path(), post(por_label))
         .with_state(app)
 }
 
@@ -253,6 +254,10 @@ async fn por_audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
 
 async fn por_region(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: PorRegionRequest| async move { app.provider.por_region(&c, &r).await }).await
+}
+
+async fn por_label(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorLabelRequest| async move { app.provider.por_label(&c, &r).await }).await
 }
 
 async fn por_restore(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

@@ -79,6 +79,7 @@ impl Client {
             writes,
             slots: slots_to_bytes(&slots).into(),
             upload: written.upload_bytes().into(),
+            labels: Vec::new(),
         };
         let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
         assert_eq!(

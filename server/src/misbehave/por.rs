@@ -11,8 +11,8 @@ use vouch_core::por::client::RawRead;
 use vouch_core::por::field::{add, P};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::por::{
-    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorPlanRequest, PorReadAnswer, PorReadRequest,
-    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
+    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPlanRequest,
+    PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
 };
 
 impl Misbehaving {
@@ -30,6 +30,10 @@ impl Misbehaving {
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
         self.honest.por_write(client, req).await
+    }
+
+    pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
+        self.honest.por_label(client, req).await
     }
 
     pub async fn por_read(&self, client: &str, req: &PorReadRequest) -> Result<PorReadAnswer, ProviderError> {

@@ -15,8 +15,8 @@ use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::{
-    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorPlanRequest, PorReadAnswer, PorReadRequest,
-    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
+    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPlanRequest,
+    PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
 };
 use vouch_store::{PorLog, PorStoreError, StoreError};
 
@@ -106,8 +106,17 @@ impl Provider {
         let slots = slots_from_bytes(&req.slots).map_err(bad)?;
         self.with_log(client, async |log, repo| {
             let written = Written::from_upload_bytes(&req.upload, log.schedule()).map_err(bad)?;
-            log.apply(repo, &plan, &req.writes, &slots, &written).await?;
+            let labels: Vec<(Vec<u8>, Vec<u8>)> =
+                req.labels.iter().map(|l| (l.key.to_vec(), l.value.to_vec())).collect();
+            log.apply_labelled(repo, &plan, &req.writes, &slots, &written, &labels).await?;
             Ok(status(log))
+        })
+        .await
+    }
+
+    pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
+        self.with_log(client, async |log, repo| {
+            Ok(PorLabelAnswer { value: log.label(repo, &req.key)?.map(ByteBuf::from) })
         })
         .await
     }

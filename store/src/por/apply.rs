@@ -4,7 +4,7 @@
 use super::error::PorStoreError;
 use super::objects;
 use super::raw;
-use super::{CrashPoint, Held, PorLog};
+use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, Repository, StoreError};
 use std::collections::BTreeMap;
 use vouch_core::por::client::{batch_outcome, grown_schedule, WritePlan, Written};
@@ -50,12 +50,32 @@ impl PorLog {
         slots: &[u64],
         written: &Written,
     ) -> Result<(), PorStoreError> {
+        self.apply_labelled(repo, plan, writes, slots, written, &[]).await
+    }
+
+    /// [`PorLog::apply`], and `labels` (key, value) committed with the batch, atomically:
+    /// after a crash either the batch and its labels are there or neither is. A label's key
+    /// is at most [`MAX_LABEL_KEY`] bytes and its value at most [`MAX_LABEL_VALUE`].
+    pub async fn apply_labelled(
+        &mut self,
+        repo: &Repository,
+        plan: &WritePlan,
+        writes: &[u64],
+        slots: &[u64],
+        written: &Written,
+        labels: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<(), PorStoreError> {
+        if labels.len() > MAX_LABELS
+            || labels.iter().any(|(k, v)| k.is_empty() || k.len() > MAX_LABEL_KEY || v.len() > MAX_LABEL_VALUE)
+        {
+            return Err(PorStoreError::Refused(ProviderError::Batch));
+        }
         check_plan(&self.schedule, plan)?;
         if !batch_fits(&self.schedule, self.width, plan, writes, slots, written) {
             return Err(ProviderError::Batch.into());
         }
         let outcome = self.run(repo, plan.grow_to, writes, slots).await?;
-        self.store(repo, writes, slots, written, outcome).await
+        self.store(repo, writes, slots, written, labels, outcome).await
     }
 
     /// The reference's checks of a batch against its plan, and every element below p (a
@@ -149,6 +169,7 @@ impl PorLog {
         writes: &[u64],
         slots: &[u64],
         written: &Written,
+        labels: &[(Vec<u8>, Vec<u8>)],
         outcome: Outcome,
     ) -> Result<(), PorStoreError> {
         let width = self.width;
@@ -199,6 +220,9 @@ impl PorLog {
         }
         for (index, sealed) in &written.raw {
             raw::put_sealed(&mut batch, &self.names, *index, sealed);
+        }
+        for (key, value) in labels {
+            batch.put(self.names.label(key), value.clone());
         }
         batch.put(self.names.state(), record.to_bytes());
         // After an error here the batch is not committed, and nothing in memory has changed.

@@ -81,6 +81,13 @@ pub const SEGMENT_BYTES: usize = 48 << 20;
 /// Levels up to this many bytes stay in memory for the next rebuild (module documentation).
 pub const CACHED_LEVEL_BYTES: usize = 1 << 20;
 
+/// Most labels one batch carries ([`PorLog::apply_labelled`]).
+pub const MAX_LABELS: usize = 16;
+/// Most bytes of a label's key.
+pub const MAX_LABEL_KEY: usize = 64;
+/// Most bytes of a label's value.
+pub const MAX_LABEL_VALUE: usize = 64 << 10;
+
 /// A point in [`PorLog::apply`] where a test stops it as a crash would.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +164,23 @@ impl PorLog {
 
     pub fn width(&self) -> usize {
         self.width
+    }
+
+    /// The value of the label `key` as last committed with a batch, if any.
+    pub fn label(&self, repo: &crate::Repository, key: &[u8]) -> Result<Option<Vec<u8>>, PorStoreError> {
+        Ok(crate::MetaStore::get(repo.meta(), &self.names.label(key))?)
+    }
+
+    /// Deletes U's slots at `indices` from the metadata store, as a damaged backend would lose
+    /// them (their sealed checksums stay): for tests of repair.
+    #[doc(hidden)]
+    pub async fn lose_raw_slots(&self, repo: &crate::Repository, indices: &[u64]) -> Result<(), PorStoreError> {
+        let mut batch = crate::MetaBatch::default();
+        for &index in indices {
+            batch.delete(self.names.raw(index));
+        }
+        repo.commit_batch(&batch, false).await?;
+        Ok(())
     }
 
     /// The stored level or C of `region`.

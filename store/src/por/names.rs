@@ -50,6 +50,13 @@ impl Names {
         format!("{}/raw-sealed/{index:016x}", self.root).into_bytes()
     }
 
+    /// A label the owner attached to a batch (metadata): opaque bytes, e.g. where a file's
+    /// slots are. Keys are hex so that any bytes make a valid key.
+    pub fn label(&self, key: &[u8]) -> Vec<u8> {
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}/label/{hex}", self.root).into_bytes()
+    }
+
     /// The index of a key under `prefix` (one of the two above).
     pub fn parse_index(prefix: &[u8], key: &[u8]) -> Option<u64> {
         let hex = std::str::from_utf8(key.strip_prefix(prefix)?).ok()?;

@@ -1,0 +1,61 @@
+//! `vouch put --por`, `get --por`, `audit --por` and `repair` as a user runs them against a
+//! `vouch serve` child process: JSON reports and exit codes.
+
+use std::process::{Command, Output};
+
+mod common;
+
+use common::{serve, VOUCH};
+
+fn sample(len: usize, seed: u64) -> Vec<u8> {
+    (0..len as u64).map(|i| (i.wrapping_add(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as u8).collect()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn put_get_audit_and_repair_with_retrievability() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, state) = (dir.path().join("data"), dir.path().join("state"));
+    let server = serve(&data, &[]);
+    let vouch = |args: &[&str]| {
+        Command::new(VOUCH).arg("--state").arg(&state).args(args).env("RUST_LOG", "off").output().unwrap()
+    };
+    assert!(vouch(&["init", "--server", &server.url, "--token", "secret-token"]).status.success());
+    let bytes = sample(200_000, 4);
+    let path = dir.path().join("photo.raw");
+    std::fs::write(&path, &bytes).unwrap();
+    json(&vouch(&["--json", "put", "--por", path.to_str().unwrap()]));
+
+    let copy = dir.path().join("copy.raw");
+    let got = json(&vouch(&["--json", "get", "--por", "photo.raw", "-o", copy.to_str().unwrap()]));
+    assert_eq!(got["from"], "por", "{got}");
+    assert_eq!(std::fs::read(&copy).unwrap(), bytes);
+
+    let audit = json(&vouch(&["--json", "audit", "--por", "--lambda", "16"]));
+    let parts = audit["parts"].as_array().unwrap();
+    assert!(parts.len() >= 2 && parts.last().unwrap()["region"] == "coded", "{audit}");
+    assert!(parts.iter().all(|p| p["verified"] == true && p["picks"].as_u64().unwrap() > 0), "{audit}");
+    assert_eq!(audit["verified"], true);
+
+    let repair = json(&vouch(&["--json", "repair", "photo.raw"]));
+    assert_eq!((repair["damaged"].as_bool(), repair["restored"].as_u64()), (Some(false), Some(0)), "{repair}");
+
+    // Bad usage: exit 2 with a message, never a panic.
+    std::fs::write(dir.path().join("plain.txt"), b"plain").unwrap();
+    assert!(vouch(&["put", dir.path().join("plain.txt").to_str().unwrap()]).status.success());
+    for args in [
+        &["get", "--por", "plain.txt"][..],
+        &["repair", "plain.txt"],
+        &["audit", "--por", "--lambda", "0"],
+        &["get", "--por", "photo.raw", "--range", "0-10"],
+    ] {
+        let out = vouch(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = vouch(&["repair", "nothing-here"]);
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,195 @@
+//! A version's PoR copy, pure: its FlexList blocks, each with the nonce and tag that make its
+//! leaf, laid in consecutive fresh slots of U ([`vouch_core::por::heap`]); and the check that
+//! what the provider serves from U is exactly that version.
+//!
+//! Each block is one heap block whose payload is `len:u32 || nonce:u64 || tag_len:u16 || tag
+//! || data` (`len`: the bytes after it), so the blocks of a run of slots are found from the
+//! slots alone. Nothing the provider says about the copy is trusted: the label that tells
+//! where it is (`Location`) only says where to look. The slots are checked against U's root
+//! (`verify_read`), then every block's tag under the client's key, then the FlexList root
+//! and length the blocks make against the version record, which the namespace root proves.
+
+use crate::keys::ClientKey;
+use bytes::Bytes;
+use vouch_core::flexlist::{Block, FlexList};
+use vouch_core::hash;
+use vouch_core::namespace::VersionRecord;
+use vouch_core::pdp::{FileId, Tagger};
+use vouch_core::por::heap::{decode_slot, join_block, slots_for, split_block, Slot, SlotKind, SLOT_WIDTH};
+
+/// One block of a version as its PoR copy holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TaggedData {
+    pub nonce: u64,
+    pub tag: Vec<u8>,
+    pub data: Bytes,
+}
+
+/// Where a version's copy is in U, as the provider keeps it (a label of the batch that
+/// wrote its last slots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub first: u64,
+    pub slots: u64,
+}
+
+/// Files whose ids start so have a PoR copy of every version: the id is under the namespace
+/// root, so the provider cannot make a client forget that a copy is owed.
+const POR_FILE_MARK: [u8; 4] = *b"PoR\x01";
+
+/// A fresh file id, marked for PoR or not (an unmarked one never starts with the mark).
+pub(crate) fn new_file_id(por: bool) -> FileId {
+    loop {
+        let mut id: [u8; 16] = rand::random();
+        if por {
+            id[..4].copy_from_slice(&POR_FILE_MARK);
+            return FileId(id);
+        }
+        if id[..4] != POR_FILE_MARK {
+            return FileId(id);
+        }
+    }
+}
+
+pub(crate) fn is_por_file(file: &FileId) -> bool {
+    file.0[..4] == POR_FILE_MARK
+}
+
+/// The label's key of a version: its file id, then its number.
+pub(crate) fn label_key(record: &VersionRecord) -> Vec<u8> {
+    [&record.file.0[..], &record.number.to_le_bytes()].concat()
+}
+
+impl Location {
+    pub fn to_bytes(self) -> Vec<u8> {
+        [self.first.to_le_bytes(), self.slots.to_le_bytes()].concat()
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Option<Location> {
+        let (first, slots) = (bytes.get(..8)?, bytes.get(8..)?);
+        (slots.len() == 8).then(|| Location {
+            first: u64::from_le_bytes(first.try_into().expect("8 bytes")),
+            slots: u64::from_le_bytes(slots.try_into().expect("8 bytes")),
+        })
+    }
+}
+
+fn payload(block: &TaggedData) -> Vec<u8> {
+    let rest = 8 + 2 + block.tag.len() + block.data.len();
+    let mut out = Vec::with_capacity(4 + rest);
+    out.extend_from_slice(&(rest as u32).to_le_bytes());
+    out.extend_from_slice(&block.nonce.to_le_bytes());
+    out.extend_from_slice(&(block.tag.len() as u16).to_le_bytes());
+    out.extend_from_slice(&block.tag);
+    out.extend_from_slice(&block.data);
+    out
+}
+
+/// The slots (flat) of `blocks` written from U index `first` on.
+pub(crate) fn lay_out(first: u64, blocks: &[TaggedData]) -> Vec<u64> {
+    let mut slots = Vec::new();
+    let mut at = first;
+    for block in blocks {
+        let bytes = payload(block);
+        slots.extend(split_block(at, &bytes));
+        at += slots_for(bytes.len() as u64);
+    }
+    slots
+}
+
+/// The blocks in U's slots `first..` (flat, as read and checked against U's root). The
+/// error says what is wrong; every one is the provider's doing.
+pub(crate) fn parse(first: u64, slots: &[u64]) -> Result<Vec<TaggedData>, String> {
+    let count = (slots.len() / SLOT_WIDTH) as u64;
+    let mut blocks = Vec::new();
+    let mut at = 0u64;
+    while at < count {
+        let index = first + at;
+        let start = (at as usize) * SLOT_WIDTH;
+        let head = match decode_slot(&slots[start..start + SLOT_WIDTH], Some(index)) {
+            Ok(Slot::Written { kind: SlotKind::Data, payload, .. }) => payload,
+            Ok(_) => return Err(format!("slot {index} holds no data")),
+            Err(e) => return Err(format!("slot {index}: {e}")),
+        };
+        let rest = head.get(..4).ok_or_else(|| format!("slot {index} starts no block"))?;
+        let len = 4 + u64::from(u32::from_le_bytes(rest.try_into().expect("4 bytes")));
+        let n = slots_for(len);
+        if at + n > count {
+            return Err(format!("the block at slot {index} runs past the copy's end"));
+        }
+        let end = start + n as usize * SLOT_WIDTH;
+        let bytes = join_block(index, len, &slots[start..end]).map_err(|e| format!("slot {index}: {e}"))?;
+        blocks.push(unpack(&bytes[4..]).ok_or_else(|| format!("the block at slot {index} is malformed"))?);
+        at += n;
+    }
+    Ok(blocks)
+}
+
+fn unpack(bytes: &[u8]) -> Option<TaggedData> {
+    let nonce = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let tag_len = u16::from_le_bytes(bytes.get(8..10)?.try_into().ok()?) as usize;
+    let tag = bytes.get(10..10 + tag_len)?.to_vec();
+    let data = Bytes::copy_from_slice(bytes.get(10 + tag_len..)?);
+    Some(TaggedData { nonce, tag, data })
+}
+
+/// Whether `blocks` are exactly the version `record`: each block's tag checks under `key`,
+/// and their leaves make the record's root and length.
+pub(crate) fn check(key: &ClientKey, record: &VersionRecord, blocks: &[TaggedData]) -> Result<(), String> {
+    let mut leaves = Vec::with_capacity(blocks.len());
+    for (i, b) in blocks.iter().enumerate() {
+        if b.data.is_empty() || !key.check_block(&record.file, b.nonce, &b.data, &b.tag) {
+            return Err(format!("block {i} of the copy does not match its tag"));
+        }
+        let leaf = hash::pdp_leaf(record.scheme as u8, b.nonce, &b.tag);
+        leaves.push(Block::new(leaf, b.data.len() as u32, b.nonce));
+    }
+    let list = FlexList::build(&leaves).map_err(|e| format!("the copy's blocks make no list: {e}"))?;
+    if list.root() != record.root || list.total_len() != record.len {
+        return Err(format!("the copy's blocks are not version {} (another root or length)", record.number));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks() -> Vec<TaggedData> {
+        [1usize, 4000, 4096, 9000, 20_000]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| TaggedData {
+                nonce: i as u64 * 3,
+                tag: vec![i as u8; 32],
+                data: Bytes::from((0..n).map(|j| (j * 7 + i) as u8).collect::<Vec<_>>()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_laid_out_copy_parses_back_and_malformed_runs_are_refused() {
+        let blocks = blocks();
+        let slots = lay_out(10, &blocks);
+        assert_eq!(parse(10, &slots).unwrap(), blocks);
+        // Read from the wrong first slot: the headers carry their own index.
+        assert!(parse(11, &slots).is_err());
+        // Cut inside a block.
+        assert!(parse(10, &slots[..slots.len() - SLOT_WIDTH]).is_err());
+        // A slot never written.
+        let mut empty = slots.clone();
+        empty[..SLOT_WIDTH].fill(0);
+        assert!(parse(10, &empty).is_err());
+    }
+
+    #[test]
+    fn file_ids_carry_the_mark_only_when_asked() {
+        for _ in 0..100 {
+            assert!(is_por_file(&new_file_id(true)));
+            assert!(!is_por_file(&new_file_id(false)));
+        }
+        let at = Location { first: 5, slots: 9 };
+        assert_eq!(Location::from_bytes(&at.to_bytes()), Some(at));
+        assert_eq!(Location::from_bytes(&at.to_bytes()[..15]), None);
+    }
+}

@@ -1,0 +1,569 @@
+//! Files stored with retrievability (paper 002, Shi–Stefanov–Papamanthou): every version of a
+//! PoR file also has a copy in the client's PoR log, one erasure-coded log of fixed-size slots
+//! per client, which the provider keeps beside its block store. The client keeps O(1) bytes of
+//! it ([`record`]): the log's schedule, U's root and the next fresh slot.
+//!
+//! * **Which files.** A file is PoR from its first version on (`vouch put --por`): its file id
+//!   carries a mark ([`copy::is_por_file`]), and the id is under the namespace root, so every
+//!   version of it owes a copy, and a provider that says it has none is caught, never believed.
+//! * **A copy** is the version's blocks with their nonces and tags in consecutive fresh slots
+//!   ([`copy`]), written in batches through HAdd; the last batch carries a label, kept by the
+//!   provider atomically with it, that says where the copy is. Reading it (`get --por`) checks
+//!   the slots against U's root, then each block's tag, then the root the blocks make against
+//!   the version record.
+//! * **Crashes.** A batch whose answer was lost is settled by the provider's time: the time
+//!   before it (not applied) or after it (applied, checked by reading one of its slots under
+//!   the new root); anything else is a lie. A version whose copy may be missing (its commit was
+//!   about to be sent) is named in the record before the commit, and copied, from a verified
+//!   read of the version, by the next PoR operation.
+//! * **Repair** (`vouch repair NAME`): when U's slots of a copy are lost or damaged, U is
+//!   decoded from C and the filled levels (each from any half of its slots that match their
+//!   sealed checksums), the copy is checked as a read would check it, and its slots are
+//!   written back.
+//!
+//! Lock order: the commit lock, then the PoR lock.
+
+mod copy;
+mod record;
+
+pub(crate) use copy::{is_por_file, new_file_id, TaggedData};
+
+use crate::client::{Client, View};
+use crate::error::ClientError;
+use crate::ledger::Committing;
+use crate::violation::ViolationKind;
+use copy::{label_key, Location};
+use record::{InFlight, LogPoint, PorRecord};
+use serde_bytes::ByteBuf;
+use std::io::Write;
+use std::time::Instant;
+use vouch_core::namespace::VersionRecord;
+use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
+use vouch_core::por::checksum::{ChecksumKey, SealKey};
+use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext};
+use vouch_core::por::heap::SLOT_WIDTH;
+use vouch_core::por::repair::{recover_raw, RegionRead};
+use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
+use vouch_core::por::Region;
+use vouch_proto::por::*;
+use vouch_proto::Op;
+
+/// U's capacity when a client creates its log (`2^k` slots; it doubles as it fills).
+const INITIAL_LOG_CAPACITY: u32 = 2;
+/// Most slots per batch or read request (the provider takes up to 8192).
+const REQUEST_SLOTS: usize = 4096;
+/// `PorRegionRequest::region` of C.
+const CODED_REGION: u8 = 0xFE;
+
+/// The log's keys: the checksum matrix and the sealing key, derived from the client's secret.
+pub(crate) struct PorKeys {
+    seal: SealKey,
+    sums: ChecksumKey,
+}
+
+impl PorKeys {
+    pub(crate) fn derive(secret: &[u8; 32]) -> PorKeys {
+        let seal = SealKey::new(&blake3::derive_key("vouch por seal key v1", secret));
+        let sums = ChecksumKey::new(&blake3::derive_key("vouch por checksum key v1", secret), SLOT_WIDTH);
+        PorKeys { seal, sums }
+    }
+}
+
+/// What `vouch get --por` and `vouch repair` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PorCopyReport {
+    pub name: String,
+    pub version: u64,
+    pub bytes: u64,
+    pub blocks: usize,
+    /// U's slots the copy occupies.
+    pub slots: u64,
+    /// Slots of U that could not be read or did not verify (repair only).
+    pub damaged: bool,
+    /// Slots written back from C and H (repair only).
+    pub restored: u64,
+    pub seconds: f64,
+}
+
+/// One part of a PoR audit: a level of H, or C.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PorPartReport {
+    /// `level-<ℓ>` or `coded`.
+    pub region: String,
+    pub slots: u64,
+    pub time: u64,
+    pub picks: usize,
+    pub verified: bool,
+    /// Why it failed.
+    pub problem: Option<String>,
+}
+
+/// A PoR audit of the whole log: a report per level and for C.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PorAuditReport {
+    pub log_capacity: u32,
+    pub time: u64,
+    pub slots_used: u64,
+    pub lambda: u32,
+    pub parts: Vec<PorPartReport>,
+    pub proof_bytes: usize,
+    pub verified: bool,
+    pub seconds: f64,
+}
+
+fn region_name(region: Region) -> String {
+    match region {
+        Region::Level(l) => format!("level-{l}"),
+        Region::Coded => "coded".into(),
+        Region::Raw => "raw".into(),
+    }
+}
+
+impl Client {
+    fn por_keys(&self) -> Result<PorKeys, ClientError> {
+        Ok(PorKeys::derive(&self.keys.owner()?.por_secret()))
+    }
+
+    fn por_save(&self, record: &PorRecord) -> Result<(), ClientError> {
+        self.ledger.store().save_por(&record.to_bytes())
+    }
+
+    /// The client's PoR record with nothing in flight: created with the log when `create`,
+    /// and a batch whose answer was lost settled.
+    async fn por_ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
+        let mut record = match self.ledger.store().load_por()? {
+            Some(bytes) => PorRecord::from_bytes(&bytes)?,
+            None if !create => {
+                return Err(ClientError::NotFound("this client has no PoR log (`vouch put --por` makes one)".into()))
+            }
+            None => {
+                // Saved first: a log at time 0 with nothing written is made again if the
+                // provider never got the request.
+                let record = PorRecord::new(LogState::new(INITIAL_LOG_CAPACITY, &keys.seal).0);
+                self.por_save(&record)?;
+                record
+            }
+        };
+        let status = match self.remote.call::<_, PorStatus>(Op::PorStatus, &PorStatusRequest {}).await {
+            Err(ClientError::NotFound(_)) if record.at.log.schedule.time == 0 && record.at.next_slot == 0 => {
+                let coded = LogState::new(INITIAL_LOG_CAPACITY, &keys.seal).1;
+                let init = PorInitRequest {
+                    log_capacity: INITIAL_LOG_CAPACITY as u8,
+                    coded: ByteBuf::from(sealed_list_to_bytes(&coded)),
+                };
+                self.remote.call::<_, PorStatus>(Op::PorInit, &init).await?
+            }
+            Err(e) => return Err(e.not_found_is(ViolationKind::DataLost, "the client's PoR log")),
+            Ok(status) => status,
+        };
+        let at = (u32::from(status.log_capacity), status.time);
+        let point = |p: &LogPoint| (p.log.schedule.log_capacity, p.log.schedule.time);
+        match record.in_flight {
+            _ if at == point(&record.at) => {
+                if record.in_flight.take().is_some() {
+                    self.por_save(&record)?;
+                }
+            }
+            Some(flight) if at == point(&flight.after) => {
+                // Applied, the provider says: one of its slots must read under the new root.
+                self.por_read(keys, &flight.after.log, &[flight.probe]).await?;
+                record.at = flight.after;
+                record.in_flight = None;
+                self.por_save(&record)?;
+            }
+            _ => {
+                return Err(ClientError::violation(
+                    ViolationKind::NeitherOldNorNew,
+                    format!("the PoR log is at capacity 2^{} and time {}, not where the client left it", at.0, at.1),
+                ))
+            }
+        }
+        Ok(record)
+    }
+
+    /// One batch: the slots (flat) at U indices `writes`, checked rebuilds, and `label`.
+    async fn por_batch(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+        writes: Vec<u64>,
+        slots: Vec<u64>,
+        labels: Vec<PorLabel>,
+    ) -> Result<(), ClientError> {
+        let log = record.at.log;
+        let planned = plan(&log, &writes).map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
+        let context: PorContext =
+            self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()) }).await?;
+        let context =
+            WriteContext::from_bytes(&context.context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+        let written = write(&log, &planned, &context, &writes, &slots, &keys.seal, &keys.sums)
+            .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
+        let next_slot = record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1));
+        let after = LogPoint { log: written.state, next_slot };
+        record.in_flight = Some(InFlight { after, probe: writes[0] });
+        self.por_save(record)?;
+        let request = PorWriteRequest {
+            plan: ByteBuf::from(planned.to_bytes()),
+            writes,
+            slots: ByteBuf::from(slots_to_bytes(&slots)),
+            upload: ByteBuf::from(written.upload_bytes()),
+            labels,
+        };
+        match self.remote.call::<_, PorStatus>(Op::PorWrite, &request).await {
+            Ok(status)
+                if (u32::from(status.log_capacity), status.time)
+                    == (after.log.schedule.log_capacity, after.log.schedule.time) =>
+            {
+                record.at = after;
+                record.in_flight = None;
+                self.por_save(record)
+            }
+            Ok(status) => Err(ClientError::violation(
+                ViolationKind::BadPorWrite,
+                format!(
+                    "after the batch the log is said to be at time {}, not {}",
+                    status.time, after.log.schedule.time
+                ),
+            )),
+            // Applied or not: the provider's time says which, now or at the next operation.
+            Err(e) => {
+                if let Ok(settled) = self.por_ready(keys, false).await {
+                    *record = settled;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the copy of version `version` (its blocks, in order) into fresh slots.
+    async fn por_copy(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+        version: &VersionRecord,
+        blocks: &[TaggedData],
+    ) -> Result<(), ClientError> {
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        let first = record.at.next_slot;
+        let slots = copy::lay_out(first, blocks);
+        let count = (slots.len() / SLOT_WIDTH) as u64;
+        let chunks: Vec<&[u64]> = slots.chunks(REQUEST_SLOTS * SLOT_WIDTH).collect();
+        let mut at = first;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let n = (chunk.len() / SLOT_WIDTH) as u64;
+            let labels = if i + 1 == chunks.len() {
+                let value = Location { first, slots: count }.to_bytes();
+                vec![PorLabel { key: ByteBuf::from(label_key(version)), value: ByteBuf::from(value) }]
+            } else {
+                Vec::new()
+            };
+            self.por_batch(keys, record, (at..at + n).collect(), chunk.to_vec(), labels).await?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// U's slots `indices` (ascending), read and checked against `log`'s root.
+    async fn por_read(&self, keys: &PorKeys, log: &LogState, indices: &[u64]) -> Result<Vec<u64>, ClientError> {
+        let mut slots = Vec::with_capacity(indices.len() * SLOT_WIDTH);
+        for part in indices.chunks(REQUEST_SLOTS) {
+            let answer: PorReadAnswer =
+                self.remote.call(Op::PorRead, &PorReadRequest { indices: part.to_vec() }).await?;
+            let read =
+                RawRead::from_bytes(&answer.read).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+            verify_read(log, part, &read, &keys.seal, &keys.sums)
+                .map_err(ClientError::caught(ViolationKind::BadPorRead))?;
+            slots.extend(read.slots);
+        }
+        Ok(slots)
+    }
+
+    /// Where the copy of `version` is, as the provider's label says, checked to lie inside
+    /// the slots the client has written. A PoR file's version without one is a lie.
+    async fn por_location(&self, record: &PorRecord, version: &VersionRecord) -> Result<Location, ClientError> {
+        let answer: PorLabelAnswer =
+            self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(label_key(version)) }).await?;
+        let Some(value) = answer.value else {
+            return Err(ClientError::violation(
+                ViolationKind::UnprovenNotFound,
+                format!("it says version {} of a PoR file has no copy in the log", version.number),
+            ));
+        };
+        let at = Location::from_bytes(&value)
+            .ok_or_else(|| ClientError::violation(ViolationKind::MalformedAnswer, "a PoR label of the wrong size"))?;
+        if at.slots == 0 || at.first.checked_add(at.slots).is_none_or(|end| end > record.at.next_slot) {
+            return Err(ClientError::violation(
+                ViolationKind::BadPorCopy,
+                format!("the copy is said to be at slots {}+{}, outside those written", at.first, at.slots),
+            ));
+        }
+        Ok(at)
+    }
+
+    /// Makes the copy a commit to `name` may have left owed (see the module documentation).
+    async fn por_settle_copy(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(), ClientError> {
+        let Some(name) = record.copying.clone() else { return Ok(()) };
+        match self.version_in(&View::Committing, &name, None).await {
+            Ok(latest) if is_por_file(&latest.record.file) && latest.record.len > 0 => {
+                let answer: PorLabelAnswer = self
+                    .remote
+                    .call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(label_key(&latest.record)) })
+                    .await?;
+                if answer.value.is_none() {
+                    let blocks = self.tagged_blocks(commit, &name, latest.record.number).await?;
+                    self.por_copy(keys, record, &latest.record, &blocks).await?;
+                }
+            }
+            Ok(_) | Err(ClientError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        record.copying = None;
+        self.por_save(record)
+    }
+
+    /// The PoR record, ready for an operation under the commit lock.
+    async fn por_begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
+        let mut record = self.por_ready(keys, create).await?;
+        self.por_settle_copy(commit, keys, &mut record).await?;
+        Ok(record)
+    }
+
+    /// Before a commit that makes a new version of the PoR file `name`: the copy is owed.
+    pub(crate) async fn por_owe_copy(&self, commit: &Committing<'_>, name: &str) -> Result<(), ClientError> {
+        let keys = self.por_keys()?;
+        let mut record = self.por_begin(commit, &keys, true).await?;
+        record.copying = Some(name.to_string());
+        self.por_save(&record)
+    }
+
+    /// After that commit: the copy of `version`, from `blocks` when the caller has them, else
+    /// from a verified read of the version.
+    pub(crate) async fn por_pay_copy(
+        &self,
+        commit: &Committing<'_>,
+        name: &str,
+        version: &VersionRecord,
+        blocks: Option<Vec<TaggedData>>,
+    ) -> Result<(), ClientError> {
+        let keys = self.por_keys()?;
+        let mut record = self.por_ready(&keys, false).await?;
+        let blocks = match blocks {
+            Some(b) => b,
+            None => self.tagged_blocks(commit, name, version.number).await?,
+        };
+        self.por_copy(&keys, &mut record, version, &blocks).await?;
+        record.copying = None;
+        self.por_save(&record)
+    }
+
+    /// The verified copy of a version of the PoR file `name`, with where it is.
+    async fn por_copy_of(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        version: &VersionRecord,
+        slots: Option<Vec<u64>>,
+    ) -> Result<(Location, Vec<TaggedData>), ClientError> {
+        let at = self.por_location(record, version).await?;
+        let indices: Vec<u64> = (at.first..at.first + at.slots).collect();
+        let slots = match slots {
+            Some(s) => s,
+            None => self.por_read(keys, &record.at.log, &indices).await?,
+        };
+        let blocks = copy::parse(at.first, &slots).map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
+        copy::check(self.keys.owner()?, version, &blocks).map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
+        Ok((at, blocks))
+    }
+
+    /// The proven version of a PoR file, or why there is none.
+    async fn por_version(&self, name: &str, want: Option<u64>) -> Result<VersionRecord, ClientError> {
+        let v = self.version_in(&View::Committing, name, want).await?;
+        if !is_por_file(&v.record.file) {
+            return Err(ClientError::BadInput(format!("{name} was stored without --por: it has no PoR copy")));
+        }
+        Ok(v.record)
+    }
+
+    /// Streams a version of the PoR file `name`, read through U alone (not the provider's
+    /// block store), verified, into `out`.
+    pub async fn get_por(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        out: &mut (impl Write + Send),
+    ) -> Result<PorCopyReport, ClientError> {
+        let started = Instant::now();
+        let keys = self.por_keys()?;
+        let commit = self.begin_commit().await?;
+        let version = self.por_version(name, want).await?;
+        let record = self.por_begin(&commit, &keys, false).await?;
+        let (at, blocks) = if version.len == 0 {
+            (Location { first: 0, slots: 0 }, Vec::new())
+        } else {
+            self.por_copy_of(&keys, &record, &version, None).await?
+        };
+        for b in &blocks {
+            out.write_all(&b.data).map_err(ClientError::io("writing the output"))?;
+        }
+        Ok(PorCopyReport {
+            name: name.into(),
+            version: version.number,
+            bytes: version.len,
+            blocks: blocks.len(),
+            slots: at.slots,
+            damaged: false,
+            restored: 0,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
+    /// lost or damaged, U is decoded from C and the levels, the copy checked, and its slots
+    /// written back, then read back through U and checked again.
+    pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
+        let started = Instant::now();
+        let keys = self.por_keys()?;
+        let commit = self.begin_commit().await?;
+        let version = self.por_version(name, None).await?;
+        let record = self.por_begin(&commit, &keys, false).await?;
+        let mut report = PorCopyReport {
+            name: name.into(),
+            version: version.number,
+            bytes: version.len,
+            blocks: 0,
+            slots: 0,
+            damaged: false,
+            restored: 0,
+            seconds: 0.0,
+        };
+        if version.len > 0 {
+            match self.por_copy_of(&keys, &record, &version, None).await {
+                Ok((at, blocks)) => (report.slots, report.blocks) = (at.slots, blocks.len()),
+                Err(e)
+                    if matches!(
+                        e.violation_kind(),
+                        Some(ViolationKind::DataLost | ViolationKind::BadPorRead | ViolationKind::BadPorCopy)
+                    ) =>
+                {
+                    tracing::warn!("{name}: the PoR copy is damaged ({e}); repairing it from C and H");
+                    report.damaged = true;
+                    let raw = self.por_recover(&keys, &record).await?;
+                    let at = self.por_location(&record, &version).await?;
+                    let range = (at.first as usize * SLOT_WIDTH)..((at.first + at.slots) as usize * SLOT_WIDTH);
+                    let slots = raw
+                        .get(range)
+                        .ok_or_else(|| ClientError::violation(ViolationKind::BadPorCopy, "the copy lies outside U"))?;
+                    self.por_copy_of(&keys, &record, &version, Some(slots.to_vec())).await?;
+                    let indices: Vec<u64> = (at.first..at.first + at.slots).collect();
+                    for (part, part_slots) in
+                        indices.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH))
+                    {
+                        let request = PorRestoreRequest {
+                            indices: part.to_vec(),
+                            slots: ByteBuf::from(slots_to_bytes(part_slots)),
+                        };
+                        self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
+                    }
+                    let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
+                    (report.slots, report.blocks, report.restored) = (at.slots, blocks.len(), at.slots);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// All of U, decoded from C and the filled levels.
+    async fn por_recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
+        let region = |region: u8| async move {
+            let answer: PorRegionAnswer = self.remote.call(Op::PorRegion, &PorRegionRequest { region }).await?;
+            RegionRead::from_bytes(&answer.region).map_err(ClientError::caught(ViolationKind::MalformedAnswer))
+        };
+        let schedule = record.at.log.schedule;
+        let coded = region(CODED_REGION).await?;
+        let mut levels = Vec::new();
+        for level in schedule.filled_levels() {
+            levels.push(region(level as u8).await?);
+        }
+        recover_raw(&schedule, &coded, &levels, &keys.seal, &keys.sums).map_err(|e| {
+            ClientError::violation(ViolationKind::DataLost, format!("U cannot be recovered from C and H: {e}"))
+        })
+    }
+
+    /// Challenges every level of H and C with `lambda` random slots each (Sec. 5.5): a report
+    /// per part. A part that fails is in the report, not an error.
+    pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
+        let started = Instant::now();
+        let keys = self.por_keys()?;
+        let record = {
+            let commit = self.begin_commit().await?;
+            self.por_begin(&commit, &keys, false).await?
+        };
+        let seed: [u8; 32] = rand::random();
+        let answer: PorAuditAnswer = self.remote.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
+        let schedule = record.at.log.schedule;
+        let all = parts(&schedule);
+        let mut reports = Vec::with_capacity(all.len());
+        for (i, part) in all.iter().enumerate() {
+            let chosen = picks(&seed, part, lambda as usize);
+            let verdict = match answer.parts.get(i) {
+                None => Err("the answer has no proof for this part".to_string()),
+                Some(bytes) => {
+                    PartProof::from_bytes(bytes, chosen.len(), SLOT_WIDTH).map_err(|e| e.to_string()).and_then(
+                        |proof| verify_part(&keys.seal, &keys.sums, part, &chosen, &proof).map_err(|e| e.to_string()),
+                    )
+                }
+            };
+            reports.push(PorPartReport {
+                region: region_name(part.region),
+                slots: part.slots,
+                time: part.time,
+                picks: chosen.len(),
+                verified: verdict.is_ok(),
+                problem: verdict.err(),
+            });
+        }
+        let extra = answer.parts.len() > all.len();
+        if extra {
+            reports.push(PorPartReport {
+                region: "extra".into(),
+                slots: 0,
+                time: schedule.time,
+                picks: 0,
+                verified: false,
+                problem: Some(format!("{} parts for a schedule of {}", answer.parts.len(), all.len())),
+            });
+        }
+        Ok(PorAuditReport {
+            log_capacity: schedule.log_capacity,
+            time: schedule.time,
+            slots_used: record.at.next_slot,
+            lambda,
+            verified: reports.iter().all(|p| p.verified),
+            parts: reports,
+            proof_bytes: answer.parts.iter().map(|p| p.len()).sum(),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+impl PorAuditReport {
+    /// The failed audit as an error (for callers that stop at the first lie).
+    pub fn into_result(self) -> Result<PorAuditReport, ClientError> {
+        match self.parts.iter().find(|p| !p.verified) {
+            None => Ok(self),
+            Some(p) => Err(ClientError::violation(
+                ViolationKind::BadPorAudit,
+                format!("{}: {}", p.region, p.problem.as_deref().unwrap_or("failed")),
+            )),
+        }
+    }
+}

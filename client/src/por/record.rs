@@ -1,0 +1,164 @@
+//! The client's PoR record, what it keeps of its log: O(1) bytes whatever the log holds.
+//!
+//! Layout: `vouchPR\x01`, the log state (`log_capacity:u32`, `time:u64`, U's root), the next
+//! fresh slot (`u64`), then two optional parts, each behind a flag byte: the batch in flight
+//! (its state after, its next fresh slot, one index it writes) and the name whose new version
+//! still needs its PoR copy (`len:u16`, UTF-8), then a SHA-256 of everything before it. All
+//! integers little-endian.
+
+use crate::error::ClientError;
+use sha2::{Digest as _, Sha256};
+use vouch_core::por::client::LogState;
+use vouch_core::por::code::Schedule;
+use vouch_core::Digest;
+
+const MAGIC: &[u8; 8] = b"vouchPR\x01";
+
+/// Where the log is, as far as the client is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LogPoint {
+    pub log: LogState,
+    /// The first slot of U no file has used.
+    pub next_slot: u64,
+}
+
+/// A batch sent whose answer the client has not seen: settled by asking the provider's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InFlight {
+    pub after: LogPoint,
+    /// One index the batch writes: read under `after` to check that the provider has it.
+    pub probe: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PorRecord {
+    pub at: LogPoint,
+    pub in_flight: Option<InFlight>,
+    /// A name whose new version may lack its PoR copy (its commit was about to be sent).
+    pub copying: Option<String>,
+}
+
+impl PorRecord {
+    pub fn new(log: LogState) -> PorRecord {
+        PorRecord { at: LogPoint { log, next_slot: 0 }, in_flight: None, copying: None }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        put_point(&mut out, &self.at);
+        match &self.in_flight {
+            None => out.push(0),
+            Some(f) => {
+                out.push(1);
+                put_point(&mut out, &f.after);
+                out.extend_from_slice(&f.probe.to_le_bytes());
+            }
+        }
+        match &self.copying {
+            None => out.push(0),
+            Some(name) => {
+                out.push(1);
+                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                out.extend_from_slice(name.as_bytes());
+            }
+        }
+        let sum = Sha256::digest(&out);
+        out.extend_from_slice(&sum);
+        out
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<PorRecord, ClientError> {
+        let damaged = || {
+            ClientError::State(
+                "the PoR record (file `por` in the state directory) is damaged; the log's state is lost to \
+                 this client"
+                    .into(),
+            )
+        };
+        let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
+        if Sha256::digest(body).as_slice() != &bytes[body.len()..] || !body.starts_with(MAGIC) {
+            return Err(damaged());
+        }
+        let mut r = Reader(&body[MAGIC.len()..]);
+        let at = r.point().ok_or_else(damaged)?;
+        let in_flight = match r.take(1).ok_or_else(damaged)?[0] {
+            0 => None,
+            1 => Some(InFlight { after: r.point().ok_or_else(damaged)?, probe: r.u64().ok_or_else(damaged)? }),
+            _ => return Err(damaged()),
+        };
+        let copying = match r.take(1).ok_or_else(damaged)?[0] {
+            0 => None,
+            1 => {
+                let len = u16::from_le_bytes(r.take(2).ok_or_else(damaged)?.try_into().expect("2 bytes"));
+                let name = r.take(len as usize).ok_or_else(damaged)?;
+                Some(String::from_utf8(name.to_vec()).map_err(|_| damaged())?)
+            }
+            _ => return Err(damaged()),
+        };
+        if !r.0.is_empty() {
+            return Err(damaged());
+        }
+        Ok(PorRecord { at, in_flight, copying })
+    }
+}
+
+fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
+    out.extend_from_slice(&p.log.schedule.log_capacity.to_le_bytes());
+    out.extend_from_slice(&p.log.schedule.time.to_le_bytes());
+    out.extend_from_slice(&p.log.raw_root.0);
+    out.extend_from_slice(&p.next_slot.to_le_bytes());
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.0.split_at_checked(n)?;
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn point(&mut self) -> Option<LogPoint> {
+        let log_capacity = u32::from_le_bytes(self.take(4)?.try_into().ok()?);
+        let time = self.u64()?;
+        let raw_root = Digest(self.take(32)?.try_into().ok()?);
+        let next_slot = self.u64()?;
+        let log = LogState { schedule: Schedule { log_capacity, time }, raw_root };
+        Some(LogPoint { log, next_slot })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_any_damage_is_refused() {
+        let log = LogState { schedule: Schedule { log_capacity: 5, time: 77 }, raw_root: Digest([3; 32]) };
+        let after = LogPoint { log: LogState { raw_root: Digest([4; 32]), ..log }, next_slot: 12 };
+        let records = [
+            PorRecord::new(log),
+            PorRecord {
+                at: LogPoint { log, next_slot: 9 },
+                in_flight: Some(InFlight { after, probe: 10 }),
+                copying: Some("photos/é.jpg".into()),
+            },
+        ];
+        for record in records {
+            let bytes = record.to_bytes();
+            assert_eq!(PorRecord::from_bytes(&bytes).unwrap(), record);
+            for cut in 0..bytes.len() {
+                assert!(PorRecord::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+            }
+            for at in 0..bytes.len() {
+                let mut bad = bytes.clone();
+                bad[at] ^= 1;
+                assert!(PorRecord::from_bytes(&bad).is_err(), "byte {at} flipped");
+            }
+        }
+    }
+}

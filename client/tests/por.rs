@@ -1,0 +1,194 @@
+//! Files stored with retrievability, end to end over a real provider: `put_por`, reads
+//! through U, PoR audits, repair after the backend itself lost all of U and just under half of
+//! C and of every level, and the lies and losses a client must not believe.
+
+mod common;
+
+use common::{assert_violation, sample, start, Setup};
+use std::path::{Path, PathBuf};
+use vouch_client::{Client, ClientError, ViolationKind};
+use vouch_core::por::heap::SLOT_WIDTH;
+use vouch_server::Misbehave;
+use vouch_store::{MetaDb, ObjectBlobs, PorLog, Repository};
+
+const SLOT_BYTES: usize = SLOT_WIDTH * 8;
+
+async fn put_por(client: &Client, name: &str, data: &[u8]) {
+    client.put_por(name, std::io::Cursor::new(data.to_vec()), None, |_| {}).await.unwrap();
+}
+
+async fn get_por(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<u8>, ClientError> {
+    let mut out = Vec::new();
+    client.get_por(name, version, &mut out).await?;
+    Ok(out)
+}
+
+/// Stops the provider, lets `damage` work on its data directory, starts it again.
+async fn with_provider_stopped(setup: &mut Setup, damage: impl AsyncFnOnce(&Path)) -> Client {
+    setup.server.take().unwrap().shutdown().await.unwrap();
+    damage(&setup.data).await;
+    let server = start(&setup.data, Misbehave::None).await;
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"http://{}\"\n", server.addr)).unwrap();
+    setup.server = Some(server);
+    setup.client()
+}
+
+/// Every one of U's slots deleted from the provider's metadata store.
+async fn lose_all_of_u(data: &Path) {
+    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
+    let repo = Repository::open(blobs, MetaDb::open(&data.join("meta.redb")).unwrap()).unwrap();
+    let log = PorLog::open(&repo, b"alice/por").await.unwrap().unwrap();
+    let all: Vec<u64> = (0..log.schedule().capacity()).collect();
+    log.lose_raw_slots(&repo, &all).await.unwrap();
+    repo.close().await.unwrap();
+}
+
+fn segments(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            segments(&path, out);
+        } else if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("slots-")) {
+            out.push(path);
+        }
+    }
+}
+
+/// The first `count(slots)` slots of each stored level (`coded` false) or of C (true)
+/// overwritten with bytes that are no field elements. Each object is one segment here.
+fn damage_objects(data: &Path, coded: bool, count: impl Fn(usize) -> usize) -> usize {
+    let mut found = Vec::new();
+    segments(&data.join("blobs").join("por"), &mut found);
+    let mut damaged = 0;
+    for path in found {
+        let folder = path.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+        if folder.starts_with("coded-") != coded {
+            continue;
+        }
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = count(bytes.len() / SLOT_BYTES);
+        bytes[..n * SLOT_BYTES].fill(0xff);
+        std::fs::write(&path, &bytes).unwrap();
+        damaged += 1;
+    }
+    damaged
+}
+
+/// A failed audit: a report whose part `region` fails, or the provider's own admission that
+/// bytes it must prove are lost (it cannot prove any part then).
+#[track_caller]
+fn audit_sees_damage(result: Result<vouch_client::PorAuditReport, ClientError>, region: &str) {
+    match result {
+        Ok(report) => assert!(report.parts.iter().any(|p| p.region == region && !p.verified), "{report:?}"),
+        Err(e) => assert_eq!(e.violation_kind(), Some(ViolationKind::DataLost), "{e}"),
+    }
+}
+
+#[tokio::test]
+async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
+    let setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    assert!(matches!(client.audit_por(8).await, Err(ClientError::NotFound(_))), "no log before the first put");
+    let first = sample(300_000, 1);
+    put_por(&client, "a.bin", &first).await;
+    assert_eq!(get_por(&client, "a.bin", None).await.unwrap(), first);
+    let report = client.audit_por(16).await.unwrap();
+    assert!(report.verified && report.parts.len() >= 2, "{report:?}");
+    assert!(report.parts.iter().all(|p| p.verified && p.problem.is_none()));
+
+    // An edit makes a new version, and its copy; the old version's copy stays.
+    client.edit("a.bin", &vouch_client::ByteEdit::Insert { at: 1000, data: b"inserted".to_vec() }, None).await.unwrap();
+    let mut second = first.clone();
+    second.splice(1000..1000, *b"inserted");
+    assert_eq!(get_por(&client, "a.bin", None).await.unwrap(), second);
+    assert_eq!(get_por(&client, "a.bin", Some(1)).await.unwrap(), first);
+    // A later plain put of a PoR file gets its copy too.
+    let third = sample(50_000, 3);
+    client.put("a.bin", std::io::Cursor::new(third.clone()), None, |_| {}).await.unwrap();
+    assert_eq!(get_por(&client, "a.bin", Some(3)).await.unwrap(), third);
+
+    // A file stored without --por has no copy, and cannot gain one.
+    client.put("plain", std::io::Cursor::new(vec![1u8; 10]), None, |_| {}).await.unwrap();
+    assert!(matches!(get_por(&client, "plain", None).await, Err(ClientError::BadInput(_))));
+    let again = client.put_por("plain", std::io::Cursor::new(vec![2u8; 10]), None, |_| {}).await;
+    assert!(matches!(again, Err(ClientError::BadInput(_))));
+    put_por(&client, "empty", &[]).await;
+    assert_eq!(get_por(&client, "empty", None).await.unwrap(), Vec::<u8>::new());
+    assert!(client.audit_por(8).await.unwrap().verified);
+}
+
+#[tokio::test]
+async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_level_are_lost() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let files = [("big", sample(400_000, 5)), ("small", sample(9_000, 6))];
+    for (name, data) in &files {
+        put_por(&client, name, data).await;
+    }
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |data| {
+        lose_all_of_u(data).await;
+        assert!(damage_objects(data, true, |n| n / 2 - 1) == 1, "C is stored");
+        assert!(damage_objects(data, false, |n| n / 2 - 1) >= 1, "levels are stored");
+    })
+    .await;
+    for (name, _) in &files {
+        assert_violation(get_por(&client, name, None).await, ViolationKind::DataLost, "U is lost");
+    }
+    audit_sees_damage(client.audit_por(64).await, "coded");
+    for (name, data) in &files {
+        let report = client.repair(name).await.unwrap();
+        assert!(report.damaged && report.restored == report.slots && report.slots > 0, "{report:?}");
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name} after repair");
+        let again = client.repair(name).await.unwrap();
+        assert!(!again.damaged && again.restored == 0, "repaired once: {again:?}");
+    }
+    // The plain read path is untouched by all this.
+    let mut out = Vec::new();
+    client.get("big", None, None, &mut out).await.unwrap();
+    assert_eq!(out, files[0].1);
+}
+
+#[tokio::test]
+async fn past_half_of_c_lost_repair_fails_and_says_so() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    put_por(&client, "f", &sample(100_000, 7)).await;
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |data| {
+        lose_all_of_u(data).await;
+        assert_eq!(damage_objects(data, true, |n| n / 2 + 1), 1);
+    })
+    .await;
+    assert_violation(client.repair("f").await, ViolationKind::DataLost, "too little of C is left");
+    audit_sees_damage(client.audit_por(64).await, "coded");
+}
+
+#[tokio::test]
+async fn por_lies_are_caught_through_the_client() {
+    let data = sample(60_000, 9);
+    let setup = Setup::new(Misbehave::SwapPorSlots).await;
+    let client = setup.client();
+    put_por(&client, "f", &data).await;
+    assert_violation(get_por(&client, "f", None).await, ViolationKind::BadPorRead, "swapped slots of U");
+
+    let setup = Setup::new(Misbehave::ForgePorAggregate).await;
+    let client = setup.client();
+    put_por(&client, "f", &data).await;
+    assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
+    let audit = client.audit_por(8).await.unwrap();
+    assert!(audit.parts.iter().all(|p| !p.verified), "{audit:?}");
+    assert_violation(audit.into_result(), ViolationKind::BadPorAudit, "a forged aggregate");
+}
+
+#[tokio::test]
+async fn a_damaged_por_record_is_a_state_error_not_a_lie() {
+    let setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    put_por(&client, "f", &sample(5_000, 2)).await;
+    let path = setup.state.join("por");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[10] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    assert!(matches!(get_por(&client, "f", None).await, Err(ClientError::State(_))));
+}
