@@ -274,11 +274,7 @@ impl Client {
         block_size: Option<usize>,
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
-        let started = Instant::now();
-        valid_name(name)?;
-        let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
-        let commit = self.begin_commit().await?;
-        self.put_locked(&commit, name, reader, (cutting, false), progress, started).await
+        self.put_as(name, reader, block_size, false, progress).await
     }
 
     /// [`Client::put`] with retrievability: the version also gets a copy in the client's PoR
@@ -291,11 +287,22 @@ impl Client {
         block_size: Option<usize>,
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
+        self.put_as(name, reader, block_size, true, progress).await
+    }
+
+    async fn put_as(
+        &self,
+        name: &str,
+        reader: impl Read + Send + 'static,
+        block_size: Option<usize>,
+        por: bool,
+        progress: impl Fn(u64) + Send + 'static,
+    ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
         valid_name(name)?;
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
         let commit = self.begin_commit().await?;
-        self.put_locked(&commit, name, reader, (cutting, true), progress, started).await
+        self.put_locked(&commit, name, reader, (cutting, por), progress, started).await
     }
 
     /// A put, the commit lock held: the name's proven state, the upload, the commit's check.

@@ -25,6 +25,8 @@ struct Client {
     seal: SealKey,
     sums: ChecksumKey,
     next: u64,
+    /// Labels for the next batch.
+    labels: Vec<PorLabel>,
 }
 
 impl Client {
@@ -32,7 +34,15 @@ impl Client {
         let seal = SealKey::new(&[1; 32]);
         let state = LogState::new(2, &seal).0;
         let sums = ChecksumKey::new(&[2; 32], SLOT_WIDTH);
-        Client { http: reqwest::Client::new(), base: format!("http://{}", server.addr), state, seal, sums, next: 0 }
+        Client {
+            http: reqwest::Client::new(),
+            base: format!("http://{}", server.addr),
+            state,
+            seal,
+            sums,
+            next: 0,
+            labels: Vec::new(),
+        }
     }
 
     fn init_request(&self) -> PorInitRequest {
@@ -79,7 +89,7 @@ impl Client {
             writes,
             slots: slots_to_bytes(&slots).into(),
             upload: written.upload_bytes().into(),
-            labels: Vec::new(),
+            labels: std::mem::take(&mut self.labels),
         };
         let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
         assert_eq!(
@@ -113,6 +123,12 @@ impl Client {
                     .is_ok_and(|proof| verify_part(&self.seal, &self.sums, part, &chosen, &proof).is_ok())
             })
             .collect())
+    }
+
+    async fn label(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let answer: PorLabelAnswer =
+            self.call(Op::PorLabel, &PorLabelRequest { key: key.to_vec().into() }).await.unwrap();
+        answer.value.map(|v| v.to_vec())
     }
 
     async fn region(&self, region: u8) -> RegionRead {
@@ -168,6 +184,33 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
         stored.extend(firsts.into_iter().zip(blocks));
     }
     assert!(client.state.schedule.log_capacity >= 4);
+
+    // Labels are kept with their batch; an oversized one refuses the batch, which changes
+    // nothing.
+    let label = |key: &[u8], value: &[u8]| PorLabel { key: key.to_vec().into(), value: value.to_vec().into() };
+    assert_eq!(client.label(b"file-1").await, None);
+    client.labels = vec![label(b"file-1", b"where")];
+    let firsts = client.put(&[vec![5; 10]]).await;
+    stored.push((firsts[0], vec![5; 10]));
+    assert_eq!(client.label(b"file-1").await, Some(b"where".to_vec()));
+    let before: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
+    let planned = plan(&client.state, &[client.next]).unwrap();
+    let context: PorContext =
+        client.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
+    let context = WriteContext::from_bytes(&context.context).unwrap();
+    let slots = split_block(client.next, b"x");
+    let written = write(&client.state, &planned, &context, &[client.next], &slots, &client.seal, &client.sums).unwrap();
+    let oversized = PorWriteRequest {
+        plan: planned.to_bytes().into(),
+        writes: vec![client.next],
+        slots: slots_to_bytes(&slots).into(),
+        upload: written.upload_bytes().into(),
+        labels: vec![label(&[7; 65], b"too long a key")],
+    };
+    let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &oversized).await;
+    assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
+    let after: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
+    assert_eq!(before, after, "a refused batch changes nothing");
     for (first, block) in &stored {
         assert_eq!(&client.get(*first, block.len() as u64).await.unwrap(), block);
     }

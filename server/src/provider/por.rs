@@ -108,7 +108,7 @@ impl Provider {
             let written = Written::from_upload_bytes(&req.upload, log.schedule()).map_err(bad)?;
             let labels: Vec<(Vec<u8>, Vec<u8>)> =
                 req.labels.iter().map(|l| (l.key.to_vec(), l.value.to_vec())).collect();
-            log.apply_labelled(repo, &plan, &req.writes, &slots, &written, &labels).await?;
+            log.apply_labelled(repo, (&plan, &req.writes, &slots, &written), &labels).await?;
             Ok(status(log))
         })
         .await

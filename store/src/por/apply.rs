@@ -50,19 +50,17 @@ impl PorLog {
         slots: &[u64],
         written: &Written,
     ) -> Result<(), PorStoreError> {
-        self.apply_labelled(repo, plan, writes, slots, written, &[]).await
+        self.apply_labelled(repo, (plan, writes, slots, written), &[]).await
     }
 
-    /// [`PorLog::apply`], and `labels` (key, value) committed with the batch, atomically:
-    /// after a crash either the batch and its labels are there or neither is. A label's key
-    /// is at most [`MAX_LABEL_KEY`] bytes and its value at most [`MAX_LABEL_VALUE`].
+    /// [`PorLog::apply`] of a batch (plan, writes, slots, written), and `labels` (key, value)
+    /// committed with it, atomically: after a crash either the batch and its labels are there
+    /// or neither is. A label's key is at most [`MAX_LABEL_KEY`] bytes and its value at most
+    /// [`MAX_LABEL_VALUE`].
     pub async fn apply_labelled(
         &mut self,
         repo: &Repository,
-        plan: &WritePlan,
-        writes: &[u64],
-        slots: &[u64],
-        written: &Written,
+        (plan, writes, slots, written): (&WritePlan, &[u64], &[u64], &Written),
         labels: &[(Vec<u8>, Vec<u8>)],
     ) -> Result<(), PorStoreError> {
         if labels.len() > MAX_LABELS
