@@ -192,3 +192,51 @@ async fn a_damaged_por_record_is_a_state_error_not_a_lie() {
     std::fs::write(&path, bytes).unwrap();
     assert!(matches!(get_por(&client, "f", None).await, Err(ClientError::State(_))));
 }
+
+mod proxy;
+
+/// An edit of a PoR file whose batch answer is lost, once after the provider applied it and
+/// once before: the next PoR operation settles it by the provider's time (and owes the copy
+/// when the batch never landed), and nothing is reported as a lie.
+#[tokio::test]
+async fn a_lost_batch_answer_is_settled_never_called_a_lie() {
+    use proxy::{proxy, Answer};
+    use std::sync::{Arc, Mutex};
+    let setup = Setup::new(Misbehave::None).await;
+    let mut data = sample(40_000, 11);
+    put_por(&setup.client(), "f", &data).await;
+    // From now on through a proxy that loses the answer of `por-write` as told.
+    let lose: Arc<Mutex<Option<bool>>> = Arc::new(Mutex::new(None));
+    let rule = lose.clone();
+    let url = proxy(setup.url(), move |op| {
+        let unavailable = || {
+            vouch_proto::encode(&vouch_proto::ErrorBody {
+                code: vouch_proto::ErrorCode::Storage,
+                message: "connection lost".into(),
+            })
+        };
+        let told = rule.lock().unwrap().take();
+        match (op, told) {
+            // Applied, then the answer lost.
+            ("por-write", Some(true)) => Answer::Forward(Box::new(move |_, _| (503, unavailable()))),
+            // Lost on the way: never applied.
+            ("por-write", Some(false)) => Answer::Own(503, unavailable()),
+            (_, kept) => {
+                *rule.lock().unwrap() = kept;
+                Answer::Forward(Box::new(|code, body| (code, body)))
+            }
+        }
+    })
+    .await;
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\n")).unwrap();
+    let client = setup.client();
+    for (applied, at) in [(true, 10u64), (false, 20)] {
+        *lose.lock().unwrap() = Some(applied);
+        let edit = vouch_client::ByteEdit::Insert { at, data: b"more".to_vec() };
+        let result = client.edit("f", &edit, None).await;
+        assert!(result.as_ref().is_err_and(|e| e.violation_kind().is_none()), "{applied}: {result:?}");
+        data.splice(at as usize..at as usize, *b"more");
+        assert_eq!(get_por(&client, "f", None).await.unwrap(), data, "applied: {applied}");
+        assert!(client.audit_por(8).await.unwrap().verified);
+    }
+}
