@@ -143,9 +143,8 @@ impl Client {
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
         if por_file {
-            // The new version's copy whole, from a verified read (a copy of only the blocks
-            // the edit wrote is future work).
-            self.por_pay_copy(commit, name, &record, None).await?;
+            // Only the blocks the edit wrote take new slots.
+            self.por_pay_edit(commit, name, &plan.base, &record, &req.blocks).await?;
         }
         Ok((record, answer))
     }

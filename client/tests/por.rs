@@ -74,13 +74,16 @@ fn damage_objects(data: &Path, coded: bool, count: impl Fn(usize) -> usize) -> u
     damaged
 }
 
-/// A failed audit: a report whose part `region` fails, or the provider's own admission that
-/// bytes it must prove are lost (it cannot prove any part then).
+/// An audit whose parts fail exactly where `damaged` says, each because the provider admits
+/// its bytes lost; the other parts still prove.
 #[track_caller]
-fn audit_sees_damage(result: Result<vouch_client::PorAuditReport, ClientError>, region: &str) {
-    match result {
-        Ok(report) => assert!(report.parts.iter().any(|p| p.region == region && !p.verified), "{report:?}"),
-        Err(e) => assert_eq!(e.violation_kind(), Some(ViolationKind::DataLost), "{e}"),
+fn audit_fails_at(report: vouch_client::PorAuditReport, damaged: impl Fn(&str) -> bool) {
+    assert!(!report.verified && report.parts.len() >= 2, "{report:?}");
+    for part in &report.parts {
+        assert_eq!(part.verified, !damaged(&part.region), "{report:?}");
+        if !part.verified {
+            assert!(part.problem.as_deref().is_some_and(|p| p.contains("lost")), "{part:?}");
+        }
     }
 }
 
@@ -117,6 +120,59 @@ async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
     assert!(client.audit_por(8).await.unwrap().verified);
 }
 
+/// Slots a run of `blocks` blocks of `bytes` bytes in all takes at most in a copy (each block:
+/// a 14-byte head, a 32-byte tag, and a partial last slot).
+fn slots_at_most(bytes: u64, blocks: u64) -> u64 {
+    (bytes + blocks * 46) / vouch_core::por::heap::SLOT_DATA_BYTES as u64 + blocks + 1
+}
+
+/// An edit or a sync in the middle of a large PoR file takes fresh slots only for the blocks it
+/// wrote (the issue: never a rewrite of the rest); every version still reads back whole, and
+/// repair restores them all after U is lost.
+#[tokio::test]
+async fn an_edit_of_a_large_por_file_writes_only_the_blocks_it_wrote() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let first = sample(3_000_000, 21);
+    put_por(&client, "big", &first).await;
+    let used = async |client: &Client| client.audit_por(4).await.unwrap().slots_used;
+    let whole = used(&client).await;
+    assert!(whole >= 3_000_000 / 4096, "{whole}");
+
+    let edit = vouch_client::ByteEdit::Replace { at: 1_500_000, data: b"changed".to_vec() };
+    let sent = client.edit("big", &edit, None).await.unwrap();
+    let mut second = first.clone();
+    second[1_500_000..1_500_007].copy_from_slice(b"changed");
+    let after_edit = used(&client).await;
+    assert!(after_edit - whole <= slots_at_most(sent.bytes, sent.blocks), "{whole} -> {after_edit}: {sent:?}");
+    assert!(after_edit - whole < whole / 20, "{whole} -> {after_edit}");
+
+    // A delete writes no block: one empty slot carries the new layout.
+    client.edit("big", &vouch_client::ByteEdit::Delete { range: 100..200 }, None).await.unwrap();
+    let mut third = second.clone();
+    third.drain(100..200);
+    let after_delete = used(&client).await;
+    assert!(after_delete - after_edit <= slots_at_most(200_000, 8), "{after_edit} -> {after_delete}");
+
+    let mut fourth = third.clone();
+    fourth.splice(2_000_000..2_000_000, sample(5_000, 22));
+    let local = setup.state.join("local.bin");
+    std::fs::write(&local, &fourth).unwrap();
+    let sync = client.sync("big", &local).await.unwrap();
+    let after_sync = used(&client).await;
+    assert!(after_sync - after_delete <= slots_at_most(sync.bytes_sent, sync.blocks_sent), "{sync:?}");
+
+    for (version, want) in [(1, &first), (2, &second), (3, &third), (4, &fourth)] {
+        assert_eq!(&get_por(&client, "big", Some(version)).await.unwrap(), want, "version {version}");
+    }
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
+    assert_violation(get_por(&client, "big", None).await, ViolationKind::DataLost, "U is lost");
+    let report = client.repair("big").await.unwrap();
+    assert!(report.damaged && report.restored == report.slots, "{report:?}");
+    assert_eq!(get_por(&client, "big", None).await.unwrap(), fourth);
+}
+
 #[tokio::test]
 async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_level_are_lost() {
     let mut setup = Setup::new(Misbehave::None).await;
@@ -135,7 +191,8 @@ async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_le
     for (name, _) in &files {
         assert_violation(get_por(&client, name, None).await, ViolationKind::DataLost, "U is lost");
     }
-    audit_sees_damage(client.audit_por(64).await, "coded");
+    // Level 0 has two slots: "just under half" of it is none.
+    audit_fails_at(client.audit_por(64).await.unwrap(), |region| region != "level-0");
     for (name, data) in &files {
         let report = client.repair(name).await.unwrap();
         assert!(report.damaged && report.restored == report.slots && report.slots > 0, "{report:?}");
@@ -161,7 +218,7 @@ async fn past_half_of_c_lost_repair_fails_and_says_so() {
     })
     .await;
     assert_violation(client.repair("f").await, ViolationKind::DataLost, "too little of C is left");
-    audit_sees_damage(client.audit_por(64).await, "coded");
+    audit_fails_at(client.audit_por(64).await.unwrap(), |region| region == "coded");
 }
 
 #[tokio::test]
@@ -191,6 +248,22 @@ async fn a_damaged_por_record_is_a_state_error_not_a_lie() {
     bytes[10] ^= 1;
     std::fs::write(&path, bytes).unwrap();
     assert!(matches!(get_por(&client, "f", None).await, Err(ClientError::State(_))));
+}
+
+#[tokio::test]
+async fn a_lost_por_record_is_a_state_error_not_a_lie() {
+    let setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    put_por(&client, "f", &sample(5_000, 3)).await;
+    std::fs::remove_file(setup.state.join("por")).unwrap();
+    let state_error = |got: Result<_, ClientError>| {
+        assert!(matches!(&got, Err(ClientError::State(m)) if m.contains("no PoR record")), "{:?}", got.err());
+    };
+    state_error(get_por(&client, "f", None).await.map(|_| ()));
+    state_error(client.audit_por(8).await.map(|_| ()));
+    // Nor is a new log started over the provider's: the record stays missing.
+    state_error(client.put_por("g", std::io::Cursor::new(vec![1u8; 100]), None, |_| {}).await.map(|_| ()));
+    assert!(!setup.state.join("por").exists());
 }
 
 mod proxy;

@@ -135,7 +135,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -483,6 +483,12 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<por::PorContext>(data);
     reencode::<por::PorAuditAnswer>(data);
     reencode::<por::PorRestoreRequest>(data);
+    reencode::<por::PorStatus>(data);
+    reencode::<por::PorLabelAnswer>(data);
+    reencode::<por::PorReadAnswer>(data);
+    reencode::<por::PorRegionAnswer>(data);
+    reencode::<por::PorPlanRequest>(data);
+    reencode::<por::PorLabelRequest>(data);
     let mut frames = frame::Decoder::new();
     frames.extend(data);
     while let Ok(Some(f)) = frames.next_frame() {
@@ -510,11 +516,15 @@ pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
         versions_update: None,
         namespace_update: ByteBuf::from(vec![6; 70]),
     };
+    let por_audit = por::PorAuditAnswer {
+        parts: vec![por::PorPartAnswer::Proof(ByteBuf::from(vec![8; 90])), por::PorPartAnswer::Lost("gone".into())],
+    };
     vec![
         ("seed-located", encode(&located)),
         ("seed-chunk", encode_frame(&ReadFrame::Chunk(chunk))),
         ("seed-committed", encode(&committed)),
         ("seed-error", encode(&ErrorBody { code: ErrorCode::DataLost, message: "x".into() })),
+        ("seed-por-audit", encode(&por_audit)),
         ("seed-empty", Vec::new()),
     ]
 }

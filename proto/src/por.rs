@@ -98,11 +98,32 @@ pub struct PorAuditRequest {
     pub lambda: u32,
 }
 
-/// One `PartProof::to_bytes` per part, in the order of `vouch_core::por::audit::parts` of
-/// the provider's schedule.
+/// One answer per part, in the order of `vouch_core::por::audit::parts` of the provider's
+/// schedule.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorAuditAnswer {
-    pub parts: Vec<ByteBuf>,
+    pub parts: Vec<PorPartAnswer>,
+}
+
+/// One part of an audit: its proof, or the provider's word that the part's bytes are lost
+/// (the client reports that part failed and goes on with the others; a lost part is never
+/// believed to be fine).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PorPartAnswer {
+    /// `PartProof::to_bytes`.
+    Proof(ByteBuf),
+    /// Why the provider cannot prove the part.
+    Lost(String),
+}
+
+impl PorPartAnswer {
+    /// Bytes on the wire of the proof (0 for a lost part).
+    pub fn proof_len(&self) -> usize {
+        match self {
+            PorPartAnswer::Proof(bytes) => bytes.len(),
+            PorPartAnswer::Lost(_) => 0,
+        }
+    }
 }
 
 /// A whole level (`region` = ℓ) or C (`region` = 0xFE), for repair.

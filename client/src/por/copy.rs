@@ -5,7 +5,7 @@
 //! Each block is one heap block whose payload is `len:u32 || nonce:u64 || tag_len:u16 || tag
 //! || data` (`len`: the bytes after it), so the blocks of a run of slots are found from the
 //! slots alone. Nothing the provider says about the copy is trusted: the label that tells
-//! where it is (`Location`) only says where to look. The slots are checked against U's root
+//! where it is (`super::layout`) only says where to look. The slots are checked against U's root
 //! (`verify_read`), then every block's tag under the client's key, then the FlexList root
 //! and length the blocks make against the version record, which the namespace root proves.
 
@@ -23,14 +23,6 @@ pub(crate) struct TaggedData {
     pub nonce: u64,
     pub tag: Vec<u8>,
     pub data: Bytes,
-}
-
-/// Where a version's copy is in U, as the provider keeps it (a label of the batch that
-/// wrote its last slots).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Location {
-    pub first: u64,
-    pub slots: u64,
 }
 
 /// Files whose ids start so have a PoR copy of every version: the id is under the namespace
@@ -60,22 +52,16 @@ pub(crate) fn label_key(record: &VersionRecord) -> Vec<u8> {
     [&record.file.0[..], &record.number.to_le_bytes()].concat()
 }
 
-impl Location {
-    pub fn to_bytes(self) -> Vec<u8> {
-        [self.first.to_le_bytes(), self.slots.to_le_bytes()].concat()
-    }
-
-    pub fn from_bytes(bytes: &[u8]) -> Option<Location> {
-        let (first, slots) = (bytes.get(..8)?, bytes.get(8..)?);
-        (slots.len() == 8).then(|| Location {
-            first: u64::from_le_bytes(first.try_into().expect("8 bytes")),
-            slots: u64::from_le_bytes(slots.try_into().expect("8 bytes")),
-        })
-    }
+/// The slots a block of `tag_len` tag bytes and `data_len` data bytes takes in a copy.
+pub(crate) fn block_slots(tag_len: usize, data_len: u64) -> u64 {
+    slots_for(PAYLOAD_HEAD as u64 + tag_len as u64 + data_len)
 }
 
+/// `len:u32 || nonce:u64 || tag_len:u16` before a block's tag and data.
+const PAYLOAD_HEAD: usize = 4 + 8 + 2;
+
 fn payload(block: &TaggedData) -> Vec<u8> {
-    let rest = 8 + 2 + block.tag.len() + block.data.len();
+    let rest = PAYLOAD_HEAD - 4 + block.tag.len() + block.data.len();
     let mut out = Vec::with_capacity(4 + rest);
     out.extend_from_slice(&(rest as u32).to_le_bytes());
     out.extend_from_slice(&block.nonce.to_le_bytes());
@@ -182,14 +168,42 @@ mod tests {
         assert!(parse(10, &empty).is_err());
     }
 
+    proptest::proptest! {
+        /// Whatever a provider's slots hold (each header naming its index, as U's checksums
+        /// force), parsing them answers blocks or an error, never a panic or a huge allocation.
+        #[test]
+        fn any_run_of_slots_parses_or_is_refused(
+            payloads in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..9000), 1..4),
+            noise in proptest::collection::vec((0usize..4000, 0u64..1 << 56), 0..8),
+        ) {
+            let mut slots = Vec::new();
+            let mut at = 3;
+            for bytes in &payloads {
+                slots.extend(split_block(at, bytes));
+                at += slots_for(bytes.len() as u64);
+            }
+            for (i, value) in noise {
+                let i = i % slots.len();
+                slots[i] = value;
+            }
+            if let Ok(blocks) = parse(3, &slots) {
+                let bytes: usize = blocks.iter().map(|b| b.data.len() + b.tag.len()).sum();
+                proptest::prop_assert!(bytes <= slots.len() * 7);
+            }
+        }
+    }
+
     #[test]
     fn file_ids_carry_the_mark_only_when_asked() {
         for _ in 0..100 {
             assert!(is_por_file(&new_file_id(true)));
             assert!(!is_por_file(&new_file_id(false)));
         }
-        let at = Location { first: 5, slots: 9 };
-        assert_eq!(Location::from_bytes(&at.to_bytes()), Some(at));
-        assert_eq!(Location::from_bytes(&at.to_bytes()[..15]), None);
+        for b in blocks() {
+            assert_eq!(
+                block_slots(b.tag.len(), b.data.len() as u64),
+                lay_out(0, &[b]).len() as u64 / SLOT_WIDTH as u64
+            );
+        }
     }
 }

@@ -24,6 +24,8 @@
 //! Lock order: the commit lock, then the PoR lock.
 
 mod copy;
+mod edit;
+mod layout;
 mod record;
 
 pub(crate) use copy::{is_por_file, new_file_id, TaggedData};
@@ -32,7 +34,8 @@ use crate::client::{Client, View};
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use crate::violation::ViolationKind;
-use copy::{label_key, Location};
+use copy::label_key;
+use layout::{Layout, LayoutKey};
 use record::{InFlight, LogPoint, PorRecord};
 use serde_bytes::ByteBuf;
 use std::io::Write;
@@ -59,13 +62,14 @@ const CODED_REGION: u8 = 0xFE;
 pub(crate) struct PorKeys {
     seal: SealKey,
     sums: ChecksumKey,
+    layout: LayoutKey,
 }
 
 impl PorKeys {
     pub(crate) fn derive(secret: &[u8; 32]) -> PorKeys {
         let seal = SealKey::new(&blake3::derive_key("vouch por seal key v1", secret));
         let sums = ChecksumKey::new(&blake3::derive_key("vouch por checksum key v1", secret), SLOT_WIDTH);
-        PorKeys { seal, sums }
+        PorKeys { seal, sums, layout: LayoutKey::derive(secret) }
     }
 }
 
@@ -119,6 +123,12 @@ fn region_name(region: Region) -> String {
     }
 }
 
+/// The label that says where `version`'s copy is.
+fn sealed_label(keys: &PorKeys, version: &VersionRecord, layout: &Layout) -> PorLabel {
+    let key = label_key(version);
+    PorLabel { value: ByteBuf::from(layout.seal(&keys.layout, &key)), key: ByteBuf::from(key) }
+}
+
 impl Client {
     fn por_keys(&self) -> Result<PorKeys, ClientError> {
         Ok(PorKeys::derive(&self.keys.owner()?.por_secret()))
@@ -131,12 +141,25 @@ impl Client {
     /// The client's PoR record with nothing in flight: created with the log when `create`,
     /// and a batch whose answer was lost settled.
     async fn por_ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
-        let mut record = match self.ledger.store().load_por()? {
-            Some(bytes) => PorRecord::from_bytes(&bytes)?,
-            None if !create => {
+        let status = match self.remote.call::<_, PorStatus>(Op::PorStatus, &PorStatusRequest {}).await {
+            Ok(status) => Some(status),
+            Err(ClientError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
+        let mut record = match (self.ledger.store().load_por()?, &status) {
+            (Some(bytes), _) => PorRecord::from_bytes(&bytes)?,
+            (None, Some(status)) => {
+                return Err(ClientError::State(format!(
+                    "this client has no PoR record, yet the provider keeps a PoR log for it (capacity 2^{}, time {}): \
+                     the record was lost from the client's state (or the provider answers for a log this client \
+                     never made); the log cannot be checked without it",
+                    status.log_capacity, status.time
+                )))
+            }
+            (None, None) if !create => {
                 return Err(ClientError::NotFound("this client has no PoR log (`vouch put --por` makes one)".into()))
             }
-            None => {
+            (None, None) => {
                 // Saved first: a log at time 0 with nothing written is made again if the
                 // provider never got the request.
                 let record = PorRecord::new(LogState::new(INITIAL_LOG_CAPACITY, &keys.seal).0);
@@ -144,8 +167,9 @@ impl Client {
                 record
             }
         };
-        let status = match self.remote.call::<_, PorStatus>(Op::PorStatus, &PorStatusRequest {}).await {
-            Err(ClientError::NotFound(_)) if record.at.log.schedule.time == 0 && record.at.next_slot == 0 => {
+        let status = match status {
+            Some(status) => status,
+            None if record.at.log.schedule.time == 0 && record.at.next_slot == 0 => {
                 let coded = LogState::new(INITIAL_LOG_CAPACITY, &keys.seal).1;
                 let init = PorInitRequest {
                     log_capacity: INITIAL_LOG_CAPACITY as u8,
@@ -153,8 +177,9 @@ impl Client {
                 };
                 self.remote.call::<_, PorStatus>(Op::PorInit, &init).await?
             }
-            Err(e) => return Err(e.not_found_is(ViolationKind::DataLost, "the client's PoR log")),
-            Ok(status) => status,
+            None => {
+                return Err(ClientError::violation(ViolationKind::DataLost, "the provider lost the client's PoR log"))
+            }
         };
         let at = (u32::from(status.log_capacity), status.time);
         let point = |p: &LogPoint| (p.log.schedule.log_capacity, p.log.schedule.time);
@@ -235,7 +260,7 @@ impl Client {
         }
     }
 
-    /// Writes the copy of version `version` (its blocks, in order) into fresh slots.
+    /// Writes the copy of version `version` (its blocks, in order) into fresh slots, whole.
     async fn por_copy(
         &self,
         keys: &PorKeys,
@@ -248,17 +273,28 @@ impl Client {
         }
         let first = record.at.next_slot;
         let slots = copy::lay_out(first, blocks);
-        let count = (slots.len() / SLOT_WIDTH) as u64;
+        let layout = Layout::single(first, (slots.len() / SLOT_WIDTH) as u64);
+        self.por_write_fresh(keys, record, slots, sealed_label(keys, version, &layout)).await
+    }
+
+    /// Writes `slots` (flat, laid out from the next fresh slot) in batches; the last carries
+    /// the label of a version's layout. With no slots, one empty slot carries it.
+    async fn por_write_fresh(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+        mut slots: Vec<u64>,
+        label: PorLabel,
+    ) -> Result<(), ClientError> {
+        let first = record.at.next_slot;
+        if slots.is_empty() {
+            slots = vouch_core::por::heap::encode_slot(first, None);
+        }
         let chunks: Vec<&[u64]> = slots.chunks(REQUEST_SLOTS * SLOT_WIDTH).collect();
         let mut at = first;
         for (i, chunk) in chunks.iter().enumerate() {
             let n = (chunk.len() / SLOT_WIDTH) as u64;
-            let labels = if i + 1 == chunks.len() {
-                let value = Location { first, slots: count }.to_bytes();
-                vec![PorLabel { key: ByteBuf::from(label_key(version)), value: ByteBuf::from(value) }]
-            } else {
-                Vec::new()
-            };
+            let labels = if i + 1 == chunks.len() { vec![label.clone()] } else { Vec::new() };
             self.por_batch(keys, record, (at..at + n).collect(), chunk.to_vec(), labels).await?;
             at += n;
         }
@@ -280,26 +316,35 @@ impl Client {
         Ok(slots)
     }
 
-    /// Where the copy of `version` is, as the provider's label says, checked to lie inside
-    /// the slots the client has written. A PoR file's version without one is a lie.
-    async fn por_location(&self, record: &PorRecord, version: &VersionRecord) -> Result<Location, ClientError> {
+    /// Where the copy of `version` is, as the label the client sealed says (the provider keeps
+    /// it, and cannot forge or move it). A PoR file's version without one is a lie.
+    async fn por_location(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        version: &VersionRecord,
+    ) -> Result<Layout, ClientError> {
+        let key = label_key(version);
         let answer: PorLabelAnswer =
-            self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(label_key(version)) }).await?;
+            self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(key.clone()) }).await?;
         let Some(value) = answer.value else {
             return Err(ClientError::violation(
                 ViolationKind::UnprovenNotFound,
                 format!("it says version {} of a PoR file has no copy in the log", version.number),
             ));
         };
-        let at = Location::from_bytes(&value)
-            .ok_or_else(|| ClientError::violation(ViolationKind::MalformedAnswer, "a PoR label of the wrong size"))?;
-        if at.slots == 0 || at.first.checked_add(at.slots).is_none_or(|end| end > record.at.next_slot) {
+        let layout = Layout::open(&keys.layout, &key, &value).ok_or_else(|| {
+            ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")
+        })?;
+        let outside =
+            |r: &layout::Run| r.slots == 0 || r.first.checked_add(r.slots).is_none_or(|end| end > record.at.next_slot);
+        if let Some(run) = layout.runs.iter().find(|r| outside(r)) {
             return Err(ClientError::violation(
                 ViolationKind::BadPorCopy,
-                format!("the copy is said to be at slots {}+{}, outside those written", at.first, at.slots),
+                format!("the copy is said to be at slots {}+{}, outside those written", run.first, run.slots),
             ));
         }
-        Ok(at)
+        Ok(layout)
     }
 
     /// Makes the copy a commit to `name` may have left owed (see the module documentation).
@@ -363,23 +408,31 @@ impl Client {
         self.por_save(&record)
     }
 
-    /// The verified copy of a version of the PoR file `name`, with where it is.
+    /// The verified copy of a version of a PoR file, with where it is: read through U, or
+    /// taken from `raw` (all of U, as repair decoded it).
     async fn por_copy_of(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         version: &VersionRecord,
-        slots: Option<Vec<u64>>,
-    ) -> Result<(Location, Vec<TaggedData>), ClientError> {
-        let at = self.por_location(record, version).await?;
-        let indices: Vec<u64> = (at.first..at.first + at.slots).collect();
-        let slots = match slots {
-            Some(s) => s,
-            None => self.por_read(keys, &record.at.log, &indices).await?,
-        };
-        let blocks = copy::parse(at.first, &slots).map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
+        raw: Option<&[u64]>,
+    ) -> Result<(Layout, Vec<TaggedData>), ClientError> {
+        let layout = self.por_location(keys, record, version).await?;
+        let mut blocks = Vec::new();
+        for run in &layout.runs {
+            let slots = match raw {
+                None => {
+                    self.por_read(keys, &record.at.log, &(run.first..run.first + run.slots).collect::<Vec<_>>()).await?
+                }
+                Some(raw) => raw
+                    .get(run.first as usize * SLOT_WIDTH..(run.first + run.slots) as usize * SLOT_WIDTH)
+                    .ok_or_else(|| ClientError::violation(ViolationKind::BadPorCopy, "the copy lies outside U"))?
+                    .to_vec(),
+            };
+            blocks.extend(copy::parse(run.first, &slots).map_err(ClientError::caught(ViolationKind::BadPorCopy))?);
+        }
         copy::check(self.keys.owner()?, version, &blocks).map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
-        Ok((at, blocks))
+        Ok((layout, blocks))
     }
 
     /// The proven version of a PoR file, or why there is none.
@@ -404,8 +457,8 @@ impl Client {
         let commit = self.begin_commit().await?;
         let version = self.por_version(name, want).await?;
         let record = self.por_begin(&commit, &keys, false).await?;
-        let (at, blocks) = if version.len == 0 {
-            (Location { first: 0, slots: 0 }, Vec::new())
+        let (layout, blocks) = if version.len == 0 {
+            (Layout { runs: Vec::new() }, Vec::new())
         } else {
             self.por_copy_of(&keys, &record, &version, None).await?
         };
@@ -417,7 +470,7 @@ impl Client {
             version: version.number,
             bytes: version.len,
             blocks: blocks.len(),
-            slots: at.slots,
+            slots: layout.slots(),
             damaged: false,
             restored: 0,
             seconds: started.elapsed().as_secs_f64(),
@@ -445,7 +498,7 @@ impl Client {
         };
         if version.len > 0 {
             match self.por_copy_of(&keys, &record, &version, None).await {
-                Ok((at, blocks)) => (report.slots, report.blocks) = (at.slots, blocks.len()),
+                Ok((layout, blocks)) => (report.slots, report.blocks) = (layout.slots(), blocks.len()),
                 Err(e)
                     if matches!(
                         e.violation_kind(),
@@ -455,24 +508,23 @@ impl Client {
                     tracing::warn!("{name}: the PoR copy is damaged ({e}); repairing it from C and H");
                     report.damaged = true;
                     let raw = self.por_recover(&keys, &record).await?;
-                    let at = self.por_location(&record, &version).await?;
-                    let range = (at.first as usize * SLOT_WIDTH)..((at.first + at.slots) as usize * SLOT_WIDTH);
-                    let slots = raw
-                        .get(range)
-                        .ok_or_else(|| ClientError::violation(ViolationKind::BadPorCopy, "the copy lies outside U"))?;
-                    self.por_copy_of(&keys, &record, &version, Some(slots.to_vec())).await?;
-                    let indices: Vec<u64> = (at.first..at.first + at.slots).collect();
-                    for (part, part_slots) in
-                        indices.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH))
-                    {
-                        let request = PorRestoreRequest {
-                            indices: part.to_vec(),
-                            slots: ByteBuf::from(slots_to_bytes(part_slots)),
-                        };
-                        self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
+                    let (layout, _) = self.por_copy_of(&keys, &record, &version, Some(&raw)).await?;
+                    for run in &layout.runs {
+                        let indices: Vec<u64> = (run.first..run.first + run.slots).collect();
+                        let slots =
+                            &raw[run.first as usize * SLOT_WIDTH..(run.first + run.slots) as usize * SLOT_WIDTH];
+                        for (part, part_slots) in
+                            indices.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH))
+                        {
+                            let request = PorRestoreRequest {
+                                indices: part.to_vec(),
+                                slots: ByteBuf::from(slots_to_bytes(part_slots)),
+                            };
+                            self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
+                        }
                     }
                     let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
-                    (report.slots, report.blocks, report.restored) = (at.slots, blocks.len(), at.slots);
+                    (report.slots, report.blocks, report.restored) = (layout.slots(), blocks.len(), layout.slots());
                 }
                 Err(e) => return Err(e),
             }
@@ -516,7 +568,8 @@ impl Client {
             let chosen = picks(&seed, part, lambda as usize);
             let verdict = match answer.parts.get(i) {
                 None => Err("the answer has no proof for this part".to_string()),
-                Some(bytes) => {
+                Some(PorPartAnswer::Lost(why)) => Err(format!("the provider says its bytes are lost: {why}")),
+                Some(PorPartAnswer::Proof(bytes)) => {
                     PartProof::from_bytes(bytes, chosen.len(), SLOT_WIDTH).map_err(|e| e.to_string()).and_then(
                         |proof| verify_part(&keys.seal, &keys.sums, part, &chosen, &proof).map_err(|e| e.to_string()),
                     )
@@ -549,7 +602,7 @@ impl Client {
             lambda,
             verified: reports.iter().all(|p| p.verified),
             parts: reports,
-            proof_bytes: answer.parts.iter().map(|p| p.len()).sum(),
+            proof_bytes: answer.parts.iter().map(PorPartAnswer::proof_len).sum(),
             seconds: started.elapsed().as_secs_f64(),
         })
     }

@@ -11,8 +11,9 @@ use vouch_core::por::client::RawRead;
 use vouch_core::por::field::{add, P};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::por::{
-    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPlanRequest,
-    PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
+    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPartAnswer,
+    PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus,
+    PorWriteRequest,
 };
 
 impl Misbehaving {
@@ -51,7 +52,10 @@ impl Misbehaving {
     pub async fn por_audit(&self, client: &str, req: &PorAuditRequest) -> Result<PorAuditAnswer, ProviderError> {
         let mut answer = self.honest.por_audit(client, req).await?;
         if self.lie == Misbehave::ForgePorAggregate {
-            for part in &mut answer.parts {
+            for part in answer.parts.iter_mut().filter_map(|p| match p {
+                PorPartAnswer::Proof(proof) => Some(proof),
+                PorPartAnswer::Lost(_) => None,
+            }) {
                 // The aggregate's last element closes the proof's bytes (`PartProof::to_bytes`).
                 let at = part.len() - 8;
                 let last = u64::from_le_bytes(part[at..].try_into().expect("8 bytes"));

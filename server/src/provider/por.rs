@@ -15,8 +15,9 @@ use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::{
-    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPlanRequest,
-    PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus, PorWriteRequest,
+    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPartAnswer,
+    PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus,
+    PorWriteRequest,
 };
 use vouch_store::{PorLog, PorStoreError, StoreError};
 
@@ -135,12 +136,19 @@ impl Provider {
             return Err(bad(format!("lambda must be 1 to {MAX_POR_LAMBDA}")));
         }
         self.with_log(client, async |log, repo| {
-            let mut proofs = Vec::new();
+            let mut answers = Vec::new();
             for part in parts(&log.schedule()) {
                 let chosen = picks(&req.seed, &part, req.lambda as usize);
-                proofs.push(ByteBuf::from(log.prove(repo, &part, &chosen).await?.to_bytes()));
+                answers.push(match log.prove(repo, &part, &chosen).await {
+                    Ok(proof) => PorPartAnswer::Proof(ByteBuf::from(proof.to_bytes())),
+                    // One part's bytes lost: said for that part, and the others still proven.
+                    Err(PorStoreError::Store(
+                        e @ (StoreError::NotFound { .. } | StoreError::BadRange { .. } | StoreError::Corrupt { .. }),
+                    )) => PorPartAnswer::Lost(e.to_string()),
+                    Err(e) => return Err(e.into()),
+                });
             }
-            Ok(PorAuditAnswer { parts: proofs })
+            Ok(PorAuditAnswer { parts: answers })
         })
         .await
     }

@@ -1,0 +1,94 @@
+//! The copy of a version an edit or a sync made: it keeps the slots of the copy of the version
+//! before it for every block the two share, and writes only the edit's new blocks, so an edit
+//! in the middle of a large file costs PoR writes for the blocks it wrote ([`super::layout`]).
+
+use super::copy::{self, TaggedData};
+use super::layout::{self, Layout};
+use super::record::PorRecord;
+use super::{sealed_label, PorKeys};
+use crate::client::Client;
+use crate::error::ClientError;
+use crate::ledger::Committing;
+use crate::verify::{self, StoredBlock};
+use crate::violation::ViolationKind;
+use std::collections::HashMap;
+use vouch_core::namespace::VersionRecord;
+use vouch_proto::{BlockList, BlocksRequest, Op, WireBlock};
+
+impl Client {
+    /// After a commit that made `version` of the PoR file `name` from `base` by an edit whose
+    /// new blocks are `written`: the copy of `version`. Made whole instead when `base` has no
+    /// copy to build on (it was empty) or the layout would grow past `layout::MAX_RUNS`.
+    pub(crate) async fn por_pay_edit(
+        &self,
+        commit: &Committing<'_>,
+        name: &str,
+        base: &VersionRecord,
+        version: &VersionRecord,
+        written: &[WireBlock],
+    ) -> Result<(), ClientError> {
+        let keys = self.por_keys()?;
+        let mut record = self.por_ready(&keys, false).await?;
+        match self.por_reuse(&keys, &record, name, base, version, written).await? {
+            Some((layout, slots)) => {
+                self.por_write_fresh(&keys, &mut record, slots, sealed_label(&keys, version, &layout)).await?
+            }
+            None => {
+                let blocks = self.tagged_blocks(commit, name, version.number).await?;
+                self.por_copy(&keys, &mut record, version, &blocks).await?
+            }
+        }
+        record.copying = None;
+        self.por_save(&record)
+    }
+
+    /// The layout of `version`'s copy on `base`'s, and the slots of its new blocks laid out
+    /// from the next fresh slot; `None` when it is to be copied whole.
+    async fn por_reuse(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        name: &str,
+        base: &VersionRecord,
+        version: &VersionRecord,
+        written: &[WireBlock],
+    ) -> Result<Option<(Layout, Vec<u64>)>, ClientError> {
+        if base.len == 0 || version.len == 0 {
+            return Ok(None);
+        }
+        let old = self.por_location(keys, record, base).await?;
+        let (old_blocks, blocks) = (self.por_block_list(name, base).await?, self.por_block_list(name, version).await?);
+        // A block is known by its nonce and tag, which make its leaf.
+        let id = |b: &StoredBlock| ((b.nonce, b.tag.clone()), copy::block_slots(b.tag.len(), u64::from(b.len)));
+        let (old_ids, ids): (Vec<_>, Vec<_>) = (old_blocks.iter().map(id).collect(), blocks.iter().map(id).collect());
+        let Some((layout, new)) = layout::reuse(&old, &old_ids, &ids, record.at.next_slot) else {
+            return Ok(None);
+        };
+        let by_nonce: HashMap<u64, &WireBlock> = written.iter().map(|b| (b.nonce, b)).collect();
+        let mut fresh = Vec::with_capacity(new.len());
+        for i in new {
+            let b = &blocks[i];
+            match by_nonce.get(&b.nonce) {
+                Some(w) if w.tag[..] == b.tag[..] && w.data.len() == b.len as usize => {
+                    fresh.push(TaggedData { nonce: w.nonce, tag: w.tag.to_vec(), data: w.data.clone() })
+                }
+                // Neither kept nor written by this edit: the version is copied whole.
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some((layout, copy::lay_out(record.at.next_slot, &fresh))))
+    }
+
+    /// The verified list of `version`'s blocks (their nonces, tags and lengths; no data).
+    async fn por_block_list(&self, name: &str, version: &VersionRecord) -> Result<Vec<StoredBlock>, ClientError> {
+        let request = BlocksRequest { name: name.into(), version: Some(version.number) };
+        let answer: BlockList = self.remote.call(Op::Blocks, &request).await.map_err(|e| e.absence_unproven(name))?;
+        match verify::located(&self.root(), name, Some(version.number), &answer.located)? {
+            (_, Some(v)) if v.record == *version => verify::block_list(version, &answer),
+            _ => Err(ClientError::violation(
+                ViolationKind::UnprovenNotFound,
+                format!("it does not list version {} of {name}, which the client committed", version.number),
+            )),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Where a version's copy is in U: a list of runs of consecutive slots, each holding whole
+//! blocks of the version, in order. A new version reuses the runs of the version before it
+//! for every block it keeps, and only its new blocks take fresh slots, so an edit in the
+//! middle of a large file costs PoR writes for the blocks it wrote, never a rewrite of the
+//! rest (the "O(log n) PoR writes for the blocks it touches").
+//!
+//! The layout travels as a label the provider keeps with the batch that finishes the copy.
+//! It is sealed with a MAC under the client's key, bound to the label's key (file id and
+//! version): the provider can withhold a label (a PoR file's version without one is a lie),
+//! but cannot forge or move one, so a new layout built on an old one is built on what the
+//! client itself wrote. What the runs hold is still checked on every read (U's root, the
+//! tags, the version's root).
+
+use blake3::Hasher;
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// Most runs one layout may have: past it, a new version is copied whole, which makes one run
+/// (the label then stays within the provider's 64 KiB).
+pub(crate) const MAX_RUNS: usize = 1024;
+const RUN_BYTES: usize = 16;
+const MAC_BYTES: usize = 32;
+
+/// Slots `first..first + slots` of U.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub first: u64,
+    pub slots: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub runs: Vec<Run>,
+}
+
+/// The key that seals layouts (derived from the client's secret).
+pub(crate) struct LayoutKey([u8; 32]);
+
+impl LayoutKey {
+    pub(crate) fn derive(secret: &[u8; 32]) -> LayoutKey {
+        LayoutKey(blake3::derive_key("vouch por layout key v1", secret))
+    }
+
+    fn mac(&self, label: &[u8], runs: &[u8]) -> [u8; MAC_BYTES] {
+        let mut h = Hasher::new_keyed(&self.0);
+        h.update(&(label.len() as u64).to_le_bytes()).update(label).update(runs);
+        *h.finalize().as_bytes()
+    }
+}
+
+impl Layout {
+    /// One run of `slots` slots from `first`.
+    pub(crate) fn single(first: u64, slots: u64) -> Layout {
+        Layout { runs: vec![Run { first, slots }] }
+    }
+
+    pub(crate) fn slots(&self) -> u64 {
+        self.runs.iter().map(|r| r.slots).sum()
+    }
+
+    /// The label's value for label key `label`: the runs, then their MAC.
+    pub(crate) fn seal(&self, key: &LayoutKey, label: &[u8]) -> Vec<u8> {
+        let mut out: Vec<u8> =
+            self.runs.iter().flat_map(|r| [r.first.to_le_bytes(), r.slots.to_le_bytes()]).flatten().collect();
+        let mac = key.mac(label, &out);
+        out.extend_from_slice(&mac);
+        out
+    }
+
+    /// The layout a label's value holds, if the client sealed it for `label`; `None` for
+    /// anything else (the wrong size, another label's, forged).
+    pub(crate) fn open(key: &LayoutKey, label: &[u8], value: &[u8]) -> Option<Layout> {
+        let runs = value.len().checked_sub(MAC_BYTES)?;
+        let (runs, mac) = value.split_at(runs);
+        if runs.is_empty() || runs.len() % RUN_BYTES != 0 || runs.len() / RUN_BYTES > MAX_RUNS {
+            return None;
+        }
+        // A keyed BLAKE3 output compared in constant time (`blake3::Hash`'s `PartialEq`).
+        if blake3::Hash::from(key.mac(label, runs)) != blake3::Hash::from(<[u8; MAC_BYTES]>::try_from(mac).ok()?) {
+            return None;
+        }
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        let runs = runs.chunks_exact(RUN_BYTES).map(|r| Run { first: word(&r[..8]), slots: word(&r[8..]) }).collect();
+        Some(Layout { runs })
+    }
+
+    /// Where every block of the version this layout holds starts, by its id, from the slots
+    /// each takes (`blocks`: id and slot count, in the version's order). `None` when the
+    /// blocks do not fill the runs exactly, block by block.
+    fn starts<K: Hash + Eq + Clone>(&self, blocks: &[(K, u64)]) -> Option<HashMap<K, u64>> {
+        let mut starts = HashMap::with_capacity(blocks.len());
+        let mut blocks = blocks.iter();
+        for run in &self.runs {
+            let mut at = run.first;
+            let end = run.first.checked_add(run.slots)?;
+            while at < end {
+                let (id, slots) = blocks.next()?;
+                starts.insert(id.clone(), at);
+                at = at.checked_add(*slots)?;
+            }
+            if at != end {
+                return None;
+            }
+        }
+        blocks.next().is_none().then_some(starts)
+    }
+}
+
+/// The layout of a new version (`blocks`: id and slot count of each, in order) that keeps
+/// the slots of `old` (the layout of a version of the same file whose blocks were `old_blocks`)
+/// for every block they share, with the others laid out from the fresh slot `fresh` on, in
+/// order. A block's id names its content (the leaf of its nonce and tag). Also says which of `blocks` are new (they are to be written there, in that order).
+/// `None` when `old` does not fit `old_blocks` or the layout would pass [`MAX_RUNS`]: the
+/// version is then copied whole.
+pub(crate) fn reuse<K: Hash + Eq + Clone>(
+    old: &Layout,
+    old_blocks: &[(K, u64)],
+    blocks: &[(K, u64)],
+    fresh: u64,
+) -> Option<(Layout, Vec<usize>)> {
+    let starts = old.starts(old_blocks)?;
+    let mut runs: Vec<Run> = Vec::new();
+    let mut new = Vec::new();
+    let mut next_fresh = fresh;
+    for (i, (id, slots)) in blocks.iter().enumerate() {
+        let slots = *slots;
+        let first = match starts.get(id) {
+            Some(&at) => at,
+            None => {
+                new.push(i);
+                let at = next_fresh;
+                next_fresh += slots;
+                at
+            }
+        };
+        match runs.last_mut() {
+            Some(run) if run.first + run.slots == first => run.slots += slots,
+            _ => runs.push(Run { first, slots }),
+        }
+    }
+    (!runs.is_empty() && runs.len() <= MAX_RUNS).then_some((Layout { runs }, new))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_layout_opens_only_under_its_key_and_label() {
+        let key = LayoutKey::derive(&[1; 32]);
+        let layout = Layout { runs: vec![Run { first: 0, slots: 5 }, Run { first: 90, slots: 2 }] };
+        let value = layout.seal(&key, b"file-1");
+        assert_eq!(Layout::open(&key, b"file-1", &value), Some(layout.clone()));
+        assert_eq!(Layout::open(&key, b"file-2", &value), None, "another version's label");
+        assert_eq!(Layout::open(&LayoutKey::derive(&[2; 32]), b"file-1", &value), None, "another client's");
+        let mut moved = value.clone();
+        moved[0] ^= 1;
+        assert_eq!(Layout::open(&key, b"file-1", &moved), None, "a run moved");
+        assert_eq!(Layout::open(&key, b"file-1", &value[..value.len() - 1]), None);
+        assert_eq!(Layout::open(&key, b"file-1", &value[RUN_BYTES..]), None, "a run dropped");
+        assert_eq!(Layout::open(&key, b"", &[]), None);
+        let empty = Layout { runs: Vec::new() }.seal(&key, b"file-1");
+        assert_eq!(Layout::open(&key, b"file-1", &empty), None, "no runs");
+    }
+
+    #[test]
+    fn a_new_version_keeps_the_slots_of_its_unchanged_blocks() {
+        // Old: blocks 1, 2, 3, 4 of 2, 1, 3, 1 slots at 10..17.
+        let old = Layout::single(10, 7);
+        let old_blocks = [(1, 2), (2, 1), (3, 3), (4, 1)];
+        // New: 2 replaced by 9 (4 slots), 5 inserted after 4, 1 removed.
+        let blocks = [(9, 4), (3, 3), (4, 1), (5, 2)];
+        let (layout, new) = reuse(&old, &old_blocks, &blocks, 40).unwrap();
+        assert_eq!(new, [0, 3]);
+        assert_eq!(
+            layout.runs,
+            [Run { first: 40, slots: 4 }, Run { first: 13, slots: 4 }, Run { first: 44, slots: 2 }]
+        );
+        assert_eq!(layout.slots(), 10);
+        // Nothing changed: the old layout itself.
+        assert_eq!(reuse(&old, &old_blocks, &old_blocks, 40).unwrap(), (old.clone(), vec![]));
+        // An old layout that does not fit its blocks is not built on.
+        assert_eq!(reuse(&Layout::single(10, 6), &old_blocks, &blocks, 40), None);
+        assert_eq!(reuse(&Layout::single(10, 8), &old_blocks, &blocks, 40), None);
+        let split_inside_a_block = Layout { runs: vec![Run { first: 10, slots: 1 }, Run { first: 11, slots: 6 }] };
+        assert_eq!(reuse(&split_inside_a_block, &old_blocks, &blocks, 40), None);
+    }
+
+    #[test]
+    fn too_many_runs_mean_a_whole_copy() {
+        let old_blocks: Vec<(u64, u64)> = (0..3000).map(|n| (n, 1)).collect();
+        let old = Layout::single(0, 3000);
+        // Every other block replaced: one run per block.
+        let blocks: Vec<(u64, u64)> = (0..3000).map(|n| (if n % 2 == 0 { n } else { 10_000 + n }, 1)).collect();
+        assert_eq!(reuse(&old, &old_blocks, &blocks, 5000), None);
+    }
+}
