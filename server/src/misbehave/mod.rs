@@ -6,7 +6,9 @@
 //! request through the honest provider's own steps and changes what it lies about in between
 //! (an answer after the fact, a request before it, a step of a commit left out or done
 //! differently), so the honest code has no lie in it, and a lie's proofs are honest for what
-//! the provider did.
+//! the provider did. One lie is a fault of the store itself, [`Misbehave::SkipPorRebuild`]:
+//! `Misbehaving` turns on a hidden test hook of `vouch_store::PorLog` (as its crash points
+//! are), and the honest steps then run over a store that skips its rebuilds.
 
 mod changes;
 mod por;
@@ -72,13 +74,26 @@ pub enum Misbehave {
     /// Answer each read of U with its first two slots (and their sealed checksums) in each
     /// other's place.
     SwapPorSlots,
+    /// Skip the work of every level rebuild of H and still commit and acknowledge each PoR
+    /// batch: the store keeps a rebuilt level as its inputs side by side, unmixed
+    /// (`vouch_store::PorLog::skip_rebuilds`), under the client's sealed checksums of the
+    /// real one. U and C stay honest.
+    SkipPorRebuild,
+    /// Answer each PoR plan with, for each level it asks for, the sealed checksums that level
+    /// had at an earlier time (the first other list of it the provider was handed with a
+    /// batch), when it has one.
+    StalePorLevel,
+    /// Answer each PoR plan's `old` and each read of U with, for each slot, the sealed
+    /// checksum of another slot of U (one the provider was handed with a batch), when it has
+    /// one that differs.
+    OtherPorChecksum,
 }
 
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 19] = [
+    pub const ALL: [Misbehave; 22] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -98,6 +113,9 @@ impl Misbehave {
         Misbehave::SlowCommit,
         Misbehave::ForgePorAggregate,
         Misbehave::SwapPorSlots,
+        Misbehave::SkipPorRebuild,
+        Misbehave::StalePorLevel,
+        Misbehave::OtherPorChecksum,
     ];
 
     pub fn name(self) -> &'static str {
@@ -121,6 +139,9 @@ impl Misbehave {
             Misbehave::SlowCommit => "slow-commit",
             Misbehave::ForgePorAggregate => "forge-por-aggregate",
             Misbehave::SwapPorSlots => "swap-por-slots",
+            Misbehave::SkipPorRebuild => "skip-por-rebuild",
+            Misbehave::StalePorLevel => "stale-por-level",
+            Misbehave::OtherPorChecksum => "other-por-checksum",
         }
     }
 }
@@ -153,6 +174,9 @@ pub struct Misbehaving {
     /// every block received.
     refused: AtomicBool,
     received: Mutex<Vec<(u64, Vec<u8>)>>,
+    /// For [`Misbehave::StalePorLevel`] and [`Misbehave::OtherPorChecksum`]: the sealed
+    /// checksums each client handed over with its batches.
+    por_handed: Mutex<HashMap<String, por::Handed>>,
 }
 
 impl Misbehaving {
@@ -163,6 +187,7 @@ impl Misbehaving {
             first_proofs: Mutex::default(),
             refused: AtomicBool::default(),
             received: Mutex::default(),
+            por_handed: Mutex::default(),
         }
     }
 

@@ -1,13 +1,28 @@
-//! The PoR log's operations, and two of the lies a PoR provider can tell: a forged aggregate
-//! in audits ([`Misbehave::ForgePorAggregate`]) and slots of U swapped in reads
-//! ([`Misbehave::SwapPorSlots`]). The others (a skipped or faked rebuild, a stale level,
-//! another slot's checksum) are caught in `vouch_core::por`'s tests against the reference
-//! provider and move here with the client's end-to-end PoR commands.
+//! The PoR log's operations, and the lies a PoR provider can tell, each caught over HTTP by
+//! the client's pure checks (`client/tests/por.rs` and `client/tests/por_lies.rs`):
+//!
+//! * a forged aggregate in audits ([`Misbehave::ForgePorAggregate`]): the audit's part fails;
+//! * slots of U swapped in reads ([`Misbehave::SwapPorSlots`]): the read is refused;
+//! * a skipped rebuild ([`Misbehave::SkipPorRebuild`]): a fault of the store itself
+//!   (`vouch_store::PorLog::skip_rebuilds`), which keeps the levels of H unmixed while the
+//!   batches are acknowledged; the audit's parts of those levels fail, and repair counts their
+//!   slots as lost (it never hands out what they hold);
+//! * a stale level ([`Misbehave::StalePorLevel`]): a plan answered with a level's sealed
+//!   checksums of an earlier time; they do not open at the level's time, and the batch is
+//!   refused before anything is sent;
+//! * another slot's checksum ([`Misbehave::OtherPorChecksum`]): a plan's `old` checksums or a
+//!   read's sealed checksums taken from other slots of U; they do not hash to U's root.
+//!
+//! The last two need sealed checksums the client made for something else: the provider keeps
+//! those it was handed with each batch ([`Handed`]), as a cheating provider would.
 
 use super::{Misbehave, Misbehaving};
 use crate::provider::ProviderError;
 use serde_bytes::ByteBuf;
-use vouch_core::por::client::RawRead;
+use std::collections::{BTreeMap, HashMap};
+use vouch_core::por::checksum::SealedChecksum;
+use vouch_core::por::client::{RawRead, WriteContext, WritePlan, Written};
+use vouch_core::por::code::Schedule;
 use vouch_core::por::field::{add, P};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::por::{
@@ -26,11 +41,49 @@ impl Misbehaving {
     }
 
     pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
-        self.honest.por_plan(client, req).await
+        let answer = self.honest.por_plan(client, req).await?;
+        if !matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
+            return Ok(answer);
+        }
+        let plan = WritePlan::from_bytes(&req.plan).expect("the honest provider decoded it");
+        let mut context = WriteContext::from_bytes(&answer.context).expect("the honest provider's own encoding");
+        let handed = self.por_handed.lock().expect("handed PoR checksums");
+        let Some(handed) = handed.get(client) else { return Ok(answer) };
+        if self.lie == Misbehave::StalePorLevel {
+            for (level, sealed) in plan.levels.iter().zip(&mut context.levels) {
+                if let Some(older) = handed.older_level(*level, sealed) {
+                    *sealed = older.to_vec();
+                }
+            }
+        } else {
+            for (&index, old) in plan.indices.iter().zip(&mut context.old) {
+                if let Some(other) = handed.other_slot(index, *old) {
+                    *old = Some(other);
+                }
+            }
+        }
+        Ok(PorContext { context: ByteBuf::from(context.to_bytes()) })
     }
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
-        self.honest.por_write(client, req).await
+        if self.lie == Misbehave::SkipPorRebuild {
+            // The fault is the store's: the honest steps of the write run with it on.
+            self.honest
+                .with_log(client, async |log, _| {
+                    log.skip_rebuilds(true);
+                    Ok(())
+                })
+                .await?;
+        }
+        let status = self.honest.por_write(client, req).await?;
+        if matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
+            // The log's state in the upload is the provider's own business; any schedule reads it.
+            let schedule = Schedule { log_capacity: u32::from(status.log_capacity), time: status.time };
+            let written = Written::from_upload_bytes(&req.upload, schedule).expect("the honest provider decoded it");
+            let mut handed = self.por_handed.lock().expect("handed PoR checksums");
+            handed.entry(client.to_string()).or_default().keep(&written);
+        }
+        Ok(status)
     }
 
     pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
@@ -39,13 +92,24 @@ impl Misbehaving {
 
     pub async fn por_read(&self, client: &str, req: &PorReadRequest) -> Result<PorReadAnswer, ProviderError> {
         let answer = self.honest.por_read(client, req).await?;
-        if self.lie != Misbehave::SwapPorSlots || req.indices.len() < 2 {
+        let swap = self.lie == Misbehave::SwapPorSlots && req.indices.len() >= 2;
+        if !swap && self.lie != Misbehave::OtherPorChecksum {
             return Ok(answer);
         }
         let mut read = RawRead::from_bytes(&answer.read).expect("the honest provider's own encoding");
-        read.sealed.swap(0, 1);
-        let (first, rest) = read.slots.split_at_mut(SLOT_WIDTH);
-        first.swap_with_slice(&mut rest[..SLOT_WIDTH]);
+        if swap {
+            read.sealed.swap(0, 1);
+            let (first, rest) = read.slots.split_at_mut(SLOT_WIDTH);
+            first.swap_with_slice(&mut rest[..SLOT_WIDTH]);
+        } else {
+            let handed = self.por_handed.lock().expect("handed PoR checksums");
+            let Some(handed) = handed.get(client) else { return Ok(answer) };
+            for (&index, sealed) in req.indices.iter().zip(&mut read.sealed) {
+                if let Some(other) = handed.other_slot(index, *sealed) {
+                    *sealed = Some(other);
+                }
+            }
+        }
         Ok(PorReadAnswer { read: ByteBuf::from(read.to_bytes()) })
     }
 
@@ -71,5 +135,35 @@ impl Misbehaving {
 
     pub async fn por_restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
         self.honest.por_restore(client, req).await
+    }
+}
+
+/// The sealed checksums a client handed the provider with its batches: what a provider can
+/// answer with in place of the right ones.
+#[derive(Debug, Default)]
+pub(super) struct Handed {
+    /// Each level's sealed lists, one per time it was built, oldest first.
+    levels: HashMap<u32, Vec<Vec<SealedChecksum>>>,
+    /// The latest sealed checksum of each slot of U.
+    raw: BTreeMap<u64, SealedChecksum>,
+}
+
+impl Handed {
+    fn keep(&mut self, written: &Written) {
+        for (level, sealed) in &written.levels {
+            self.levels.entry(*level).or_default().push(sealed.clone());
+        }
+        self.raw.extend(written.raw.iter().copied());
+    }
+
+    /// The oldest list of `level` that is not `now` (the level at another time).
+    fn older_level(&self, level: u32, now: &[SealedChecksum]) -> Option<&[SealedChecksum]> {
+        self.levels.get(&level)?.iter().find(|list| list.as_slice() != now).map(Vec::as_slice)
+    }
+
+    /// The sealed checksum of a slot of U other than `index` that differs from `now` (so the
+    /// lie changes the answer).
+    fn other_slot(&self, index: u64, now: Option<SealedChecksum>) -> Option<SealedChecksum> {
+        self.raw.iter().find(|&(&other, &sealed)| other != index && Some(sealed) != now).map(|(_, &sealed)| sealed)
     }
 }

@@ -66,7 +66,7 @@ fn bounded(count: usize) -> Result<(), ProviderError> {
 
 impl Provider {
     /// The client's log, opened from the store at its first use.
-    async fn with_log<T>(
+    pub(crate) async fn with_log<T>(
         &self,
         client: &str,
         work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,

@@ -125,7 +125,11 @@ impl PorLog {
                     }
                     let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
                     let mut out = std::mem::take(&mut spare[level]);
-                    rebuild_level_into(&mut out, &refs, slot, width, k, schedule.time);
+                    if self.skip_rebuilds {
+                        unmixed_into(&mut out, &refs, slot);
+                    } else {
+                        rebuild_level_into(&mut out, &refs, slot, width, k, schedule.time);
+                    }
                     for (l, consumed) in below.into_iter().enumerate() {
                         spare[l] = consumed;
                     }
@@ -283,4 +287,15 @@ impl PorLog {
         let detail = format!("simulated crash {point:?} (test hook)");
         Err(StoreError::Backend { at: String::from_utf8_lossy(&self.names.state()).into_owned(), detail }.into())
     }
+}
+
+/// What a provider that skips a level's rebuild ([`PorLog::skip_rebuilds`]) stores: the
+/// rebuild's inputs side by side, unmixed (the levels below, smallest first, then the new
+/// slot twice), which is the level's size (`2 + 4 + ... + 2^ℓ + 2 = 2^(ℓ+1)` slots) but not
+/// its code. The data is all there; what the client's sealed checksums describe is not.
+fn unmixed_into(out: &mut Vec<u64>, below: &[&[u64]], slot: &[u64]) {
+    out.clear();
+    below.iter().for_each(|level| out.extend_from_slice(level));
+    out.extend_from_slice(slot);
+    out.extend_from_slice(slot);
 }

@@ -125,6 +125,8 @@ pub struct PorLog {
     tree: RawTree,
     limits: Limits,
     crash_at: Option<CrashPoint>,
+    /// Test fault: rebuilds of levels are skipped ([`PorLog::skip_rebuilds`]).
+    skip_rebuilds: bool,
 }
 
 impl std::fmt::Debug for PorLog {
@@ -156,6 +158,16 @@ impl PorLog {
     #[doc(hidden)]
     pub fn crash_at(&mut self, point: Option<CrashPoint>) {
         self.crash_at = point;
+    }
+
+    /// Makes every later [`PorLog::apply`] skip the work of its level rebuilds, as a lazy
+    /// provider would, and still commit and acknowledge the batch (for tests of audits and
+    /// repair): each level it builds is stored as its inputs side by side, unmixed, with the
+    /// client's sealed checksums of the real rebuild. U and C stay honest. Not persisted: a
+    /// log opened again rebuilds honestly (what it stored stays as it is).
+    #[doc(hidden)]
+    pub fn skip_rebuilds(&mut self, skip: bool) {
+        self.skip_rebuilds = skip;
     }
 
     pub fn schedule(&self) -> Schedule {

@@ -53,6 +53,7 @@ impl PorLog {
             tree: RawTree::new(log_capacity),
             limits,
             crash_at: None,
+            skip_rebuilds: false,
         };
         let mut batch = MetaBatch::default();
         batch.put(log.names.state(), log.record().to_bytes());
@@ -104,6 +105,7 @@ impl PorLog {
             tree,
             limits: Limits { segment_bytes: SEGMENT_BYTES, cached_level_bytes: CACHED_LEVEL_BYTES },
             crash_at: None,
+            skip_rebuilds: false,
         };
         log.sweep(repo).await?;
         Ok(Some(log))
