@@ -4,88 +4,10 @@
 
 mod common;
 
-use common::{assert_violation, sample, start, Setup};
-use std::path::{Path, PathBuf};
+use common::por::{audit_fails_at, damage_objects, get_por, lose_all_of_u, put_por, with_provider_stopped};
+use common::{assert_violation, sample, Setup};
 use vouch_client::{Client, ClientError, ViolationKind};
-use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_server::Misbehave;
-use vouch_store::{MetaDb, ObjectBlobs, PorLog, Repository};
-
-const SLOT_BYTES: usize = SLOT_WIDTH * 8;
-
-async fn put_por(client: &Client, name: &str, data: &[u8]) {
-    client.put_por(name, std::io::Cursor::new(data.to_vec()), None, |_| {}).await.unwrap();
-}
-
-async fn get_por(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<u8>, ClientError> {
-    let mut out = Vec::new();
-    client.get_por(name, version, &mut out).await?;
-    Ok(out)
-}
-
-/// Stops the provider, lets `damage` work on its data directory, starts it again.
-async fn with_provider_stopped(setup: &mut Setup, damage: impl AsyncFnOnce(&Path)) -> Client {
-    setup.server.take().unwrap().shutdown().await.unwrap();
-    damage(&setup.data).await;
-    let server = start(&setup.data, Misbehave::None).await;
-    std::fs::write(setup.state.join("config.toml"), format!("server = \"http://{}\"\n", server.addr)).unwrap();
-    setup.server = Some(server);
-    setup.client()
-}
-
-/// Every one of U's slots deleted from the provider's metadata store.
-async fn lose_all_of_u(data: &Path) {
-    let blobs = ObjectBlobs::local(&data.join("blobs")).unwrap();
-    let repo = Repository::open(blobs, MetaDb::open(&data.join("meta.redb")).unwrap()).unwrap();
-    let log = PorLog::open(&repo, b"alice/por").await.unwrap().unwrap();
-    let all: Vec<u64> = (0..log.schedule().capacity()).collect();
-    log.lose_raw_slots(&repo, &all).await.unwrap();
-    repo.close().await.unwrap();
-}
-
-fn segments(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            segments(&path, out);
-        } else if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("slots-")) {
-            out.push(path);
-        }
-    }
-}
-
-/// The first `count(slots)` slots of each stored level (`coded` false) or of C (true)
-/// overwritten with bytes that are no field elements. Each object is one segment here.
-fn damage_objects(data: &Path, coded: bool, count: impl Fn(usize) -> usize) -> usize {
-    let mut found = Vec::new();
-    segments(&data.join("blobs").join("por"), &mut found);
-    let mut damaged = 0;
-    for path in found {
-        let folder = path.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
-        if folder.starts_with("coded-") != coded {
-            continue;
-        }
-        let mut bytes = std::fs::read(&path).unwrap();
-        let n = count(bytes.len() / SLOT_BYTES);
-        bytes[..n * SLOT_BYTES].fill(0xff);
-        std::fs::write(&path, &bytes).unwrap();
-        damaged += 1;
-    }
-    damaged
-}
-
-/// An audit whose parts fail exactly where `damaged` says, each because the provider admits
-/// its bytes lost; the other parts still prove.
-#[track_caller]
-fn audit_fails_at(report: vouch_client::PorAuditReport, damaged: impl Fn(&str) -> bool) {
-    assert!(!report.verified && report.parts.len() >= 2, "{report:?}");
-    for part in &report.parts {
-        assert_eq!(part.verified, !damaged(&part.region), "{report:?}");
-        if !part.verified {
-            assert!(part.problem.as_deref().is_some_and(|p| p.contains("lost")), "{part:?}");
-        }
-    }
-}
 
 #[tokio::test]
 async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
@@ -182,10 +104,10 @@ async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_le
         put_por(&client, name, data).await;
     }
     drop(client);
-    let client = with_provider_stopped(&mut setup, async |data| {
-        lose_all_of_u(data).await;
-        assert!(damage_objects(data, true, |n| n / 2 - 1) == 1, "C is stored");
-        assert!(damage_objects(data, false, |n| n / 2 - 1) >= 1, "levels are stored");
+    let client = with_provider_stopped(&mut setup, async |stores| {
+        lose_all_of_u(stores).await;
+        assert!(damage_objects(stores, true, |n| n / 2 - 1).await == 1, "C is stored");
+        assert!(damage_objects(stores, false, |n| n / 2 - 1).await >= 1, "levels are stored");
     })
     .await;
     for (name, _) in &files {
@@ -212,9 +134,9 @@ async fn past_half_of_c_lost_repair_fails_and_says_so() {
     let client = setup.client();
     put_por(&client, "f", &sample(100_000, 7)).await;
     drop(client);
-    let client = with_provider_stopped(&mut setup, async |data| {
-        lose_all_of_u(data).await;
-        assert_eq!(damage_objects(data, true, |n| n / 2 + 1), 1);
+    let client = with_provider_stopped(&mut setup, async |stores| {
+        lose_all_of_u(stores).await;
+        assert_eq!(damage_objects(stores, true, |n| n / 2 + 1).await, 1);
     })
     .await;
     assert_violation(client.repair("f").await, ViolationKind::DataLost, "too little of C is left");

@@ -2,6 +2,8 @@
 //! 127.0.0.1 over a temporary directory, and a client initialised against it.
 #![allow(dead_code)]
 
+pub mod por;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use vouch_client::state::StateDir;
@@ -14,24 +16,36 @@ pub const TOKEN_BOB: &str = "bob-token";
 pub struct Setup {
     pub dir: tempfile::TempDir,
     pub state: PathBuf,
+    /// The provider's directory: its metadata, and its blobs unless they are in S3.
     pub data: PathBuf,
+    pub blocks: Blocks,
     pub server: Option<RunningServer>,
 }
 
 pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer {
-    let provider = Misbehaving::new(Provider::open_dir(data, &Blocks::Local).unwrap(), misbehave);
+    start_on(data, &Blocks::Local, misbehave).await
+}
+
+/// A provider over `data` with its blobs in `blocks`.
+pub async fn start_on(data: &Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer {
+    let provider = Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), misbehave);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(TOKEN_BOB), "bob".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
 }
 
 impl Setup {
     pub async fn new(misbehave: Misbehave) -> Setup {
+        Setup::on(Blocks::Local, misbehave).await
+    }
+
+    /// [`Setup::new`] with the provider's blobs in `blocks` (e.g. a MinIO bucket).
+    pub async fn on(blocks: Blocks, misbehave: Misbehave) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("provider");
-        let server = start(&data, misbehave).await;
+        let server = start_on(&data, &blocks, misbehave).await;
         let state = dir.path().join("client");
         Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
-        Setup { state, data, server: Some(server), dir }
+        Setup { state, data, blocks, server: Some(server), dir }
     }
 
     /// [`Setup::new`] with Alice's client holding `key` (e.g. one RSA key made once per test
@@ -42,7 +56,7 @@ impl Setup {
         let server = start(&data, misbehave).await;
         let state = dir.path().join("client");
         StateDir::create(&state, &format!("http://{}", server.addr), TOKEN, None, key).unwrap();
-        Setup { state, data, server: Some(server), dir }
+        Setup { state, data, blocks: Blocks::Local, server: Some(server), dir }
     }
 
     pub fn client(&self) -> Client {
@@ -56,7 +70,7 @@ impl Setup {
     /// Restarts the provider over the same data, behaving as told.
     pub async fn restart(&mut self, misbehave: Misbehave) {
         self.server.take().unwrap().shutdown().await.unwrap();
-        let server = start(&self.data, misbehave).await;
+        let server = start_on(&self.data, &self.blocks, misbehave).await;
         // The client state names the server's address: rewrite it for the new port.
         let config = format!("server = \"http://{}\"\n", server.addr);
         std::fs::write(self.state.join("config.toml"), config).unwrap();

@@ -45,6 +45,8 @@ pub mod transform;
 pub mod wire;
 
 #[cfg(test)]
+mod audit_stats_tests;
+#[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
 mod model_tests;
