@@ -95,6 +95,23 @@ async fn an_edit_of_a_large_por_file_writes_only_the_blocks_it_wrote() {
     assert_eq!(get_por(&client, "big", None).await.unwrap(), fourth);
 }
 
+/// A copy larger than one request's slots: repair reads C and the levels a page at a time
+/// (X, then Y for what X lost), never a region in one answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repair_of_a_copy_larger_than_a_request_pages_through_c() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let data = sample(18_000_000, 31);
+    put_por(&setup.client(), "large", &data).await;
+    let client = with_provider_stopped(&mut setup, async |stores| {
+        lose_all_of_u(stores).await;
+        assert!(damage_objects(stores, true, |n| n / 2 - 1).await >= 1);
+    })
+    .await;
+    let report = client.repair("large").await.unwrap();
+    assert!(report.damaged && report.slots > 4096 && report.restored == report.slots, "{report:?}");
+    assert_eq!(get_por(&client, "large", None).await.unwrap(), data);
+}
+
 #[tokio::test]
 async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_level_are_lost() {
     let mut setup = Setup::new(Misbehave::None).await;

@@ -126,13 +126,16 @@ impl PorPartAnswer {
     }
 }
 
-/// A whole level (`region` = ℓ) or C (`region` = 0xFE), for repair.
+/// Slots `first..first + count` of a level (`region` = ℓ) or of C (`region` = 0xFE), for
+/// repair, which reads a region a page at a time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorRegionRequest {
     pub region: u8,
+    pub first: u64,
+    pub count: u32,
 }
 
-/// `RegionRead::to_bytes`.
+/// `RegionRead::to_bytes` of the page (cut to the region's end).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorRegionAnswer {
     pub region: ByteBuf,

@@ -132,9 +132,24 @@ impl Client {
         answer.value.map(|v| v.to_vec())
     }
 
+    /// A whole region, read five slots a page (as a client pages through a large one).
     async fn region(&self, region: u8) -> RegionRead {
-        let answer: PorRegionAnswer = self.call(Op::PorRegion, &PorRegionRequest { region }).await.unwrap();
-        RegionRead::from_bytes(&answer.region).unwrap()
+        let slots = if region == 0xFE { 2 * self.state.schedule.capacity() } else { 2 << region };
+        let mut whole = RegionRead::default();
+        for first in (0..slots).step_by(5) {
+            let answer: PorRegionAnswer =
+                self.call(Op::PorRegion, &PorRegionRequest { region, first, count: 5 }).await.unwrap();
+            let page = RegionRead::from_bytes(&answer.region).unwrap();
+            assert_eq!(page.slots.len() as u64, (slots - first).min(5));
+            whole.slots.extend(page.slots);
+            whole.sealed.extend(page.sealed);
+        }
+        let past = PorRegionRequest { region, first: slots, count: 5 };
+        assert_eq!(
+            self.call::<_, PorRegionAnswer>(Op::PorRegion, &past).await.unwrap_err().code,
+            ErrorCode::BadRequest
+        );
+        whole
     }
 }
 

@@ -6,20 +6,23 @@
 //! * **Which files.** A file is PoR from its first version on (`vouch put --por`): its file id
 //!   carries a mark ([`copy::is_por_file`]), and the id is under the namespace root, so every
 //!   version of it owes a copy, and a provider that says it has none is caught, never believed.
-//! * **A copy** is the version's blocks with their nonces and tags in consecutive fresh slots
+//! * **A copy** is the version's blocks with their nonces and tags in runs of slots
 //!   ([`copy`]), written in batches through HAdd; the last batch carries a label, kept by the
-//!   provider atomically with it, that says where the copy is. Reading it (`get --por`) checks
-//!   the slots against U's root, then each block's tag, then the root the blocks make against
-//!   the version record.
+//!   provider atomically with it, that says where the runs are ([`layout`]: sealed with a MAC
+//!   under the client's key, so the provider can withhold a label but not forge or move one).
+//!   A put copies the whole version into fresh slots; an edit or a sync keeps the runs of the
+//!   version before it and writes only its new blocks ([`edit`]). Reading a copy (`get --por`)
+//!   checks the slots against U's root, then each block's tag, then the root the blocks make
+//!   against the version record.
 //! * **Crashes.** A batch whose answer was lost is settled by the provider's time: the time
 //!   before it (not applied) or after it (applied, checked by reading one of its slots under
 //!   the new root); anything else is a lie. A version whose copy may be missing (its commit was
 //!   about to be sent) is named in the record before the commit, and copied, from a verified
 //!   read of the version, by the next PoR operation.
 //! * **Repair** (`vouch repair NAME`): when U's slots of a copy are lost or damaged, U is
-//!   decoded from C and the filled levels (each from any half of its slots that match their
-//!   sealed checksums), the copy is checked as a read would check it, and its slots are
-//!   written back.
+//!   decoded from C and the filled levels, each read a page at a time until half of its slots
+//!   match their sealed checksums (any half decodes it), the copy is checked as a read would
+//!   check it, and its runs are written back. The client holds U in memory while it decodes.
 //!
 //! Lock order: the commit lock, then the PoR lock.
 
@@ -45,7 +48,7 @@ use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext};
 use vouch_core::por::heap::SLOT_WIDTH;
-use vouch_core::por::repair::{recover_raw, RegionRead};
+use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::*;
@@ -533,19 +536,38 @@ impl Client {
         Ok(report)
     }
 
-    /// All of U, decoded from C and the filled levels.
+    /// All of U, decoded from C and the filled levels, each read a page at a time until half
+    /// of its slots match their checksums (X first; Y only for what X lost).
     async fn por_recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
-        let region = |region: u8| async move {
-            let answer: PorRegionAnswer = self.remote.call(Op::PorRegion, &PorRegionRequest { region }).await?;
-            RegionRead::from_bytes(&answer.region).map_err(ClientError::caught(ViolationKind::MalformedAnswer))
-        };
         let schedule = record.at.log.schedule;
-        let coded = region(CODED_REGION).await?;
-        let mut levels = Vec::new();
-        for level in schedule.filled_levels() {
-            levels.push(region(level as u8).await?);
+        let mut gathered = Vec::new();
+        for (region, time, slots) in regions(&schedule) {
+            let mut g = Gathered::new(region, time, slots);
+            let code = match region {
+                Region::Level(level) => level,
+                _ => CODED_REGION,
+            };
+            let mut first = 0;
+            while first < slots && !g.decodable() {
+                let count = REQUEST_SLOTS.min((slots - first) as usize) as u32;
+                let answer: PorRegionAnswer =
+                    self.remote.call(Op::PorRegion, &PorRegionRequest { region: code, first, count }).await?;
+                let page = RegionRead::from_bytes(&answer.region)
+                    .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+                if page.slots.len() != count as usize {
+                    return Err(ClientError::violation(
+                        ViolationKind::MalformedAnswer,
+                        format!("a page of {count} slots of {region:?} came with {}", page.slots.len()),
+                    ));
+                }
+                g.add(first, page, &keys.seal, &keys.sums)
+                    .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+                first += u64::from(count);
+            }
+            gathered.push(g);
         }
-        recover_raw(&schedule, &coded, &levels, &keys.seal, &keys.sums).map_err(|e| {
+        let (coded, levels) = gathered.split_first().expect("C is always read");
+        recover_gathered(&schedule, coded, levels, SLOT_WIDTH).map_err(|e| {
             ClientError::violation(ViolationKind::DataLost, format!("U cannot be recovered from C and H: {e}"))
         })
     }

@@ -10,7 +10,7 @@ use super::code::encode;
 use super::decode::DecodeError;
 use super::field::P;
 use super::provider::{ProviderError, ProviderLog};
-use super::repair::{recover_raw, RegionRead, RepairError};
+use super::repair::{recover_gathered, recover_raw, regions, Gathered, RegionRead, RepairError};
 use super::replay::ReplayError;
 use super::Region;
 
@@ -309,6 +309,65 @@ fn repair_recovers_u_from_half_of_c_and_of_every_level() {
     assert!(matches!(
         got,
         Err(RepairError::Decode { region: Region::Level(2), error: DecodeError::TooFewSlots { .. } })
+    ));
+}
+
+/// Pages of a region in any order and size gather to what a whole read does; only slots that
+/// match their checksums count; pages that do not fit the region are refused.
+#[test]
+fn repair_gathers_regions_a_page_at_a_time() {
+    let mut s = setup(4);
+    s.batch(&(0..16).collect::<Vec<_>>(), 1);
+    s.batch(&(3..10).collect::<Vec<_>>(), 2);
+    let want = s.provider.raw.clone();
+    let mut gathered = Vec::new();
+    for (region, time, slots) in regions(&s.state.schedule) {
+        let mut read = s.provider.region_read(region).unwrap();
+        damage(&mut read, (slots / 4) as usize, true);
+        let mut g = Gathered::new(region, time, slots);
+        // Pages of 3 from the end down, then the first page again (counted once).
+        let mut starts: Vec<u64> = (0..slots).step_by(3).collect();
+        starts.reverse();
+        starts.push(0);
+        for first in starts {
+            let end = (first + 3).min(slots) as usize;
+            let page = RegionRead {
+                slots: read.slots[first as usize..end].to_vec(),
+                sealed: read.sealed[first as usize..end].to_vec(),
+            };
+            g.add(first, page, &s.seal, &s.sums).unwrap();
+        }
+        assert_eq!(g.matched(), slots - slots / 4, "{region:?}: altered slots do not count");
+        assert!(g.decodable());
+        let past = RegionRead { slots: vec![None], sealed: read.sealed[..1].to_vec() };
+        assert_eq!(g.add(slots, past, &s.seal, &s.sums), Err(RepairError::Shape(region)));
+        let uneven = RegionRead { slots: vec![None; 2], sealed: read.sealed[..1].to_vec() };
+        assert_eq!(g.add(0, uneven, &s.seal, &s.sums), Err(RepairError::Shape(region)));
+        gathered.push(g);
+    }
+    let (coded, levels) = gathered.split_first().unwrap();
+    assert_eq!(recover_gathered(&s.state.schedule, coded, levels, s.sums.width()), Ok(want));
+    // Fewer than half of C gathered: not decodable, and recovery says so.
+    let (region, time, slots) = regions(&s.state.schedule)[0];
+    let mut half = Gathered::new(region, time, slots);
+    let read = s.provider.region_read(region).unwrap();
+    let first_half = (slots / 2 - 1) as usize;
+    half.add(
+        0,
+        RegionRead { slots: read.slots[..first_half].to_vec(), sealed: read.sealed[..first_half].to_vec() },
+        &s.seal,
+        &s.sums,
+    )
+    .unwrap();
+    assert!(!half.decodable());
+    assert!(matches!(
+        recover_gathered(&s.state.schedule, &half, levels, s.sums.width()),
+        Err(RepairError::Decode { region: Region::Coded, .. })
+    ));
+    // Regions given out of order are refused.
+    assert!(matches!(
+        recover_gathered(&s.state.schedule, &levels[0], levels, s.sums.width()),
+        Err(RepairError::Shape(_))
     ));
 }
 

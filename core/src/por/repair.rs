@@ -7,6 +7,9 @@
 //! a region's slots decode it; a slot counts only when it matches its sealed checksum, so the
 //! provider's damage or lies erase slots but never enter the result.
 //!
+//! A client gathers each region a page at a time ([`Gathered`]), keeping only slots that match
+//! their checksums, and stops reading a region once half of it matched.
+//!
 //! The recovered U is then checked against U's current sealed checksums and the client's
 //! root ([`super::client::verify_read`]) before anything is written back.
 
@@ -34,29 +37,105 @@ pub enum RepairError {
     Header { region: Region, index: u64 },
 }
 
-/// The slots of a region that match their sealed checksums (at the region's write `time`);
-/// the others, and those lost, are `None`.
-pub fn checked_slots<'a>(
-    read: &'a RegionRead,
+/// A region's slots as the client gathers them, a page at a time: a slot is kept only when it
+/// matches its sealed checksum. Any half of a region decodes it, so a client reads pages
+/// until half match (X first: when nothing is lost, Y is never read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gathered {
     region: Region,
     time: u64,
-    seal: &SealKey,
-    sums: &ChecksumKey,
-) -> Vec<Option<&'a [u64]>> {
-    read.slots
-        .iter()
-        .zip(&read.sealed)
-        .enumerate()
-        .map(|(index, (slot, sealed))| {
-            let slot = slot.as_deref().filter(|s| s.len() == sums.width())?;
-            let addr = SlotAddress { region, index: index as u64 };
-            (seal.open(addr, time, sealed).ok() == Some(sums.checksum(slot))).then_some(slot)
-        })
-        .collect()
+    slots: Vec<Option<Vec<u64>>>,
+    matched: u64,
 }
 
-/// U now (flat), from C and the filled levels (`levels[i]` is the `i`-th filled level,
-/// smallest first, as [`Schedule::filled_levels`] lists them).
+impl Gathered {
+    /// Nothing gathered yet of `region`, written at `time`, of `slots` slots.
+    pub fn new(region: Region, time: u64, slots: u64) -> Gathered {
+        Gathered { region, time, slots: vec![None; slots as usize], matched: 0 }
+    }
+
+    /// Slots that matched so far.
+    pub fn matched(&self) -> u64 {
+        self.matched
+    }
+
+    /// Whether enough slots matched to decode the region.
+    pub fn decodable(&self) -> bool {
+        2 * self.matched >= self.slots.len() as u64
+    }
+
+    /// Adds `page`, the provider's slots `first..` with their sealed checksums.
+    pub fn add(&mut self, first: u64, page: RegionRead, seal: &SealKey, sums: &ChecksumKey) -> Result<(), RepairError> {
+        let end = first.checked_add(page.slots.len() as u64).filter(|&end| end <= self.slots.len() as u64);
+        if page.slots.len() != page.sealed.len() || end.is_none() {
+            return Err(RepairError::Shape(self.region));
+        }
+        for (i, (slot, sealed)) in page.slots.into_iter().zip(&page.sealed).enumerate() {
+            let index = first + i as u64;
+            let Some(slot) = slot.filter(|s| s.len() == sums.width()) else { continue };
+            let addr = SlotAddress { region: self.region, index };
+            if seal.open(addr, self.time, sealed).ok() == Some(sums.checksum(&slot)) {
+                let held = &mut self.slots[index as usize];
+                self.matched += u64::from(held.is_none());
+                *held = Some(slot);
+            }
+        }
+        Ok(())
+    }
+
+    /// The region's blocks, from the slots gathered (the first at `start`, in a log of `2^k`).
+    fn decode(&self, width: usize, log_capacity: u32, start: u64) -> Result<Vec<u64>, RepairError> {
+        let slots: Vec<Option<&[u64]>> = self.slots.iter().map(Option::as_deref).collect();
+        decode(&slots, width, log_capacity, start).map_err(|error| RepairError::Decode { region: self.region, error })
+    }
+}
+
+/// Every region repair reads, with its write time and slot count, in the order
+/// [`recover_gathered`] takes them: C, then the filled levels smallest first.
+pub fn regions(schedule: &Schedule) -> Vec<(Region, u64, u64)> {
+    let coded = (Region::Coded, schedule.coded_time(), 2 << schedule.log_capacity);
+    let levels = schedule
+        .filled_levels()
+        .map(|level| (Region::Level(level as u8), schedule.level_time(level).expect("filled"), 2u64 << level));
+    std::iter::once(coded).chain(levels).collect()
+}
+
+/// U now (flat), from C and the filled levels as gathered (`levels[i]` is the `i`-th filled
+/// level, smallest first, as [`Schedule::filled_levels`] lists them).
+pub fn recover_gathered(
+    schedule: &Schedule,
+    coded: &Gathered,
+    levels: &[Gathered],
+    width: usize,
+) -> Result<Vec<u64>, RepairError> {
+    let k = schedule.log_capacity;
+    let expected = regions(schedule);
+    let given = std::iter::once(coded).chain(levels);
+    if expected.len() != 1 + levels.len()
+        || expected
+            .iter()
+            .zip(given)
+            .any(|(&(region, time, slots), g)| (g.region, g.time, g.slots.len() as u64) != (region, time, slots))
+    {
+        return Err(RepairError::Shape(coded.region));
+    }
+    let mut raw = coded.decode(width, k, 0)?;
+    let filled: Vec<u32> = schedule.filled_levels().collect();
+    for (&level, gathered) in filled.iter().zip(levels).rev() {
+        let blocks = gathered.decode(width, k, schedule.level_start(level).expect("filled"))?;
+        for slot in blocks.chunks_exact(width) {
+            let index = slot[0].wrapping_sub(1);
+            if index >= 1 << k {
+                return Err(RepairError::Header { region: gathered.region, index });
+            }
+            raw[index as usize * width..(index as usize + 1) * width].copy_from_slice(slot);
+        }
+    }
+    Ok(raw)
+}
+
+/// U now (flat), from whole reads of C and the filled levels (`levels[i]` is the `i`-th
+/// filled level, smallest first).
 pub fn recover_raw(
     schedule: &Schedule,
     coded: &RegionRead,
@@ -64,31 +143,19 @@ pub fn recover_raw(
     seal: &SealKey,
     sums: &ChecksumKey,
 ) -> Result<Vec<u64>, RepairError> {
-    let width = sums.width();
-    let k = schedule.log_capacity;
-    let filled: Vec<u32> = schedule.filled_levels().collect();
-    if levels.len() != filled.len() {
-        return Err(RepairError::Shape(Region::Level(filled.len() as u8)));
+    let expected = regions(schedule);
+    if levels.len() + 1 != expected.len() {
+        return Err(RepairError::Shape(Region::Level(levels.len() as u8)));
     }
-    let decode_region = |read: &RegionRead, region: Region, slots: u64, time: u64, start: u64| {
-        if read.slots.len() as u64 != slots || read.sealed.len() as u64 != slots {
+    let mut gathered = Vec::with_capacity(expected.len());
+    for (&(region, time, slots), read) in expected.iter().zip(std::iter::once(coded).chain(levels)) {
+        if read.slots.len() as u64 != slots {
             return Err(RepairError::Shape(region));
         }
-        let checked = checked_slots(read, region, time, seal, sums);
-        decode(&checked, width, k, start).map_err(|error| RepairError::Decode { region, error })
-    };
-    let mut raw = decode_region(coded, Region::Coded, 2 << k, schedule.coded_time(), 0)?;
-    for (&level, read) in filled.iter().zip(levels).rev() {
-        let region = Region::Level(level as u8);
-        let (start, time) = (schedule.level_start(level), schedule.level_time(level));
-        let blocks = decode_region(read, region, 2 << level, time.expect("filled"), start.expect("filled"))?;
-        for slot in blocks.chunks_exact(width) {
-            let index = slot[0].wrapping_sub(1);
-            if index >= 1 << k {
-                return Err(RepairError::Header { region, index });
-            }
-            raw[index as usize * width..(index as usize + 1) * width].copy_from_slice(slot);
-        }
+        let mut g = Gathered::new(region, time, slots);
+        g.add(0, read.clone(), seal, sums)?;
+        gathered.push(g);
     }
-    Ok(raw)
+    let (coded, levels) = gathered.split_first().expect("C is first");
+    recover_gathered(schedule, coded, levels, sums.width())
 }

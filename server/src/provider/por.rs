@@ -165,9 +165,12 @@ impl Provider {
                 Region::Level(_) => return Err(ProviderError::NotFound(format!("{region:?}"))),
                 _ => 2 * schedule.capacity(),
             };
-            // A region travels whole in one answer (streaming it is not built yet).
-            bounded(slots as usize)?;
-            Ok(PorRegionAnswer { region: ByteBuf::from(log.region(repo, region).await?.to_bytes()) })
+            bounded(req.count as usize)?;
+            if req.first >= slots {
+                return Err(bad(format!("{region:?} has {slots} slots; the page starts at {}", req.first)));
+            }
+            let page = req.first..req.first.saturating_add(u64::from(req.count));
+            Ok(PorRegionAnswer { region: ByteBuf::from(log.region_range(repo, region, page).await?.to_bytes()) })
         })
         .await
     }

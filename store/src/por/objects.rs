@@ -13,6 +13,7 @@ use crate::{BlobStore, ObjectBlobs, StoreError};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use std::collections::BTreeMap;
+use std::ops::Range;
 use vouch_core::por::checksum::{SealedChecksum, SEALED_LEN};
 use vouch_core::por::field::P;
 
@@ -155,32 +156,55 @@ pub(crate) async fn read_some(
     Ok(slots.into_iter().map(|(_, slot)| slot).collect())
 }
 
-/// Every slot of an object as stored: `None` where its segment is missing or cut short, or
-/// the slot's bytes are not field elements. Other failures (an unreachable store) are errors:
-/// they say nothing about the bytes.
+/// Slots `range` of an object as stored: `None` for each whose bytes are missing, cut short
+/// or no field elements (what repair decodes around). Other failures (an unreachable store)
+/// are errors: they say nothing about the bytes. Only the segments the range touches are
+/// read, and of each only the range's bytes.
 pub(crate) async fn read_lenient(
     blobs: &ObjectBlobs,
     names: &Names,
     object: &ObjectRef,
     width: usize,
+    range: Range<u64>,
 ) -> Result<Vec<Option<Vec<u64>>>, StoreError> {
-    let slot_bytes = width * 8;
-    let segments: Vec<Vec<Option<Vec<u64>>>> = futures::stream::iter(0..object.segments())
-        .map(|number| async move {
-            let range = object.segment_slots(number);
-            let count = (range.end - range.start) as usize;
-            let bytes = match blobs.get(&names.segment(object, number)).await {
-                Ok(bytes) => bytes,
-                Err(StoreError::NotFound { .. } | StoreError::BadRange { .. } | StoreError::Corrupt { .. }) => {
-                    Bytes::new()
-                }
-                Err(e) => return Err(e),
-            };
-            let slot = |i: usize| bytes.get(i * slot_bytes..(i + 1) * slot_bytes).and_then(elements);
-            Ok((0..count).map(slot).collect())
+    let slot_bytes = width as u64 * 8;
+    let range = range.start.min(object.slots)..range.end.min(object.slots);
+    if range.is_empty() {
+        return Ok(Vec::new());
+    }
+    let segments = range.start / object.per_segment..=(range.end - 1) / object.per_segment;
+    let pages: Vec<Vec<Option<Vec<u64>>>> = futures::stream::iter(segments)
+        .map(|number| {
+            let range = range.clone();
+            async move {
+                let held = object.segment_slots(number);
+                let (from, to) = (range.start.max(held.start), range.end.min(held.end));
+                let bytes = (from - held.start) * slot_bytes..(to - held.start) * slot_bytes;
+                let key = names.segment(object, number);
+                let lost = |e: &StoreError| {
+                    matches!(e, StoreError::NotFound { .. } | StoreError::BadRange { .. } | StoreError::Corrupt { .. })
+                };
+                let bytes = match blobs.get_range(&key, bytes.clone()).await {
+                    Ok(page) => page,
+                    // Cut short: what is left of the page.
+                    Err(StoreError::BadRange { .. }) => match blobs.get(&key).await {
+                        Ok(all) => {
+                            let end = |at: u64| (at as usize).min(all.len());
+                            all.slice(end(bytes.start)..end(bytes.end))
+                        }
+                        Err(e) if lost(&e) => Bytes::new(),
+                        Err(e) => return Err(e),
+                    },
+                    Err(e) if lost(&e) => Bytes::new(),
+                    Err(e) => return Err(e),
+                };
+                let slot_bytes = slot_bytes as usize;
+                let slot = |i: usize| bytes.get(i * slot_bytes..(i + 1) * slot_bytes).and_then(elements);
+                Ok((0..(to - from) as usize).map(slot).collect())
+            }
         })
         .buffered(PARALLEL)
         .try_collect()
         .await?;
-    Ok(segments.concat())
+    Ok(pages.concat())
 }

@@ -58,9 +58,22 @@ impl PorLog {
 
     /// For repair: a level or C as stored, and its sealed checksums.
     pub async fn region(&self, repo: &Repository, region: Region) -> Result<RegionRead, PorStoreError> {
+        self.region_range(repo, region, 0..u64::MAX).await
+    }
+
+    /// For repair, a page at a time: slots `range` of a level or C as stored (`None` where
+    /// lost), and their sealed checksums. The range is cut to the region's slots.
+    pub async fn region_range(
+        &self,
+        repo: &Repository,
+        region: Region,
+        range: std::ops::Range<u64>,
+    ) -> Result<RegionRead, PorStoreError> {
         let held = self.held(region).ok_or(PorStoreError::NotHeld { region })?;
-        let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, self.width).await?;
-        Ok(RegionRead { slots, sealed: held.sealed.clone() })
+        let end = range.end.min(held.object.slots);
+        let range = range.start.min(end)..end;
+        let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, self.width, range.clone()).await?;
+        Ok(RegionRead { slots, sealed: held.sealed[range.start as usize..range.end as usize].to_vec() })
     }
 
     /// For repair: U's slots `indices` as stored, `None` where a written slot's entry is
