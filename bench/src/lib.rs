@@ -13,6 +13,7 @@ mod names;
 pub mod pdp;
 pub mod por;
 pub mod por_disk;
+pub mod por_edit;
 pub mod por_writes;
 pub mod repo;
 pub mod store;

@@ -11,6 +11,7 @@
 
 use crate::measure::{check, min_time, min_time_with, targets_text, SelfCheckFailed, Target};
 use crate::por_disk::{self, DiskFigure};
+use crate::por_edit::{self, EditFigure};
 use crate::por_writes::{self, AuditFigure, WriteFigure};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
@@ -47,6 +48,8 @@ pub struct Report {
     pub audits: Vec<AuditFigure>,
     /// Write throughput on the local backend beside the disk's bound ([`crate::por_disk`]).
     pub disk: Vec<DiskFigure>,
+    /// A PoR file edited in the middle, end to end ([`crate::por_edit`]).
+    pub edit: EditFigure,
     pub targets: Vec<Target>,
 }
 
@@ -131,6 +134,11 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     progress(&format!("write throughput on the local backend: an epoch of 2^{k} slots in batches of 64"));
     disk.push(por_disk::disk_figure(k, 64, disk_bytes)?);
     targets.extend(por_disk::targets(&disk));
+    let file_bytes = if opts.quick { 64 << 20 } else { 256 << 20 };
+    progress(&format!("an edit of a {} MB PoR file, end to end on the local backend", file_bytes >> 20));
+    let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
+    let edit = por_edit::edit_figure(file_bytes, scratch.path())?;
+    targets.extend(por_edit::targets(&edit));
     Ok(Report {
         quick: opts.quick,
         block_bytes: BLOCK_BYTES,
@@ -144,6 +152,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         writes,
         audits,
         disk,
+        edit,
         targets,
     })
 }
@@ -272,6 +281,11 @@ impl Report {
                 d.log_capacity, d.batch, d.por_mb_per_s, d.disk_mb_per_s, d.bound_mb_per_s
             );
         }
+        let e = &self.edit;
+        out += &format!(
+            "PoR file of {} MB, local backend: put {:.1} s ({} slots); a 20 KB edit in its middle {:.2} s, sent {} bytes, took {} slots ({:.5} of the whole copy)\n",
+            e.file_bytes >> 20, e.put_seconds, e.whole_slots, e.edit_seconds, e.edit_bytes, e.edit_slots, e.share
+        );
         out + &targets_text(&self.targets)
     }
 }
