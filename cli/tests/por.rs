@@ -44,6 +44,20 @@ fn put_get_audit_and_repair_with_retrievability() {
     let repair = json(&vouch(&["--json", "repair", "photo.raw"]));
     assert_eq!((repair["damaged"].as_bool(), repair["restored"].as_u64()), (Some(false), Some(0)), "{repair}");
 
+    // C's bytes damaged on the backend: the audit reports that part failed (exit 3), the
+    // levels still prove, and U is intact, so the file still reads.
+    let damaged = damage_coded(&data.join("blobs"));
+    assert!(damaged >= 1);
+    let out = vouch(&["--json", "audit", "--por", "--lambda", "64"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parts = audit["parts"].as_array().unwrap();
+    let (coded, levels) = parts.split_last().unwrap();
+    assert!(coded["verified"] == false && coded["problem"].as_str().unwrap().contains("lost"), "{audit}");
+    assert!(!levels.is_empty() && levels.iter().all(|p| p["verified"] == true), "{audit}");
+    let got = json(&vouch(&["--json", "get", "--por", "photo.raw", "-o", copy.to_str().unwrap()]));
+    assert_eq!((got["bytes"].as_u64(), std::fs::read(&copy).unwrap()), (Some(bytes.len() as u64), bytes.clone()));
+
     // Bad usage: exit 2 with a message, never a panic.
     std::fs::write(dir.path().join("plain.txt"), b"plain").unwrap();
     assert!(vouch(&["put", dir.path().join("plain.txt").to_str().unwrap()]).status.success());
@@ -58,4 +72,27 @@ fn put_get_audit_and_repair_with_retrievability() {
     }
     let out = vouch(&["repair", "nothing-here"]);
     assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Overwrites the first quarter of every segment of C under `dir` with bytes that are no field
+/// elements; returns how many segments.
+fn damage_coded(dir: &std::path::Path) -> usize {
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            damaged += damage_coded(&path);
+            continue;
+        }
+        let in_coded =
+            path.parent().and_then(|p| p.file_name()).is_some_and(|n| n.to_string_lossy().starts_with("coded-"));
+        if in_coded && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("slots-")) {
+            let mut bytes = std::fs::read(&path).unwrap();
+            let quarter = bytes.len() / 4;
+            bytes[..quarter].fill(0xff);
+            std::fs::write(&path, bytes).unwrap();
+            damaged += 1;
+        }
+    }
+    damaged
 }
