@@ -15,6 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{plan, write, LogState};
+use vouch_core::por::code::DEFAULT_GROUP_LOG;
 use vouch_core::por::heap::{split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
 use vouch_store::{MetaDb, ObjectBlobs, PorLog, Repository};
 
@@ -83,9 +84,11 @@ async fn epoch(dir: &Path, log_capacity: u32, batch: usize) -> Result<Duration, 
     )
     .map_err(store)?;
     let seal = SealKey::new(&[1; 32]);
-    let sums = ChecksumKey::new(&[2; 32], SLOT_WIDTH);
-    let (mut state, coded) = LogState::new(log_capacity, &seal);
-    let mut log = PorLog::create(&repo, b"bench", log_capacity, SLOT_WIDTH, coded).await.map_err(log_error)?;
+    let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, DEFAULT_GROUP_LOG);
+    let (mut state, coded) = LogState::new(log_capacity, DEFAULT_GROUP_LOG, &seal);
+    let mut log = PorLog::create(&repo, b"bench", (log_capacity, DEFAULT_GROUP_LOG), SLOT_WIDTH, coded)
+        .await
+        .map_err(log_error)?;
     let mut rng = StdRng::seed_from_u64(3);
     let mut block = vec![0u8; SLOT_DATA_BYTES];
     let mut provider = Duration::ZERO;
@@ -99,7 +102,7 @@ async fn epoch(dir: &Path, log_capacity: u32, batch: usize) -> Result<Duration, 
             rng.fill_bytes(&mut block);
             slots.extend(split_block(index, &block));
         }
-        let planned = plan(&state, &writes).map_err(|e| fail("plan")(e.to_string()))?;
+        let planned = plan(&state, &writes, false).map_err(|e| fail("plan")(e.to_string()))?;
         let start = Instant::now();
         let context = log.context(&planned).map_err(log_error)?;
         provider += start.elapsed();

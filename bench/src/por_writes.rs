@@ -15,6 +15,7 @@ use vouch_core::codec::varint_len;
 use vouch_core::por::audit::{parts, picks, verify_part};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{plan, write, LogState};
+use vouch_core::por::code::DEFAULT_GROUP_LOG;
 use vouch_core::por::heap::{split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
 use vouch_core::por::provider::ProviderLog;
 use vouch_core::por::raw_tree::RawTree;
@@ -53,9 +54,9 @@ pub struct AuditFigure {
 pub fn epoch(log_capacity: u32, batch: usize) -> (WriteFigure, AuditFigure) {
     let n = 1u64 << log_capacity;
     let seal = SealKey::new(&[1; 32]);
-    let sums = ChecksumKey::new(&[2; 32], SLOT_WIDTH);
-    let (mut state, coded) = LogState::new(log_capacity, &seal);
-    let mut log = ProviderLog::new(log_capacity, SLOT_WIDTH, coded).expect("a valid log");
+    let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, DEFAULT_GROUP_LOG);
+    let (mut state, coded) = LogState::new(log_capacity, DEFAULT_GROUP_LOG, &seal);
+    let mut log = ProviderLog::new(log_capacity, DEFAULT_GROUP_LOG, SLOT_WIDTH, coded).expect("a valid log");
     let merkle = RawTree::new(log_capacity);
     let mut rng = StdRng::seed_from_u64(u64::from(log_capacity) << 32 | batch as u64);
     let (mut por_bytes, mut merkle_bytes) = (0usize, 0usize);
@@ -73,7 +74,7 @@ pub fn epoch(log_capacity: u32, batch: usize) -> (WriteFigure, AuditFigure) {
             rng.fill_bytes(&mut block);
             slots.extend(split_block(index, &block));
         }
-        let planned = plan(&state, &writes).expect("a valid batch");
+        let planned = plan(&state, &writes, false).expect("a valid batch");
         let context = log.context(&planned).expect("an honest provider");
         let written = write(&state, &planned, &context, &writes, &slots, &seal, &sums).expect("honest");
         let indices: usize = writes.iter().map(|&i| varint_len(i)).sum();

@@ -25,7 +25,8 @@ fn put_get_audit_and_repair_with_retrievability() {
         Command::new(VOUCH).arg("--state").arg(&state).args(args).env("RUST_LOG", "off").output().unwrap()
     };
     assert!(vouch(&["init", "--server", &server.url, "--token", "secret-token"]).status.success());
-    let bytes = sample(200_000, 4);
+    // About 40 slots: U grows to 64 and three groups of 16 writes leave levels of H filled.
+    let bytes = sample(160_000, 4);
     let path = dir.path().join("photo.raw");
     std::fs::write(&path, &bytes).unwrap();
     json(&vouch(&["--json", "put", "--por", path.to_str().unwrap()]));

@@ -116,7 +116,8 @@ async fn repair_of_a_copy_larger_than_a_request_pages_through_c() {
 async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_level_are_lost() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
-    let files = [("big", sample(400_000, 5)), ("small", sample(9_000, 6))];
+    // Sizes such that H holds levels at the end (groups of 16 writes; the first file grows U).
+    let files = [("big", sample(400_000, 5)), ("small", sample(70_000, 6))];
     for (name, data) in &files {
         put_por(&client, name, data).await;
     }
@@ -150,6 +151,8 @@ async fn past_half_of_c_lost_repair_fails_and_says_so() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
     put_por(&client, "f", &sample(100_000, 7)).await;
+    // A second file, so that H holds a level beside C (the first ends an epoch).
+    put_por(&client, "g", &sample(9_000, 8)).await;
     drop(client);
     let client = with_provider_stopped(&mut setup, async |stores| {
         lose_all_of_u(stores).await;

@@ -78,7 +78,8 @@ async fn lose_all_of_u(data: &Path) {
 async fn a_skipped_rebuild_is_acknowledged_but_fails_the_audit_of_each_level_it_left_unmixed() {
     let mut setup = Setup::new(Misbehave::SkipPorRebuild).await;
     let client = setup.client();
-    let data = sample(60_000, 21);
+    // About 40 slots: U grows to 64 and the batch's three groups leave levels 0 and 1 filled.
+    let data = sample(160_000, 21);
     put_por(&client, "f", &data).await.expect("the provider acknowledges the batch");
     assert_eq!(get_por(&client, "f").await.unwrap(), data, "U itself is honest");
 
@@ -119,7 +120,7 @@ async fn repair_never_hands_out_what_a_skipped_rebuild_stored() {
     let mut setup = Setup::new(Misbehave::SkipPorRebuild).await;
     // The same file as above: its batch grows U and ends with levels filled, not with an
     // epoch (which would rebuild C honestly over U and empty H).
-    let data = sample(60_000, 21);
+    let data = sample(160_000, 21);
     let client = setup.client();
     put_por(&client, "f", &data).await.unwrap();
     let report = client.audit_por(16).await.unwrap();
@@ -147,7 +148,8 @@ async fn a_stale_level_in_a_plan_refuses_the_batch_and_nothing_is_committed() {
     // the provider was first handed it (the lie needs an older list of the same level).
     let mut stored = Vec::new();
     let mut refused = None;
-    for i in 0..12 {
+    // One group per batch; H has levels to ask for once U has grown to 64 slots.
+    for i in 0..64 {
         let (name, data) = (format!("s{i}"), sample(3_000 + 4_000 * (i % 2), 30 + i as u64));
         // Audits are honest under this lie: the client's schedule before the batch.
         let before = client.audit_por(1).await.map(|r| (r.log_capacity, r.time));

@@ -56,6 +56,8 @@ async fn on_s3_past_half_of_c_lost_repair_fails_and_says_so() {
     let minio = minio::Minio::start();
     let mut setup = setup_on(&minio).await;
     put_por(&setup.client(), "f", &sample(100_000, 22)).await;
+    // A second file, so that H holds a level beside C (the first ends an epoch).
+    put_por(&setup.client(), "g", &sample(9_000, 23)).await;
     let client = with_provider_stopped(&mut setup, async |stores| {
         lose_all_of_u(stores).await;
         assert_eq!(damage_objects(stores, true, |n| n / 2 + 1).await, 1, "C is in the bucket");

@@ -235,12 +235,12 @@ pub struct ReferencePorMessages {
 pub fn reference_por_messages() -> ReferencePorMessages {
     use crate::por::{checksum, client, provider, Region};
     let seal = checksum::SealKey::new(&[21; 32]);
-    let sums = checksum::ChecksumKey::new(&[22; 32], POR_WIDTH);
-    let (state, coded) = client::LogState::new(1, &seal);
-    let mut log = provider::ProviderLog::new(1, POR_WIDTH, coded).expect("a valid log");
+    let sums = checksum::ChecksumKey::grouped(&[22; 32], POR_WIDTH, 1);
+    let (state, coded) = client::LogState::new(1, 1, &seal);
+    let mut log = provider::ProviderLog::new(1, 1, POR_WIDTH, coded).expect("a valid log");
     let writes = [0, 1, 2];
     let slots: Vec<u64> = writes.iter().flat_map(|&i| [i + 1, i * 31 + 7, i * 1_000_003]).collect();
-    let plan = client::plan(&state, &writes).expect("a valid batch");
+    let plan = client::plan(&state, &writes, true).expect("a valid batch");
     let context = log.context(&plan).expect("an honest provider");
     let written = client::write(&state, &plan, &context, &writes, &slots, &seal, &sums).expect("honest");
     log.apply(&plan, &writes, &slots, &written).expect("a valid batch");
@@ -255,7 +255,8 @@ pub fn por_messages(data: &[u8]) {
     use crate::por::{client, repair, wire};
     let _ = client::WritePlan::from_bytes(data);
     let _ = client::WriteContext::from_bytes(data);
-    let _ = client::Written::from_upload_bytes(data, crate::por::code::Schedule { log_capacity: 1, time: 0 });
+    let _ =
+        client::Written::from_upload_bytes(data, crate::por::code::Schedule { log_capacity: 1, group_log: 0, time: 0 });
     let _ = client::RawRead::from_bytes(data);
     let _ = repair::RegionRead::from_bytes(data);
     let _ = wire::slots_from_bytes(data);

@@ -17,10 +17,12 @@
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
-/// Creates the client's log: `2^log_capacity` empty slots and the sealed checksums of its C.
+/// Creates the client's log: `2^log_capacity` empty slots, blocks of H of `2^group_log` writes
+/// (Sec. 6.1's grouping), and the sealed checksums of its C.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorInitRequest {
     pub log_capacity: u8,
+    pub group_log: u8,
     /// `vouch_core::por::wire::sealed_list_to_bytes`.
     pub coded: ByteBuf,
 }

@@ -10,6 +10,9 @@ use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, ReadError, WriteContext};
 use vouch_core::por::heap::{join_block, slots_for, split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
+
+/// Blocks of H are pairs of writes; every batch flushes its group.
+const GROUP_LOG: u32 = 1;
 use vouch_core::por::repair::{recover_raw, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_proto::por::*;
@@ -32,8 +35,8 @@ struct Client {
 impl Client {
     fn new(server: &RunningServer) -> Client {
         let seal = SealKey::new(&[1; 32]);
-        let state = LogState::new(2, &seal).0;
-        let sums = ChecksumKey::new(&[2; 32], SLOT_WIDTH);
+        let state = LogState::new(2, GROUP_LOG, &seal).0;
+        let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, GROUP_LOG);
         Client {
             http: reqwest::Client::new(),
             base: format!("http://{}", server.addr),
@@ -46,8 +49,8 @@ impl Client {
     }
 
     fn init_request(&self) -> PorInitRequest {
-        let coded = LogState::new(2, &self.seal).1;
-        PorInitRequest { log_capacity: 2, coded: sealed_list_to_bytes(&coded).into() }
+        let coded = LogState::new(2, GROUP_LOG, &self.seal).1;
+        PorInitRequest { log_capacity: 2, group_log: GROUP_LOG as u8, coded: sealed_list_to_bytes(&coded).into() }
     }
 
     async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
@@ -79,7 +82,7 @@ impl Client {
             writes.extend(self.next..self.next + count);
             self.next += count;
         }
-        let planned = plan(&self.state, &writes).unwrap();
+        let planned = plan(&self.state, &writes, true).unwrap();
         let context: PorContext =
             self.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
         let context = WriteContext::from_bytes(&context.context).unwrap();
@@ -120,7 +123,7 @@ impl Client {
             .map(|(part, answer)| {
                 let chosen = picks(&seed, part, lambda as usize);
                 let PorPartAnswer::Proof(bytes) = answer else { return false };
-                PartProof::from_bytes(bytes, chosen.len(), SLOT_WIDTH)
+                PartProof::from_bytes(bytes, chosen.len(), self.sums.region_width(part.region))
                     .is_ok_and(|proof| verify_part(&self.seal, &self.sums, part, &chosen, &proof).is_ok())
             })
             .collect())
@@ -210,7 +213,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     stored.push((firsts[0], vec![5; 10]));
     assert_eq!(client.label(b"file-1").await, Some(b"where".to_vec()));
     let before: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
-    let planned = plan(&client.state, &[client.next]).unwrap();
+    let planned = plan(&client.state, &[client.next], true).unwrap();
     let context: PorContext =
         client.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
     let context = WriteContext::from_bytes(&context.context).unwrap();
@@ -231,6 +234,12 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
         assert_eq!(&client.get(*first, block.len() as u64).await.unwrap(), block);
     }
     assert!(client.audit(8).await.unwrap().iter().all(|&ok| ok));
+
+    // Small batches until H holds a level beside C (every batch flushes its group).
+    while client.state.schedule.filled_levels().next().is_none() {
+        let firsts = client.put(&[vec![9; 50]]).await;
+        stored.push((firsts[0], vec![9; 50]));
+    }
 
     // Damage C on the backend itself: a quarter of its slots overwritten with bytes that are
     // no field elements.
@@ -258,7 +267,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     for level in client.state.schedule.filled_levels() {
         levels.push(client.region(level as u8).await);
     }
-    let raw = recover_raw(&client.state.schedule, &coded, &levels, &client.seal, &client.sums).unwrap();
+    let raw = recover_raw(&client.state.schedule, &coded, &levels, &[], &client.seal, &client.sums).unwrap();
     let indices: Vec<u64> = (0..client.state.schedule.capacity()).collect();
     let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
     let read = RawRead { slots: raw, ..RawRead::from_bytes(&answer.read).unwrap() };

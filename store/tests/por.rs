@@ -5,7 +5,7 @@
 mod common;
 mod por_support;
 
-use por_support::{object_folders, segment_keys, Run, OWNER, SMALL, WIDTH};
+use por_support::{object_folders, segment_keys, Run, GROUP_LOG, OWNER, SMALL, WIDTH};
 use vouch_core::por::audit::{parts, picks, verify_part, AuditFailure, Part, Pick};
 use vouch_core::por::checksum::SealedChecksum;
 use vouch_core::por::client::{batch_outcome, plan, verify_read, LogState, ReadError, WritePlan};
@@ -129,7 +129,8 @@ fn matches_checksum(run: &Run, part: &Part, index: usize, slot: &[u64], sealed: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn damaged_objects_are_erasures_for_repair_and_errors_for_audits() {
     let (dir, blobs) = local();
-    let mut run = Run::new(blobs, 4, SMALL).await;
+    // Ungrouped: the times below count writes one by one.
+    let mut run = Run::grouped(blobs, (4, 0), SMALL).await;
     // U grows to 32 slots at time 32, and C is written in segments of 8 slots (64 slots).
     run.batch(&[16]).await;
     // Time 46 = 32 + 0b1110: levels 1, 2 and 3 filled; level 3 (16 slots of 32 bytes) is
@@ -247,7 +248,7 @@ async fn malformed_requests_are_refused_and_change_nothing() {
     let keys = run.blobs.list("por").await.unwrap();
 
     // Plans that do not fit: refused as the reference refuses them.
-    let good = plan(&run.state, &[1]).unwrap();
+    let good = plan(&run.state, &[1], false).unwrap();
     for bad in [
         WritePlan { grow_to: Some(2), ..good.clone() },
         WritePlan { grow_to: Some(99), ..good.clone() },
@@ -307,7 +308,7 @@ async fn malformed_requests_are_refused_and_change_nothing() {
     run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
     run.apply_reference(&p);
     run.check().await;
-    assert_eq!(batch_outcome(&schedule, None, 1).0, run.log.schedule());
+    assert_eq!(batch_outcome(&schedule, None, 1, p.plan.flush).0, run.log.schedule());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,20 +316,20 @@ async fn creation_is_refused_beyond_bounds_or_twice_and_owners_are_apart() {
     let (_dir, blobs) = local();
     let mut run = Run::new(blobs, 2, SMALL).await;
     let seal = vouch_core::por::checksum::SealKey::new(&[3; 32]);
-    let (_, coded) = LogState::new(2, &seal);
-    let create = |owner: &'static [u8], k: u32, width: usize, coded: Vec<SealedChecksum>| {
+    let (_, coded) = LogState::new(2, GROUP_LOG, &seal);
+    let create = |owner: &'static [u8], k: (u32, u32), width: usize, coded: Vec<SealedChecksum>| {
         let repo = &run.repo;
         async move { PorLog::create(repo, owner, k, width, coded).await }
     };
-    assert!(matches!(create(OWNER, 2, WIDTH, coded.clone()).await, Err(PorStoreError::Exists)));
-    for (k, width) in [(2, 0), (2, MAX_WIDTH + 1), (MAX_LOG_CAPACITY + 1, WIDTH)] {
+    assert!(matches!(create(OWNER, (2, GROUP_LOG), WIDTH, coded.clone()).await, Err(PorStoreError::Exists)));
+    for (k, width) in [((2, 1), 0), ((2, 1), MAX_WIDTH + 1), ((MAX_LOG_CAPACITY + 1, 1), WIDTH), ((2, 3), WIDTH)] {
         assert!(matches!(create(b"bob", k, width, coded.clone()).await, Err(PorStoreError::Shape { .. })));
     }
     let short = coded[1..].to_vec();
-    assert!(matches!(create(b"bob", 2, WIDTH, short).await, Err(PorStoreError::Refused(_))));
+    assert!(matches!(create(b"bob", (2, GROUP_LOG), WIDTH, short).await, Err(PorStoreError::Refused(_))));
     assert!(PorLog::open(&run.repo, b"bob").await.unwrap().is_none());
     // A second owner beside the first: each open sweeps only its own folder.
-    let bob = create(b"bob", 2, WIDTH, coded).await.unwrap();
+    let bob = create(b"bob", (2, GROUP_LOG), WIDTH, coded).await.unwrap();
     assert_eq!(object_folders(&run.blobs).await.len(), 2);
     assert!(PorLog::open(&run.repo, OWNER).await.unwrap().is_some());
     assert_eq!(object_folders(&run.blobs).await.len(), 2);
@@ -340,7 +341,8 @@ async fn creation_is_refused_beyond_bounds_or_twice_and_owners_are_apart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_levels_are_rebuilt_from_memory_large_ones_from_the_store() {
     let (_dir, blobs) = local();
-    let mut run = Run::new(blobs, 4, SMALL).await;
+    // Ungrouped: the times below count writes one by one.
+    let mut run = Run::grouped(blobs, (4, 0), SMALL).await;
     // Time 2: level 1 (4 slots, 128 bytes) filled, within the cache bound.
     run.batch(&[0, 1]).await;
     for key in segment_keys(&run.blobs, "level-01").await {

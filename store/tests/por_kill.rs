@@ -5,7 +5,7 @@
 
 mod por_support;
 
-use por_support::{open_repo, Model, Run, OWNER, SMALL, WIDTH};
+use por_support::{open_repo, Model, Run, GROUP_LOG, OWNER, SMALL, WIDTH};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -41,7 +41,7 @@ async fn por_writer_child_process() {
         None => {
             let (blobs, repo) = open_at(&dir);
             let (model, coded) = Model::new(1);
-            let log = PorLog::create(&repo, OWNER, 1, WIDTH, coded).await.unwrap();
+            let log = PorLog::create(&repo, OWNER, (1, GROUP_LOG), WIDTH, coded).await.unwrap();
             let log = log.with_limits(SMALL.segment_bytes, SMALL.cached_level_bytes);
             Run { model, dir: tempfile::tempdir().unwrap(), blobs, repo, log, limits: SMALL, other_folders: 0 }
         }

@@ -41,12 +41,14 @@ use copy::label_key;
 use layout::{Layout, LayoutKey};
 use record::{InFlight, LogPoint, PorRecord};
 use serde_bytes::ByteBuf;
+use std::borrow::Cow;
 use std::io::Write;
 use std::time::Instant;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext};
+use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
@@ -54,8 +56,9 @@ use vouch_core::por::Region;
 use vouch_proto::por::*;
 use vouch_proto::Op;
 
-/// U's capacity when a client creates its log (`2^k` slots; it doubles as it fills).
-const INITIAL_LOG_CAPACITY: u32 = 2;
+/// U's capacity when a client creates its log (`2^k` slots; it doubles as it fills): one
+/// group of H.
+const INITIAL_LOG_CAPACITY: u32 = DEFAULT_GROUP_LOG;
 /// Most slots per batch or read request (the provider takes up to 8192).
 const REQUEST_SLOTS: usize = 4096;
 /// `PorRegionRequest::region` of C.
@@ -64,15 +67,27 @@ const CODED_REGION: u8 = 0xFE;
 /// The log's keys: the checksum matrix and the sealing key, derived from the client's secret.
 pub(crate) struct PorKeys {
     seal: SealKey,
+    /// The checksum matrix for [`DEFAULT_GROUP_LOG`].
     sums: ChecksumKey,
+    checksum_secret: [u8; 32],
     layout: LayoutKey,
 }
 
 impl PorKeys {
     pub(crate) fn derive(secret: &[u8; 32]) -> PorKeys {
         let seal = SealKey::new(&blake3::derive_key("vouch por seal key v1", secret));
-        let sums = ChecksumKey::new(&blake3::derive_key("vouch por checksum key v1", secret), SLOT_WIDTH);
-        PorKeys { seal, sums, layout: LayoutKey::derive(secret) }
+        let checksum_secret = blake3::derive_key("vouch por checksum key v1", secret);
+        let sums = ChecksumKey::grouped(&checksum_secret, SLOT_WIDTH, DEFAULT_GROUP_LOG);
+        PorKeys { seal, sums, checksum_secret, layout: LayoutKey::derive(secret) }
+    }
+
+    /// The checksum matrix of a log grouped as `schedule` says (a log made before grouping
+    /// has groups of one write).
+    fn sums_for(&self, schedule: &Schedule) -> Cow<'_, ChecksumKey> {
+        match schedule.group_log {
+            DEFAULT_GROUP_LOG => Cow::Borrowed(&self.sums),
+            other => Cow::Owned(ChecksumKey::grouped(&self.checksum_secret, SLOT_WIDTH, other)),
+        }
     }
 }
 
@@ -165,7 +180,7 @@ impl Client {
             (None, None) => {
                 // Saved first: a log at time 0 with nothing written is made again if the
                 // provider never got the request.
-                let record = PorRecord::new(LogState::new(INITIAL_LOG_CAPACITY, &keys.seal).0);
+                let record = PorRecord::new(LogState::new(INITIAL_LOG_CAPACITY, DEFAULT_GROUP_LOG, &keys.seal).0);
                 self.por_save(&record)?;
                 record
             }
@@ -173,9 +188,10 @@ impl Client {
         let status = match status {
             Some(status) => status,
             None if record.at.log.schedule.time == 0 && record.at.next_slot == 0 => {
-                let coded = LogState::new(INITIAL_LOG_CAPACITY, &keys.seal).1;
+                let coded = LogState::new(INITIAL_LOG_CAPACITY, DEFAULT_GROUP_LOG, &keys.seal).1;
                 let init = PorInitRequest {
                     log_capacity: INITIAL_LOG_CAPACITY as u8,
+                    group_log: DEFAULT_GROUP_LOG as u8,
                     coded: ByteBuf::from(sealed_list_to_bytes(&coded)),
                 };
                 self.remote.call::<_, PorStatus>(Op::PorInit, &init).await?
@@ -209,7 +225,8 @@ impl Client {
         Ok(record)
     }
 
-    /// One batch: the slots (flat) at U indices `writes`, checked rebuilds, and `label`.
+    /// One batch: the slots (flat) at U indices `writes`, checked rebuilds, and `label`. It
+    /// flushes the open group, so that every write is in H (and can be repaired) when it returns.
     async fn por_batch(
         &self,
         keys: &PorKeys,
@@ -219,12 +236,12 @@ impl Client {
         labels: Vec<PorLabel>,
     ) -> Result<(), ClientError> {
         let log = record.at.log;
-        let planned = plan(&log, &writes).map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
+        let planned = plan(&log, &writes, true).map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
         let context: PorContext =
             self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()) }).await?;
         let context =
             WriteContext::from_bytes(&context.context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
-        let written = write(&log, &planned, &context, &writes, &slots, &keys.seal, &keys.sums)
+        let written = write(&log, &planned, &context, &writes, &slots, &keys.seal, &keys.sums_for(&log.schedule))
             .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         let next_slot = record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1));
         let after = LogPoint { log: written.state, next_slot };
@@ -540,6 +557,14 @@ impl Client {
     /// of its slots match their checksums (X first; Y only for what X lost).
     async fn por_recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
         let schedule = record.at.log.schedule;
+        if schedule.pending() > 0 {
+            // This client flushes every batch; another writer of its log left a group open.
+            return Err(ClientError::State(format!(
+                "the PoR log has {} writes in an open group, which this client never leaves",
+                schedule.pending()
+            )));
+        }
+        let sums = keys.sums_for(&schedule);
         let mut gathered = Vec::new();
         for (region, time, slots) in regions(&schedule) {
             let mut g = Gathered::new(region, time, slots);
@@ -547,9 +572,11 @@ impl Client {
                 Region::Level(level) => level,
                 _ => CODED_REGION,
             };
+            // A level's slots are groups of writes: pages carry as many writes as C's.
+            let page = (REQUEST_SLOTS * SLOT_WIDTH / sums.region_width(region)).max(1);
             let mut first = 0;
             while first < slots && !g.decodable() {
-                let count = REQUEST_SLOTS.min((slots - first) as usize) as u32;
+                let count = page.min((slots - first) as usize) as u32;
                 let answer: PorRegionAnswer =
                     self.remote.call(Op::PorRegion, &PorRegionRequest { region: code, first, count }).await?;
                 let page = RegionRead::from_bytes(&answer.region)
@@ -560,14 +587,13 @@ impl Client {
                         format!("a page of {count} slots of {region:?} came with {}", page.slots.len()),
                     ));
                 }
-                g.add(first, page, &keys.seal, &keys.sums)
-                    .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+                g.add(first, page, &keys.seal, &sums).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
                 first += u64::from(count);
             }
             gathered.push(g);
         }
         let (coded, levels) = gathered.split_first().expect("C is always read");
-        recover_gathered(&schedule, coded, levels, SLOT_WIDTH).map_err(|e| {
+        recover_gathered(&schedule, coded, levels, &[], SLOT_WIDTH).map_err(|e| {
             ClientError::violation(ViolationKind::DataLost, format!("U cannot be recovered from C and H: {e}"))
         })
     }
@@ -584,6 +610,7 @@ impl Client {
         let seed: [u8; 32] = rand::random();
         let answer: PorAuditAnswer = self.remote.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
         let schedule = record.at.log.schedule;
+        let sums = keys.sums_for(&schedule);
         let all = parts(&schedule);
         let mut reports = Vec::with_capacity(all.len());
         for (i, part) in all.iter().enumerate() {
@@ -592,9 +619,10 @@ impl Client {
                 None => Err("the answer has no proof for this part".to_string()),
                 Some(PorPartAnswer::Lost(why)) => Err(format!("the provider says its bytes are lost: {why}")),
                 Some(PorPartAnswer::Proof(bytes)) => {
-                    PartProof::from_bytes(bytes, chosen.len(), SLOT_WIDTH).map_err(|e| e.to_string()).and_then(
-                        |proof| verify_part(&keys.seal, &keys.sums, part, &chosen, &proof).map_err(|e| e.to_string()),
-                    )
+                    let width = sums.region_width(part.region);
+                    PartProof::from_bytes(bytes, chosen.len(), width).map_err(|e| e.to_string()).and_then(|proof| {
+                        verify_part(&keys.seal, &sums, part, &chosen, &proof).map_err(|e| e.to_string())
+                    })
                 }
             };
             reports.push(PorPartReport {

@@ -1,18 +1,22 @@
 //! The client's PoR record, what it keeps of its log: O(1) bytes whatever the log holds.
 //!
-//! Layout: `vouchPR\x01`, the log state (`log_capacity:u32`, `time:u64`, U's root), the next
-//! fresh slot (`u64`), then two optional parts, each behind a flag byte: the batch in flight
+//! Layout: `vouchPR\x02`, the log state (`log_capacity:u32`, `group_log:u32`, `time:u64`, U's
+//! root, the open group's checksum as two `u64`), the next fresh slot (`u64`), then two optional parts, each behind a flag byte: the batch in flight
 //! (its state after, its next fresh slot, one index it writes) and the name whose new version
 //! still needs its PoR copy (`len:u16`, UTF-8), then a SHA-256 of everything before it. All
-//! integers little-endian.
+//! integers little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in
+//! the log state) still reads, as a log of ungrouped writes.
 
 use crate::error::ClientError;
 use sha2::{Digest as _, Sha256};
+use vouch_core::por::checksum::Checksum;
 use vouch_core::por::client::LogState;
 use vouch_core::por::code::Schedule;
 use vouch_core::Digest;
 
-const MAGIC: &[u8; 8] = b"vouchPR\x01";
+const MAGIC: &[u8; 8] = b"vouchPR\x02";
+/// Layout 1: log states without grouping.
+const MAGIC_1: &[u8; 8] = b"vouchPR\x01";
 
 /// Where the log is, as far as the client is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,10 +80,11 @@ impl PorRecord {
             )
         };
         let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
-        if Sha256::digest(body).as_slice() != &bytes[body.len()..] || !body.starts_with(MAGIC) {
+        let grouped = body.starts_with(MAGIC);
+        if Sha256::digest(body).as_slice() != &bytes[body.len()..] || !(grouped || body.starts_with(MAGIC_1)) {
             return Err(damaged());
         }
-        let mut r = Reader(&body[MAGIC.len()..]);
+        let mut r = Reader { bytes: &body[MAGIC.len()..], grouped };
         let at = r.point().ok_or_else(damaged)?;
         let in_flight = match r.take(1).ok_or_else(damaged)?[0] {
             0 => None,
@@ -95,7 +100,7 @@ impl PorRecord {
             }
             _ => return Err(damaged()),
         };
-        if !r.0.is_empty() {
+        if !r.bytes.is_empty() {
             return Err(damaged());
         }
         Ok(PorRecord { at, in_flight, copying })
@@ -103,19 +108,30 @@ impl PorRecord {
 }
 
 fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
-    out.extend_from_slice(&p.log.schedule.log_capacity.to_le_bytes());
-    out.extend_from_slice(&p.log.schedule.time.to_le_bytes());
+    let schedule = &p.log.schedule;
+    out.extend_from_slice(&schedule.log_capacity.to_le_bytes());
+    out.extend_from_slice(&schedule.group_log.to_le_bytes());
+    out.extend_from_slice(&schedule.time.to_le_bytes());
     out.extend_from_slice(&p.log.raw_root.0);
+    p.log.pending.rows().iter().for_each(|r| out.extend_from_slice(&r.to_le_bytes()));
     out.extend_from_slice(&p.next_slot.to_le_bytes());
 }
 
-struct Reader<'a>(&'a [u8]);
+struct Reader<'a> {
+    bytes: &'a [u8],
+    /// Layout 2: log states carry their grouping and open group.
+    grouped: bool,
+}
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
+        let (head, rest) = self.bytes.split_at_checked(n)?;
+        self.bytes = rest;
         Some(head)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
     fn u64(&mut self) -> Option<u64> {
@@ -123,12 +139,14 @@ impl<'a> Reader<'a> {
     }
 
     fn point(&mut self) -> Option<LogPoint> {
-        let log_capacity = u32::from_le_bytes(self.take(4)?.try_into().ok()?);
+        let log_capacity = self.u32()?;
+        let group_log = if self.grouped { self.u32()? } else { 0 };
         let time = self.u64()?;
         let raw_root = Digest(self.take(32)?.try_into().ok()?);
+        let pending = if self.grouped { Checksum::from_canonical([self.u64()?, self.u64()?])? } else { Checksum::ZERO };
         let next_slot = self.u64()?;
-        let log = LogState { schedule: Schedule { log_capacity, time }, raw_root };
-        Some(LogPoint { log, next_slot })
+        let schedule = Schedule { log_capacity, group_log, time };
+        schedule.is_valid().then_some(LogPoint { log: LogState { schedule, raw_root, pending }, next_slot })
     }
 }
 
@@ -138,7 +156,9 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_any_damage_is_refused() {
-        let log = LogState { schedule: Schedule { log_capacity: 5, time: 77 }, raw_root: Digest([3; 32]) };
+        let schedule = Schedule { log_capacity: 5, group_log: 4, time: 77 };
+        let pending = Checksum::from_canonical([5, 6]).unwrap();
+        let log = LogState { schedule, raw_root: Digest([3; 32]), pending };
         let after = LogPoint { log: LogState { raw_root: Digest([4; 32]), ..log }, next_slot: 12 };
         let records = [
             PorRecord::new(log),
@@ -160,5 +180,20 @@ mod tests {
                 assert!(PorRecord::from_bytes(&bad).is_err(), "byte {at} flipped");
             }
         }
+    }
+
+    #[test]
+    fn a_record_of_layout_1_reads_as_an_ungrouped_log() {
+        let mut body = MAGIC_1.to_vec();
+        body.extend_from_slice(&5u32.to_le_bytes());
+        body.extend_from_slice(&77u64.to_le_bytes());
+        body.extend_from_slice(&[3; 32]);
+        body.extend_from_slice(&9u64.to_le_bytes());
+        body.extend_from_slice(&[0, 0]);
+        let bytes = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        let schedule = Schedule { log_capacity: 5, group_log: 0, time: 77 };
+        let log = LogState { schedule, raw_root: Digest([3; 32]), pending: Checksum::ZERO };
+        let want = PorRecord { at: LogPoint { log, next_slot: 9 }, in_flight: None, copying: None };
+        assert_eq!(PorRecord::from_bytes(&bytes).unwrap(), want);
     }
 }

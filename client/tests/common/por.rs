@@ -62,7 +62,7 @@ pub async fn lose_all_of_u(stores: &Stores) {
 }
 
 /// The first `count(slots)` slots of each stored level (`coded` false) or of C (true)
-/// overwritten with bytes that are no field elements, across the object's segments in
+/// (a level's slots are groups of writes) overwritten with bytes that are no field elements, across the object's segments in
 /// order. Returns how many objects were damaged.
 pub async fn damage_objects(stores: &Stores, coded: bool, count: impl Fn(usize) -> usize) -> usize {
     // An object's folder (`.../level-*` or `.../coded-*`) and its segments `slots-<n>`,
@@ -75,14 +75,15 @@ pub async fn damage_objects(stores: &Stores, coded: bool, count: impl Fn(usize) 
             objects.entry(folder.to_string()).or_default().push(key);
         }
     }
+    let slot_bytes = if coded { SLOT_BYTES } else { SLOT_BYTES << vouch_core::por::code::DEFAULT_GROUP_LOG };
     for segments in objects.values_mut() {
         segments.sort();
         let mut contents = Vec::new();
         for key in segments.iter() {
             contents.push(stores.blobs.get(key).await.unwrap().to_vec());
         }
-        let slots = contents.iter().map(|c| c.len() / SLOT_BYTES).sum();
-        let mut left = count(slots) * SLOT_BYTES;
+        let slots = contents.iter().map(|c| c.len() / slot_bytes).sum();
+        let mut left = count(slots) * slot_bytes;
         for (key, mut bytes) in segments.iter().zip(contents) {
             let here = left.min(bytes.len());
             if here == 0 {

@@ -9,6 +9,9 @@
 //!
 //! A part catches a server that lost or altered more than half of a level (it could no
 //! longer be decoded) unless all `λ` picks fall on intact slots: probability below `2^-λ`.
+//!
+//! A level's slots are groups of writes (Sec. 6.1), so its aggregate is a group wide: the
+//! price of grouping is paid by audits, not by writes.
 
 use super::checksum::{Checksum, ChecksumKey, OpenError, SealKey, SealedChecksum, SEALED_LEN};
 use super::code::Schedule;
@@ -163,7 +166,7 @@ pub fn verify_part(
 ) -> Result<(), AuditFailure> {
     let malformed = AuditFailure::Malformed { got: proof.sealed.len(), want: picks.len() };
     if proof.sealed.len() != picks.len()
-        || proof.aggregate.len() != checksums.width()
+        || proof.aggregate.len() != checksums.region_width(part.region)
         || proof.aggregate.iter().any(|&v| v >= P)
     {
         return Err(malformed);

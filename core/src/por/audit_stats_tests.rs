@@ -73,8 +73,8 @@ fn slot(index: u64, round: u64) -> Vec<u64> {
 fn filled_log() -> Log {
     let seal = SealKey::new(&[21; 32]);
     let sums = ChecksumKey::new(&[22; 32], WIDTH);
-    let (state, coded) = LogState::new(LOG_CAPACITY, &seal);
-    let provider = ProviderLog::new(LOG_CAPACITY, WIDTH, coded).expect("a valid log");
+    let (state, coded) = LogState::new(LOG_CAPACITY, 0, &seal);
+    let provider = ProviderLog::new(LOG_CAPACITY, 0, WIDTH, coded).expect("a valid log");
     let mut log = Log { state, provider, seal, sums };
     let n = 1u64 << LOG_CAPACITY;
     let writes: Vec<u64> = (0..n).chain((0..n - 1).map(|i| (i * 37) % n)).collect();
@@ -87,7 +87,7 @@ fn filled_log() -> Log {
 
 impl Log {
     fn batch(&mut self, writes: &[u64], round: u64) {
-        let planned = plan(&self.state, writes).expect("a valid batch");
+        let planned = plan(&self.state, writes, false).expect("a valid batch");
         let slots: Vec<u64> = writes.iter().flat_map(|&i| slot(i, round)).collect();
         let context = self.provider.context(&planned).expect("an honest provider");
         let written = write(&self.state, &planned, &context, writes, &slots, &self.seal, &self.sums).expect("honest");

@@ -16,21 +16,29 @@ use super::Region;
 
 const WIDTH: usize = 4;
 
-struct Setup {
-    state: LogState,
-    provider: ProviderLog,
-    seal: SealKey,
-    sums: ChecksumKey,
+pub(super) struct Setup {
+    pub state: LogState,
+    pub provider: ProviderLog,
+    pub seal: SealKey,
+    pub sums: ChecksumKey,
+    /// Whether batches flush the open group.
+    pub flush: bool,
 }
 
 fn setup(log_capacity: u32) -> Setup {
-    let seal = SealKey::new(&[3; 32]);
-    let (state, coded) = LogState::new(log_capacity, &seal);
-    let provider = ProviderLog::new(log_capacity, WIDTH, coded).unwrap();
-    Setup { state, provider, seal, sums: ChecksumKey::new(&[4; 32], WIDTH) }
+    setup_grouped(log_capacity, 0)
 }
 
-fn slot(index: u64, round: u64) -> Vec<u64> {
+/// A log of `2^log_capacity` slots whose blocks of H are groups of `2^group_log`.
+pub(super) fn setup_grouped(log_capacity: u32, group_log: u32) -> Setup {
+    let seal = SealKey::new(&[3; 32]);
+    let (state, coded) = LogState::new(log_capacity, group_log, &seal);
+    let provider = ProviderLog::new(log_capacity, group_log, WIDTH, coded).unwrap();
+    let sums = ChecksumKey::grouped(&[4; 32], WIDTH, group_log);
+    Setup { state, provider, seal, sums, flush: false }
+}
+
+pub(super) fn slot(index: u64, round: u64) -> Vec<u64> {
     let mut out = vec![index + 1];
     out.extend(
         (0..WIDTH as u64 - 1).map(|e| (round * 7919 + index * 104_729 + e).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8),
@@ -40,15 +48,19 @@ fn slot(index: u64, round: u64) -> Vec<u64> {
 
 impl Setup {
     /// The client's side up to the upload: plan, the provider's context, the replay.
-    fn prepare(&self, writes: &[u64], round: u64) -> (WritePlan, Vec<u64>, Result<Written, WriteError>, WriteContext) {
-        let plan = plan(&self.state, writes).unwrap();
+    pub fn prepare(
+        &self,
+        writes: &[u64],
+        round: u64,
+    ) -> (WritePlan, Vec<u64>, Result<Written, WriteError>, WriteContext) {
+        let plan = plan(&self.state, writes, self.flush).unwrap();
         let slots: Vec<u64> = writes.iter().flat_map(|&i| slot(i, round)).collect();
         let context = self.provider.context(&plan).unwrap();
         let written = write(&self.state, &plan, &context, writes, &slots, &self.seal, &self.sums);
         (plan, slots, written, context)
     }
 
-    fn batch(&mut self, writes: &[u64], round: u64) {
+    pub fn batch(&mut self, writes: &[u64], round: u64) {
         let (plan, slots, written, _) = self.prepare(writes, round);
         let written = written.unwrap();
         self.provider.apply(&plan, writes, &slots, &written).unwrap();
@@ -56,7 +68,7 @@ impl Setup {
     }
 
     /// Every slot of every part challenged.
-    fn audit_all(&self) -> Vec<(Region, Result<(), AuditFailure>)> {
+    pub fn audit_all(&self) -> Vec<(Region, Result<(), AuditFailure>)> {
         parts(&self.state.schedule)
             .into_iter()
             .map(|part| {
@@ -67,7 +79,7 @@ impl Setup {
             .collect()
     }
 
-    fn read(&self, indices: &[u64]) -> Result<(), ReadError> {
+    pub fn read(&self, indices: &[u64]) -> Result<(), ReadError> {
         verify_read(&self.state, indices, &self.provider.read(indices).unwrap(), &self.seal, &self.sums)
     }
 }
@@ -122,7 +134,7 @@ fn a_batch_sends_only_the_levels_it_leaves_filled() {
 
 /// A provider's context altered by `lie` must be refused with `want`.
 fn refused(s: &Setup, writes: &[u64], lie: impl Fn(&mut WriteContext), want: impl Fn(&WriteError) -> bool) {
-    let plan = plan(&s.state, writes).unwrap();
+    let plan = plan(&s.state, writes, false).unwrap();
     let slots: Vec<u64> = writes.iter().flat_map(|&i| slot(i, 99)).collect();
     let mut context = s.provider.context(&plan).unwrap();
     lie(&mut context);
@@ -163,7 +175,7 @@ fn a_lying_copy_of_u_is_refused_when_c_is_rebuilt() {
     let mut s = setup(2);
     s.batch(&[0, 1, 2], 1);
     // The fourth write ends the epoch: the client needs all of U.
-    let plan = plan(&s.state, &[3]).unwrap();
+    let plan = plan(&s.state, &[3], false).unwrap();
     assert!(plan.whole_raw);
     let stale = s.provider.raw_sealed[1];
     refused(&s, &[3], |c| c.raw.as_mut().unwrap()[2] = stale, |e| *e == WriteError::RawRoot);
@@ -223,7 +235,7 @@ fn malformed_requests_are_refused_by_the_provider() {
     s.batch(&[0], 1);
     let schedule = s.provider.schedule();
     let refused = ProviderError::Plan { log_capacity: 2, time: 1 };
-    let good = plan(&s.state, &[1]).unwrap();
+    let good = plan(&s.state, &[1], false).unwrap();
     for bad in [
         WritePlan { grow_to: Some(2), ..good.clone() },
         WritePlan { grow_to: Some(99), ..good.clone() },
@@ -256,12 +268,12 @@ fn malformed_requests_are_refused_by_the_provider() {
     assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
 }
 
-/// U recovered by the client from what the provider has of C and the levels.
-fn recover(s: &Setup) -> Result<Vec<u64>, RepairError> {
+/// U recovered by the client from what the provider has of C, the levels and the open group.
+pub(super) fn recover(s: &Setup) -> Result<Vec<u64>, RepairError> {
     let levels: Vec<RegionRead> =
         s.state.schedule.filled_levels().map(|l| s.provider.region_read(Region::Level(l as u8)).unwrap()).collect();
     let coded = s.provider.region_read(Region::Coded).unwrap();
-    recover_raw(&s.state.schedule, &coded, &levels, &s.seal, &s.sums)
+    recover_raw(&s.state.schedule, &coded, &levels, &s.provider.staged, &s.seal, &s.sums)
 }
 
 /// Erases (`None`) or alters every `step`-th slot of a region, `count` of them.
@@ -295,7 +307,7 @@ fn repair_recovers_u_from_half_of_c_and_of_every_level() {
         damage(&mut read, 1 << l, l % 2 == 1);
         reads.push(read);
     }
-    let raw = recover_raw(&s.state.schedule, &coded, &reads, &s.seal, &s.sums).unwrap();
+    let raw = recover_raw(&s.state.schedule, &coded, &reads, &[], &s.seal, &s.sums).unwrap();
     assert_eq!(raw, want);
     // The client checks what it recovered against U's current checksums before writing back.
     let all: Vec<u64> = (0..16).collect();
@@ -305,7 +317,7 @@ fn repair_recovers_u_from_half_of_c_and_of_every_level() {
     // One slot more than half of level 2 lost: the data is gone, and repair says so.
     let mut lost = reads.clone();
     damage(&mut lost[2], 5, false);
-    let got = recover_raw(&s.state.schedule, &coded, &lost, &s.seal, &s.sums);
+    let got = recover_raw(&s.state.schedule, &coded, &lost, &[], &s.seal, &s.sums);
     assert!(matches!(
         got,
         Err(RepairError::Decode { region: Region::Level(2), error: DecodeError::TooFewSlots { .. } })
@@ -346,7 +358,7 @@ fn repair_gathers_regions_a_page_at_a_time() {
         gathered.push(g);
     }
     let (coded, levels) = gathered.split_first().unwrap();
-    assert_eq!(recover_gathered(&s.state.schedule, coded, levels, s.sums.width()), Ok(want));
+    assert_eq!(recover_gathered(&s.state.schedule, coded, levels, &[], s.sums.width()), Ok(want));
     // Fewer than half of C gathered: not decodable, and recovery says so.
     let (region, time, slots) = regions(&s.state.schedule)[0];
     let mut half = Gathered::new(region, time, slots);
@@ -361,12 +373,12 @@ fn repair_gathers_regions_a_page_at_a_time() {
     .unwrap();
     assert!(!half.decodable());
     assert!(matches!(
-        recover_gathered(&s.state.schedule, &half, levels, s.sums.width()),
+        recover_gathered(&s.state.schedule, &half, levels, &[], s.sums.width()),
         Err(RepairError::Decode { region: Region::Coded, .. })
     ));
     // Regions given out of order are refused.
     assert!(matches!(
-        recover_gathered(&s.state.schedule, &levels[0], levels, s.sums.width()),
+        recover_gathered(&s.state.schedule, &levels[0], levels, &[], s.sums.width()),
         Err(RepairError::Shape(_))
     ));
 }
@@ -382,11 +394,11 @@ fn repair_ignores_slots_of_another_time_or_place() {
     let want = s.provider.raw.clone();
     // The provider serves last epoch's level 2 (intact, with its own sealed checksums).
     let coded = s.provider.region_read(Region::Coded).unwrap();
-    let got = recover_raw(&s.state.schedule, &coded, std::slice::from_ref(&old_level), &s.seal, &s.sums);
+    let got = recover_raw(&s.state.schedule, &coded, std::slice::from_ref(&old_level), &[], &s.seal, &s.sums);
     assert!(matches!(got, Err(RepairError::Decode { region: Region::Level(2), .. })), "{got:?}");
     // Level 2's slots in C's place.
     let level = s.provider.region_read(Region::Level(2)).unwrap();
-    let got = recover_raw(&s.state.schedule, &level, std::slice::from_ref(&level), &s.seal, &s.sums);
+    let got = recover_raw(&s.state.schedule, &level, std::slice::from_ref(&level), &[], &s.seal, &s.sums);
     assert_eq!(got, Err(RepairError::Shape(Region::Coded)));
     assert_eq!(recover(&s), Ok(want));
 }
@@ -394,7 +406,7 @@ fn repair_ignores_slots_of_another_time_or_place() {
 #[test]
 fn slots_must_carry_their_index() {
     let s = setup(2);
-    let plan = plan(&s.state, &[1]).unwrap();
+    let plan = plan(&s.state, &[1], false).unwrap();
     let context = s.provider.context(&plan).unwrap();
     let got = write(&s.state, &plan, &context, &[1], &slot(2, 1), &s.seal, &s.sums);
     assert_eq!(got, Err(WriteError::Header(1)));
@@ -403,7 +415,7 @@ fn slots_must_carry_their_index() {
 #[test]
 fn slots_of_u_are_sectors() {
     let s = setup(2);
-    let plan = plan(&s.state, &[1]).unwrap();
+    let plan = plan(&s.state, &[1], false).unwrap();
     let context = s.provider.context(&plan).unwrap();
     let mut wide = slot(1, 1);
     wide[2] = 1 << 56;

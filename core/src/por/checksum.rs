@@ -23,11 +23,17 @@ pub const ROWS: usize = 2;
 pub struct ChecksumKey {
     /// Column `j` of M: the weights of element `j` in each row, side by side for the loop.
     columns: Vec<[u64; ROWS]>,
+    /// Elements of one slot of U or C; [`Self::width`] is a whole block of H, a group of
+    /// slots (Sec. 6.1).
+    slot_width: usize,
 }
 
 impl fmt::Debug for ChecksumKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ChecksumKey").field("width", &self.columns.len()).finish_non_exhaustive()
+        f.debug_struct("ChecksumKey")
+            .field("width", &self.columns.len())
+            .field("slot_width", &self.slot_width)
+            .finish_non_exhaustive()
     }
 }
 
@@ -82,6 +88,11 @@ impl Checksum {
         self.0
     }
 
+    /// A checksum from its rows, if they are canonical field elements (a stored one).
+    pub fn from_canonical(rows: [u64; ROWS]) -> Option<Checksum> {
+        rows.iter().all(|&r| r < P).then_some(Checksum(rows))
+    }
+
     /// A checksum computed on checksums (a replayed rebuild): rows already canonical.
     pub(crate) fn from_rows(rows: [u64; ROWS]) -> Checksum {
         debug_assert!(rows.iter().all(|&r| r < P), "canonical rows");
@@ -127,6 +138,16 @@ impl ChecksumKey {
     /// derivation mode) read as `u64`s, those `≥ p` rejected. Column by column, so the
     /// matrix of a narrower width is a prefix of a wider one's.
     pub fn new(secret: &[u8; 32], width: usize) -> Self {
+        Self::grouped(secret, width, 0)
+    }
+
+    /// M for a log of slots of `slot_width` elements whose blocks of H are groups of
+    /// `2^group_log` slots (Sec. 6.1): `width = slot_width·2^group_log`. A slot of U or C is
+    /// checked with the first `slot_width` columns; slot `j` of a group with the `j`-th
+    /// `slot_width` columns ([`Self::checksum_at`]), so that the checksum of a group is the
+    /// sum of its slots' and no two positions of a group share their weights.
+    pub fn grouped(secret: &[u8; 32], slot_width: usize, group_log: u32) -> Self {
+        let width = slot_width << group_log;
         let mut hasher = blake3::Hasher::new_derive_key("vouch por checksum matrix v1");
         hasher.update(secret);
         let mut xof = hasher.finalize_xof();
@@ -139,12 +160,40 @@ impl ChecksumKey {
             }
         };
         let columns = (0..width).map(|_| std::array::from_fn(|_| next())).collect();
-        ChecksumKey { columns }
+        ChecksumKey { columns, slot_width }
     }
 
-    /// Elements per slot.
+    /// Elements per block of H (a group of slots).
     pub fn width(&self) -> usize {
         self.columns.len()
+    }
+
+    /// Elements per slot of U and C.
+    pub fn slot_width(&self) -> usize {
+        self.slot_width
+    }
+
+    /// Elements per slot of `region`: a block of H is a group of U's slots.
+    pub fn region_width(&self, region: Region) -> usize {
+        match region {
+            Region::Level(_) => self.width(),
+            Region::Coded | Region::Raw => self.slot_width,
+        }
+    }
+
+    /// The part of a group's checksum that its slot at `position` adds: `σ` over the
+    /// columns of that position.
+    ///
+    /// # Panics
+    /// When the slot does not fit that position (a caller's bug).
+    pub fn checksum_at(&self, position: usize, elements: &[u64]) -> Checksum {
+        let from = position * self.slot_width;
+        assert!(elements.len() <= self.slot_width && from < self.width(), "a slot within the group");
+        let mut acc = WideSum::default();
+        for (&x, column) in elements.iter().zip(&self.columns[from..]) {
+            acc.add_scaled(x, column);
+        }
+        acc.finish()
     }
 
     /// `σ = M·B` of one slot; missing trailing elements count as zero. Elements may be any
@@ -362,6 +411,27 @@ mod tests {
         fn checksum_bytes_reads_the_sectors(block in proptest::collection::vec(any::<u8>(), 0..700), extra in 0usize..3) {
             let key = ChecksumKey::new(&SECRET, field::sectors(block.len()) + extra);
             prop_assert_eq!(key.checksum_bytes(&block), key.checksum(&to_elements(&block)));
+        }
+
+        /// A group's checksum is its slots' at their positions; U's slots use the first
+        /// position, and swapping two slots of a group changes it.
+        #[test]
+        fn a_group_sums_its_slots_at_their_positions(group in proptest::collection::vec(slot(6), 4)) {
+            let key = ChecksumKey::grouped(&SECRET, 6, 2);
+            prop_assert_eq!((key.width(), key.slot_width()), (24, 6));
+            let flat: Vec<u64> = group.iter().flat_map(|s| {
+                let mut s = s.clone();
+                s.resize(6, 0);
+                s
+            }).collect();
+            let parts = group.iter().enumerate().fold(Checksum::ZERO, |acc, (j, s)| acc + key.checksum_at(j, s));
+            prop_assert_eq!(key.checksum(&flat), parts);
+            prop_assert_eq!(key.checksum_at(0, &group[0]), ChecksumKey::new(&SECRET, 6).checksum(&group[0]));
+            let mut swapped = flat.clone();
+            swapped[..6].copy_from_slice(&flat[6..12]);
+            swapped[6..12].copy_from_slice(&flat[..6]);
+            prop_assume!(flat[..6] != flat[6..12]);
+            prop_assert_ne!(key.checksum(&swapped), key.checksum(&flat));
         }
 
         #[test]

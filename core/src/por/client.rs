@@ -14,6 +14,13 @@
 //!    ([`Written`]). Levels built and consumed within one batch cost no bandwidth: that is
 //!    what batching saves (Sec. 6.1).
 //!
+//! **Grouping (Sec. 6.1).** H's blocks are groups of `2^group_log` writes
+//! ([`Schedule`]). The provider keeps the writes of the group still open aside (they are in U
+//! too) and runs HAdd when the group completes; the client keeps the open group's checksum
+//! ([`LogState::pending`], 16 bytes) and replays HAdd with it. A batch may *flush*: ⊥ writes
+//! (all-zero slots, which U never sees and repair skips) complete the open group, so that
+//! every write of the batch is in H when it returns.
+//!
 //! **Growth (App. A.3).** When a write goes beyond U's capacity `2^k`, U doubles (until it
 //! fits) before the batch: its tree grows by a root of empty slots, C is re-encoded over the
 //! larger U at once and H is emptied, as in a CRebuild. The time then jumps to the next
@@ -34,16 +41,25 @@ pub struct LogState {
     pub schedule: Schedule,
     /// The root of U's tree ([`super::raw_tree`]).
     pub raw_root: Digest,
+    /// The checksum of the open group's writes so far, under the grouped key
+    /// ([`ChecksumKey::grouped`]): the block HAdd replays when the group completes. Zero when
+    /// no group is open.
+    pub pending: Checksum,
 }
 
 impl LogState {
-    /// A log of `2^log_capacity` empty slots, and the sealed checksums of its C (all zeros,
-    /// written at time 0) for the provider to keep.
-    pub fn new(log_capacity: u32, key: &SealKey) -> (LogState, Vec<SealedChecksum>) {
-        let schedule = Schedule { log_capacity, time: 0 };
+    /// A log of `2^log_capacity` empty slots whose blocks of H are groups of `2^group_log`,
+    /// and the sealed checksums of its C (all zeros, written at time 0) for the provider to
+    /// keep.
+    ///
+    /// # Panics
+    /// When the grouping does not fit the capacity ([`Schedule::is_valid`]): a caller's bug.
+    pub fn new(log_capacity: u32, group_log: u32, key: &SealKey) -> (LogState, Vec<SealedChecksum>) {
+        let schedule = Schedule { log_capacity, group_log, time: 0 };
+        assert!(schedule.is_valid(), "a group of at most U's slots");
         let zeros = vec![Checksum::ZERO; 1 << log_capacity];
         let coded = replay_coded_at(log_capacity, 0, &zeros, key);
-        (LogState { schedule, raw_root: empty_root(log_capacity) }, coded)
+        (LogState { schedule, raw_root: empty_root(log_capacity), pending: Checksum::ZERO }, coded)
     }
 }
 
@@ -51,18 +67,34 @@ impl LogState {
 /// the next multiple of the new capacity after the time, which starts the new epoch.
 pub fn grown_schedule(schedule: &Schedule, log_capacity: u32) -> Schedule {
     let n = 1u64 << log_capacity;
-    Schedule { log_capacity, time: (schedule.time / n + 1) * n }
+    Schedule { log_capacity, time: (schedule.time / n + 1) * n, ..*schedule }
 }
 
-/// What a batch of `count` writes leaves behind, from the schedule before it: the schedule
-/// after it, the levels it builds that are still filled at its end (ascending), and whether
-/// it rebuilds C (growth or an epoch's end). Client and provider both derive what is uploaded
-/// from this.
-pub fn batch_outcome(schedule: &Schedule, grow_to: Option<u32>, count: u64) -> (Schedule, Vec<u32>, bool) {
+/// The ⊥ writes that complete the open group after `writes` more writes from `schedule`,
+/// when the batch flushes.
+pub fn padding(schedule: &Schedule, writes: u64, flush: bool) -> u64 {
+    let mask = schedule.group() - 1;
+    if flush {
+        (schedule.group() - (schedule.time.wrapping_add(writes) & mask)) & mask
+    } else {
+        0
+    }
+}
+
+/// What a batch of `writes` writes (then its ⊥ writes when it flushes) leaves behind, from
+/// the schedule before it: the schedule after it, the levels it builds that are still filled
+/// at its end (ascending), and whether it rebuilds C (growth or an epoch's end). Client and
+/// provider both derive what is uploaded from this.
+pub fn batch_outcome(
+    schedule: &Schedule,
+    grow_to: Option<u32>,
+    writes: u64,
+    flush: bool,
+) -> (Schedule, Vec<u32>, bool) {
     let mut schedule = grow_to.map_or(*schedule, |k| grown_schedule(schedule, k));
-    let start = schedule.time;
+    let start = schedule.group_time();
     let mut coded = grow_to.is_some();
-    for _ in 0..count {
+    for _ in 0..writes + padding(&schedule, writes, flush) {
         coded |= schedule.next_rebuild() == Rebuild::Coded;
         schedule.time += 1;
     }
@@ -82,6 +114,8 @@ pub struct WritePlan {
     /// Whether C is rebuilt (after growth or at the end of an epoch): every sealed
     /// checksum of U is then needed.
     pub whole_raw: bool,
+    /// Whether ⊥ writes complete the group the batch leaves open ([`padding`]).
+    pub flush: bool,
 }
 
 /// The provider's answer to a [`WritePlan`]. Nothing in it is trusted.
@@ -119,6 +153,8 @@ pub enum WriteError {
     Index(u64),
     #[error("a written slot has {got} elements, not {want}")]
     Width { got: usize, want: usize },
+    #[error("the checksum key groups {key} slots, the log 2^{log}")]
+    Grouping { key: usize, log: u32 },
     #[error("the slot written at U index {0} does not start with its index + 1, or has an element beyond 2^56")]
     Header(u64),
     #[error("the provider's context does not fit the plan")]
@@ -133,8 +169,9 @@ pub enum WriteError {
     Replay(#[from] ReplayError),
 }
 
-/// The plan for writing U slots `indices`, in that order.
-pub fn plan(state: &LogState, indices: &[u64]) -> Result<WritePlan, WriteError> {
+/// The plan for writing U slots `indices`, in that order, then flushing the open group when
+/// `flush`.
+pub fn plan(state: &LogState, indices: &[u64], flush: bool) -> Result<WritePlan, WriteError> {
     let highest = *indices.iter().max().ok_or(WriteError::Empty)?;
     let mut schedule = state.schedule;
     let grow_to = match 64 - highest.leading_zeros() {
@@ -147,10 +184,11 @@ pub fn plan(state: &LogState, indices: &[u64]) -> Result<WritePlan, WriteError> 
     };
     let mut whole_raw = grow_to.is_some();
     // Levels built within the batch come from the client's own replay; only older ones are asked for.
-    let mut built = vec![false; schedule.log_capacity as usize];
+    let mut built = vec![false; schedule.levels() as usize];
     let mut levels = Vec::new();
-    for _ in indices {
+    for _ in 0..indices.len() as u64 + padding(&schedule, indices.len() as u64, flush) {
         match schedule.next_rebuild() {
+            Rebuild::Pending => {}
             Rebuild::Level(level) => {
                 for below in 0..level {
                     if !built[below as usize] && !levels.contains(&below) {
@@ -170,11 +208,12 @@ pub fn plan(state: &LogState, indices: &[u64]) -> Result<WritePlan, WriteError> 
     let mut sorted = indices.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
-    Ok(WritePlan { grow_to, indices: sorted, levels, whole_raw })
+    Ok(WritePlan { grow_to, indices: sorted, levels, whole_raw, flush })
 }
 
 /// Checks the provider's context and replays the batch: `slots` are the written slots in
-/// order (`writes[i]` at U index `indices[i]` of the call to [`plan`]), flat.
+/// order (`writes[i]` at U index `indices[i]` of the call to [`plan`]), flat. `sums` is the
+/// log's grouped key ([`ChecksumKey::grouped`]).
 pub fn write(
     state: &LogState,
     plan: &WritePlan,
@@ -184,15 +223,21 @@ pub fn write(
     seal: &SealKey,
     sums: &ChecksumKey,
 ) -> Result<Written, WriteError> {
-    let width = sums.width();
+    let width = sums.slot_width();
+    if sums.width() != width << state.schedule.group_log {
+        return Err(WriteError::Grouping { key: sums.width() / width.max(1), log: state.schedule.group_log });
+    }
     if slots.len() != writes.len() * width {
         return Err(WriteError::Width { got: slots.len() / writes.len().max(1), want: width });
     }
     let mut schedule = state.schedule;
     let mut root = state.raw_root;
+    let mut pending = state.pending;
     if let Some(k) = plan.grow_to {
         root = (schedule.log_capacity..k).fold(root, |root, k| grown_root(k, &root));
         schedule = grown_schedule(&schedule, k);
+        // C is re-encoded over U, which holds the open group's writes too.
+        pending = Checksum::ZERO;
     }
     if context.old.len() != plan.indices.len() || context.levels.len() != plan.levels.len() {
         return Err(WriteError::Shape);
@@ -211,10 +256,10 @@ pub fn write(
     let mut coded = None;
     if plan.grow_to.is_some() {
         let all = raw.as_ref().expect("growth asks for all of U");
-        coded = Some(replay_coded_at(schedule.log_capacity, schedule.time, all, seal));
+        coded = Some(replay_coded_at(schedule.log_capacity, schedule.coded_time(), all, seal));
     }
 
-    let mut levels: Vec<Option<(u64, Vec<u64>)>> = vec![None; schedule.log_capacity as usize];
+    let mut levels: Vec<Option<(u64, Vec<u64>)>> = vec![None; schedule.levels() as usize];
     for (&level, sealed) in plan.levels.iter().zip(&context.levels) {
         let time = schedule.level_time(level).ok_or(WriteError::Shape)?;
         let rows = open_region(seal, Region::Level(level as u8), time, sealed, 2 << level, level)?;
@@ -230,31 +275,40 @@ pub fn write(
         return Err(WriteError::Header(index));
     }
     let mut new_raw = BTreeMap::new();
-    for (&index, slot) in writes.iter().zip(slots.chunks_exact(width)) {
-        let sum = sums.checksum(slot);
-        new_raw.insert(index, seal.seal(SlotAddress { region: Region::Raw, index }, 0, sum));
-        if let Some(raw) = raw.as_mut() {
-            raw[index as usize] = sum;
+    let mut slots = writes.iter().zip(slots.chunks_exact(width));
+    let pad = padding(&schedule, writes.len() as u64, plan.flush);
+    for _ in 0..writes.len() as u64 + pad {
+        // A ⊥ write adds nothing to the group's checksum: its slot is all zeros.
+        if let Some((&index, slot)) = slots.next() {
+            let sum = sums.checksum(slot);
+            new_raw.insert(index, seal.seal(SlotAddress { region: Region::Raw, index }, 0, sum));
+            if let Some(raw) = raw.as_mut() {
+                raw[index as usize] = sum;
+            }
+            pending = pending + sums.checksum_at(schedule.pending() as usize, slot);
         }
         match schedule.next_rebuild() {
+            Rebuild::Pending => {}
             Rebuild::Level(level) => {
                 let below: Vec<&[u64]> = levels[..level as usize]
                     .iter()
                     .map(|l| l.as_ref().map(|(_, rows)| rows.as_slice()).ok_or(WriteError::Shape))
                     .collect::<Result<_, _>>()?;
-                let rows = rebuild_level(&below, &sum.rows(), ROWS, schedule.log_capacity, schedule.time);
+                let rows = rebuild_level(&below, &pending.rows(), ROWS, schedule.levels(), schedule.group_time());
                 levels[..level as usize].fill(None);
-                levels[level as usize] = Some((schedule.time + 1, rows));
+                levels[level as usize] = Some((schedule.group_time() + 1, rows));
+                pending = Checksum::ZERO;
             }
             Rebuild::Coded => {
                 let all = raw.as_ref().ok_or(WriteError::Shape)?;
-                coded = Some(replay_coded_at(schedule.log_capacity, schedule.time + 1, all, seal));
+                coded = Some(replay_coded_at(schedule.log_capacity, schedule.group_time() + 1, all, seal));
                 levels.fill(None);
+                pending = Checksum::ZERO;
             }
         }
         schedule.time += 1;
     }
-    let (_, built, _) = batch_outcome(&state.schedule, plan.grow_to, writes.len() as u64);
+    let (_, built, _) = batch_outcome(&state.schedule, plan.grow_to, writes.len() as u64, plan.flush);
     let levels = built
         .into_iter()
         .map(|level| {
@@ -264,7 +318,8 @@ pub fn write(
         .collect();
     let new: Vec<(u64, Digest)> = new_raw.iter().map(|(&i, s)| (i, leaf_hash(Some(s)))).collect();
     let raw_root = raw_root(schedule.log_capacity, &new, &context.proof)?;
-    Ok(Written { state: LogState { schedule, raw_root }, raw: new_raw.into_iter().collect(), levels, coded })
+    let state = LogState { schedule, raw_root, pending };
+    Ok(Written { state, raw: new_raw.into_iter().collect(), levels, coded })
 }
 
 /// Opens every sealed checksum of U after checking them all against `root`.
@@ -332,7 +387,7 @@ pub fn verify_read(
     sums: &ChecksumKey,
 ) -> Result<(), ReadError> {
     let RawRead { slots, sealed, proof } = read;
-    let width = sums.width();
+    let width = sums.slot_width();
     if sealed.len() != indices.len() || slots.len() != indices.len() * width {
         return Err(ReadError::Shape(indices.len()));
     }

@@ -3,7 +3,8 @@
 //! Built so far:
 //! * [`field`]: Z_p for p = 2^64 - 2^32 + 1 and why (Sec. 4.6);
 //! * [`transform`]: Fig. 4's `mix`, the butterfly network of Fig. 3 and its inverse;
-//! * [`code`]: Eq. (1), HAdd's [`code::Schedule`], HRebuildX / HRebuildY
+//! * [`code`]: Eq. (1), HAdd's [`code::Schedule`] with Sec. 6.1's grouping (a block of H is
+//!   a group of writes, so H costs one sealed checksum per group), HRebuildX / HRebuildY
 //!   ([`code::rebuild_level`]) and CRebuild ([`code::encode`]);
 //! * [`decode`]: any half of a level's slots recovers its blocks (Lemma 1);
 //! * [`checksum`]: homomorphic checksums `σ = M·B` (Sec. 5.3) and their sealed form under
@@ -21,9 +22,7 @@
 //!
 //! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
 //! `por-*` operations. Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for
-//! the levels it rebuilds when it rebuilds them), Sec. 6.1's grouping of slots into larger
-//! blocks of H (levels' sealed checksums still cost bandwidth per slot), and the reuse of ⊥
-//! slots.
+//! the levels it rebuilds when it rebuilds them) and the reuse of ⊥ slots.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
@@ -48,6 +47,8 @@ pub mod wire;
 mod audit_stats_tests;
 #[cfg(test)]
 mod batch_tests;
+#[cfg(test)]
+mod group_tests;
 #[cfg(test)]
 mod model_tests;
 

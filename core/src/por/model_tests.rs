@@ -54,7 +54,7 @@ struct Client {
 
 fn setup(log_capacity: u32, lie: Lie) -> (Client, Server) {
     let n = 1usize << log_capacity;
-    let schedule = Schedule { log_capacity, time: 0 };
+    let schedule = Schedule { log_capacity, group_log: 0, time: 0 };
     let client = Client {
         schedule,
         seal: SealKey::new(&[7; 32]),
@@ -86,6 +86,7 @@ impl Client {
         let sum = self.sums.checksum(slot);
         self.raw_sums[index] = sum;
         match self.schedule.next_rebuild() {
+            Rebuild::Pending => unreachable!("the model does not group writes"),
             Rebuild::Level(level) => {
                 let below: Vec<Vec<SealedChecksum>> =
                     (0..level as usize).map(|i| server.levels[i].as_ref().expect("filled").sealed.clone()).collect();
@@ -122,7 +123,7 @@ impl Client {
         };
         let levels: Vec<RegionRead> =
             self.schedule.filled_levels().map(|l| read(server.levels[l as usize].as_ref().expect("filled"))).collect();
-        recover_raw(&self.schedule, &read(&server.coded), &levels, &self.seal, &self.sums)
+        recover_raw(&self.schedule, &read(&server.coded), &levels, &[], &self.seal, &self.sums)
             .expect("at least half of every region is intact")
     }
 }

@@ -1,5 +1,6 @@
 //! The provider's side of the log, in memory: U, the levels of H and C with their sealed
-//! checksums and U's tree. It answers a [`WritePlan`] with a [`WriteContext`], applies a
+//! checksums, U's tree, and the writes of the open group (Sec. 6.1's grouping: H's blocks are
+//! groups of writes, see [`Schedule`]). It answers a [`WritePlan`] with a [`WriteContext`], applies a
 //! batch (running every rebuild on the slots themselves), answers audits and reads.
 //!
 //! This is the reference the persistent provider (in the server, over the store) is tested
@@ -10,7 +11,7 @@
 
 use super::audit::{prove_part, Part, PartProof, Pick};
 use super::checksum::SealedChecksum;
-use super::client::{batch_outcome, grown_schedule, RawRead, WriteContext, WritePlan, Written};
+use super::client::{batch_outcome, grown_schedule, padding, RawRead, WriteContext, WritePlan, Written};
 use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use super::field::P;
 use super::raw_tree::{leaf_hash, RawProofError, RawTree, MAX_LOG_CAPACITY};
@@ -84,7 +85,7 @@ pub fn batch_fits(
     slots: &[u64],
     written: &Written,
 ) -> bool {
-    let (after, built, coded) = batch_outcome(schedule, plan.grow_to, writes.len() as u64);
+    let (after, built, coded) = batch_outcome(schedule, plan.grow_to, writes.len() as u64, plan.flush);
     let n = after.capacity();
     !writes.is_empty()
         && slots.len() == writes.len() * width
@@ -97,7 +98,8 @@ pub fn batch_fits(
         && written.coded.as_ref().map(|c| c.len() as u64) == coded.then_some(2 * n)
 }
 
-/// A level or C: its slots (X then Y, flat) and their sealed checksums.
+/// A level or C: its slots (X then Y, flat; a level's slots are groups) and their sealed
+/// checksums.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stored {
     pub slots: Vec<u64>,
@@ -111,6 +113,8 @@ pub struct ProviderLog {
     width: usize,
     /// U's slots, flat.
     pub raw: Vec<u64>,
+    /// The writes of the open group, flat, in order (⊥ writes as zeros).
+    pub staged: Vec<u64>,
     pub raw_sealed: Vec<Option<SealedChecksum>>,
     tree: RawTree,
     /// Level `ℓ` when filled.
@@ -119,20 +123,28 @@ pub struct ProviderLog {
 }
 
 impl ProviderLog {
-    /// An empty log of `2^log_capacity` slots of `width` elements; `coded` are the sealed
-    /// checksums of its C, from [`super::client::LogState::new`].
-    pub fn new(log_capacity: u32, width: usize, coded: Vec<SealedChecksum>) -> Result<ProviderLog, ProviderError> {
+    /// An empty log of `2^log_capacity` slots of `width` elements in groups of
+    /// `2^group_log`; `coded` are the sealed checksums of its C, from
+    /// [`super::client::LogState::new`].
+    pub fn new(
+        log_capacity: u32,
+        group_log: u32,
+        width: usize,
+        coded: Vec<SealedChecksum>,
+    ) -> Result<ProviderLog, ProviderError> {
         let n = 1usize << log_capacity.min(MAX_LOG_CAPACITY);
-        if log_capacity > MAX_LOG_CAPACITY || width == 0 || coded.len() != 2 * n {
+        let schedule = Schedule { log_capacity, group_log, time: 0 };
+        if log_capacity > MAX_LOG_CAPACITY || !schedule.is_valid() || width == 0 || coded.len() != 2 * n {
             return Err(ProviderError::Plan { log_capacity, time: 0 });
         }
         Ok(ProviderLog {
-            schedule: Schedule { log_capacity, time: 0 },
+            schedule,
             width,
             raw: vec![0; n * width],
+            staged: Vec::new(),
             raw_sealed: vec![None; n],
             tree: RawTree::new(log_capacity),
-            levels: vec![None; log_capacity as usize],
+            levels: vec![None; schedule.levels() as usize],
             coded: Stored { slots: vec![0; 2 * n * width], sealed: coded },
         })
     }
@@ -143,6 +155,14 @@ impl ProviderLog {
 
     pub fn width(&self) -> usize {
         self.width
+    }
+
+    /// Elements per slot of `region`: a level's slots are groups.
+    pub fn region_width(&self, region: Region) -> usize {
+        match region {
+            Region::Level(_) => self.width << self.schedule.group_log,
+            Region::Coded | Region::Raw => self.width,
+        }
     }
 
     /// The answer to a plan, checked against the log's own schedule.
@@ -170,10 +190,19 @@ impl ProviderLog {
             self.grow(k, written.coded.clone().expect("checked above"))?;
         }
         let mut buffer = Vec::new();
-        for (&index, slot) in writes.iter().zip(slots.chunks_exact(width)) {
-            let at = index as usize * width;
-            self.raw[at..at + width].copy_from_slice(slot);
+        let mut slots = writes.iter().zip(slots.chunks_exact(width));
+        let pad = padding(&self.schedule, writes.len() as u64, plan.flush);
+        for _ in 0..writes.len() as u64 + pad {
+            match slots.next() {
+                Some((&index, slot)) => {
+                    let at = index as usize * width;
+                    self.raw[at..at + width].copy_from_slice(slot);
+                    self.staged.extend_from_slice(slot);
+                }
+                None => self.staged.resize(self.staged.len() + width, 0),
+            }
             match self.schedule.next_rebuild() {
+                Rebuild::Pending => {}
                 Rebuild::Level(level) => {
                     let below: Vec<&[u64]> = self.levels[..level as usize]
                         .iter()
@@ -182,11 +211,12 @@ impl ProviderLog {
                     rebuild_level_into(
                         &mut buffer,
                         &below,
-                        slot,
-                        width,
-                        self.schedule.log_capacity,
-                        self.schedule.time,
+                        &self.staged,
+                        self.staged.len(),
+                        self.schedule.levels(),
+                        self.schedule.group_time(),
                     );
+                    self.staged.clear();
                     self.levels[..level as usize].fill(None);
                     let stale = self.levels[level as usize].take().map(|s| s.slots).unwrap_or_default();
                     let slots = std::mem::replace(&mut buffer, stale);
@@ -196,6 +226,7 @@ impl ProviderLog {
                     self.coded.slots = encode(&self.raw, width, self.schedule.log_capacity, 0);
                     self.coded.sealed = written.coded.clone().expect("checked above");
                     self.levels.fill(None);
+                    self.staged.clear();
                 }
             }
             self.schedule.time += 1;
@@ -220,7 +251,8 @@ impl ProviderLog {
         self.raw.resize(n * self.width, 0);
         self.raw_sealed.resize(n, None);
         self.coded = Stored { slots: encode(&self.raw, self.width, k, 0), sealed: coded };
-        self.levels = vec![None; k as usize];
+        self.levels = vec![None; self.schedule.levels() as usize];
+        self.staged.clear();
         Ok(())
     }
 
@@ -236,7 +268,7 @@ impl ProviderLog {
     /// A region as [`super::repair`] takes it.
     pub fn region_read(&self, region: Region) -> Option<RegionRead> {
         let stored = self.region(region)?;
-        let slots = stored.slots.chunks_exact(self.width).map(|s| Some(s.to_vec())).collect();
+        let slots = stored.slots.chunks_exact(self.region_width(region)).map(|s| Some(s.to_vec())).collect();
         Some(RegionRead { slots, sealed: stored.sealed.clone() })
     }
 
@@ -246,7 +278,7 @@ impl ProviderLog {
         if picks.iter().any(|p| p.index as usize >= stored.sealed.len()) {
             return None;
         }
-        let width = self.width;
+        let width = self.region_width(part.region);
         Some(prove_part(picks, width, |i| {
             let i = i as usize;
             (&stored.slots[i * width..(i + 1) * width], stored.sealed[i])

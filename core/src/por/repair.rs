@@ -1,9 +1,12 @@
 //! Repair: U recovered from C and the levels of H (Sec. 4, Lemma 1), checked slot by slot.
 //!
 //! C is the code of U as of its last rebuild; each filled level is the code of the writes
-//! made since, oldest level first. So U now is: C decoded, then every filled level decoded,
-//! from the largest (oldest) to level 0, each of its slots written at the U index its header
-//! names (every slot of the log starts with its U index + 1, see [`super::heap`]). Any half of
+//! made since, oldest level first, and the open group holds the latest (Sec. 6.1). So U now
+//! is: C decoded, then every filled level decoded, from the largest (oldest) to level 0, then
+//! the open group, each slot written at the U index its header names (every slot of the log
+//! starts with its U index + 1, see [`super::heap`]; a ⊥ write's header is 0 and is skipped).
+//! The open group is not coded: the client checks the provider's copy of it against its own
+//! checksum of the group ([`staged_matches`]). Any half of
 //! a region's slots decode it; a slot counts only when it matches its sealed checksum, so the
 //! provider's damage or lies erase slots but never enter the result.
 //!
@@ -13,7 +16,7 @@
 //! The recovered U is then checked against U's current sealed checksums and the client's
 //! root ([`super::client::verify_read`]) before anything is written back.
 
-use super::checksum::{ChecksumKey, SealKey, SealedChecksum};
+use super::checksum::{Checksum, ChecksumKey, SealKey, SealedChecksum};
 use super::code::Schedule;
 use super::decode::{decode, DecodeError};
 use super::{Region, SlotAddress};
@@ -35,6 +38,8 @@ pub enum RepairError {
     Shape(Region),
     #[error("a recovered slot of {region:?} names U index {index}, beyond U")]
     Header { region: Region, index: u64 },
+    #[error("the open group's writes were given as {got} elements, not {want}")]
+    Staged { got: usize, want: usize },
 }
 
 /// A region's slots as the client gathers them, a page at a time: a slot is kept only when it
@@ -72,7 +77,7 @@ impl Gathered {
         }
         for (i, (slot, sealed)) in page.slots.into_iter().zip(&page.sealed).enumerate() {
             let index = first + i as u64;
-            let Some(slot) = slot.filter(|s| s.len() == sums.width()) else { continue };
+            let Some(slot) = slot.filter(|s| s.len() == sums.region_width(self.region)) else { continue };
             let addr = SlotAddress { region: self.region, index };
             if seal.open(addr, self.time, sealed).ok() == Some(sums.checksum(&slot)) {
                 let held = &mut self.slots[index as usize];
@@ -100,12 +105,23 @@ pub fn regions(schedule: &Schedule) -> Vec<(Region, u64, u64)> {
     std::iter::once(coded).chain(levels).collect()
 }
 
+/// Whether `staged` (the provider's writes of the open group, flat) are those the client's
+/// checksum of the group (`pending`, [`super::client::LogState::pending`]) describes.
+pub fn staged_matches(schedule: &Schedule, pending: Checksum, staged: &[u64], sums: &ChecksumKey) -> bool {
+    let width = sums.slot_width();
+    let sum = staged.chunks_exact(width).enumerate().fold(Checksum::ZERO, |acc, (j, s)| acc + sums.checksum_at(j, s));
+    staged.len() as u64 == schedule.pending() * width as u64 && sum == pending
+}
+
 /// U now (flat), from C and the filled levels as gathered (`levels[i]` is the `i`-th filled
-/// level, smallest first, as [`Schedule::filled_levels`] lists them).
+/// level, smallest first, as [`Schedule::filled_levels`] lists them), and the writes of the
+/// open group (`staged`, flat; checked by the caller with [`staged_matches`]). `width` is a
+/// slot's.
 pub fn recover_gathered(
     schedule: &Schedule,
     coded: &Gathered,
     levels: &[Gathered],
+    staged: &[u64],
     width: usize,
 ) -> Result<Vec<u64>, RepairError> {
     let k = schedule.log_capacity;
@@ -119,27 +135,40 @@ pub fn recover_gathered(
     {
         return Err(RepairError::Shape(coded.region));
     }
+    let want = schedule.pending() as usize * width;
+    if staged.len() != want {
+        return Err(RepairError::Staged { got: staged.len(), want });
+    }
     let mut raw = coded.decode(width, k, 0)?;
     let filled: Vec<u32> = schedule.filled_levels().collect();
+    let group = width << schedule.group_log;
     for (&level, gathered) in filled.iter().zip(levels).rev() {
-        let blocks = gathered.decode(width, k, schedule.level_start(level).expect("filled"))?;
-        for slot in blocks.chunks_exact(width) {
-            let index = slot[0].wrapping_sub(1);
-            if index >= 1 << k {
-                return Err(RepairError::Header { region: gathered.region, index });
-            }
-            raw[index as usize * width..(index as usize + 1) * width].copy_from_slice(slot);
-        }
+        let blocks = gathered.decode(group, schedule.levels(), schedule.level_start(level).expect("filled"))?;
+        replay_onto(&mut raw, &blocks, width, k, gathered.region)?;
     }
+    replay_onto(&mut raw, staged, width, k, Region::Raw)?;
     Ok(raw)
 }
 
+/// Writes each of `slots` at the U index its header names; ⊥ writes (header 0) are skipped.
+fn replay_onto(raw: &mut [u64], slots: &[u64], width: usize, k: u32, region: Region) -> Result<(), RepairError> {
+    for slot in slots.chunks_exact(width) {
+        let Some(index) = slot[0].checked_sub(1) else { continue };
+        if index >= 1 << k {
+            return Err(RepairError::Header { region, index });
+        }
+        raw[index as usize * width..(index as usize + 1) * width].copy_from_slice(slot);
+    }
+    Ok(())
+}
+
 /// U now (flat), from whole reads of C and the filled levels (`levels[i]` is the `i`-th
-/// filled level, smallest first).
+/// filled level, smallest first), and the open group's writes (`staged`, checked).
 pub fn recover_raw(
     schedule: &Schedule,
     coded: &RegionRead,
     levels: &[RegionRead],
+    staged: &[u64],
     seal: &SealKey,
     sums: &ChecksumKey,
 ) -> Result<Vec<u64>, RepairError> {
@@ -157,5 +186,5 @@ pub fn recover_raw(
         gathered.push(g);
     }
     let (coded, levels) = gathered.split_first().expect("C is first");
-    recover_gathered(schedule, coded, levels, sums.width())
+    recover_gathered(schedule, coded, levels, staged, sums.slot_width())
 }

@@ -24,7 +24,7 @@ pub enum ReplayError {
 
 /// The sealed checksums of the level the write at `schedule.time` builds (Fig. 4 HAdd, on
 /// checksums), from the sealed checksums of the filled levels below it (`below[i]` is level
-/// `i`, as the server returned it) and the new block's checksum.
+/// `i`, as the server returned it) and the checksum of the group the write completes.
 pub fn replay_level(
     schedule: &Schedule,
     below: &[Vec<SealedChecksum>],
@@ -42,8 +42,8 @@ pub fn replay_level(
         opened.push(open_region(key, Region::Level(i as u8), time, sealed, 2 << i, i)?);
     }
     let refs: Vec<&[u64]> = opened.iter().map(Vec::as_slice).collect();
-    let rebuilt = rebuild_level(&refs, &block.rows(), ROWS, schedule.log_capacity, schedule.time);
-    Ok(seal_region(key, Region::Level(level as u8), schedule.time + 1, &rebuilt))
+    let rebuilt = rebuild_level(&refs, &block.rows(), ROWS, schedule.levels(), schedule.group_time());
+    Ok(seal_region(key, Region::Level(level as u8), schedule.group_time() + 1, &rebuilt))
 }
 
 /// The sealed checksums of C rebuilt from U (CRebuild, on checksums) by the write at
@@ -53,7 +53,7 @@ pub fn replay_level(
 /// # Panics
 /// When `raw` is not one checksum per slot of U (a caller's bug).
 pub fn replay_coded(schedule: &Schedule, raw: &[Checksum], key: &SealKey, init: bool) -> Vec<SealedChecksum> {
-    let time = if init { 0 } else { schedule.time + 1 };
+    let time = if init { 0 } else { schedule.group_time() + 1 };
     replay_coded_at(schedule.log_capacity, time, raw, key)
 }
 

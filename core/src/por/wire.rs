@@ -8,7 +8,7 @@
 //! trailing bytes are refused, so one message has one encoding and a hostile count cannot
 //! make the reader allocate.
 
-use super::checksum::{SealedChecksum, SEALED_LEN};
+use super::checksum::{Checksum, SealedChecksum, SEALED_LEN};
 use super::client::{LogState, RawRead, WriteContext, WritePlan, Written};
 use super::code::Schedule;
 use super::field::{P, SECTOR_BYTES};
@@ -147,9 +147,10 @@ fn decode<T>(bytes: &[u8], read: impl FnOnce(&mut In) -> Result<T, PorWireError>
 }
 
 impl WritePlan {
-    /// `grow_to:u8 (0: none) || whole_raw:u8 || count || indices (varints) || count || levels (u8)`.
+    /// `grow_to:u8 (0: none) || whole_raw:u8 || flush:u8 || count || indices (varints) ||
+    /// count || levels (u8)`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Out(vec![self.grow_to.unwrap_or(0) as u8, u8::from(self.whole_raw)]);
+        let mut out = Out(vec![self.grow_to.unwrap_or(0) as u8, u8::from(self.whole_raw), u8::from(self.flush)]);
         out.count(self.indices.len());
         self.indices.iter().for_each(|&i| put_varint(&mut out.0, i));
         out.count(self.levels.len());
@@ -165,11 +166,12 @@ impl WritePlan {
                 _ => return Err(PorWireError::Range),
             };
             let whole_raw = r.tag()?;
+            let flush = r.tag()?;
             let n = r.count(1)?;
             let indices = (0..n).map(|_| r.0.varint()).collect::<Result<_, _>>()?;
             let n = r.count(1)?;
             let levels = (0..n).map(|_| r.level()).collect::<Result<_, _>>()?;
-            Ok(WritePlan { grow_to, indices, levels, whole_raw })
+            Ok(WritePlan { grow_to, indices, levels, whole_raw, flush })
         })
     }
 }
@@ -228,7 +230,7 @@ impl Written {
             let n = r.count(2)?;
             let levels = (0..n).map(|_| Ok((r.level()?, r.sealed_list()?))).collect::<Result<_, PorWireError>>()?;
             let coded = if r.tag()? { Some(r.sealed_list()?) } else { None };
-            let state = LogState { schedule, raw_root: crate::Digest::ZERO };
+            let state = LogState { schedule, raw_root: crate::Digest::ZERO, pending: Checksum::ZERO };
             Ok(Written { state, raw, levels, coded })
         })
     }

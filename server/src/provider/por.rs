@@ -84,7 +84,8 @@ impl Provider {
     pub async fn por_init(&self, client: &str, req: &PorInitRequest) -> Result<PorStatus, ProviderError> {
         let coded = sealed_list_from_bytes(&req.coded).map_err(bad)?;
         let mut logs = self.por.lock().await;
-        let log = PorLog::create(&self.repo, &owner(client), u32::from(req.log_capacity), SLOT_WIDTH, coded).await?;
+        let shape = (u32::from(req.log_capacity), u32::from(req.group_log));
+        let log = PorLog::create(&self.repo, &owner(client), shape, SLOT_WIDTH, coded).await?;
         let answer = status(&log);
         logs.insert(client.to_string(), log);
         Ok(answer)
@@ -161,11 +162,13 @@ impl Provider {
         self.with_log(client, async |log, repo| {
             let schedule = log.schedule();
             let slots = match region {
-                Region::Level(level) if u32::from(level) < schedule.log_capacity => 2u64 << level,
+                Region::Level(level) if u32::from(level) < schedule.levels() => 2u64 << level,
                 Region::Level(_) => return Err(ProviderError::NotFound(format!("{region:?}"))),
                 _ => 2 * schedule.capacity(),
             };
-            bounded(req.count as usize)?;
+            // A level's slots are groups of writes: the bound is on U's slots they carry.
+            let group = log.region_width(region) / log.width();
+            bounded((req.count as usize).saturating_mul(group))?;
             if req.first >= slots {
                 return Err(bad(format!("{region:?} has {slots} slots; the page starts at {}", req.first)));
             }

@@ -7,7 +7,7 @@ use super::raw;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, Repository, StoreError};
 use std::collections::BTreeMap;
-use vouch_core::por::client::{batch_outcome, grown_schedule, WritePlan, Written};
+use vouch_core::por::client::{batch_outcome, grown_schedule, padding, WritePlan, Written};
 use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
@@ -35,6 +35,8 @@ struct Outcome {
     levels: Vec<Working>,
     /// C, when the batch rebuilt it (growth or an epoch's end).
     coded: Option<Vec<u64>>,
+    /// The writes of the group left open.
+    staged: Vec<u64>,
 }
 
 impl PorLog {
@@ -72,29 +74,29 @@ impl PorLog {
         if !batch_fits(&self.schedule, self.width, plan, writes, slots, written) {
             return Err(ProviderError::Batch.into());
         }
-        let outcome = self.run(repo, plan.grow_to, writes, slots).await?;
+        let outcome = self.run(repo, plan, writes, slots).await?;
         self.store(repo, writes, slots, written, labels, outcome).await
     }
 
-    /// The reference's checks of a batch against its plan, and every element below p (a
-    /// rebuild's arithmetic assumes it).
     /// Every rebuild of the batch, in memory: levels below a rebuilt one come from the cache
     /// or the store, U (when C is rebuilt) from the metadata store.
     async fn run(
         &self,
         repo: &Repository,
-        grow_to: Option<u32>,
+        plan: &WritePlan,
         writes: &[u64],
         slots: &[u64],
     ) -> Result<Outcome, PorStoreError> {
-        let width = self.width;
-        let (_, _, rebuilds_coded) = batch_outcome(&self.schedule, grow_to, writes.len() as u64);
+        let (width, grow_to) = (self.width, plan.grow_to);
+        let (_, _, rebuilds_coded) = batch_outcome(&self.schedule, grow_to, writes.len() as u64, plan.flush);
         let mut schedule = grow_to.map_or(self.schedule, |k| grown_schedule(&self.schedule, k));
         let k = schedule.log_capacity;
         let mut levels: Vec<Working> = match grow_to {
-            Some(_) => (0..k).map(|_| Working::Empty).collect(),
+            Some(_) => (0..schedule.levels()).map(|_| Working::Empty).collect(),
             None => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
         };
+        // Growth re-encodes C over U, which holds the open group's writes: the group is closed.
+        let mut staged = if grow_to.is_some() { Vec::new() } else { self.staged.clone() };
         let mut raw = None;
         if rebuilds_coded {
             let mut sealed = self.raw_sealed.clone();
@@ -106,13 +108,21 @@ impl PorLog {
             _ => None,
         };
         // A consumed level's allocation, reused when that level is built again in the batch.
-        let mut spare: Vec<Vec<u64>> = vec![Vec::new(); k as usize];
-        for (&index, slot) in writes.iter().zip(slots.chunks_exact(width)) {
-            if let Some(all) = raw.as_mut() {
-                let at = index as usize * width;
-                all[at..at + width].copy_from_slice(slot);
+        let mut spare: Vec<Vec<u64>> = vec![Vec::new(); schedule.levels() as usize];
+        let mut slots = writes.iter().zip(slots.chunks_exact(width));
+        for _ in 0..writes.len() as u64 + padding(&schedule, writes.len() as u64, plan.flush) {
+            match slots.next() {
+                Some((&index, slot)) => {
+                    if let Some(all) = raw.as_mut() {
+                        let at = index as usize * width;
+                        all[at..at + width].copy_from_slice(slot);
+                    }
+                    staged.extend_from_slice(slot);
+                }
+                None => staged.resize(staged.len() + width, 0),
             }
             match schedule.next_rebuild() {
+                Rebuild::Pending => {}
                 Rebuild::Level(level) => {
                     let level = level as usize;
                     let mut below = Vec::with_capacity(level);
@@ -126,10 +136,18 @@ impl PorLog {
                     let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
                     let mut out = std::mem::take(&mut spare[level]);
                     if self.skip_rebuilds {
-                        unmixed_into(&mut out, &refs, slot);
+                        unmixed_into(&mut out, &refs, &staged);
                     } else {
-                        rebuild_level_into(&mut out, &refs, slot, width, k, schedule.time);
+                        rebuild_level_into(
+                            &mut out,
+                            &refs,
+                            &staged,
+                            staged.len(),
+                            schedule.levels(),
+                            schedule.group_time(),
+                        );
                     }
+                    staged.clear();
                     for (l, consumed) in below.into_iter().enumerate() {
                         spare[l] = consumed;
                     }
@@ -139,11 +157,12 @@ impl PorLog {
                     let all = raw.as_ref().ok_or_else(|| self.inconsistent(0))?;
                     coded = Some(encode(all, width, k, 0));
                     levels.iter_mut().for_each(|l| *l = Working::Empty);
+                    staged.clear();
                 }
             }
             schedule.time += 1;
         }
-        Ok(Outcome { schedule, levels, coded })
+        Ok(Outcome { schedule, levels, coded, staged })
     }
 
     /// A level's slots for a rebuild: from the cache, else its object (strictly: a rebuild
@@ -152,7 +171,10 @@ impl PorLog {
         let held = self.levels.get(level).and_then(Option::as_ref).ok_or_else(|| self.inconsistent(level))?;
         match &held.cached {
             Some(slots) => Ok(slots.clone()),
-            None => Ok(objects::read_whole(repo.blobs(), &self.names, &held.object, self.width).await?),
+            None => {
+                Ok(objects::read_whole(repo.blobs(), &self.names, &held.object, self.region_width(held.object.region))
+                    .await?)
+            }
         }
     }
 
@@ -175,7 +197,8 @@ impl PorLog {
         outcome: Outcome,
     ) -> Result<(), PorStoreError> {
         let width = self.width;
-        let Outcome { schedule, levels, coded } = outcome;
+        let group_width = width << outcome.schedule.group_log;
+        let Outcome { schedule, levels, coded, staged } = outcome;
         let sealed_of: BTreeMap<u32, &Vec<_>> = written.levels.iter().map(|(l, s)| (*l, s)).collect();
         let mut after: Vec<After> = Vec::with_capacity(levels.len());
         for (level, working) in levels.into_iter().enumerate() {
@@ -185,8 +208,8 @@ impl PorLog {
                 Working::Built(slots) => {
                     let time = schedule.level_time(level as u32).ok_or_else(|| self.inconsistent(level))?;
                     let sealed = *sealed_of.get(&(level as u32)).ok_or(ProviderError::Batch)?;
-                    let object = self.limits.object(Region::Level(level as u8), time, 2 << level, width);
-                    objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
+                    let object = self.limits.object(Region::Level(level as u8), time, 2 << level, group_width);
+                    objects::put(repo.blobs(), &self.names, &object, &slots, sealed, group_width).await?;
                     let small = slots.len() * 8 <= self.limits.cached_level_bytes;
                     After::New(Held { object, sealed: sealed.clone(), cached: small.then_some(slots) })
                 }
@@ -226,12 +249,18 @@ impl PorLog {
         for (key, value) in labels {
             batch.put(self.names.label(key), value.clone());
         }
+        if staged.is_empty() {
+            batch.delete(self.names.staged());
+        } else {
+            batch.put(self.names.staged(), objects::to_bytes(&staged).to_vec());
+        }
         batch.put(self.names.state(), record.to_bytes());
         // After an error here the batch is not committed, and nothing in memory has changed.
         self.crash_if(CrashPoint::BeforeCommit)?;
         let shipped = repo.commit_batch(&batch, !superseded.is_empty()).await?;
 
         self.adopt(schedule, after, new_coded, written)?;
+        self.staged = staged;
         self.crash_if(CrashPoint::BeforeDeletes)?;
         if shipped {
             for object in &superseded {
@@ -291,7 +320,7 @@ impl PorLog {
 
 /// What a provider that skips a level's rebuild ([`PorLog::skip_rebuilds`]) stores: the
 /// rebuild's inputs side by side, unmixed (the levels below, smallest first, then the new
-/// slot twice), which is the level's size (`2 + 4 + ... + 2^ℓ + 2 = 2^(ℓ+1)` slots) but not
+/// group twice), which is the level's size (`2 + 4 + ... + 2^ℓ + 2 = 2^(ℓ+1)` blocks) but not
 /// its code. The data is all there; what the client's sealed checksums describe is not.
 fn unmixed_into(out: &mut Vec<u64>, below: &[&[u64]], slot: &[u64]) {
     out.clear();

@@ -19,6 +19,9 @@
 //!   when the copy is due.
 //! * **The state record** (metadata store, `state`): owner, width, schedule, and the current
 //!   objects with the segment size each was written with (`state`).
+//! * **The open group** (metadata store, `staged`): the writes of the group H has not taken
+//!   yet (Sec. 6.1's grouping: a level's slots are groups of writes side by side), flat;
+//!   absent when no group is open. It commits with the state.
 //!
 //! In memory: the schedule, every current sealed checksum (levels, C and U) and U's Merkle
 //! tree (rebuilt at open from U's sealed checksums), and the slots of small levels (below).
@@ -49,8 +52,8 @@
 //! levels rebuilt most often (level `j` is consumed once every `2^(j+1)` writes) cost no
 //! request; above that, a level's read is a few large sequential gets spread over at least
 //! as many writes as the level has slots, and its bytes are what the rebuild reads anyway.
-//! The bound makes the cache a geometric series: under 2 MiB per log (levels 0..6 at the real
-//! width, 4.7 KB per slot). Audits and reads never use the cache: they read the store, which
+//! The bound makes the cache a geometric series: under 2 MiB per log (levels 0..2 at the real
+//! width and grouping, 75 KB per block of 16 slots). Audits and reads never use the cache: they read the store, which
 //! is what they are about.
 
 mod apply;
@@ -121,6 +124,8 @@ pub struct PorLog {
     /// Level `ℓ` when filled.
     levels: Vec<Option<Held>>,
     coded: Held,
+    /// The writes of the open group, flat.
+    staged: Vec<u64>,
     raw_sealed: Vec<Option<SealedChecksum>>,
     tree: RawTree,
     limits: Limits,
@@ -145,8 +150,9 @@ impl PorLog {
     #[doc(hidden)]
     pub fn with_limits(mut self, segment_bytes: usize, cached_level_bytes: usize) -> Self {
         self.limits = Limits { segment_bytes, cached_level_bytes };
+        let group_width = self.region_width(Region::Level(0));
         for held in self.levels.iter_mut().flatten() {
-            if held.object.slots as usize * self.width * 8 > cached_level_bytes {
+            if held.object.slots as usize * group_width * 8 > cached_level_bytes {
                 held.cached = None;
             }
         }
@@ -176,6 +182,20 @@ impl PorLog {
 
     pub fn width(&self) -> usize {
         self.width
+    }
+
+    /// Elements per slot of `region`: a level's slots are groups of writes.
+    pub fn region_width(&self, region: Region) -> usize {
+        match region {
+            Region::Level(_) => self.width << self.schedule.group_log,
+            Region::Coded | Region::Raw => self.width,
+        }
+    }
+
+    /// The writes of the open group, flat (for repair: the client checks them against its
+    /// checksum of the group).
+    pub fn staged(&self) -> &[u64] {
+        &self.staged
     }
 
     /// The value of the label `key` as last committed with a batch, if any.

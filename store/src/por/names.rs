@@ -32,6 +32,11 @@ impl Names {
         format!("{}/state", self.root).into_bytes()
     }
 
+    /// The writes of the open group (metadata), flat, when a group is open.
+    pub fn staged(&self) -> Vec<u8> {
+        format!("{}/staged", self.root).into_bytes()
+    }
+
     /// U's slots (metadata), one entry per written index.
     pub fn raw_prefix(&self) -> Vec<u8> {
         format!("{}/raw/", self.root).into_bytes()

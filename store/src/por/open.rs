@@ -14,17 +14,19 @@ use vouch_core::por::raw_tree::{leaf_hash, RawTree};
 use vouch_core::por::Region;
 
 impl PorLog {
-    /// A new empty log of `2^log_capacity` slots of `width` elements for `owner`; `coded` are
-    /// the sealed checksums of its C, from [`vouch_core::por::client::LogState::new`].
-    /// [`PorStoreError::Exists`] if the owner has one.
+    /// A new empty log of `2^log_capacity` slots of `width` elements for `owner`, whose
+    /// blocks of H are groups of `2^group_log` writes; `coded` are the sealed checksums of its
+    /// C, from [`vouch_core::por::client::LogState::new`]. [`PorStoreError::Exists`] if the
+    /// owner has one.
     pub async fn create(
         repo: &Repository,
         owner: &[u8],
-        log_capacity: u32,
+        (log_capacity, group_log): (u32, u32),
         width: usize,
         coded: Vec<SealedChecksum>,
     ) -> Result<PorLog, PorStoreError> {
-        if log_capacity > MAX_LOG_CAPACITY || !(1..=MAX_WIDTH).contains(&width) {
+        let schedule = Schedule { log_capacity, group_log, time: 0 };
+        if log_capacity > MAX_LOG_CAPACITY || !schedule.is_valid() || !(1..=MAX_WIDTH).contains(&width) {
             return Err(PorStoreError::Shape { log_capacity, width });
         }
         let n = 1u64 << log_capacity;
@@ -46,9 +48,10 @@ impl PorLog {
             owner: owner.to_vec(),
             names,
             width,
-            schedule: Schedule { log_capacity, time: 0 },
-            levels: vec![None; log_capacity as usize],
+            schedule,
+            levels: vec![None; schedule.levels() as usize],
             coded: Held { object, sealed: coded, cached: None },
+            staged: Vec::new(),
             raw_sealed: vec![None; n as usize],
             tree: RawTree::new(log_capacity),
             limits,
@@ -75,7 +78,7 @@ impl PorLog {
             return Err(corrupt("the record names another owner".into()));
         }
         let k = record.schedule.log_capacity;
-        let mut levels = vec![None; k as usize];
+        let mut levels = vec![None; record.schedule.levels() as usize];
         let mut coded = None;
         for object in record.objects {
             let sealed = objects::read_sealed(repo.blobs(), &names, &object).await?;
@@ -86,6 +89,19 @@ impl PorLog {
             }
         }
         let coded = coded.ok_or_else(|| corrupt("no C".into()))?;
+        let staged = match repo.meta().get(&names.staged())? {
+            None => Vec::new(),
+            Some(bytes) => objects::elements(&bytes)
+                .filter(|_| bytes.len() % 8 == 0)
+                .ok_or_else(|| corrupt("the open group is not field elements".into()))?,
+        };
+        if staged.len() as u64 != record.schedule.pending() * record.width as u64 {
+            return Err(corrupt(format!(
+                "the open group holds {} elements, not {} writes",
+                staged.len(),
+                record.schedule.pending()
+            )));
+        }
         let raw_sealed = raw::load_sealed(repo.meta(), &names, 1 << k)?;
         let mut tree = RawTree::new(k);
         let leaves: Vec<_> = raw_sealed
@@ -101,6 +117,7 @@ impl PorLog {
             schedule: record.schedule,
             levels,
             coded,
+            staged,
             raw_sealed,
             tree,
             limits: Limits { segment_bytes: SEGMENT_BYTES, cached_level_bytes: CACHED_LEVEL_BYTES },

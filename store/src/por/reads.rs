@@ -26,10 +26,11 @@ impl PorLog {
             return Err(PorStoreError::NotHeld { region: part.region });
         }
         let indices: Vec<u64> = picks.iter().map(|p| p.index).collect();
-        let slots = objects::read_some(repo.blobs(), &self.names, &held.object, self.width, &indices).await?;
+        let width = self.region_width(part.region);
+        let slots = objects::read_some(repo.blobs(), &self.names, &held.object, width, &indices).await?;
         // `read_some` answers one slot per pick, in order.
         let mut picked = slots.iter();
-        Ok(prove_part(picks, self.width, |index| {
+        Ok(prove_part(picks, width, |index| {
             (picked.next().map_or(&[][..], Vec::as_slice), held.sealed[index as usize])
         }))
     }
@@ -72,7 +73,8 @@ impl PorLog {
         let held = self.held(region).ok_or(PorStoreError::NotHeld { region })?;
         let end = range.end.min(held.object.slots);
         let range = range.start.min(end)..end;
-        let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, self.width, range.clone()).await?;
+        let width = self.region_width(region);
+        let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, width, range.clone()).await?;
         Ok(RegionRead { slots, sealed: held.sealed[range.start as usize..range.end as usize].to_vec() })
     }
 

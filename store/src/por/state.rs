@@ -1,10 +1,12 @@
 //! The state record: what a log is at its last committed batch. One metadata entry, put in
 //! the same batch as U's changes, so the log moves from one state to the next atomically.
 //!
-//! Layout (little-endian): version `1:u8`, the owner (`len:u32`, bytes), `width:u32`,
-//! `log_capacity:u32`, `time:u64`, then the current objects (`count:u32`, each `region:u8`
+//! Layout (little-endian): version `2:u8`, the owner (`len:u32`, bytes), `width:u32`,
+//! `log_capacity:u32`, `group_log:u32`, `time:u64`, then the current objects (`count:u32`, each `region:u8`
 //! (`ℓ` for a level, `0xFE` for C), `time:u64`, `slots:u64`, `per_segment:u64`): the filled
 //! levels, smallest first, then C.
+//!
+//! A record of version 1 (no `group_log`) reads as a log of ungrouped writes.
 //!
 //! Which objects are current follows from the schedule; the record names them anyway, with
 //! the segment size each was written with, and decoding checks that the two agree.
@@ -14,7 +16,7 @@ use crate::le::Reader;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::Region;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const CODED: u8 = 0xFE;
 
 /// One stored level or C: a folder of segments of `per_segment` slots each, and its sealed
@@ -56,6 +58,7 @@ impl StateRecord {
         out.extend_from_slice(&self.owner);
         out.extend_from_slice(&(self.width as u32).to_le_bytes());
         out.extend_from_slice(&self.schedule.log_capacity.to_le_bytes());
+        out.extend_from_slice(&self.schedule.group_log.to_le_bytes());
         out.extend_from_slice(&self.schedule.time.to_le_bytes());
         out.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
         for o in &self.objects {
@@ -72,13 +75,16 @@ impl StateRecord {
     pub fn from_bytes(bytes: &[u8]) -> Result<StateRecord, String> {
         let short = || "the record is cut short".to_string();
         let mut r = Reader(bytes);
-        if r.array::<1>().ok_or_else(short)?[0] != VERSION {
+        let version = r.array::<1>().ok_or_else(short)?[0];
+        if version != VERSION && version != 1 {
             return Err("unknown record version".into());
         }
         let owner_len = r.u32().ok_or_else(short)? as usize;
         let owner = r.take(owner_len).ok_or_else(short)?.to_vec();
         let width = r.u32().ok_or_else(short)? as usize;
-        let schedule = Schedule { log_capacity: r.u32().ok_or_else(short)?, time: r.u64().ok_or_else(short)? };
+        let log_capacity = r.u32().ok_or_else(short)?;
+        let group_log = if version == 1 { 0 } else { r.u32().ok_or_else(short)? };
+        let schedule = Schedule { log_capacity, group_log, time: r.u64().ok_or_else(short)? };
         let count = r.u32().ok_or_else(short)? as usize;
         let mut objects = Vec::with_capacity(count.min(64));
         for _ in 0..count {
@@ -100,9 +106,13 @@ impl StateRecord {
 
     /// The objects must be exactly those the schedule says are current.
     fn check(&self) -> Result<(), String> {
-        let Schedule { log_capacity, time } = self.schedule;
-        if !(1..=MAX_WIDTH).contains(&self.width) || log_capacity > super::MAX_LOG_CAPACITY {
-            return Err(format!("width {} or capacity 2^{log_capacity} out of bounds", self.width));
+        let Schedule { log_capacity, group_log, time } = self.schedule;
+        if !(1..=MAX_WIDTH).contains(&self.width) || log_capacity > super::MAX_LOG_CAPACITY || !self.schedule.is_valid()
+        {
+            return Err(format!(
+                "width {}, capacity 2^{log_capacity} or group 2^{group_log} out of bounds",
+                self.width
+            ));
         }
         let want = expected_objects(&self.schedule);
         let same = self.objects.len() == want.len()
@@ -129,7 +139,7 @@ mod tests {
     use super::*;
 
     fn record(time: u64) -> StateRecord {
-        let schedule = Schedule { log_capacity: 3, time };
+        let schedule = Schedule { log_capacity: 3, group_log: 1, time };
         let objects = expected_objects(&schedule)
             .into_iter()
             .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
@@ -139,7 +149,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_bad_ones_are_refused() {
-        for time in [0, 5, 8, 14] {
+        for time in [0, 5, 8, 14, 17] {
             let r = record(time);
             assert_eq!(StateRecord::from_bytes(&r.to_bytes()), Ok(r));
         }
@@ -148,16 +158,32 @@ mod tests {
             assert!(StateRecord::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         assert!(StateRecord::from_bytes(&[bytes.as_slice(), &[0]].concat()).is_err());
-        // Another time: the objects no longer match the schedule.
+        // Another group time: the objects no longer match the schedule.
         let mut moved = record(5);
-        moved.schedule.time = 6;
+        moved.schedule.time = 7;
         assert!(StateRecord::from_bytes(&moved.to_bytes()).is_err());
+        let mut ungrouped = record(5);
+        ungrouped.schedule.group_log = 4;
+        assert!(StateRecord::from_bytes(&ungrouped.to_bytes()).is_err(), "a group larger than U");
         let mut wide = record(5);
         wide.width = MAX_WIDTH + 1;
         assert!(StateRecord::from_bytes(&wide.to_bytes()).is_err());
+        // Version 1: no grouping.
+        let mut v1 = record(5);
+        v1.schedule.group_log = 0;
+        v1.objects = expected_objects(&v1.schedule)
+            .into_iter()
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
+            .collect();
+        let mut bytes_1 = v1.to_bytes();
+        bytes_1[0] = 1;
+        let at = 1 + 4 + v1.owner.len() + 4 + 4;
+        bytes_1.drain(at..at + 4);
+        assert_eq!(StateRecord::from_bytes(&bytes_1), Ok(v1));
         let mut empty = record(5);
         empty.objects[0].per_segment = 0;
         assert!(StateRecord::from_bytes(&empty.to_bytes()).is_err());
         assert_eq!(record(8).objects.len(), 1, "only C at an epoch's start");
+        assert_eq!(record(5).objects, record(4).objects, "a write into the open group leaves H as it was");
     }
 }

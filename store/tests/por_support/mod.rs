@@ -12,6 +12,9 @@ use vouch_core::por::provider::ProviderLog;
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, PorLog, Repository};
 
 pub const WIDTH: usize = 4;
+/// Blocks of H are pairs of writes (Sec. 6.1's grouping), so that every test also runs the
+/// open group: kept aside, persisted, flushed.
+pub const GROUP_LOG: u32 = 1;
 pub const OWNER: &[u8] = b"alice/00112233445566778899aabbccddeeff";
 
 /// Object segments and the cache bound, small enough that levels span several segments and
@@ -64,10 +67,15 @@ pub struct Model {
 impl Model {
     /// A model of `2^log_capacity` slots, and the sealed checksums of its C.
     pub fn new(log_capacity: u32) -> (Model, Vec<SealedChecksum>) {
+        Model::grouped(log_capacity, GROUP_LOG)
+    }
+
+    /// [`Model::new`] with blocks of H of `2^group_log` writes.
+    pub fn grouped(log_capacity: u32, group_log: u32) -> (Model, Vec<SealedChecksum>) {
         let seal = SealKey::new(&[3; 32]);
-        let (state, coded) = LogState::new(log_capacity, &seal);
-        let reference = ProviderLog::new(log_capacity, WIDTH, coded.clone()).unwrap();
-        let sums = ChecksumKey::new(&[4; 32], WIDTH);
+        let (state, coded) = LogState::new(log_capacity, group_log, &seal);
+        let reference = ProviderLog::new(log_capacity, group_log, WIDTH, coded.clone()).unwrap();
+        let sums = ChecksumKey::grouped(&[4; 32], WIDTH, group_log);
         (Model { reference, state, seal, sums, rng: Rng(7), next: 0, round: 0 }, coded)
     }
 
@@ -77,13 +85,18 @@ impl Model {
         let (mut model, _) = Model::new(1);
         while model.state.schedule.time < time {
             let writes = model.random_writes(grow_until);
-            let plan = plan(&model.state, &writes).unwrap();
+            let plan = plan(&model.state, &writes, model.flush()).unwrap();
             let context = model.reference.context(&plan).unwrap();
             let p = model.prepare_with(&writes, plan, &context);
             model.apply_reference(&p);
         }
         assert_eq!(model.state.schedule.time, time, "no batch of the model ends there");
         model
+    }
+
+    /// Whether the next batch flushes the open group (every third does).
+    pub fn flush(&self) -> bool {
+        self.round % 3 == 2
     }
 
     /// The slot written at U index `index` as the batch's `position`-th write (an index
@@ -164,10 +177,15 @@ pub fn open_repo(blobs: &ObjectBlobs, dir: &Path) -> Repository {
 
 impl Run {
     pub async fn new(blobs: ObjectBlobs, log_capacity: u32, limits: Limits) -> Run {
+        Run::grouped(blobs, (log_capacity, GROUP_LOG), limits).await
+    }
+
+    /// [`Run::new`] with blocks of H of `2^group_log` writes.
+    pub async fn grouped(blobs: ObjectBlobs, (log_capacity, group_log): (u32, u32), limits: Limits) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let repo = open_repo(&blobs, dir.path());
-        let (model, coded) = Model::new(log_capacity);
-        let log = PorLog::create(&repo, OWNER, log_capacity, WIDTH, coded).await.unwrap();
+        let (model, coded) = Model::grouped(log_capacity, group_log);
+        let log = PorLog::create(&repo, OWNER, (log_capacity, group_log), WIDTH, coded).await.unwrap();
         let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
         Run { model, dir, blobs, repo, log, limits, other_folders: 0 }
     }
@@ -191,7 +209,7 @@ impl Run {
 
     /// The client's plan and replay against the persistent log's context.
     pub fn prepare(&mut self, writes: &[u64]) -> Prepared {
-        let plan = plan(&self.state, writes).unwrap();
+        let plan = plan(&self.state, writes, self.flush()).unwrap();
         let context = self.log.context(&plan).unwrap();
         self.model.prepare_with(writes, plan, &context)
     }
@@ -226,9 +244,12 @@ impl Run {
             let region = self.log.region(&self.repo, part.region).await.unwrap();
             let stored = self.reference.region(part.region).unwrap();
             assert_eq!(region.sealed, stored.sealed, "round {round}: {part:?}");
-            let slots: Vec<Option<Vec<u64>>> = stored.slots.chunks_exact(WIDTH).map(|s| Some(s.to_vec())).collect();
+            let width = self.reference.region_width(part.region);
+            assert_eq!(width, self.log.region_width(part.region));
+            let slots: Vec<Option<Vec<u64>>> = stored.slots.chunks_exact(width).map(|s| Some(s.to_vec())).collect();
             assert_eq!(region.slots, slots, "round {round}: {part:?}");
         }
+        assert_eq!(self.log.staged(), self.reference.staged, "round {round}: the open groups differ");
         let folders = object_folders(&self.blobs).await.len() - self.other_folders;
         assert_eq!(folders, all_parts.len(), "round {round}: one object per part");
     }
