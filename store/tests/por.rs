@@ -13,7 +13,7 @@ use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderError;
 use vouch_core::por::{Region, SlotAddress};
 use vouch_store::por::{CrashPoint, MAX_LOG_CAPACITY, MAX_WIDTH};
-use vouch_store::{BlobStore, ObjectBlobs, PorLog, PorStoreError, StoreError};
+use vouch_store::{BlobStore, MetaStore, ObjectBlobs, PorLog, PorStoreError, StoreError};
 
 fn local() -> (tempfile::TempDir, ObjectBlobs) {
     let dir = tempfile::tempdir().unwrap();
@@ -385,4 +385,37 @@ async fn a_lost_metadata_store_is_rebuilt_with_the_log() {
     let log = log.with_limits(limits.segment_bytes, limits.cached_level_bytes);
     let run = Run { model, dir, blobs, repo, log, limits, other_folders };
     run.check().await;
+}
+
+/// The open group (Sec. 6.1's grouping) commits with the state: it is there after a reopen of
+/// the log or of the whole repository, and a damaged one is a corrupt state, never a group
+/// of other writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_open_group_survives_a_reopen_and_a_damaged_one_is_refused() {
+    let (_dir, blobs) = local();
+    let mut run = Run::new(blobs, 2, SMALL).await;
+    run.batch(&[0]).await;
+    assert_eq!((run.state.schedule.pending(), run.log.staged().len()), (1, WIDTH), "one write of a pair open");
+    run.reopen_log().await;
+    run.check().await;
+    let run = run.reopen_repo().await;
+    run.check().await;
+    let root = object_folders(&run.blobs).await.into_iter().next().unwrap();
+    let key = format!("{}/staged", root.rsplit_once('/').unwrap().0).into_bytes();
+    let Run { model, dir, blobs, repo, log, .. } = run;
+    drop((log, repo, model));
+    let meta_path = dir.path().join("meta.redb");
+    let honest = vouch_store::MetaDb::open(&meta_path).unwrap().get(&key).unwrap().expect("the open group is stored");
+    for damaged in
+        [honest[..honest.len() - 3].to_vec(), [honest.clone(), honest.clone()].concat(), vec![0xff; honest.len()]]
+    {
+        let meta = vouch_store::MetaDb::open(&meta_path).unwrap();
+        let mut batch = vouch_store::MetaBatch::default();
+        batch.put(key.clone(), damaged);
+        meta.commit(&batch).unwrap();
+        drop(meta);
+        let repo = por_support::open_repo(&blobs, dir.path());
+        let got = PorLog::open(&repo, OWNER).await;
+        assert!(matches!(got, Err(PorStoreError::CorruptState { .. })), "{got:?}");
+    }
 }
