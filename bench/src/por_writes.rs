@@ -150,8 +150,11 @@ mod tests {
         let (write, audit) = epoch(6, 4);
         assert!(write.por_bytes_per_write > 4116.0 && write.merkle_bytes_per_write > 4096.0 + 32.0, "{write:?}");
         assert!((write.ratio - write.por_bytes_per_write / write.merkle_bytes_per_write).abs() < 1e-9);
-        // After 60 of 64 writes: levels 2, 3, 4 and 5 (60 = 0b111100), and C.
-        assert_eq!(audit.parts, 5);
-        assert!(audit.bytes > 5 * 32 * 56, "{audit:?}");
+        // After 60 of 64 writes in groups of 16: three groups in levels 0 and 1 (0b11), twelve
+        // writes in the open group, and C; every slot of the levels (2 + 4) and 128 of C's are
+        // picked, and a level's aggregate is a group wide.
+        assert_eq!(audit.parts, 3);
+        let groups = 2 * (SLOT_WIDTH << DEFAULT_GROUP_LOG) * 8;
+        assert!(audit.bytes > (2 + 4 + 128) * 56 + groups, "{audit:?}");
     }
 }
