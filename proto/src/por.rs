@@ -129,7 +129,8 @@ impl PorPartAnswer {
 }
 
 /// Slots `first..first + count` of a level (`region` = ℓ) or of C (`region` = 0xFE), for
-/// repair, which reads a region a page at a time.
+/// repair, which reads a region a page at a time. A level's slots are groups of writes; the
+/// provider bounds a page by the writes it carries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorRegionRequest {
     pub region: u8,

@@ -81,6 +81,20 @@ pub fn padding(schedule: &Schedule, writes: u64, flush: bool) -> u64 {
     }
 }
 
+/// A batch's steps in order, from `schedule` (after any growth): each write (its U index and
+/// slot, `slots` flat of `width` elements), then `None` for each ⊥ write that completes the
+/// open group when the batch flushes.
+pub fn steps<'a>(
+    schedule: &Schedule,
+    writes: &'a [u64],
+    slots: &'a [u64],
+    width: usize,
+    flush: bool,
+) -> impl Iterator<Item = Option<(u64, &'a [u64])>> + use<'a> {
+    let pad = padding(schedule, writes.len() as u64, flush) as usize;
+    writes.iter().copied().zip(slots.chunks_exact(width)).map(Some).chain(std::iter::repeat_n(None, pad))
+}
+
 /// What a batch of `writes` writes (then its ⊥ writes when it flushes) leaves behind, from
 /// the schedule before it: the schedule after it, the levels it builds that are still filled
 /// at its end (ascending), and whether it rebuilds C (growth or an epoch's end). Client and
@@ -275,11 +289,9 @@ pub fn write(
         return Err(WriteError::Header(index));
     }
     let mut new_raw = BTreeMap::new();
-    let mut slots = writes.iter().zip(slots.chunks_exact(width));
-    let pad = padding(&schedule, writes.len() as u64, plan.flush);
-    for _ in 0..writes.len() as u64 + pad {
+    for step in steps(&schedule, writes, slots, width, plan.flush) {
         // A ⊥ write adds nothing to the group's checksum: its slot is all zeros.
-        if let Some((&index, slot)) = slots.next() {
+        if let Some((index, slot)) = step {
             let sum = sums.checksum(slot);
             new_raw.insert(index, seal.seal(SlotAddress { region: Region::Raw, index }, 0, sum));
             if let Some(raw) = raw.as_mut() {

@@ -11,7 +11,7 @@
 
 use super::audit::{prove_part, Part, PartProof, Pick};
 use super::checksum::SealedChecksum;
-use super::client::{batch_outcome, grown_schedule, padding, RawRead, WriteContext, WritePlan, Written};
+use super::client::{batch_outcome, grown_schedule, steps, RawRead, WriteContext, WritePlan, Written};
 use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use super::field::P;
 use super::raw_tree::{leaf_hash, RawProofError, RawTree, MAX_LOG_CAPACITY};
@@ -190,11 +190,9 @@ impl ProviderLog {
             self.grow(k, written.coded.clone().expect("checked above"))?;
         }
         let mut buffer = Vec::new();
-        let mut slots = writes.iter().zip(slots.chunks_exact(width));
-        let pad = padding(&self.schedule, writes.len() as u64, plan.flush);
-        for _ in 0..writes.len() as u64 + pad {
-            match slots.next() {
-                Some((&index, slot)) => {
+        for step in steps(&self.schedule, writes, slots, width, plan.flush) {
+            match step {
+                Some((index, slot)) => {
                     let at = index as usize * width;
                     self.raw[at..at + width].copy_from_slice(slot);
                     self.staged.extend_from_slice(slot);

@@ -7,7 +7,7 @@ use super::raw;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, Repository, StoreError};
 use std::collections::BTreeMap;
-use vouch_core::por::client::{batch_outcome, grown_schedule, padding, WritePlan, Written};
+use vouch_core::por::client::{batch_outcome, grown_schedule, steps, WritePlan, Written};
 use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
@@ -109,10 +109,9 @@ impl PorLog {
         };
         // A consumed level's allocation, reused when that level is built again in the batch.
         let mut spare: Vec<Vec<u64>> = vec![Vec::new(); schedule.levels() as usize];
-        let mut slots = writes.iter().zip(slots.chunks_exact(width));
-        for _ in 0..writes.len() as u64 + padding(&schedule, writes.len() as u64, plan.flush) {
-            match slots.next() {
-                Some((&index, slot)) => {
+        for step in steps(&schedule, writes, slots, width, plan.flush) {
+            match step {
+                Some((index, slot)) => {
                     if let Some(all) = raw.as_mut() {
                         let at = index as usize * width;
                         all[at..at + width].copy_from_slice(slot);
