@@ -305,9 +305,21 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
         Command::Audit(args) => crate::audit::owner(&client, args, out).await?,
         Command::Repair(args) => {
             let r = client.repair(&args.name).await?;
-            out.print(&r, || match r.restored {
-                0 => format!("{} version {}: the PoR copy is intact ({} slots)", r.name, r.version, r.slots),
-                n => format!("{} version {}: {n} slots rebuilt from C and H, checked, written back", r.name, r.version),
+            out.print(&r, || {
+                let copy = match r.restored {
+                    0 => format!("{} version {}: the PoR copy is intact ({} slots)", r.name, r.version, r.slots),
+                    n => format!(
+                        "{} version {}: {n} slots rebuilt from C and H, checked, written back",
+                        r.name, r.version
+                    ),
+                };
+                match r.healed.as_slice() {
+                    [] => copy,
+                    parts => format!(
+                        "{copy}\nlog: {} failed their audit; C re-encoded from U, audit passes",
+                        parts.join(", ")
+                    ),
+                }
             });
         }
         Command::Root => crate::audit::root(&client, out).await?,

@@ -58,6 +58,16 @@ fn put_get_audit_and_repair_with_retrievability() {
     assert!(!levels.is_empty() && levels.iter().all(|p| p["verified"] == true), "{audit}");
     let got = json(&vouch(&["--json", "get", "--por", "photo.raw", "-o", copy.to_str().unwrap()]));
     assert_eq!((got["bytes"].as_u64(), std::fs::read(&copy).unwrap()), (Some(bytes.len() as u64), bytes.clone()));
+    // Repair finds C failing and re-encodes it from U: the audit passes again, H is empty.
+    let repair = json(&vouch(&["--json", "repair", "photo.raw"]));
+    assert_eq!(repair["healed"], serde_json::json!(["coded"]), "{repair}");
+    let audit = json(&vouch(&["--json", "audit", "--por", "--lambda", "64"]));
+    let parts = audit["parts"].as_array().unwrap();
+    assert!(audit["verified"] == true && parts.len() == 1 && parts[0]["region"] == "coded", "{audit}");
+    let repair = json(&vouch(&["--json", "repair", "photo.raw"]));
+    assert_eq!(repair["healed"], serde_json::json!([]), "{repair}");
+    json(&vouch(&["--json", "get", "--por", "photo.raw", "-o", copy.to_str().unwrap()]));
+    assert_eq!(std::fs::read(&copy).unwrap(), bytes);
 
     // Bad usage: exit 2 with a message, never a panic.
     std::fs::write(dir.path().join("plain.txt"), b"plain").unwrap();

@@ -133,13 +133,20 @@ async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_le
     }
     // Level 0 has two slots: "just under half" of it is none.
     audit_fails_at(client.audit_por(64).await.unwrap(), |region| region != "level-0");
-    for (name, data) in &files {
+    for (i, (name, data)) in files.iter().enumerate() {
         let report = client.repair(name).await.unwrap();
         assert!(report.damaged && report.restored == report.slots && report.slots > 0, "{report:?}");
+        assert!(!report.healed.is_empty(), "{report:?}");
+        // C is re-encoded from U only once U is whole: after the last file's repair.
+        assert_eq!(report.unhealed.is_some(), i + 1 < files.len(), "{report:?}");
         assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name} after repair");
-        let again = client.repair(name).await.unwrap();
-        assert!(!again.damaged && again.restored == 0, "repaired once: {again:?}");
     }
+    for (name, _) in &files {
+        let again = client.repair(name).await.unwrap();
+        assert!(!again.damaged && again.restored == 0 && again.healed.is_empty(), "repaired once: {again:?}");
+    }
+    let audit = client.audit_por(64).await.unwrap();
+    assert!(audit.verified && audit.parts.len() == 1, "whole again, H empty: {audit:?}");
     // The plain read path is untouched by all this.
     let mut out = Vec::new();
     client.get("big", None, None, &mut out).await.unwrap();

@@ -39,6 +39,10 @@ async fn model(blobs: ObjectBlobs, batches: u64) -> u64 {
             run.reopen_log().await;
             run.check().await;
         }
+        if batch % 23 == 0 {
+            run.reencode().await.unwrap();
+            run.check().await;
+        }
         if batch == batches / 2 {
             run = run.reopen_repo().await;
             run.check().await;
@@ -250,7 +254,7 @@ async fn malformed_requests_are_refused_and_change_nothing() {
     // Plans that do not fit: refused as the reference refuses them.
     let good = plan(&run.state, &[1], false).unwrap();
     for bad in [
-        WritePlan { grow_to: Some(2), ..good.clone() },
+        WritePlan { grow_to: Some(1), ..good.clone() },
         WritePlan { grow_to: Some(99), ..good.clone() },
         WritePlan { levels: vec![1], ..good.clone() },
         WritePlan { indices: vec![4], ..good.clone() },
@@ -418,4 +422,73 @@ async fn the_open_group_survives_a_reopen_and_a_damaged_one_is_refused() {
         let got = PorLog::open(&repo, OWNER).await;
         assert!(matches!(got, Err(PorStoreError::CorruptState { .. })), "{got:?}");
     }
+}
+
+/// The blob key of the sealed checksums of the object of `region` (`level-<ℓ>` or `coded`).
+async fn sealed_key(blobs: &ObjectBlobs, region: &str) -> String {
+    let keys = blobs.list("por").await.unwrap();
+    let of_region = |k: &&String| k.split('/').nth(2).is_some_and(|o| o.starts_with(&format!("{region}-")));
+    keys.iter().filter(of_region).find(|k| k.ends_with("/sealed")).cloned().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_sealed_checksums_fail_their_part_until_a_reencode_replaces_it() {
+    let (dir, blobs) = local();
+    let mut run = Run::new(blobs, 3, SMALL).await;
+    while run.state.schedule.coded_time() == 0 || run.state.schedule.filled_levels().count() < 2 {
+        let writes = run.random_writes(20);
+        run.batch(&writes).await;
+    }
+    let top = run.state.schedule.filled_levels().last().unwrap();
+    let level_name = format!("level-{top:02}");
+    // The backend loses a level's sealed checksums and cuts C's short.
+    run.blobs.delete(&sealed_key(&run.blobs, &level_name).await).await.unwrap();
+    std::fs::write(file(&dir, &sealed_key(&run.blobs, "coded").await), b"short").unwrap();
+
+    // The log still opens; those parts answer "lost", the others still prove.
+    run.reopen_log().await;
+    for part in parts(&run.state.schedule) {
+        let proved = run.log.prove(&run.repo, &part, &all_picks(&part)).await;
+        let lost = part.region == Region::Level(top as u8) || part.region == Region::Coded;
+        match proved {
+            Err(PorStoreError::Store(StoreError::Corrupt { detail, .. })) if lost => assert!(detail.contains("repair")),
+            Ok(proof) if !lost => verify_part(&run.seal, &run.sums, &part, &all_picks(&part), &proof).unwrap(),
+            other => panic!("{part:?}: {other:?}"),
+        }
+        // Slots that cannot be checked are erasures for repair.
+        let region = run.log.region(&run.repo, part.region).await.unwrap();
+        assert_eq!(region.slots.iter().all(Option::is_none), lost, "{part:?}");
+    }
+    // A batch that consumes the level is refused as data lost, not as a bad plan.
+    let mut plans = 0;
+    while plans < 50 {
+        let writes = run.random_writes(20);
+        let p = plan(&run.state, &writes, run.flush()).unwrap();
+        if p.levels.contains(&top) {
+            let err = run.log.context(&p).unwrap_err();
+            assert!(matches!(err, PorStoreError::Store(StoreError::Corrupt { .. })), "{err:?}");
+            break;
+        }
+        run.batch(&writes).await;
+        plans += 1;
+    }
+    assert!(plans < 50, "no batch consumed level {top}");
+
+    // A lost slot of U: the re-encode is refused (C would be built over missing bytes) and
+    // nothing changes; once the slot is restored, the re-encode makes every part whole.
+    let before = run.log.schedule();
+    let slot = run.log.raw_slots(&run.repo, &[1]).await.unwrap().remove(0).unwrap();
+    run.log.lose_raw_slots(&run.repo, &[1]).await.unwrap();
+    let err = run.reencode().await.unwrap_err();
+    assert!(matches!(err, PorStoreError::Store(StoreError::NotFound { .. })), "{err:?}");
+    assert_eq!(run.log.schedule(), before);
+    run.log.restore(&run.repo, &[(1, slot)]).await.unwrap();
+    run.reencode().await.unwrap();
+    assert!(run.state.schedule.filled_levels().next().is_none());
+    run.check().await;
+    run.reopen_log().await;
+    run.check().await;
+    let writes = run.random_writes(20);
+    run.batch(&writes).await;
+    run.check().await;
 }

@@ -30,6 +30,7 @@ mod copy;
 mod edit;
 mod layout;
 mod record;
+mod repair;
 
 pub(crate) use copy::{is_por_file, new_file_id, TaggedData};
 
@@ -47,7 +48,7 @@ use std::time::Instant;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
-use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext};
+use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan};
 use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
@@ -104,6 +105,11 @@ pub struct PorCopyReport {
     pub damaged: bool,
     /// Slots written back from C and H (repair only).
     pub restored: u64,
+    /// Parts of the log (`level-<ℓ>`, `coded`) that failed their audit and were replaced by a
+    /// re-encode of C from U (repair only).
+    pub healed: Vec<String>,
+    /// Why the parts that failed are not replaced yet (repair only): U still has lost slots.
+    pub unhealed: Option<String>,
     pub seconds: f64,
 }
 
@@ -235,8 +241,22 @@ impl Client {
         slots: Vec<u64>,
         labels: Vec<PorLabel>,
     ) -> Result<(), ClientError> {
+        let planned =
+            plan(&record.at.log, &writes, true).map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
+        self.por_send(keys, record, planned, writes, slots, labels).await
+    }
+
+    /// Sends a planned batch (see [`Client::por_batch`]); a re-encode writes no slot.
+    async fn por_send(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+        planned: WritePlan,
+        writes: Vec<u64>,
+        slots: Vec<u64>,
+        labels: Vec<PorLabel>,
+    ) -> Result<(), ClientError> {
         let log = record.at.log;
-        let planned = plan(&log, &writes, true).map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
         let context: PorContext =
             self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()) }).await?;
         let context =
@@ -245,7 +265,8 @@ impl Client {
             .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         let next_slot = record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1));
         let after = LogPoint { log: written.state, next_slot };
-        record.in_flight = Some(InFlight { after, probe: writes[0] });
+        // A re-encode leaves U's root as it was: any slot reads under it.
+        record.in_flight = Some(InFlight { after, probe: writes.first().copied().unwrap_or(0) });
         self.por_save(record)?;
         let request = PorWriteRequest {
             plan: ByteBuf::from(planned.to_bytes()),
@@ -493,166 +514,8 @@ impl Client {
             slots: layout.slots(),
             damaged: false,
             restored: 0,
-            seconds: started.elapsed().as_secs_f64(),
-        })
-    }
-
-    /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
-    /// lost or damaged, U is decoded from C and the levels, the copy checked, and its slots
-    /// written back, then read back through U and checked again.
-    pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
-        let started = Instant::now();
-        let keys = self.por_keys()?;
-        let commit = self.begin_commit().await?;
-        let version = self.por_version(name, None).await?;
-        let record = self.por_begin(&commit, &keys, false).await?;
-        let mut report = PorCopyReport {
-            name: name.into(),
-            version: version.number,
-            bytes: version.len,
-            blocks: 0,
-            slots: 0,
-            damaged: false,
-            restored: 0,
-            seconds: 0.0,
-        };
-        if version.len > 0 {
-            match self.por_copy_of(&keys, &record, &version, None).await {
-                Ok((layout, blocks)) => (report.slots, report.blocks) = (layout.slots(), blocks.len()),
-                Err(e)
-                    if matches!(
-                        e.violation_kind(),
-                        Some(ViolationKind::DataLost | ViolationKind::BadPorRead | ViolationKind::BadPorCopy)
-                    ) =>
-                {
-                    tracing::warn!("{name}: the PoR copy is damaged ({e}); repairing it from C and H");
-                    report.damaged = true;
-                    let raw = self.por_recover(&keys, &record).await?;
-                    let (layout, _) = self.por_copy_of(&keys, &record, &version, Some(&raw)).await?;
-                    for run in &layout.runs {
-                        let indices: Vec<u64> = (run.first..run.first + run.slots).collect();
-                        let slots =
-                            &raw[run.first as usize * SLOT_WIDTH..(run.first + run.slots) as usize * SLOT_WIDTH];
-                        for (part, part_slots) in
-                            indices.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH))
-                        {
-                            let request = PorRestoreRequest {
-                                indices: part.to_vec(),
-                                slots: ByteBuf::from(slots_to_bytes(part_slots)),
-                            };
-                            self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
-                        }
-                    }
-                    let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
-                    (report.slots, report.blocks, report.restored) = (layout.slots(), blocks.len(), layout.slots());
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        report.seconds = started.elapsed().as_secs_f64();
-        Ok(report)
-    }
-
-    /// All of U, decoded from C and the filled levels, each read a page at a time until half
-    /// of its slots match their checksums (X first; Y only for what X lost).
-    async fn por_recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
-        let schedule = record.at.log.schedule;
-        if schedule.pending() > 0 {
-            // This client flushes every batch; another writer of its log left a group open.
-            return Err(ClientError::State(format!(
-                "the PoR log has {} writes in an open group, which this client never leaves",
-                schedule.pending()
-            )));
-        }
-        let sums = keys.sums_for(&schedule);
-        let mut gathered = Vec::new();
-        for (region, time, slots) in regions(&schedule) {
-            let mut g = Gathered::new(region, time, slots);
-            let code = match region {
-                Region::Level(level) => level,
-                _ => CODED_REGION,
-            };
-            // A level's slots are groups of writes: pages carry as many writes as C's.
-            let page = (REQUEST_SLOTS * SLOT_WIDTH / sums.region_width(region)).max(1);
-            let mut first = 0;
-            while first < slots && !g.decodable() {
-                let count = page.min((slots - first) as usize) as u32;
-                let answer: PorRegionAnswer =
-                    self.remote.call(Op::PorRegion, &PorRegionRequest { region: code, first, count }).await?;
-                let page = RegionRead::from_bytes(&answer.region)
-                    .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
-                if page.slots.len() != count as usize {
-                    return Err(ClientError::violation(
-                        ViolationKind::MalformedAnswer,
-                        format!("a page of {count} slots of {region:?} came with {}", page.slots.len()),
-                    ));
-                }
-                g.add(first, page, &keys.seal, &sums).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
-                first += u64::from(count);
-            }
-            gathered.push(g);
-        }
-        let (coded, levels) = gathered.split_first().expect("C is always read");
-        recover_gathered(&schedule, coded, levels, &[], SLOT_WIDTH).map_err(|e| {
-            ClientError::violation(ViolationKind::DataLost, format!("U cannot be recovered from C and H: {e}"))
-        })
-    }
-
-    /// Challenges every level of H and C with `lambda` random slots each (Sec. 5.5): a report
-    /// per part. A part that fails is in the report, not an error.
-    pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
-        let started = Instant::now();
-        let keys = self.por_keys()?;
-        let record = {
-            let commit = self.begin_commit().await?;
-            self.por_begin(&commit, &keys, false).await?
-        };
-        let seed: [u8; 32] = rand::random();
-        let answer: PorAuditAnswer = self.remote.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
-        let schedule = record.at.log.schedule;
-        let sums = keys.sums_for(&schedule);
-        let all = parts(&schedule);
-        let mut reports = Vec::with_capacity(all.len());
-        for (i, part) in all.iter().enumerate() {
-            let chosen = picks(&seed, part, lambda as usize);
-            let verdict = match answer.parts.get(i) {
-                None => Err("the answer has no proof for this part".to_string()),
-                Some(PorPartAnswer::Lost(why)) => Err(format!("the provider says its bytes are lost: {why}")),
-                Some(PorPartAnswer::Proof(bytes)) => {
-                    let width = sums.region_width(part.region);
-                    PartProof::from_bytes(bytes, chosen.len(), width).map_err(|e| e.to_string()).and_then(|proof| {
-                        verify_part(&keys.seal, &sums, part, &chosen, &proof).map_err(|e| e.to_string())
-                    })
-                }
-            };
-            reports.push(PorPartReport {
-                region: region_name(part.region),
-                slots: part.slots,
-                time: part.time,
-                picks: chosen.len(),
-                verified: verdict.is_ok(),
-                problem: verdict.err(),
-            });
-        }
-        let extra = answer.parts.len() > all.len();
-        if extra {
-            reports.push(PorPartReport {
-                region: "extra".into(),
-                slots: 0,
-                time: schedule.time,
-                picks: 0,
-                verified: false,
-                problem: Some(format!("{} parts for a schedule of {}", answer.parts.len(), all.len())),
-            });
-        }
-        Ok(PorAuditReport {
-            log_capacity: schedule.log_capacity,
-            time: schedule.time,
-            slots_used: record.at.next_slot,
-            lambda,
-            verified: reports.iter().all(|p| p.verified),
-            parts: reports,
-            proof_bytes: answer.parts.iter().map(PorPartAnswer::proof_len).sum(),
+            healed: Vec::new(),
+            unhealed: None,
             seconds: started.elapsed().as_secs_f64(),
         })
     }

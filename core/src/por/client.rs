@@ -119,7 +119,9 @@ pub fn batch_outcome(
 /// What a batch needs from the provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WritePlan {
-    /// U grows to `2^k` slots before the batch.
+    /// C is re-encoded over U of `2^k` slots before the batch, and H emptied: U grows when
+    /// `k` is above its capacity ([`plan`]); at the capacity it is a re-encode alone
+    /// ([`plan_reencode`]).
     pub grow_to: Option<u32>,
     /// The U indices written, ascending and distinct.
     pub indices: Vec<u64>,
@@ -225,6 +227,21 @@ pub fn plan(state: &LogState, indices: &[u64], flush: bool) -> Result<WritePlan,
     Ok(WritePlan { grow_to, indices: sorted, levels, whole_raw, flush })
 }
 
+/// The plan of a batch that writes nothing and re-encodes C from U at U's capacity, emptying
+/// H: what repair sends once U is whole, so that every part of the log is whole again
+/// (levels or C whose bytes or sealed checksums the provider lost are replaced). It is
+/// growth by no level: the time moves to the next multiple of the capacity, so C's new
+/// sealed checksums are under keys never used before.
+pub fn plan_reencode(state: &LogState) -> WritePlan {
+    WritePlan {
+        grow_to: Some(state.schedule.log_capacity),
+        indices: Vec::new(),
+        levels: Vec::new(),
+        whole_raw: true,
+        flush: false,
+    }
+}
+
 /// Checks the provider's context and replays the batch: `slots` are the written slots in
 /// order (`writes[i]` at U index `indices[i]` of the call to [`plan`]), flat. `sums` is the
 /// log's grouped key ([`ChecksumKey::grouped`]).
@@ -256,9 +273,15 @@ pub fn write(
     if context.old.len() != plan.indices.len() || context.levels.len() != plan.levels.len() {
         return Err(WriteError::Shape);
     }
+    if writes.is_empty() && plan.grow_to.is_none() {
+        return Err(WriteError::Empty);
+    }
+    if writes.is_empty() && !context.proof.siblings.is_empty() {
+        return Err(WriteError::Shape);
+    }
     let old: Vec<(u64, Digest)> =
         plan.indices.iter().zip(&context.old).map(|(&i, sealed)| (i, leaf_hash(sealed.as_ref()))).collect();
-    if raw_root(schedule.log_capacity, &old, &context.proof)? != root {
+    if moved_root(schedule.log_capacity, root, &old, &context.proof)? != root {
         return Err(WriteError::RawRoot);
     }
     // U's checksums as the rebuilds of C see them; only read when C is rebuilt.
@@ -329,9 +352,23 @@ pub fn write(
         })
         .collect();
     let new: Vec<(u64, Digest)> = new_raw.iter().map(|(&i, s)| (i, leaf_hash(Some(s)))).collect();
-    let raw_root = raw_root(schedule.log_capacity, &new, &context.proof)?;
+    let raw_root = moved_root(schedule.log_capacity, root, &new, &context.proof)?;
     let state = LogState { schedule, raw_root, pending };
     Ok(Written { state, raw: new_raw.into_iter().collect(), levels, coded })
+}
+
+/// U's root with `leaves` in place under `proof`; `root` itself when a re-encode writes no
+/// leaf (its proof is empty, which [`write`] checks).
+fn moved_root(
+    log_capacity: u32,
+    root: Digest,
+    leaves: &[(u64, Digest)],
+    proof: &RawProof,
+) -> Result<Digest, WriteError> {
+    match leaves {
+        [] => Ok(root),
+        _ => Ok(raw_root(log_capacity, leaves, proof)?),
+    }
 }
 
 /// Opens every sealed checksum of U after checking them all against `root`.

@@ -17,7 +17,8 @@
 //!   slots, inserts into fresh slots and deletes as ⊥ (App. A.3);
 //! * [`client`] and [`provider`]: a batch of writes end to end (Sec. 6.1's batching), growth
 //!   of U (App. A.3) and reads through U; the provider here is the in-memory reference;
-//! * [`repair`]: U recovered from C and the levels, any half of each;
+//! * [`repair`]: U recovered from C and the levels, any half of each; and once U is whole, a
+//!   re-encode of C from U ([`client::plan_reencode`]) replaces every damaged part;
 //! * [`wire`]: the canonical byte layouts of the log's messages.
 //!
 //! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
@@ -51,6 +52,8 @@ mod batch_tests;
 mod group_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod reencode_tests;
 
 /// The buffer a codeword slot lives in (Sec. 4.1): a level of the hierarchical log H, the
 /// erasure-coded copy C, or the raw buffer U.

@@ -14,7 +14,7 @@ use super::checksum::SealedChecksum;
 use super::client::{batch_outcome, grown_schedule, steps, RawRead, WriteContext, WritePlan, Written};
 use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use super::field::P;
-use super::raw_tree::{leaf_hash, RawProofError, RawTree, MAX_LOG_CAPACITY};
+use super::raw_tree::{leaf_hash, RawProof, RawProofError, RawTree, MAX_LOG_CAPACITY};
 use super::repair::RegionRead;
 use super::Region;
 
@@ -36,14 +36,19 @@ pub fn check_plan(schedule: &Schedule, plan: &WritePlan) -> Result<Schedule, Pro
     let refused = ProviderError::Plan { log_capacity: schedule.log_capacity, time: schedule.time };
     let schedule = match plan.grow_to {
         None => *schedule,
-        Some(k) if k <= schedule.log_capacity || k > MAX_LOG_CAPACITY => return Err(refused),
+        Some(k) if k < schedule.log_capacity || k > MAX_LOG_CAPACITY => return Err(refused),
         Some(k) => grown_schedule(schedule, k),
     };
     if plan.levels.iter().any(|&l| !schedule.is_filled(l)) {
         return Err(refused);
     }
     let ascending = plan.indices.windows(2).all(|w| w[0] < w[1]);
-    if !ascending || plan.indices.last().is_none_or(|&last| last >= schedule.capacity()) {
+    // Only a re-encode writes nothing ([`super::client::plan_reencode`]).
+    let beyond = match plan.indices.last() {
+        None => plan.grow_to.is_none(),
+        Some(&last) => last >= schedule.capacity(),
+    };
+    if !ascending || beyond {
         return Err(RawProofError::Indices(schedule.log_capacity).into());
     }
     Ok(schedule)
@@ -60,6 +65,7 @@ pub fn answer_plan(
 ) -> Result<WriteContext, ProviderError> {
     let after = check_plan(schedule, plan)?;
     let proof = match plan.grow_to {
+        _ if plan.indices.is_empty() => RawProof { siblings: Vec::new() },
         None => tree.prove(&plan.indices)?,
         Some(k) => {
             let mut grown = tree.clone();
@@ -87,7 +93,7 @@ pub fn batch_fits(
 ) -> bool {
     let (after, built, coded) = batch_outcome(schedule, plan.grow_to, writes.len() as u64, plan.flush);
     let n = after.capacity();
-    !writes.is_empty()
+    (!writes.is_empty() || plan.grow_to.is_some())
         && slots.len() == writes.len() * width
         && slots.iter().all(|&e| e < P)
         && writes.iter().all(|&i| i < n)

@@ -147,10 +147,11 @@ fn decode<T>(bytes: &[u8], read: impl FnOnce(&mut In) -> Result<T, PorWireError>
 }
 
 impl WritePlan {
-    /// `grow_to:u8 (0: none) || whole_raw:u8 || flush:u8 || count || indices (varints) ||
+    /// `grow_to:u8 (0: none, else k + 1) || whole_raw:u8 || flush:u8 || count || indices (varints) ||
     /// count || levels (u8)`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Out(vec![self.grow_to.unwrap_or(0) as u8, u8::from(self.whole_raw), u8::from(self.flush)]);
+        let mut out =
+            Out(vec![self.grow_to.map_or(0, |k| k as u8 + 1), u8::from(self.whole_raw), u8::from(self.flush)]);
         out.count(self.indices.len());
         self.indices.iter().for_each(|&i| put_varint(&mut out.0, i));
         out.count(self.levels.len());
@@ -162,7 +163,7 @@ impl WritePlan {
         decode(bytes, |r| {
             let grow_to = match r.0.u8()? {
                 0 => None,
-                k if u32::from(k) <= MAX_LOG_CAPACITY => Some(u32::from(k)),
+                k if u32::from(k) <= MAX_LOG_CAPACITY + 1 => Some(u32::from(k) - 1),
                 _ => return Err(PorWireError::Range),
             };
             let whole_raw = r.tag()?;

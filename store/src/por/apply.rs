@@ -210,7 +210,7 @@ impl PorLog {
                     let object = self.limits.object(Region::Level(level as u8), time, 2 << level, group_width);
                     objects::put(repo.blobs(), &self.names, &object, &slots, sealed, group_width).await?;
                     let small = slots.len() * 8 <= self.limits.cached_level_bytes;
-                    After::New(Held { object, sealed: sealed.clone(), cached: small.then_some(slots) })
+                    After::New(Held { object, sealed: Some(sealed.clone()), cached: small.then_some(slots) })
                 }
             });
         }
@@ -218,7 +218,7 @@ impl PorLog {
             (Some(slots), Some(sealed)) => {
                 let object = self.limits.object(Region::Coded, schedule.coded_time(), 2 * schedule.capacity(), width);
                 objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
-                Some(Held { object, sealed: sealed.clone(), cached: None })
+                Some(Held { object, sealed: Some(sealed.clone()), cached: None })
             }
             (None, None) => None,
             _ => return Err(ProviderError::Batch.into()),

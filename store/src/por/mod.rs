@@ -23,6 +23,10 @@
 //!   yet (Sec. 6.1's grouping: a level's slots are groups of writes side by side), flat;
 //!   absent when no group is open. It commits with the state.
 //!
+//! A part whose `sealed` object the backend lost or damaged still opens: it answers audits
+//! and repair as lost (its slots cannot be checked) until a re-encode of C from U replaces
+//! it (`vouch repair`), and a batch that would consume it is refused as data lost.
+//!
 //! In memory: the schedule, every current sealed checksum (levels, C and U) and U's Merkle
 //! tree (rebuilt at open from U's sealed checksums), and the slots of small levels (below).
 //!
@@ -111,8 +115,20 @@ struct Limits {
 #[derive(Clone, Debug)]
 struct Held {
     object: ObjectRef,
-    sealed: Vec<SealedChecksum>,
+    /// `None` when the backend lost or damaged them (found at open): the part can prove and
+    /// repair nothing until repair replaces it (a re-encode of C from U empties H).
+    sealed: Option<Vec<SealedChecksum>>,
     cached: Option<Vec<u64>>,
+}
+
+impl Held {
+    /// The part's sealed checksums, or the data-lost error that says they are gone.
+    fn sealed(&self, names: &Names) -> Result<&[SealedChecksum], crate::StoreError> {
+        self.sealed.as_deref().ok_or_else(|| crate::StoreError::Corrupt {
+            at: names.sealed(&self.object),
+            detail: "the part's sealed checksums were lost; `vouch repair` re-encodes C from U".into(),
+        })
+    }
 }
 
 /// One owner's persistent PoR log (see the module documentation).

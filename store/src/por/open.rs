@@ -6,7 +6,7 @@ use super::state::StateRecord;
 use super::{
     objects, raw, Held, Limits, PorLog, PorStoreError, CACHED_LEVEL_BYTES, MAX_LOG_CAPACITY, MAX_WIDTH, SEGMENT_BYTES,
 };
-use crate::{BlobStore, MetaBatch, MetaStore, Repository};
+use crate::{BlobStore, MetaBatch, MetaStore, Repository, StoreError};
 use vouch_core::por::checksum::SealedChecksum;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::provider::ProviderError;
@@ -44,6 +44,7 @@ impl PorLog {
         let limits = Limits { segment_bytes: SEGMENT_BYTES, cached_level_bytes: CACHED_LEVEL_BYTES };
         let object = limits.object(Region::Coded, 0, 2 * n, width);
         objects::put(repo.blobs(), &names, &object, &vec![0; 2 * n as usize * width], &coded, width).await?;
+        let coded = Some(coded);
         let log = PorLog {
             owner: owner.to_vec(),
             names,
@@ -81,7 +82,15 @@ impl PorLog {
         let mut levels = vec![None; record.schedule.levels() as usize];
         let mut coded = None;
         for object in record.objects {
-            let sealed = objects::read_sealed(repo.blobs(), &names, &object).await?;
+            let sealed = match objects::read_sealed(repo.blobs(), &names, &object).await {
+                Ok(sealed) => Some(sealed),
+                // Lost on the backend: the log opens, and that part answers "lost" until repair.
+                Err(e @ (StoreError::NotFound { .. } | StoreError::BadRange { .. } | StoreError::Corrupt { .. })) => {
+                    tracing::warn!("PoR log: {e}; audits fail that part until `vouch repair`");
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            };
             let held = Some(Held { object, sealed, cached: None });
             match object.region {
                 Region::Level(level) => levels[level as usize] = held,

@@ -7,7 +7,7 @@ use super::raw::{self, RawSlot};
 use super::PorLog;
 use crate::{MetaBatch, Repository, StoreError};
 use vouch_core::por::audit::{prove_part, Part, PartProof, Pick};
-use vouch_core::por::checksum::SealedChecksum;
+use vouch_core::por::checksum::{SealedChecksum, SEALED_LEN};
 use vouch_core::por::client::RawRead;
 use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderError;
@@ -25,14 +25,13 @@ impl PorLog {
         if picks.iter().any(|p| p.index >= held.object.slots) {
             return Err(PorStoreError::NotHeld { region: part.region });
         }
+        let sealed = held.sealed(&self.names)?;
         let indices: Vec<u64> = picks.iter().map(|p| p.index).collect();
         let width = self.region_width(part.region);
         let slots = objects::read_some(repo.blobs(), &self.names, &held.object, width, &indices).await?;
         // `read_some` answers one slot per pick, in order.
         let mut picked = slots.iter();
-        Ok(prove_part(picks, width, |index| {
-            (picked.next().map_or(&[][..], Vec::as_slice), held.sealed[index as usize])
-        }))
+        Ok(prove_part(picks, width, |index| (picked.next().map_or(&[][..], Vec::as_slice), sealed[index as usize])))
     }
 
     /// U's slots `indices` (ascending, distinct), their sealed checksums and the proof tying
@@ -74,8 +73,16 @@ impl PorLog {
         let end = range.end.min(held.object.slots);
         let range = range.start.min(end)..end;
         let width = self.region_width(region);
+        let Some(sealed) = &held.sealed else {
+            // Slots that cannot be checked count as lost: repair decodes from the other parts.
+            let count = (range.end - range.start) as usize;
+            return Ok(RegionRead {
+                slots: vec![None; count],
+                sealed: vec![SealedChecksum::from_bytes([0; SEALED_LEN]); count],
+            });
+        };
         let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, width, range.clone()).await?;
-        Ok(RegionRead { slots, sealed: held.sealed[range.start as usize..range.end as usize].to_vec() })
+        Ok(RegionRead { slots, sealed: sealed[range.start as usize..range.end as usize].to_vec() })
     }
 
     /// For repair: U's slots `indices` as stored, `None` where a written slot's entry is

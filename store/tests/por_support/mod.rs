@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part};
 use vouch_core::por::checksum::{ChecksumKey, SealKey, SealedChecksum};
-use vouch_core::por::client::{plan, verify_read, write, LogState, WriteContext, WritePlan, Written};
+use vouch_core::por::client::{plan, plan_reencode, verify_read, write, LogState, WriteContext, WritePlan, Written};
 use vouch_core::por::provider::ProviderLog;
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, PorLog, Repository};
 
@@ -218,6 +218,16 @@ impl Run {
         let p = self.prepare(writes);
         self.log.apply(&self.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
         self.apply_reference(&p);
+    }
+
+    /// A re-encode of C from U (what repair sends), by the log and the reference.
+    pub async fn reencode(&mut self) -> Result<(), vouch_store::PorStoreError> {
+        let plan = plan_reencode(&self.state);
+        let context = self.log.context(&plan)?;
+        let p = self.model.prepare_with(&[], plan, &context);
+        self.log.apply(&self.repo, &p.plan, &p.writes, &p.slots, &p.written).await?;
+        self.apply_reference(&p);
+        Ok(())
     }
 
     /// Everything both providers answer agrees, and the client accepts it: schedule, U read

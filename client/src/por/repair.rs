@@ -1,0 +1,216 @@
+//! `vouch repair` and `vouch audit --por`: U recovered from C and H when the copy of a file is
+//! damaged, and the log made whole again by a re-encode of C from U when a part fails.
+
+use super::*;
+use vouch_core::por::client::plan_reencode;
+
+/// Picks per part of the audits repair runs before and after it heals the log.
+const HEAL_LAMBDA: u32 = 64;
+
+impl Client {
+    /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
+    /// lost or damaged, U is decoded from C and the levels, the copy checked, and its slots
+    /// written back, then read back through U and checked again.
+    pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
+        let started = Instant::now();
+        let keys = self.por_keys()?;
+        let commit = self.begin_commit().await?;
+        let version = self.por_version(name, None).await?;
+        let mut record = self.por_begin(&commit, &keys, false).await?;
+        let mut report = PorCopyReport {
+            name: name.into(),
+            version: version.number,
+            bytes: version.len,
+            blocks: 0,
+            slots: 0,
+            damaged: false,
+            restored: 0,
+            healed: Vec::new(),
+            unhealed: None,
+            seconds: 0.0,
+        };
+        if version.len > 0 {
+            match self.por_copy_of(&keys, &record, &version, None).await {
+                Ok((layout, blocks)) => (report.slots, report.blocks) = (layout.slots(), blocks.len()),
+                Err(e)
+                    if matches!(
+                        e.violation_kind(),
+                        Some(ViolationKind::DataLost | ViolationKind::BadPorRead | ViolationKind::BadPorCopy)
+                    ) =>
+                {
+                    tracing::warn!("{name}: the PoR copy is damaged ({e}); repairing it from C and H");
+                    report.damaged = true;
+                    let raw = self.por_recover(&keys, &record).await?;
+                    let (layout, _) = self.por_copy_of(&keys, &record, &version, Some(&raw)).await?;
+                    for run in &layout.runs {
+                        let indices: Vec<u64> = (run.first..run.first + run.slots).collect();
+                        let slots =
+                            &raw[run.first as usize * SLOT_WIDTH..(run.first + run.slots) as usize * SLOT_WIDTH];
+                        for (part, part_slots) in
+                            indices.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH))
+                        {
+                            let request = PorRestoreRequest {
+                                indices: part.to_vec(),
+                                slots: ByteBuf::from(slots_to_bytes(part_slots)),
+                            };
+                            self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
+                        }
+                    }
+                    let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
+                    (report.slots, report.blocks, report.restored) = (layout.slots(), blocks.len(), layout.slots());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        (report.healed, report.unhealed) = self.por_heal(&keys, &mut record).await?;
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Makes every part of the log whole again: when an audit finds a level or C that fails
+    /// (bytes or sealed checksums lost or altered), C is re-encoded from U and H emptied
+    /// ([`plan_reencode`]), then the log is audited again. Returns the parts that failed, and
+    /// why they are not replaced yet when U still has lost slots.
+    ///
+    /// U must be whole first, or C would be built over what is missing: the provider refuses
+    /// the re-encode while a written slot of U is lost (the copies of other files still to
+    /// repair), and U's checksums (checked against the client's root) are what C's new
+    /// checksums come from, so a C built over other bytes fails the next audit.
+    async fn por_heal(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(Vec<String>, Option<String>), ClientError> {
+        let audit = self.por_audit_at(keys, record, HEAL_LAMBDA).await?;
+        let failed: Vec<String> = audit.parts.into_iter().filter(|p| !p.verified).map(|p| p.region).collect();
+        if failed.is_empty() {
+            return Ok((failed, None));
+        }
+        tracing::warn!("PoR parts {failed:?} fail their audit; re-encoding C from U");
+        let planned = plan_reencode(&record.at.log);
+        match self.por_send(keys, record, planned, Vec::new(), Vec::new(), Vec::new()).await {
+            Ok(()) => {}
+            Err(e) if e.violation_kind() == Some(ViolationKind::DataLost) => {
+                let why = format!("U has lost slots ({e}); repair the other PoR files whose copies are damaged");
+                return Ok((failed, Some(why)));
+            }
+            Err(e) => return Err(e),
+        }
+        self.por_audit_at(keys, record, HEAL_LAMBDA).await?.into_result()?;
+        Ok((failed, None))
+    }
+
+    /// All of U, decoded from C and the filled levels, each read a page at a time until half
+    /// of its slots match their checksums (X first; Y only for what X lost).
+    async fn por_recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
+        let schedule = record.at.log.schedule;
+        if schedule.pending() > 0 {
+            // This client flushes every batch; another writer of its log left a group open.
+            return Err(ClientError::State(format!(
+                "the PoR log has {} writes in an open group, which this client never leaves",
+                schedule.pending()
+            )));
+        }
+        let sums = keys.sums_for(&schedule);
+        let mut gathered = Vec::new();
+        for (region, time, slots) in regions(&schedule) {
+            let mut g = Gathered::new(region, time, slots);
+            let code = match region {
+                Region::Level(level) => level,
+                _ => CODED_REGION,
+            };
+            // A level's slots are groups of writes: pages carry as many writes as C's.
+            let page = (REQUEST_SLOTS * SLOT_WIDTH / sums.region_width(region)).max(1);
+            let mut first = 0;
+            while first < slots && !g.decodable() {
+                let count = page.min((slots - first) as usize) as u32;
+                let answer: PorRegionAnswer =
+                    self.remote.call(Op::PorRegion, &PorRegionRequest { region: code, first, count }).await?;
+                let page = RegionRead::from_bytes(&answer.region)
+                    .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+                if page.slots.len() != count as usize {
+                    return Err(ClientError::violation(
+                        ViolationKind::MalformedAnswer,
+                        format!("a page of {count} slots of {region:?} came with {}", page.slots.len()),
+                    ));
+                }
+                g.add(first, page, &keys.seal, &sums).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+                first += u64::from(count);
+            }
+            gathered.push(g);
+        }
+        let (coded, levels) = gathered.split_first().expect("C is always read");
+        recover_gathered(&schedule, coded, levels, &[], SLOT_WIDTH).map_err(|e| {
+            ClientError::violation(ViolationKind::DataLost, format!("U cannot be recovered from C and H: {e}"))
+        })
+    }
+
+    /// Challenges every level of H and C with `lambda` random slots each (Sec. 5.5): a report
+    /// per part. A part that fails is in the report, not an error.
+    pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
+        let keys = self.por_keys()?;
+        let record = {
+            let commit = self.begin_commit().await?;
+            self.por_begin(&commit, &keys, false).await?
+        };
+        self.por_audit_at(&keys, &record, lambda).await
+    }
+
+    /// The audit of the log at `record`.
+    async fn por_audit_at(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        lambda: u32,
+    ) -> Result<PorAuditReport, ClientError> {
+        let started = Instant::now();
+        let seed: [u8; 32] = rand::random();
+        let answer: PorAuditAnswer = self.remote.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
+        let schedule = record.at.log.schedule;
+        let sums = keys.sums_for(&schedule);
+        let all = parts(&schedule);
+        let mut reports = Vec::with_capacity(all.len());
+        for (i, part) in all.iter().enumerate() {
+            let chosen = picks(&seed, part, lambda as usize);
+            let verdict = match answer.parts.get(i) {
+                None => Err("the answer has no proof for this part".to_string()),
+                Some(PorPartAnswer::Lost(why)) => Err(format!("the provider says its bytes are lost: {why}")),
+                Some(PorPartAnswer::Proof(bytes)) => {
+                    let width = sums.region_width(part.region);
+                    PartProof::from_bytes(bytes, chosen.len(), width).map_err(|e| e.to_string()).and_then(|proof| {
+                        verify_part(&keys.seal, &sums, part, &chosen, &proof).map_err(|e| e.to_string())
+                    })
+                }
+            };
+            reports.push(PorPartReport {
+                region: region_name(part.region),
+                slots: part.slots,
+                time: part.time,
+                picks: chosen.len(),
+                verified: verdict.is_ok(),
+                problem: verdict.err(),
+            });
+        }
+        let extra = answer.parts.len() > all.len();
+        if extra {
+            reports.push(PorPartReport {
+                region: "extra".into(),
+                slots: 0,
+                time: schedule.time,
+                picks: 0,
+                verified: false,
+                problem: Some(format!("{} parts for a schedule of {}", answer.parts.len(), all.len())),
+            });
+        }
+        Ok(PorAuditReport {
+            log_capacity: schedule.log_capacity,
+            time: schedule.time,
+            slots_used: record.at.next_slot,
+            lambda,
+            verified: reports.iter().all(|p| p.verified),
+            parts: reports,
+            proof_bytes: answer.parts.iter().map(PorPartAnswer::proof_len).sum(),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
