@@ -55,7 +55,8 @@ enum Command {
     /// --public, as a third party holding only the public key and the root.
     Audit(commands::Audit),
     /// Rebuild the PoR copy of a file stored with `put --por` from the log's code (C and
-    /// H) when its slots are lost or damaged, check it, and write it back.
+    /// H) when its slots are lost or damaged, check it, and write it back; then, when a part
+    /// of the log fails its audit and U is whole, re-encode C from U so every part is whole.
     Repair(commands::Name),
     /// Print the namespace root (and the public key's id) to hand to a third-party auditor.
     Root,
