@@ -5,7 +5,7 @@
 mod common;
 mod por_support;
 
-use por_support::{object_folders, segment_keys, Run, GROUP_LOG, OWNER, SMALL, WIDTH};
+use por_support::{object_folders, sealed_key, segment_keys, Run, GROUP_LOG, OWNER, SMALL, WIDTH};
 use vouch_core::por::audit::{parts, picks, verify_part, AuditFailure, Part, Pick};
 use vouch_core::por::checksum::SealedChecksum;
 use vouch_core::por::client::{batch_outcome, plan, verify_read, LogState, ReadError, WritePlan};
@@ -422,13 +422,6 @@ async fn the_open_group_survives_a_reopen_and_a_damaged_one_is_refused() {
         let got = PorLog::open(&repo, OWNER).await;
         assert!(matches!(got, Err(PorStoreError::CorruptState { .. })), "{got:?}");
     }
-}
-
-/// The blob key of the sealed checksums of the object of `region` (`level-<ℓ>` or `coded`).
-async fn sealed_key(blobs: &ObjectBlobs, region: &str) -> String {
-    let keys = blobs.list("por").await.unwrap();
-    let of_region = |k: &&String| k.split('/').nth(2).is_some_and(|o| o.starts_with(&format!("{region}-")));
-    keys.iter().filter(of_region).find(|k| k.ends_with("/sealed")).cloned().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

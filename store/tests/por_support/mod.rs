@@ -272,7 +272,16 @@ pub async fn object_folders(blobs: &ObjectBlobs) -> BTreeSet<String> {
 
 /// The blob keys of the segments of the object of `region` (`level-<ℓ>` or `coded`), in order.
 pub async fn segment_keys(blobs: &ObjectBlobs, region: &str) -> Vec<String> {
+    object_keys(blobs, region, "/slots-").await
+}
+
+/// The blob key of the sealed checksums of the object of `region`.
+pub async fn sealed_key(blobs: &ObjectBlobs, region: &str) -> String {
+    object_keys(blobs, region, "/sealed").await.remove(0)
+}
+
+async fn object_keys(blobs: &ObjectBlobs, region: &str, part: &str) -> Vec<String> {
     let keys = blobs.list("por").await.unwrap();
     let of_region = |k: &String| k.split('/').nth(2).is_some_and(|o| o.starts_with(&format!("{region}-")));
-    keys.into_iter().filter(|k| of_region(k) && k.contains("/slots-")).collect()
+    keys.into_iter().filter(|k| of_region(k) && k.contains(part)).collect()
 }
