@@ -514,6 +514,10 @@ impl Client {
         let commit = self.begin_commit().await?;
         // Proven present: a "not found" from here on is a lie.
         let latest = self.version_in(&View::Committing, name, None).await?;
+        let freed = match is_por_file(&latest.entry.file) {
+            true => Some(self.por_owe_delete(&commit, &self.log_in(&View::Committing, name).await?, &[]).await?),
+            false => None,
+        };
         let attempt = new_attempt();
         self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove, attempt })?;
         let answer: Committed = self
@@ -523,7 +527,10 @@ impl Client {
             .map_err(|e| e.absence_unproven(name))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(&commit, name, &found, &Change::Remove, &answer)?;
-        Ok(())
+        match freed {
+            Some(freed) => self.por_pay_delete(freed).await,
+            None => Ok(()),
+        }
     }
 
     /// Drops old versions of `name` (never the latest).
@@ -543,6 +550,17 @@ impl Client {
             }
             positions.push(p as u64);
         }
+        let freed = match is_por_file(&latest.entry.file) {
+            true => {
+                let (mut gone, mut kept) = (Vec::new(), Vec::new());
+                for (p, v) in all.iter().enumerate() {
+                    let side = if positions.contains(&(p as u64)) { &mut gone } else { &mut kept };
+                    side.push(*v);
+                }
+                Some(self.por_owe_delete(&commit, &gone, &kept).await?)
+            }
+            false => None,
+        };
         // Every version pruned is in the proven log: a "not found" from here on is a lie.
         let attempt = new_attempt();
         self.ledger.intend(Intent {
@@ -558,7 +576,10 @@ impl Client {
             .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(&commit, name, &found, &Change::Prune(positions), &answer)?;
-        Ok(())
+        match freed {
+            Some(freed) => self.por_pay_delete(freed).await,
+            None => Ok(()),
+        }
     }
 
     /// A possession challenge of `count` random offsets over a version of `name`.

@@ -262,3 +262,47 @@ async fn a_lost_batch_answer_is_settled_never_called_a_lie() {
         assert!(client.audit_por(8).await.unwrap().verified);
     }
 }
+
+/// Deletes (App. A.3): `rm` and `prune` write ⊥ over the slots only the dropped versions
+/// held, and later copies take them, so U stops growing while what is kept stays the same
+/// size. Slots a kept version shares are never freed: every kept version reads back, the
+/// audit passes, and repair restores them all after U is lost.
+#[tokio::test]
+async fn removed_and_pruned_copies_free_their_slots_for_new_ones() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let used = async |client: &Client| client.audit_por(4).await.unwrap().slots_used;
+    let (a, b) = (sample(200_000, 61), sample(100_000, 62));
+    put_por(&client, "a", &a).await;
+    put_por(&client, "b", &b).await;
+    let before = used(&client).await;
+    client.remove("a").await.unwrap();
+    // The same bytes again make the same blocks: they fit exactly where "a" was.
+    put_por(&client, "a-again", &a).await;
+    assert_eq!(used(&client).await, before, "the new copy took the freed slots");
+
+    // Version 2 replaces version 1 whole; version 3 is an edit of 2 and shares its slots.
+    let c = sample(120_000, 63);
+    put_por(&client, "c", &c).await;
+    put_por(&client, "c", &b).await;
+    client.edit("c", &vouch_client::ByteEdit::Replace { at: 1000, data: b"xyz".to_vec() }, None).await.unwrap();
+    let mut c3 = b.clone();
+    c3[1000..1003].copy_from_slice(b"xyz");
+    // Pruning 1 and 2 frees version 1's slots and the block of 2 that 3 replaced, not the rest.
+    client.prune("c", &[1, 2]).await.unwrap();
+    assert_eq!(get_por(&client, "c", None).await.unwrap(), c3);
+    let before = used(&client).await;
+    put_por(&client, "c-again", &c).await;
+    assert_eq!(used(&client).await, before, "version 1's slots were freed and taken again");
+
+    for (name, want) in [("b", &b), ("a-again", &a), ("c", &c3), ("c-again", &c)] {
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name}");
+    }
+    assert!(client.audit_por(16).await.unwrap().verified);
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
+    for (name, want) in [("b", &b), ("a-again", &a), ("c", &c3), ("c-again", &c)] {
+        client.repair(name).await.unwrap();
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
+    }
+}

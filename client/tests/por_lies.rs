@@ -218,3 +218,22 @@ async fn the_same_steps_against_an_honest_provider_are_never_lies() {
         assert!(!report.damaged && report.restored == 0, "{report:?}");
     }
 }
+
+#[tokio::test]
+async fn live_slots_named_free_are_refused_before_anything_is_written() {
+    let mut setup = Setup::new(Misbehave::FreePorLiveSlots).await;
+    let client = setup.client();
+    // The first request for free slots is answered honestly: a copy is there to damage.
+    let first = sample(40_000, 71);
+    put_por(&client, "a", &first).await.unwrap();
+    let second = sample(20_000, 72);
+    let named = "named free, holds data";
+    assert_caught(put_por(&client, "b", &second).await, ViolationKind::BadPorWrite, named, "live slots named free");
+
+    // Nothing was written over "a": against the honest provider it reads back whole, and the
+    // owed copy of "b" is made where it belongs.
+    let (client, _) = with_provider_stopped(&mut setup, stored_schedule).await;
+    assert_eq!(get_por(&client, "a").await.unwrap(), first);
+    assert_eq!(get_por(&client, "b").await.unwrap(), second, "the owed copy is made, honestly");
+    all_verified(&client.audit_por(16).await.unwrap());
+}

@@ -68,10 +68,11 @@ pub enum Op {
     PorRegion,
     PorRestore,
     PorLabel,
+    PorFree,
 }
 
 impl Op {
-    pub const ALL: [Op; 21] = [
+    pub const ALL: [Op; 22] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -93,6 +94,7 @@ impl Op {
         Op::PorRegion,
         Op::PorRestore,
         Op::PorLabel,
+        Op::PorFree,
     ];
 
     /// The operation's name, the last segment of its path.
@@ -119,6 +121,7 @@ impl Op {
             Op::PorRegion => "por-region",
             Op::PorRestore => "por-restore",
             Op::PorLabel => "por-label",
+            Op::PorFree => "por-free",
         }
     }
 
@@ -135,7 +138,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 7;
+pub const PROTOCOL_VERSION: u16 = 8;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -485,6 +488,7 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<por::PorRestoreRequest>(data);
     reencode::<por::PorStatus>(data);
     reencode::<por::PorLabelAnswer>(data);
+    reencode::<por::PorFreeAnswer>(data);
     reencode::<por::PorReadAnswer>(data);
     reencode::<por::PorRegionAnswer>(data);
     reencode::<por::PorPlanRequest>(data);

@@ -52,11 +52,13 @@ pub struct PorContext {
 /// A batch: the plan again, the U indices in write order, the slots (`slots_to_bytes`), the
 /// client's sealed checksums (`Written::upload_bytes`), and labels the provider keeps with
 /// the batch, atomically (the client's index of where its files are; it checks what they
-/// lead to, never trusts them).
+/// lead to, never trusts them). The writes listed in `deleted` are ⊥ (App. A.3's delete):
+/// their slots follow from their index alone and are not in `slots`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorWriteRequest {
     pub plan: ByteBuf,
     pub writes: Vec<u64>,
+    pub deleted: Vec<u64>,
     pub slots: ByteBuf,
     pub upload: ByteBuf,
     pub labels: Vec<PorLabel>,
@@ -79,6 +81,21 @@ pub struct PorLabelRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorLabelAnswer {
     pub value: Option<ByteBuf>,
+}
+
+/// Runs of U's ⊥ slots (App. A.3's deleted slots) that a new copy may take: up to
+/// `most_slots` slots in up to `most_runs` runs. The client checks each slot it takes against
+/// U's checksums before it writes (`vouch_core::por::client::check_free`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorFreeRequest {
+    pub most_slots: u64,
+    pub most_runs: u32,
+}
+
+/// `(first, count)` runs, ascending and apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorFreeAnswer {
+    pub runs: Vec<(u64, u64)>,
 }
 
 /// U's slots at `indices` (ascending, distinct).

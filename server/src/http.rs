@@ -20,7 +20,7 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::por::{
-    PorAuditRequest, PorInitRequest, PorLabelRequest, PorPlanRequest, PorReadRequest, PorRegionRequest,
+    PorAuditRequest, PorFreeRequest, PorInitRequest, PorLabelRequest, PorPlanRequest, PorReadRequest, PorRegionRequest,
     PorRestoreRequest, PorStatusRequest, PorWriteRequest,
 };
 use vouch_proto::{
@@ -73,6 +73,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::PorRegion.path(), post(por_region))
         .route(&Op::PorRestore.path(), post(por_restore))
         .route(&Op::PorLabel.path(), post(por_label))
+        .route(&Op::PorFree.path(), post(por_free))
         .with_state(app)
 }
 
@@ -258,6 +259,10 @@ async fn por_region(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
 
 async fn por_label(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: PorLabelRequest| async move { app.provider.por_label(&c, &r).await }).await
+}
+
+async fn por_free(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorFreeRequest| async move { app.provider.por_free(&c, &r).await }).await
 }
 
 async fn por_restore(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

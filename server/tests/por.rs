@@ -9,7 +9,7 @@ use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, ReadError, WriteContext};
-use vouch_core::por::heap::{join_block, slots_for, split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
+use vouch_core::por::heap::{encode_slot, join_block, slots_for, split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
 
 /// Blocks of H are pairs of writes; every batch flushes its group.
 const GROUP_LOG: u32 = 1;
@@ -82,15 +82,33 @@ impl Client {
             writes.extend(self.next..self.next + count);
             self.next += count;
         }
+        self.send(writes, slots, Vec::new()).await;
+        firsts
+    }
+
+    /// Writes ⊥ over U's slots `indices` (App. A.3's delete), sending their indices alone.
+    async fn delete(&mut self, indices: &[u64]) {
+        let slots: Vec<u64> = indices.iter().flat_map(|&i| encode_slot(i, None)).collect();
+        self.send(indices.to_vec(), slots, indices.to_vec()).await;
+    }
+
+    async fn send(&mut self, writes: Vec<u64>, slots: Vec<u64>, deleted: Vec<u64>) {
         let planned = plan(&self.state, &writes, true).unwrap();
         let context: PorContext =
             self.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
         let context = WriteContext::from_bytes(&context.context).unwrap();
         let written = write(&self.state, &planned, &context, &writes, &slots, &self.seal, &self.sums).unwrap();
+        let data: Vec<u64> = writes
+            .iter()
+            .zip(slots.chunks_exact(SLOT_WIDTH))
+            .filter(|(i, _)| !deleted.contains(i))
+            .flat_map(|(_, s)| s.to_vec())
+            .collect();
         let request = PorWriteRequest {
             plan: planned.to_bytes().into(),
             writes,
-            slots: slots_to_bytes(&slots).into(),
+            deleted,
+            slots: slots_to_bytes(&data).into(),
             upload: written.upload_bytes().into(),
             labels: std::mem::take(&mut self.labels),
         };
@@ -100,7 +118,6 @@ impl Client {
             (written.state.schedule.log_capacity, written.state.schedule.time)
         );
         self.state = written.state;
-        firsts
     }
 
     async fn get(&self, first: u64, len: u64) -> Result<Vec<u8>, ReadError> {
@@ -222,6 +239,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     let oversized = PorWriteRequest {
         plan: planned.to_bytes().into(),
         writes: vec![client.next],
+        deleted: Vec::new(),
         slots: slots_to_bytes(&slots).into(),
         upload: written.upload_bytes().into(),
         labels: vec![label(&[7; 65], b"too long a key")],
@@ -304,4 +322,63 @@ async fn each_por_lie_is_caught() {
         }
         server.shutdown().await.unwrap();
     }
+}
+
+async fn free(client: &Client, most_slots: u64, most_runs: u32) -> Vec<(u64, u64)> {
+    let answer: PorFreeAnswer = client.call(Op::PorFree, &PorFreeRequest { most_slots, most_runs }).await.unwrap();
+    answer.runs
+}
+
+/// ⊥ writes travel as indices; the provider's free index follows U through writes, reopens
+/// and growth, and names runs within the limits asked.
+#[tokio::test]
+async fn deleted_slots_are_named_free_until_data_takes_them() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(data.path(), Misbehave::None).await;
+    let mut client = Client::new(&server);
+    let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    let blocks: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 100]).collect();
+    let firsts = client.put(&blocks).await;
+    assert_eq!(firsts, (0..10).collect::<Vec<u64>>());
+    assert_eq!(free(&client, 100, 100).await, vec![]);
+
+    client.delete(&[2, 3, 4, 7]).await;
+    assert_eq!(free(&client, 100, 100).await, vec![(2, 3), (7, 1)]);
+    assert_eq!(free(&client, 2, 100).await, vec![(2, 2)], "no more slots than asked");
+    assert_eq!(free(&client, 100, 1).await, vec![(2, 3)], "no more runs than asked");
+    // The ⊥ slots read back as ⊥, and the others as they were.
+    let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: vec![3, 5] }).await.unwrap();
+    let read = RawRead::from_bytes(&answer.read).unwrap();
+    verify_read(&client.state, &[3, 5], &read, &client.seal, &client.sums).unwrap();
+    assert_eq!(read.slots[..SLOT_WIDTH], encode_slot(3, None)[..]);
+    assert_eq!(client.get(5, 100).await.unwrap(), blocks[5]);
+
+    // Data written over a ⊥ slot takes it out of the index.
+    client.next = 3;
+    client.put(&[vec![42; 10]]).await;
+    assert_eq!(free(&client, 100, 100).await, vec![(2, 1), (4, 1), (7, 1)]);
+    server.shutdown().await.unwrap();
+    let server = serve(data.path(), Misbehave::None).await;
+    client.base = format!("http://{}", server.addr);
+    assert_eq!(free(&client, 100, 100).await, vec![(2, 1), (4, 1), (7, 1)], "kept across a restart");
+
+    // A ⊥ write must be one of the batch's writes, and the other slots must fit the rest.
+    let planned = plan(&client.state, &[8], true).unwrap();
+    for (writes, deleted, slots) in [
+        (vec![8], vec![9], Vec::new()),
+        (vec![8], vec![8], encode_slot(8, None)),
+        (vec![8], vec![8, 8 + (1 << 56)], Vec::new()),
+    ] {
+        let request = PorWriteRequest {
+            plan: planned.to_bytes().into(),
+            writes,
+            deleted,
+            slots: slots_to_bytes(&slots).into(),
+            upload: Vec::new().into(),
+            labels: Vec::new(),
+        };
+        let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
+        assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
+    }
+    assert_eq!(client.audit(8).await.unwrap(), vec![true; parts(&client.state.schedule).len()]);
 }

@@ -71,16 +71,21 @@ fn payload(block: &TaggedData) -> Vec<u8> {
     out
 }
 
-/// The slots (flat) of `blocks` written from U index `first` on.
-pub(crate) fn lay_out(first: u64, blocks: &[TaggedData]) -> Vec<u64> {
-    let mut slots = Vec::new();
-    let mut at = first;
-    for block in blocks {
+/// The slots each of `blocks` takes ([`block_slots`]).
+pub(crate) fn slot_counts(blocks: &[TaggedData]) -> Vec<u64> {
+    blocks.iter().map(|b| block_slots(b.tag.len(), b.data.len() as u64)).collect()
+}
+
+/// The U indices and slots (flat, in the same order) of `blocks` written from `starts` on,
+/// block by block.
+pub(crate) fn lay_out(starts: &[u64], blocks: &[TaggedData]) -> (Vec<u64>, Vec<u64>) {
+    let (mut indices, mut slots) = (Vec::new(), Vec::new());
+    for (&at, block) in starts.iter().zip(blocks) {
         let bytes = payload(block);
         slots.extend(split_block(at, &bytes));
-        at += slots_for(bytes.len() as u64);
+        indices.extend(at..at + slots_for(bytes.len() as u64));
     }
-    slots
+    (indices, slots)
 }
 
 /// The blocks in U's slots `first..` (flat, as read and checked against U's root). The
@@ -156,7 +161,10 @@ mod tests {
     #[test]
     fn a_laid_out_copy_parses_back_and_malformed_runs_are_refused() {
         let blocks = blocks();
-        let slots = lay_out(10, &blocks);
+        let starts: Vec<u64> =
+            slot_counts(&blocks).iter().scan(10, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+        let (indices, slots) = lay_out(&starts, &blocks);
+        assert_eq!(indices, (10..10 + indices.len() as u64).collect::<Vec<_>>());
         assert_eq!(parse(10, &slots).unwrap(), blocks);
         // Read from the wrong first slot: the headers carry their own index.
         assert!(parse(11, &slots).is_err());
@@ -202,7 +210,7 @@ mod tests {
         for b in blocks() {
             assert_eq!(
                 block_slots(b.tag.len(), b.data.len() as u64),
-                lay_out(0, &[b]).len() as u64 / SLOT_WIDTH as u64
+                lay_out(&[0], &[b]).1.len() as u64 / SLOT_WIDTH as u64
             );
         }
     }

@@ -30,8 +30,9 @@ impl Client {
         let keys = self.por_keys()?;
         let mut record = self.por_ready(&keys, false).await?;
         match self.por_reuse(&keys, &record, name, base, version, written).await? {
-            Some((layout, slots)) => {
-                self.por_write_fresh(&keys, &mut record, slots, sealed_label(&keys, version, &layout)).await?
+            Some((layout, (writes, slots))) => {
+                let label = sealed_label(&keys, version, &layout);
+                self.por_write_fresh(&keys, &mut record, writes, slots, label).await?
             }
             None => {
                 let blocks = self.tagged_blocks(commit, name, version.number).await?;
@@ -42,8 +43,8 @@ impl Client {
         self.por_save(&record)
     }
 
-    /// The layout of `version`'s copy on `base`'s, and the slots of its new blocks laid out
-    /// from the next fresh slot; `None` when it is to be copied whole.
+    /// The layout of `version`'s copy on `base`'s, and the U indices and slots of its new
+    /// blocks, placed in free slots first; `None` when it is to be copied whole.
     async fn por_reuse(
         &self,
         keys: &PorKeys,
@@ -52,7 +53,7 @@ impl Client {
         base: &VersionRecord,
         version: &VersionRecord,
         written: &[WireBlock],
-    ) -> Result<Option<(Layout, Vec<u64>)>, ClientError> {
+    ) -> Result<Option<(Layout, (Vec<u64>, Vec<u64>))>, ClientError> {
         if base.len == 0 || version.len == 0 {
             return Ok(None);
         }
@@ -61,12 +62,16 @@ impl Client {
         // A block is known by its nonce and tag, which make its leaf.
         let id = |b: &StoredBlock| ((b.nonce, b.tag.clone()), copy::block_slots(b.tag.len(), u64::from(b.len)));
         let (old_ids, ids): (Vec<_>, Vec<_>) = (old_blocks.iter().map(id).collect(), blocks.iter().map(id).collect());
-        let Some((layout, new)) = layout::reuse(&old, &old_ids, &ids, record.at.next_slot) else {
+        let new_slots = written.iter().map(|b| copy::block_slots(b.tag.len(), b.data.len() as u64)).sum();
+        let mut alloc = self.por_allocator(record, new_slots).await?;
+        let Some((layout, new)) = layout::reuse(&old, &old_ids, &ids, &mut alloc) else {
             return Ok(None);
         };
         let by_nonce: HashMap<u64, &WireBlock> = written.iter().map(|b| (b.nonce, b)).collect();
         let mut fresh = Vec::with_capacity(new.len());
-        for i in new {
+        let mut starts = Vec::with_capacity(new.len());
+        for (i, at) in new {
+            starts.push(at);
             let b = &blocks[i];
             match by_nonce.get(&b.nonce) {
                 Some(w) if w.tag[..] == b.tag[..] && w.data.len() == b.len as usize => {
@@ -76,7 +81,7 @@ impl Client {
                 _ => return Ok(None),
             }
         }
-        Ok(Some((layout, copy::lay_out(record.at.next_slot, &fresh))))
+        Ok(Some((layout, copy::lay_out(&starts, &fresh))))
     }
 
     /// The verified list of `version`'s blocks (their nonces, tags and lengths; no data).

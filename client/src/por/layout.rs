@@ -4,6 +4,12 @@
 //! middle of a large file costs PoR writes for the blocks it wrote, never a rewrite of the
 //! rest (the "O(log n) PoR writes for the blocks it touches").
 //!
+//! New blocks go first into ⊥ slots (App. A.3: a deleted copy's slots hold ⊥ until a new
+//! copy takes them), first fit among the runs the provider names free, then into fresh slots
+//! past the last one used ([`Allocator`]). The provider's word frees nothing: before a batch
+//! is sent, every slot it writes is checked never written or ⊥ against U's own checksums
+//! (`vouch_core::por::client::check_free`).
+//!
 //! The layout travels as a label the provider keeps with the batch that finishes the copy.
 //! It is sealed with a MAC under the client's key, bound to the label's key (file id and
 //! version): the provider can withhold a label (a PoR file's version without one is a lie),
@@ -50,7 +56,8 @@ impl LayoutKey {
 
 impl Layout {
     /// One run of `slots` slots from `first`.
-    pub(crate) fn single(first: u64, slots: u64) -> Layout {
+    #[cfg(test)]
+    fn single(first: u64, slots: u64) -> Layout {
         Layout { runs: vec![Run { first, slots }] }
     }
 
@@ -106,39 +113,107 @@ impl Layout {
     }
 }
 
+/// Where a copy's new blocks go: free runs (⊥ slots), first fit, then fresh slots from `next`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Allocator {
+    free: Vec<Run>,
+    next: u64,
+}
+
+impl Allocator {
+    pub(crate) fn new(free: Vec<Run>, next: u64) -> Allocator {
+        Allocator { free, next }
+    }
+
+    /// Fresh slots only: one run for a whole copy.
+    pub(crate) fn fresh(next: u64) -> Allocator {
+        Allocator::new(Vec::new(), next)
+    }
+
+    /// The first of `slots` consecutive slots for a new block.
+    fn take(&mut self, slots: u64) -> u64 {
+        if let Some(run) = self.free.iter_mut().find(|r| r.slots >= slots) {
+            let at = run.first;
+            (run.first, run.slots) = (run.first + slots, run.slots - slots);
+            return at;
+        }
+        let at = self.next;
+        self.next += slots;
+        at
+    }
+}
+
+/// The runs of ⊥ slots a provider named free, checked for shape: at most `most`, each
+/// non-empty, ascending and apart, all below `next` (the slots from `next` on are fresh
+/// anyway: a provider that names slots past it would have U grow for nothing). Whether each
+/// slot is ⊥ is checked when a batch writes it.
+pub(crate) fn free_runs(runs: &[(u64, u64)], next: u64, most: usize) -> Result<Vec<Run>, String> {
+    if runs.len() > most {
+        return Err(format!("{} runs of free slots, not at most {most}", runs.len()));
+    }
+    let mut end = 0;
+    for &(first, slots) in runs {
+        let last = first.checked_add(slots).filter(|&e| slots > 0 && first >= end && e <= next);
+        end = last.ok_or_else(|| format!("free slots {first}+{slots}: empty, out of order, or past slot {next}"))?;
+    }
+    Ok(runs.iter().map(|&(first, slots)| Run { first, slots }).collect())
+}
+
+/// `slots` slots from `first` appended to `runs`, joining the last run when they follow it.
+fn extend(runs: &mut Vec<Run>, first: u64, slots: u64) {
+    match runs.last_mut() {
+        Some(run) if run.first + run.slots == first => run.slots += slots,
+        _ => runs.push(Run { first, slots }),
+    }
+}
+
+/// The layout of a whole copy of blocks of `slots` slots each, in order, and where each
+/// starts; `None` when it would pass [`MAX_RUNS`] (free runs too scattered).
+pub(crate) fn whole(slots: &[u64], alloc: &mut Allocator) -> Option<(Layout, Vec<u64>)> {
+    let mut runs = Vec::new();
+    let starts: Vec<u64> = slots
+        .iter()
+        .map(|&n| {
+            let at = alloc.take(n);
+            extend(&mut runs, at, n);
+            at
+        })
+        .collect();
+    (!runs.is_empty() && runs.len() <= MAX_RUNS).then_some((Layout { runs }, starts))
+}
+
 /// The layout of a new version (`blocks`: id and slot count of each, in order) that keeps
 /// the slots of `old` (the layout of a version of the same file whose blocks were `old_blocks`)
-/// for every block they share, with the others laid out from the fresh slot `fresh` on, in
-/// order. A block's id names its content (the leaf of its nonce and tag). Also says which of `blocks` are new (they are to be written there, in that order).
-/// `None` when `old` does not fit `old_blocks` or the layout would pass [`MAX_RUNS`]: the
-/// version is then copied whole.
+/// for every block they share, with the others placed by `alloc`. A block's id names its
+/// content (the leaf of its nonce and tag). Also says which of `blocks` are new and where each
+/// starts (they are to be written there). `None` when `old` does not fit `old_blocks` or the
+/// layout would pass [`MAX_RUNS`]: the version is then copied whole.
 pub(crate) fn reuse<K: Hash + Eq + Clone>(
     old: &Layout,
     old_blocks: &[(K, u64)],
     blocks: &[(K, u64)],
-    fresh: u64,
-) -> Option<(Layout, Vec<usize>)> {
+    alloc: &mut Allocator,
+) -> Option<(Layout, Vec<(usize, u64)>)> {
     let starts = old.starts(old_blocks)?;
     let mut runs: Vec<Run> = Vec::new();
     let mut new = Vec::new();
-    let mut next_fresh = fresh;
     for (i, (id, slots)) in blocks.iter().enumerate() {
-        let slots = *slots;
         let first = match starts.get(id) {
             Some(&at) => at,
             None => {
-                new.push(i);
-                let at = next_fresh;
-                next_fresh += slots;
+                let at = alloc.take(*slots);
+                new.push((i, at));
                 at
             }
         };
-        match runs.last_mut() {
-            Some(run) if run.first + run.slots == first => run.slots += slots,
-            _ => runs.push(Run { first, slots }),
-        }
+        extend(&mut runs, first, *slots);
     }
     (!runs.is_empty() && runs.len() <= MAX_RUNS).then_some((Layout { runs }, new))
+}
+
+/// Every slot of `layouts` (each slot once).
+pub(crate) fn slots_of(layouts: &[Layout]) -> std::collections::BTreeSet<u64> {
+    layouts.iter().flat_map(|l| &l.runs).flat_map(|r| r.first..r.first + r.slots).collect()
 }
 
 #[cfg(test)]
@@ -170,20 +245,27 @@ mod tests {
         let old_blocks = [(1, 2), (2, 1), (3, 3), (4, 1)];
         // New: 2 replaced by 9 (4 slots), 5 inserted after 4, 1 removed.
         let blocks = [(9, 4), (3, 3), (4, 1), (5, 2)];
-        let (layout, new) = reuse(&old, &old_blocks, &blocks, 40).unwrap();
-        assert_eq!(new, [0, 3]);
+        let (layout, new) = reuse(&old, &old_blocks, &blocks, &mut Allocator::fresh(40)).unwrap();
+        assert_eq!(new, [(0, 40), (3, 44)]);
         assert_eq!(
             layout.runs,
             [Run { first: 40, slots: 4 }, Run { first: 13, slots: 4 }, Run { first: 44, slots: 2 }]
         );
         assert_eq!(layout.slots(), 10);
         // Nothing changed: the old layout itself.
-        assert_eq!(reuse(&old, &old_blocks, &old_blocks, 40).unwrap(), (old.clone(), vec![]));
+        assert_eq!(reuse(&old, &old_blocks, &old_blocks, &mut Allocator::fresh(40)).unwrap(), (old.clone(), vec![]));
         // An old layout that does not fit its blocks is not built on.
-        assert_eq!(reuse(&Layout::single(10, 6), &old_blocks, &blocks, 40), None);
-        assert_eq!(reuse(&Layout::single(10, 8), &old_blocks, &blocks, 40), None);
+        let fresh = &mut Allocator::fresh(40);
+        assert_eq!(reuse(&Layout::single(10, 6), &old_blocks, &blocks, fresh), None);
+        assert_eq!(reuse(&Layout::single(10, 8), &old_blocks, &blocks, fresh), None);
         let split_inside_a_block = Layout { runs: vec![Run { first: 10, slots: 1 }, Run { first: 11, slots: 6 }] };
-        assert_eq!(reuse(&split_inside_a_block, &old_blocks, &blocks, 40), None);
+        assert_eq!(reuse(&split_inside_a_block, &old_blocks, &blocks, fresh), None);
+        // With free runs: new blocks take the first that fits, else fresh slots.
+        let mut alloc = Allocator::new(vec![Run { first: 2, slots: 3 }, Run { first: 20, slots: 5 }], 40);
+        let (layout, new) = reuse(&old, &old_blocks, &blocks, &mut alloc).unwrap();
+        assert_eq!(new, [(0, 20), (3, 2)]);
+        assert_eq!(layout.runs, [Run { first: 20, slots: 4 }, Run { first: 13, slots: 4 }, Run { first: 2, slots: 2 }]);
+        assert_eq!(alloc, Allocator::new(vec![Run { first: 4, slots: 1 }, Run { first: 24, slots: 1 }], 40));
     }
 
     #[test]
@@ -192,6 +274,30 @@ mod tests {
         let old = Layout::single(0, 3000);
         // Every other block replaced: one run per block.
         let blocks: Vec<(u64, u64)> = (0..3000).map(|n| (if n % 2 == 0 { n } else { 10_000 + n }, 1)).collect();
-        assert_eq!(reuse(&old, &old_blocks, &blocks, 5000), None);
+        assert_eq!(reuse(&old, &old_blocks, &blocks, &mut Allocator::fresh(5000)), None);
+        // A whole copy into free runs of one slot each: past the bound too.
+        let scattered: Vec<Run> = (0..3000).map(|n| Run { first: 2 * n, slots: 1 }).collect();
+        assert_eq!(whole(&[1; 2000], &mut Allocator::new(scattered, 6000)), None);
+    }
+
+    #[test]
+    fn free_runs_must_be_apart_ascending_and_below_the_fresh_slots() {
+        assert_eq!(
+            free_runs(&[(0, 2), (5, 1)], 6, 2),
+            Ok(vec![Run { first: 0, slots: 2 }, Run { first: 5, slots: 1 }])
+        );
+        assert_eq!(free_runs(&[], 0, 0), Ok(vec![]));
+        for bad in [&[(0, 2), (1, 1)][..], &[(5, 1), (0, 2)], &[(0, 0)], &[(5, 2)], &[(u64::MAX, 2)], &[(0, 1); 3]] {
+            assert!(free_runs(bad, 6, 2).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_whole_copy_fills_free_runs_first_and_joins_adjacent_blocks() {
+        let mut alloc = Allocator::new(vec![Run { first: 3, slots: 2 }, Run { first: 9, slots: 4 }], 50);
+        let (layout, starts) = whole(&[2, 3, 1, 2], &mut alloc).unwrap();
+        assert_eq!(starts, [3, 9, 12, 50]);
+        assert_eq!(layout.runs, [Run { first: 3, slots: 2 }, Run { first: 9, slots: 4 }, Run { first: 50, slots: 2 }]);
+        assert_eq!(slots_of(&[layout]).into_iter().collect::<Vec<_>>(), [3, 4, 9, 10, 11, 12, 50, 51]);
     }
 }

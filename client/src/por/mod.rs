@@ -14,6 +14,9 @@
 //!   version before it and writes only its new blocks ([`edit`]). Reading a copy (`get --por`)
 //!   checks the slots against U's root, then each block's tag, then the root the blocks make
 //!   against the version record.
+//! * **Deletes** ([`delete`]): `vouch rm` and `vouch prune` write ⊥ over the slots only the
+//!   dropped versions' copies held; new blocks take ⊥ slots the provider names free before
+//!   fresh ones ([`layout::Allocator`]), each checked ⊥ against U's checksums first.
 //! * **Crashes.** A batch whose answer was lost is settled by the provider's time: the time
 //!   before it (not applied) or after it (applied, checked by reading one of its slots under
 //!   the new root); anything else is a lie. A version whose copy may be missing (its commit was
@@ -27,6 +30,7 @@
 //! Lock order: the commit lock, then the PoR lock.
 
 mod copy;
+mod delete;
 mod edit;
 mod layout;
 mod record;
@@ -39,7 +43,7 @@ use crate::error::ClientError;
 use crate::ledger::Committing;
 use crate::violation::ViolationKind;
 use copy::label_key;
-use layout::{Layout, LayoutKey};
+use layout::{Allocator, Layout, LayoutKey};
 use record::{InFlight, LogPoint, PorRecord};
 use serde_bytes::ByteBuf;
 use std::borrow::Cow;
@@ -48,9 +52,9 @@ use std::time::Instant;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
-use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan};
+use vouch_core::por::client::{check_free, plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan};
 use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
-use vouch_core::por::heap::SLOT_WIDTH;
+use vouch_core::por::heap::{decode_slot, encode_slot, Slot, SlotKind, SLOT_WIDTH};
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_core::por::Region;
@@ -147,6 +151,30 @@ fn region_name(region: Region) -> String {
     }
 }
 
+/// A batch's writes: U indices in write order, their slots (flat, in the same order), and
+/// the labels it carries.
+#[derive(Default)]
+struct Batch {
+    writes: Vec<u64>,
+    slots: Vec<u64>,
+    labels: Vec<PorLabel>,
+    /// Whether every slot written must be free (never written, or ⊥): a new copy's are.
+    into_free: bool,
+}
+
+/// The writes whose slots are ⊥, and the other writes' slots (flat, in order).
+fn split_deleted(writes: &[u64], slots: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let mut deleted = Vec::new();
+    let mut data = Vec::with_capacity(slots.len());
+    for (&index, slot) in writes.iter().zip(slots.chunks_exact(SLOT_WIDTH)) {
+        match decode_slot(slot, Some(index)) {
+            Ok(Slot::Written { kind: SlotKind::Deleted, .. }) => deleted.push(index),
+            _ => data.extend_from_slice(slot),
+        }
+    }
+    (deleted, data)
+}
+
 /// The label that says where `version`'s copy is.
 fn sealed_label(keys: &PorKeys, version: &VersionRecord, layout: &Layout) -> PorLabel {
     let key = label_key(version);
@@ -231,19 +259,12 @@ impl Client {
         Ok(record)
     }
 
-    /// One batch: the slots (flat) at U indices `writes`, checked rebuilds, and `label`. It
-    /// flushes the open group, so that every write is in H (and can be repaired) when it returns.
-    async fn por_batch(
-        &self,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-        writes: Vec<u64>,
-        slots: Vec<u64>,
-        labels: Vec<PorLabel>,
-    ) -> Result<(), ClientError> {
-        let planned =
-            plan(&record.at.log, &writes, true).map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
-        self.por_send(keys, record, planned, writes, slots, labels).await
+    /// One batch, with checked rebuilds. It flushes the open group, so that every write is in
+    /// H (and can be repaired) when it returns.
+    async fn por_batch(&self, keys: &PorKeys, record: &mut PorRecord, batch: Batch) -> Result<(), ClientError> {
+        let planned = plan(&record.at.log, &batch.writes, true)
+            .map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
+        self.por_send(keys, record, planned, batch).await
     }
 
     /// Sends a planned batch (see [`Client::por_batch`]); a re-encode writes no slot.
@@ -252,26 +273,33 @@ impl Client {
         keys: &PorKeys,
         record: &mut PorRecord,
         planned: WritePlan,
-        writes: Vec<u64>,
-        slots: Vec<u64>,
-        labels: Vec<PorLabel>,
+        batch: Batch,
     ) -> Result<(), ClientError> {
+        let Batch { writes, slots, labels, into_free } = batch;
         let log = record.at.log;
         let context: PorContext =
             self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()) }).await?;
         let context =
             WriteContext::from_bytes(&context.context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
-        let written = write(&log, &planned, &context, &writes, &slots, &keys.seal, &keys.sums_for(&log.schedule))
+        let sums = keys.sums_for(&log.schedule);
+        let written = write(&log, &planned, &context, &writes, &slots, &keys.seal, &sums)
             .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
+        if into_free {
+            check_free(&planned, &context, &keys.seal, &sums)
+                .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
+        }
         let next_slot = record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1));
         let after = LogPoint { log: written.state, next_slot };
         // A re-encode leaves U's root as it was: any slot reads under it.
         record.in_flight = Some(InFlight { after, probe: writes.first().copied().unwrap_or(0) });
         self.por_save(record)?;
+        // ⊥ slots follow from their index: only the others travel.
+        let (deleted, data) = split_deleted(&writes, &slots);
         let request = PorWriteRequest {
             plan: ByteBuf::from(planned.to_bytes()),
             writes,
-            slots: ByteBuf::from(slots_to_bytes(&slots)),
+            deleted,
+            slots: ByteBuf::from(slots_to_bytes(&data)),
             upload: ByteBuf::from(written.upload_bytes()),
             labels,
         };
@@ -301,7 +329,8 @@ impl Client {
         }
     }
 
-    /// Writes the copy of version `version` (its blocks, in order) into fresh slots, whole.
+    /// Writes the copy of version `version` (its blocks, in order), whole: into ⊥ slots the
+    /// provider names free where they fit, else fresh ones.
     async fn por_copy(
         &self,
         keys: &PorKeys,
@@ -312,32 +341,49 @@ impl Client {
         if blocks.is_empty() {
             return Ok(());
         }
-        let first = record.at.next_slot;
-        let slots = copy::lay_out(first, blocks);
-        let layout = Layout::single(first, (slots.len() / SLOT_WIDTH) as u64);
-        self.por_write_fresh(keys, record, slots, sealed_label(keys, version, &layout)).await
+        let counts = copy::slot_counts(blocks);
+        let mut alloc = self.por_allocator(record, counts.iter().sum()).await?;
+        let (layout, starts) = match layout::whole(&counts, &mut alloc) {
+            Some(placed) => placed,
+            None => layout::whole(&counts, &mut Allocator::fresh(record.at.next_slot)).expect("fresh slots: one run"),
+        };
+        let (writes, slots) = copy::lay_out(&starts, blocks);
+        self.por_write_fresh(keys, record, writes, slots, sealed_label(keys, version, &layout)).await
     }
 
-    /// Writes `slots` (flat, laid out from the next fresh slot) in batches; the last carries
-    /// the label of a version's layout. With no slots, one empty slot carries it.
+    /// Where new blocks of `most_slots` slots in all may go: the runs of ⊥ slots the provider
+    /// names, checked for shape here (each is checked free again, against U's checksums,
+    /// before a batch writes it), then fresh slots.
+    async fn por_allocator(&self, record: &PorRecord, most_slots: u64) -> Result<Allocator, ClientError> {
+        let request = PorFreeRequest { most_slots, most_runs: layout::MAX_RUNS as u32 };
+        let answer: PorFreeAnswer = self.remote.call(Op::PorFree, &request).await?;
+        let runs = layout::free_runs(&answer.runs, record.at.next_slot, layout::MAX_RUNS)
+            .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+        Ok(Allocator::new(runs, record.at.next_slot))
+    }
+
+    /// Writes a new copy's slots (`writes`, and the slots flat in the same order) in batches,
+    /// each checked to write only free slots; the last carries the label of a version's
+    /// layout. With no slots, a ⊥ write of the next fresh slot carries it.
     async fn por_write_fresh(
         &self,
         keys: &PorKeys,
         record: &mut PorRecord,
+        mut writes: Vec<u64>,
         mut slots: Vec<u64>,
         label: PorLabel,
     ) -> Result<(), ClientError> {
-        let first = record.at.next_slot;
-        if slots.is_empty() {
-            slots = vouch_core::por::heap::encode_slot(first, None);
+        if writes.is_empty() {
+            writes = vec![record.at.next_slot];
+            slots = encode_slot(record.at.next_slot, None);
         }
-        let chunks: Vec<&[u64]> = slots.chunks(REQUEST_SLOTS * SLOT_WIDTH).collect();
-        let mut at = first;
-        for (i, chunk) in chunks.iter().enumerate() {
-            let n = (chunk.len() / SLOT_WIDTH) as u64;
-            let labels = if i + 1 == chunks.len() { vec![label.clone()] } else { Vec::new() };
-            self.por_batch(keys, record, (at..at + n).collect(), chunk.to_vec(), labels).await?;
-            at += n;
+        let batches = writes.len().div_ceil(REQUEST_SLOTS);
+        for (i, (writes, slots)) in
+            writes.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH)).enumerate()
+        {
+            let labels = if i + 1 == batches { vec![label.clone()] } else { Vec::new() };
+            let batch = Batch { writes: writes.to_vec(), slots: slots.to_vec(), labels, into_free: true };
+            self.por_batch(keys, record, batch).await?;
         }
         Ok(())
     }

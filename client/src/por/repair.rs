@@ -88,7 +88,7 @@ impl Client {
         }
         tracing::warn!("PoR parts {failed:?} fail their audit; re-encoding C from U");
         let planned = plan_reencode(&record.at.log);
-        match self.por_send(keys, record, planned, Vec::new(), Vec::new(), Vec::new()).await {
+        match self.por_send(keys, record, planned, Batch::default()).await {
             Ok(()) => {}
             Err(e) if e.violation_kind() == Some(ViolationKind::DataLost) => {
                 let why = format!("U has lost slots ({e}); repair the other PoR files whose copies are damaged");

@@ -29,6 +29,7 @@
 
 use super::checksum::{Checksum, ChecksumKey, OpenError, SealKey, SealedChecksum, ROWS};
 use super::code::{rebuild_level, Rebuild, Schedule};
+use super::heap::{encode_slot, SLOT_WIDTH};
 use super::raw_tree::{empty_root, grown_root, leaf_hash, raw_root, RawProof, RawProofError, RawTree};
 use super::replay::{open_region, replay_coded_at, seal_region, ReplayError};
 use super::{Region, SlotAddress};
@@ -183,6 +184,8 @@ pub enum WriteError {
     RawChecksum { index: u64, error: OpenError },
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    #[error("slot {0} of U, named free, holds data: neither never written nor ⊥")]
+    Occupied(u64),
 }
 
 /// The plan for writing U slots `indices`, in that order, then flushing the open group when
@@ -355,6 +358,35 @@ pub fn write(
     let raw_root = moved_root(schedule.log_capacity, root, &new, &context.proof)?;
     let state = LogState { schedule, raw_root, pending };
     Ok(Written { state, raw: new_raw.into_iter().collect(), levels, coded })
+}
+
+/// Checks that every slot the plan writes is free: never written, or ⊥ (App. A.3: a deleted
+/// block's slots hold ⊥ until a new copy takes them). `context` must be one [`write`]
+/// accepted, so that its `old` checksums are U's. A client writing a new copy into slots the
+/// provider named as free calls it before it sends anything: a provider that names a slot
+/// holding data is caught here, and no byte of a live copy is overwritten.
+pub fn check_free(
+    plan: &WritePlan,
+    context: &WriteContext,
+    seal: &SealKey,
+    sums: &ChecksumKey,
+) -> Result<(), WriteError> {
+    if sums.slot_width() != SLOT_WIDTH {
+        return Err(WriteError::Width { got: sums.slot_width(), want: SLOT_WIDTH });
+    }
+    if context.old.len() != plan.indices.len() {
+        return Err(WriteError::Shape);
+    }
+    for (&index, old) in plan.indices.iter().zip(&context.old) {
+        let Some(sealed) = old else { continue };
+        let sum = seal
+            .open(SlotAddress { region: Region::Raw, index }, 0, sealed)
+            .map_err(|error| WriteError::RawChecksum { index, error })?;
+        if sum != sums.checksum(&encode_slot(index, None)) {
+            return Err(WriteError::Occupied(index));
+        }
+    }
+    Ok(())
 }
 
 /// U's root with `leaves` in place under `proof`; `root` itself when a re-encode writes no

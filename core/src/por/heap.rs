@@ -14,8 +14,10 @@
 //!   edit in the middle of a 1 GB file costs the PoR writes of the blocks it touches, never a
 //!   rewrite of the rest: the FlexList still orders the file, the heap only keeps its blocks.
 //! * **Delete** (App. A.3): a removed block's slots are overwritten with ⊥ ([`SlotKind::Deleted`]),
-//!   which is a PoR write like any other, so the log and C stop carrying the data. The slots
-//!   are consolidated (reused) only after a rebuild of C has absorbed the ⊥.
+//!   which is a PoR write like any other, so the log and C stop carrying the data (at their
+//!   next rebuilds). A ⊥ slot is free: a later insert may take it, once the client has checked
+//!   against U's own checksum that it is ⊥ ([`super::client::check_free`]), so U grows only
+//!   when the slots in use do. (U never shrinks.)
 //! * **Which slots hold a block** is the provider's index, not the client's state: the client
 //!   reads the slots the provider names, checks each against U's tree
 //!   ([`super::raw_tree`]) and its sealed checksum, checks the headers (index, kind, lengths:

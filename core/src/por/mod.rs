@@ -14,7 +14,8 @@
 //! * [`audit`]: aggregated audits, one part per filled level and one for C (Sec. 5.5);
 //! * [`raw_tree`]: U's authenticated structure, a Merkle tree over its sealed checksums;
 //! * [`heap`]: the slot heap beneath FlexList: how variable-size blocks occupy fixed-size
-//!   slots, inserts into fresh slots and deletes as ⊥ (App. A.3);
+//!   slots, inserts into free or fresh slots and deletes as ⊥ (App. A.3), and
+//!   [`client::check_free`], which lets a new copy reuse ⊥ slots only;
 //! * [`client`] and [`provider`]: a batch of writes end to end (Sec. 6.1's batching), growth
 //!   of U (App. A.3) and reads through U; the provider here is the in-memory reference;
 //! * [`repair`]: U recovered from C and the levels, any half of each; and once U is whole, a
@@ -23,7 +24,7 @@
 //!
 //! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
 //! `por-*` operations. Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for
-//! the levels it rebuilds when it rebuilds them) and the reuse of ⊥ slots.
+//! the levels it rebuilds when it rebuilds them), and shrinking U once most of it is ⊥.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
@@ -48,6 +49,8 @@ pub mod wire;
 mod audit_stats_tests;
 #[cfg(test)]
 mod batch_tests;
+#[cfg(test)]
+mod free_tests;
 #[cfg(test)]
 mod group_tests;
 #[cfg(test)]

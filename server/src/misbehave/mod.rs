@@ -87,13 +87,17 @@ pub enum Misbehave {
     /// checksum of another slot of U (one the provider was handed with a batch), when it has
     /// one that differs.
     OtherPorChecksum,
+    /// Answer each request for U's free slots but the first (so that a copy is there to
+    /// damage) with slots `0..most_slots` as one run, whether they hold live copies or not: a
+    /// provider that would have a client overwrite its own data.
+    FreePorLiveSlots,
 }
 
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 22] = [
+    pub const ALL: [Misbehave; 23] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -116,6 +120,7 @@ impl Misbehave {
         Misbehave::SkipPorRebuild,
         Misbehave::StalePorLevel,
         Misbehave::OtherPorChecksum,
+        Misbehave::FreePorLiveSlots,
     ];
 
     pub fn name(self) -> &'static str {
@@ -142,6 +147,7 @@ impl Misbehave {
             Misbehave::SkipPorRebuild => "skip-por-rebuild",
             Misbehave::StalePorLevel => "stale-por-level",
             Misbehave::OtherPorChecksum => "other-por-checksum",
+            Misbehave::FreePorLiveSlots => "free-por-live-slots",
         }
     }
 }
@@ -173,6 +179,8 @@ pub struct Misbehaving {
     /// For [`Misbehave::RefuseCommit`]: whether it has refused yet, and the (nonce, tag) of
     /// every block received.
     refused: AtomicBool,
+    /// For [`Misbehave::FreePorLiveSlots`]: whether a client has asked for free slots yet.
+    por_free_asked: AtomicBool,
     received: Mutex<Vec<(u64, Vec<u8>)>>,
     /// For [`Misbehave::StalePorLevel`] and [`Misbehave::OtherPorChecksum`]: the sealed
     /// checksums each client handed over with its batches.
@@ -186,6 +194,7 @@ impl Misbehaving {
             lie,
             first_proofs: Mutex::default(),
             refused: AtomicBool::default(),
+            por_free_asked: AtomicBool::default(),
             received: Mutex::default(),
             por_handed: Mutex::default(),
         }

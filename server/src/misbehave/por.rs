@@ -11,7 +11,9 @@
 //!   checksums of an earlier time; they do not open at the level's time, and the batch is
 //!   refused before anything is sent;
 //! * another slot's checksum ([`Misbehave::OtherPorChecksum`]): a plan's `old` checksums or a
-//!   read's sealed checksums taken from other slots of U; they do not hash to U's root.
+//!   read's sealed checksums taken from other slots of U; they do not hash to U's root;
+//! * live slots named free ([`Misbehave::FreePorLiveSlots`]): the plan's `old` checksums,
+//!   which U's root binds, show data, and the copy is refused before anything is sent.
 //!
 //! The last two need sealed checksums the client made for something else: the provider keeps
 //! those it was handed with each batch ([`Handed`]), as a cheating provider would.
@@ -26,9 +28,9 @@ use vouch_core::por::code::Schedule;
 use vouch_core::por::field::{add, P};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::por::{
-    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPartAnswer,
-    PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus,
-    PorWriteRequest,
+    PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
+    PorLabelRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest,
+    PorRestoreRequest, PorStatus, PorWriteRequest,
 };
 
 impl Misbehaving {
@@ -88,6 +90,14 @@ impl Misbehaving {
 
     pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
         self.honest.por_label(client, req).await
+    }
+
+    pub async fn por_free(&self, client: &str, req: &PorFreeRequest) -> Result<PorFreeAnswer, ProviderError> {
+        let asked_before = self.por_free_asked.swap(true, std::sync::atomic::Ordering::SeqCst);
+        if self.lie == Misbehave::FreePorLiveSlots && asked_before && req.most_slots > 0 && req.most_runs > 0 {
+            return Ok(PorFreeAnswer { runs: vec![(0, req.most_slots)] });
+        }
+        self.honest.por_free(client, req).await
     }
 
     pub async fn por_read(&self, client: &str, req: &PorReadRequest) -> Result<PorReadAnswer, ProviderError> {

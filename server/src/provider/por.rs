@@ -11,13 +11,13 @@ use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use vouch_core::por::audit::{parts, picks};
 use vouch_core::por::client::{WritePlan, Written};
-use vouch_core::por::heap::SLOT_WIDTH;
+use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
 use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::{
-    PorAuditAnswer, PorAuditRequest, PorContext, PorInitRequest, PorLabelAnswer, PorLabelRequest, PorPartAnswer,
-    PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStatus,
-    PorWriteRequest,
+    PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
+    PorLabelRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest,
+    PorRestoreRequest, PorStatus, PorWriteRequest,
 };
 use vouch_store::{PorLog, PorStoreError, StoreError};
 
@@ -25,6 +25,8 @@ use vouch_store::{PorLog, PorStoreError, StoreError};
 pub const MAX_POR_LAMBDA: u32 = 4096;
 /// Most slots one request may read, write or restore.
 pub const MAX_POR_SLOTS: usize = 8192;
+/// Most runs of free slots one answer names.
+pub const MAX_POR_FREE_RUNS: usize = 4096;
 
 /// The provider's open logs, by client.
 pub(crate) type PorLogs = tokio::sync::Mutex<HashMap<String, PorLog>>;
@@ -63,6 +65,34 @@ fn bounded(count: usize) -> Result<(), ProviderError> {
     }
     Ok(())
 }
+
+/// A batch's slots, flat in write order, with the ⊥ slots of the writes in `deleted` (a
+/// subset of `writes`) put in among the others (`data`, flat in write order).
+fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>) -> Result<Vec<u64>, ProviderError> {
+    if deleted.is_empty() {
+        return Ok(data);
+    }
+    let deleted: std::collections::BTreeSet<u64> = deleted.iter().copied().collect();
+    let data_writes = writes.iter().filter(|i| !deleted.contains(i)).count();
+    if deleted.iter().any(|i| !writes.contains(i)) || data.len() != data_writes * SLOT_WIDTH {
+        return Err(bad("the ⊥ writes are not among the writes, or the slots do not fit the other writes"));
+    }
+    if deleted.iter().any(|&i| i >= MAX_SLOT_INDEX) {
+        return Err(bad("a ⊥ write beyond any U index"));
+    }
+    let mut data = data.chunks_exact(SLOT_WIDTH);
+    let mut out = Vec::with_capacity(writes.len() * SLOT_WIDTH);
+    for index in writes {
+        match deleted.contains(index) {
+            true => out.extend(encode_slot(*index, None)),
+            false => out.extend_from_slice(data.next().expect("counted above")),
+        }
+    }
+    Ok(out)
+}
+
+/// Past every index a slot's header can carry (`encode_slot`).
+const MAX_SLOT_INDEX: u64 = (1 << 56) - 1;
 
 impl Provider {
     /// The client's log, opened from the store at its first use.
@@ -105,7 +135,7 @@ impl Provider {
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
         let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
         bounded(req.writes.len())?;
-        let slots = slots_from_bytes(&req.slots).map_err(bad)?;
+        let slots = with_deleted(&req.writes, &req.deleted, slots_from_bytes(&req.slots).map_err(bad)?)?;
         self.with_log(client, async |log, repo| {
             let written = Written::from_upload_bytes(&req.upload, log.schedule()).map_err(bad)?;
             let labels: Vec<(Vec<u8>, Vec<u8>)> =
@@ -119,6 +149,14 @@ impl Provider {
     pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
         self.with_log(client, async |log, repo| {
             Ok(PorLabelAnswer { value: log.label(repo, &req.key)?.map(ByteBuf::from) })
+        })
+        .await
+    }
+
+    pub async fn por_free(&self, client: &str, req: &PorFreeRequest) -> Result<PorFreeAnswer, ProviderError> {
+        let most_runs = (req.most_runs as usize).min(MAX_POR_FREE_RUNS);
+        self.with_log(client, async |log, repo| {
+            Ok(PorFreeAnswer { runs: log.free_runs(repo, req.most_slots, most_runs)? })
         })
         .await
     }

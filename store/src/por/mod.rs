@@ -17,6 +17,9 @@
 //!   repository copies the metadata's log to the blob store (`crate::repository`), so U
 //!   reaches the backend too: at once after a batch that supersedes objects (below), else
 //!   when the copy is due.
+//! * **U's free index** (metadata store, `free/<index>`): an empty entry for each slot whose
+//!   last write was ⊥ (App. A.3's delete), kept in step with U by the same batches; what
+//!   [`PorLog::free_runs`] names to a client that looks for slots to reuse.
 //! * **The state record** (metadata store, `state`): owner, width, schedule, and the current
 //!   objects with the segment size each was written with (`state`).
 //! * **The open group** (metadata store, `staged`): the writes of the group H has not taken
@@ -217,6 +220,18 @@ impl PorLog {
     /// The value of the label `key` as last committed with a batch, if any.
     pub fn label(&self, repo: &crate::Repository, key: &[u8]) -> Result<Option<Vec<u8>>, PorStoreError> {
         Ok(crate::MetaStore::get(repo.meta(), &self.names.label(key))?)
+    }
+
+    /// Runs of U's ⊥ slots, ascending, as `(first, count)`: at most `most_runs` runs, and no
+    /// more once they hold `most_slots` slots. A client reuses them for new copies after
+    /// checking each against U's checksums; the provider's word alone frees nothing.
+    pub fn free_runs(
+        &self,
+        repo: &crate::Repository,
+        most_slots: u64,
+        most_runs: usize,
+    ) -> Result<Vec<(u64, u64)>, PorStoreError> {
+        raw::free_runs(repo.meta(), &self.names, self.schedule.capacity(), most_slots, most_runs)
     }
 
     /// Deletes U's slots at `indices` from the metadata store, as a damaged backend would lose

@@ -55,6 +55,16 @@ impl Names {
         format!("{}/raw-sealed/{index:016x}", self.root).into_bytes()
     }
 
+    /// U's ⊥ slots (metadata), one empty entry per index whose last write was ⊥: the free
+    /// slots the provider names for reuse (App. A.3).
+    pub fn free_prefix(&self) -> Vec<u8> {
+        format!("{}/free/", self.root).into_bytes()
+    }
+
+    pub fn free(&self, index: u64) -> Vec<u8> {
+        format!("{}/free/{index:016x}", self.root).into_bytes()
+    }
+
     /// A label the owner attached to a batch (metadata): opaque bytes, e.g. where a file's
     /// slots are. Keys are hex so that any bytes make a valid key.
     pub fn label(&self, key: &[u8]) -> Vec<u8> {
@@ -62,7 +72,7 @@ impl Names {
         format!("{}/label/{hex}", self.root).into_bytes()
     }
 
-    /// The index of a key under `prefix` (one of the two above).
+    /// The index of a key under `prefix` (one of the three above).
     pub fn parse_index(prefix: &[u8], key: &[u8]) -> Option<u64> {
         let hex = std::str::from_utf8(key.strip_prefix(prefix)?).ok()?;
         (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok()).flatten()
@@ -106,6 +116,8 @@ mod tests {
         let raw = names.raw(0x2a);
         assert_eq!(Names::parse_index(&names.raw_prefix(), &raw), Some(0x2a));
         assert_eq!(Names::parse_index(&names.raw_prefix(), &names.raw_sealed(0x2a)), None);
+        assert_eq!(Names::parse_index(&names.free_prefix(), &names.free(0x2a)), Some(0x2a));
+        assert_eq!(Names::parse_index(&names.raw_prefix(), &names.free(0x2a)), None);
         let object = ObjectRef { region: Region::Level(3), time: 16, slots: 16, per_segment: 4 };
         let segment = names.segment(&object, 2);
         assert_eq!(names.group_of(&segment), Some(names.group(&object).as_str()));

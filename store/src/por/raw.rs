@@ -1,6 +1,8 @@
 //! U in the metadata store: one entry per written slot (its elements, little-endian) and one
 //! per sealed checksum, beside the state record, so that a batch's writes to U commit with the
-//! state that follows them. A slot never written has no entries and reads as zeros.
+//! state that follows them. A slot never written has no entries and reads as zeros. A slot
+//! whose last write was ⊥ also has an entry in the free index, which is what the provider
+//! names when a client asks for free slots (the client checks each against U's checksums).
 
 use super::error::PorStoreError;
 use super::names::Names;
@@ -8,9 +10,44 @@ use super::objects::{elements, to_bytes};
 use crate::meta::MetaDb;
 use crate::{MetaBatch, MetaStore, StoreError};
 use vouch_core::por::checksum::{SealedChecksum, SEALED_LEN};
+use vouch_core::por::heap::{decode_slot, Slot, SlotKind};
 
+/// Puts slot `index`, and keeps the free index in step with it.
 pub(crate) fn put_slot(batch: &mut MetaBatch, names: &Names, index: u64, slot: &[u64]) {
     batch.put(names.raw(index), to_bytes(slot).to_vec());
+    match decode_slot(slot, Some(index)) {
+        Ok(Slot::Written { kind: SlotKind::Deleted, .. }) => batch.put(names.free(index), Vec::new()),
+        _ => batch.delete(names.free(index)),
+    };
+}
+
+/// Runs of U's ⊥ slots below `below`, ascending, as `(first, count)`: at most `most_runs`
+/// runs, and no more once they hold `most_slots` slots.
+pub(crate) fn free_runs(
+    meta: &MetaDb,
+    names: &Names,
+    below: u64,
+    most_slots: u64,
+    most_runs: usize,
+) -> Result<Vec<(u64, u64)>, PorStoreError> {
+    let prefix = names.free_prefix();
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for (total, (key, _)) in (0u64..).zip(meta.scan(&prefix)?) {
+        let Some(index) = Names::parse_index(&prefix, &key) else {
+            let at = String::from_utf8_lossy(&key).into_owned();
+            return Err(PorStoreError::CorruptState { at, detail: "not an index of U's free slots".into() });
+        };
+        if index >= below || total >= most_slots {
+            break;
+        }
+        let open = runs.len();
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == index => *count += 1,
+            _ if open < most_runs => runs.push((index, 1)),
+            _ => break,
+        }
+    }
+    Ok(runs)
 }
 
 pub(crate) fn put_sealed(batch: &mut MetaBatch, names: &Names, index: u64, sealed: &SealedChecksum) {
