@@ -1,7 +1,8 @@
 //! PoR lies told by a real provider over HTTP, each caught by the client's own checks with
 //! the violation that names it: a skipped rebuild of H (a fault of the provider's store),
-//! a stale level in a plan, another slot's checksum in a plan or a read. After each, the
-//! client goes on against an honest provider, and nothing honest is reported as a lie.
+//! a stale level in a plan, another slot's checksum in a plan or a read, live slots named
+//! free for a new copy. After each, the client goes on against an honest provider, and
+//! nothing honest is reported as a lie.
 
 mod common;
 
