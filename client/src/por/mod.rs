@@ -54,7 +54,7 @@ use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{check_free, plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan};
 use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
-use vouch_core::por::heap::{decode_slot, encode_slot, Slot, SlotKind, SLOT_WIDTH};
+use vouch_core::por::heap::{encode_slot, is_deleted_slot, SLOT_WIDTH};
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_core::por::Region;
@@ -167,9 +167,9 @@ fn split_deleted(writes: &[u64], slots: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let mut deleted = Vec::new();
     let mut data = Vec::with_capacity(slots.len());
     for (&index, slot) in writes.iter().zip(slots.chunks_exact(SLOT_WIDTH)) {
-        match decode_slot(slot, Some(index)) {
-            Ok(Slot::Written { kind: SlotKind::Deleted, .. }) => deleted.push(index),
-            _ => data.extend_from_slice(slot),
+        match is_deleted_slot(index, slot) {
+            true => deleted.push(index),
+            false => data.extend_from_slice(slot),
         }
     }
     (deleted, data)
@@ -355,6 +355,9 @@ impl Client {
     /// names, checked for shape here (each is checked free again, against U's checksums,
     /// before a batch writes it), then fresh slots.
     async fn por_allocator(&self, record: &PorRecord, most_slots: u64) -> Result<Allocator, ClientError> {
+        if most_slots == 0 {
+            return Ok(Allocator::fresh(record.at.next_slot));
+        }
         let request = PorFreeRequest { most_slots, most_runs: layout::MAX_RUNS as u32 };
         let answer: PorFreeAnswer = self.remote.call(Op::PorFree, &request).await?;
         let runs = layout::free_runs(&answer.runs, record.at.next_slot, layout::MAX_RUNS)

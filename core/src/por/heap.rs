@@ -104,6 +104,15 @@ pub fn encode_slot(index: u64, payload: Option<&[u8]>) -> Vec<u64> {
     out
 }
 
+/// Whether `elements` are exactly ⊥ at U index `index` ([`encode_slot`] with no payload),
+/// without decoding a payload: a data slot is told apart by its second element.
+pub fn is_deleted_slot(index: u64, elements: &[u64]) -> bool {
+    elements.len() == SLOT_WIDTH
+        && elements[1] == SlotKind::Deleted.code() << 32
+        && elements[0] == index.wrapping_add(1)
+        && elements[HEADER_ELEMENTS..].iter().all(|&e| e == 0)
+}
+
 /// Reads a slot's elements; `want` is the U index the slot must say it has (every slot of U,
 /// and every slot repair decodes, is checked against where it is).
 pub fn decode_slot(elements: &[u64], want: Option<u64>) -> Result<Slot, SlotError> {
@@ -201,6 +210,12 @@ mod tests {
             decode_slot(&deleted, Some(7)),
             Ok(Slot::Written { index: 7, kind: SlotKind::Deleted, payload: vec![] })
         );
+        assert!(is_deleted_slot(7, &encode_slot(7, None)));
+        assert!(!is_deleted_slot(8, &encode_slot(7, None)), "another index");
+        assert!(!is_deleted_slot(7, &encode_slot(7, Some(b""))), "empty data is data");
+        let mut padded = encode_slot(7, None);
+        padded[SLOT_WIDTH - 1] = 1;
+        assert!(!is_deleted_slot(7, &padded), "not canonical");
         assert_eq!(decode_slot(&vec![0; SLOT_WIDTH], Some(3)), Ok(Slot::Empty));
         // ⊥ in place of a block's slot is not the block.
         assert_eq!(join_block(7, 10, &deleted), Err(SlotError::Block(10)));

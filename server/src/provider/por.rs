@@ -72,9 +72,10 @@ fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>) -> Result<Vec<u
     if deleted.is_empty() {
         return Ok(data);
     }
-    let deleted: std::collections::BTreeSet<u64> = deleted.iter().copied().collect();
+    let deleted: std::collections::HashSet<u64> = deleted.iter().copied().collect();
+    let all: std::collections::HashSet<u64> = writes.iter().copied().collect();
     let data_writes = writes.iter().filter(|i| !deleted.contains(i)).count();
-    if deleted.iter().any(|i| !writes.contains(i)) || data.len() != data_writes * SLOT_WIDTH {
+    if !deleted.is_subset(&all) || data.len() != data_writes * SLOT_WIDTH {
         return Err(bad("the ⊥ writes are not among the writes, or the slots do not fit the other writes"));
     }
     if deleted.iter().any(|&i| i >= MAX_SLOT_INDEX) {

@@ -10,14 +10,14 @@ use super::objects::{elements, to_bytes};
 use crate::meta::MetaDb;
 use crate::{MetaBatch, MetaStore, StoreError};
 use vouch_core::por::checksum::{SealedChecksum, SEALED_LEN};
-use vouch_core::por::heap::{decode_slot, Slot, SlotKind};
+use vouch_core::por::heap::is_deleted_slot;
 
 /// Puts slot `index`, and keeps the free index in step with it.
 pub(crate) fn put_slot(batch: &mut MetaBatch, names: &Names, index: u64, slot: &[u64]) {
     batch.put(names.raw(index), to_bytes(slot).to_vec());
-    match decode_slot(slot, Some(index)) {
-        Ok(Slot::Written { kind: SlotKind::Deleted, .. }) => batch.put(names.free(index), Vec::new()),
-        _ => batch.delete(names.free(index)),
+    match is_deleted_slot(index, slot) {
+        true => batch.put(names.free(index), Vec::new()),
+        false => batch.delete(names.free(index)),
     };
 }
 
