@@ -162,15 +162,6 @@ async fn damaged_objects_are_erasures_for_repair_and_errors_for_audits() {
     let first: Vec<Pick> = all_picks(&level).into_iter().filter(|p| p.index < 8).collect();
     let proof = run.log.prove(&run.repo, &level, &first).await.unwrap();
     assert_eq!(verify_part(&run.seal, &run.sums, &level, &first, &proof), Ok(()));
-    // A batch whose rebuild reads the lost level fails and changes nothing.
-    let before = run.log.schedule();
-    let writes = run.writes(2, 0);
-    let p = run.prepare(&writes);
-    assert!(p.plan.levels.contains(&3));
-    let err = run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap_err();
-    assert!(matches!(err, PorStoreError::Store(StoreError::NotFound { .. })), "{err:?}");
-    assert_eq!(run.log.schedule(), before);
-
     // Garbage of the right length: the slots are returned, and the checksums catch them.
     let garbage: Vec<u8> = (0..8 * WIDTH as u64).flat_map(|i| (i * 0x1234_5678_9abc % P).to_le_bytes()).collect();
     std::fs::write(file(&dir, &segments[0]), &garbage).unwrap();
@@ -191,6 +182,23 @@ async fn damaged_objects_are_erasures_for_repair_and_errors_for_audits() {
     assert_eq!(present, [[false].as_slice(), &[true; 4], &[false; 11]].concat());
     let err = run.log.prove(&run.repo, &level, &first).await.unwrap_err();
     assert!(matches!(err, PorStoreError::Store(StoreError::Corrupt { .. })), "{err:?}");
+
+    // A batch whose rebuild consumes the damaged level starts a build of level 4 (larger than
+    // a segment per half), which keeps level 3 aside; the next batch's unit reads it, fails as
+    // data lost, and changes nothing.
+    let writes = run.writes(2, 0);
+    let p = run.prepare(&writes);
+    assert!(p.plan.levels.contains(&3));
+    run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
+    run.apply_reference(&p);
+    assert_eq!(run.log.builds(), [(4, 3, 0)]);
+    let before = run.log.schedule();
+    let writes = run.writes(1, 0);
+    let p = run.prepare(&writes);
+    let err = run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap_err();
+    let lost = matches!(err, PorStoreError::Store(StoreError::NotFound { .. } | StoreError::Corrupt { .. }));
+    assert!(lost, "{err:?}");
+    assert_eq!(run.log.schedule(), before);
 
     // C's first segment lost.
     let coded_keys = segment_keys(&run.blobs, "coded").await;
@@ -484,4 +492,45 @@ async fn lost_sealed_checksums_fail_their_part_until_a_reencode_replaces_it() {
     let writes = run.random_writes(20);
     run.batch(&writes).await;
     run.check().await;
+}
+
+/// Sec. 6.1's deamortization, end to end: one group per batch through a whole epoch of a
+/// log whose top level spans 128 segments. A level larger than a segment per half is built a
+/// unit per group completion (four segments), so no batch puts more than four segments per
+/// level being built and the few of the small levels, while every answer matches the
+/// reference's, which rebuilds at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_levels_are_built_a_unit_per_group_never_at_once() {
+    let (_dir, blobs) = local();
+    // Blocks of H of 2 writes (64 bytes): 4 per 256-byte segment, so levels 3..=8 are built.
+    let mut run = Run::grouped(blobs, (10, 1), SMALL).await;
+    let top = run.state.schedule.levels() - 1;
+    let top_segments = (2u64 << top) * 64 / SMALL.segment_bytes as u64;
+    let (mut most, mut most_builds, mut seen) = (0, 0, std::collections::BTreeSet::new());
+    let segment_keys = |keys: Vec<String>| -> std::collections::BTreeSet<String> {
+        keys.into_iter().filter(|k| k.contains("/level-") && k.contains("/slots-")).collect()
+    };
+    for batch in 0..(1u64 << top) * 2 - 1 {
+        let before = segment_keys(run.blobs.list("por").await.unwrap());
+        let running = run.log.builds().len();
+        let writes = run.writes(2, 0);
+        run.batch(&writes).await;
+        let after = segment_keys(run.blobs.list("por").await.unwrap());
+        let builds = run.log.builds();
+        seen.extend(builds.iter().map(|b| b.0));
+        let put = after.difference(&before).count();
+        // A unit of each level being built (and of one that starts), the tail of one that
+        // starts (two segments) and the small levels (two segments each, at most two of them).
+        assert!(put <= 4 * (running + 1) + 2 + 4, "batch {batch}: {put} segments put, {running} builds");
+        most = most.max(put);
+        most_builds = most_builds.max(builds.len());
+        if batch % 64 == 63 {
+            run.check().await;
+        }
+    }
+    run.check().await;
+    assert_eq!(seen, (3..=top).collect(), "every level larger than a segment per half was built");
+    assert!(most_builds >= 3, "builds run side by side");
+    eprintln!("most segments put by one batch: {most}, builds side by side: {most_builds}, top level: {top_segments}");
+    assert!(most * 4 < top_segments as usize, "{most} segments in one batch, the top level is {top_segments}");
 }

@@ -7,6 +7,8 @@
 //!   a group of writes, so H costs one sealed checksum per group), HRebuildX / HRebuildY
 //!   ([`code::rebuild_level`]) and CRebuild ([`code::encode`]);
 //! * [`decode`]: any half of a level's slots recovers its blocks (Lemma 1);
+//! * [`build`]: Sec. 6.1's deamortization: a level's rebuild as merges whose butterflies can
+//!   be done a range at a time, and a block of a level still being built;
 //! * [`checksum`]: homomorphic checksums `σ = M·B` (Sec. 5.3) and their sealed form under
 //!   one-time keys bound to a slot's address and write time (Sec. 5.4);
 //! * [`replay`]: the client's replay of every rebuild on sealed checksums (Sec. 5.4), so the
@@ -23,8 +25,8 @@
 //! * [`wire`]: the canonical byte layouts of the log's messages.
 //!
 //! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
-//! `por-*` operations. Not yet here: deamortized rebuilds (Sec. 6.1: a batch still pays for
-//! the levels it rebuilds when it rebuilds them), and shrinking U once most of it is ⊥.
+//! `por-*` operations. Not yet here: a deamortized re-encode of C at an epoch's end (the
+//! levels' rebuilds are: [`build`] and the store's builds), and shrinking U once most of it is ⊥.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
@@ -32,6 +34,7 @@
 //! blocks (the server) and on their checksums (the client's simulation, Sec. 5.4).
 
 pub mod audit;
+pub mod build;
 pub mod checksum;
 pub mod client;
 pub mod code;

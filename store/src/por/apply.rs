@@ -1,12 +1,14 @@
 //! [`PorLog::apply`]: a batch of writes made durable (see the module documentation for the
 //! order of puts, commit and deletes).
 
+use super::build::Build;
 use super::error::PorStoreError;
 use super::objects;
 use super::raw;
+use super::state::ObjectRef;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, Repository, StoreError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use vouch_core::por::client::{batch_outcome, grown_schedule, steps, WritePlan, Written};
 use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
@@ -20,6 +22,8 @@ enum Working {
     Kept,
     /// Built by the batch.
     Built(Vec<u64>),
+    /// A build the batch started (see `build`): its object is written over the writes after.
+    Building(ObjectRef),
 }
 
 /// A level after the batch, once its new object (if any) is put.
@@ -37,6 +41,10 @@ struct Outcome {
     coded: Option<Vec<u64>>,
     /// The writes of the group left open.
     staged: Vec<u64>,
+    /// The levels being built after the batch.
+    builds: Vec<Option<Build>>,
+    /// Objects the batch put before its commit (builds' tails, levels a build consumed).
+    created: Vec<ObjectRef>,
 }
 
 impl PorLog {
@@ -95,6 +103,13 @@ impl PorLog {
             Some(_) => (0..schedule.levels()).map(|_| Working::Empty).collect(),
             None => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
         };
+        let mut builds = match grow_to {
+            Some(_) => vec![None; schedule.levels() as usize],
+            None => self.builds.clone(),
+        };
+        let mut created = Vec::new();
+        let per_segment = self.build_segment();
+        let group_width = self.region_width(Region::Level(0));
         // Growth re-encodes C over U, which holds the open group's writes: the group is closed.
         let mut staged = if grow_to.is_some() { Vec::new() } else { self.staged.clone() };
         let mut raw = None;
@@ -122,15 +137,34 @@ impl PorLog {
             }
             match schedule.next_rebuild() {
                 Rebuild::Pending => {}
+                Rebuild::Level(level) if level > per_segment.trailing_zeros() && !self.skip_rebuilds => {
+                    // A build: the levels of at most a segment per half now, the rest later.
+                    let first = per_segment.trailing_zeros();
+                    let time = schedule.group_time() + 1;
+                    let mut below = Vec::with_capacity(first as usize);
+                    for l in 0..first as usize {
+                        below.push(self.input_slots(repo, &mut levels[l], &mut builds[l], l).await?);
+                    }
+                    let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
+                    let mut tail = Vec::new();
+                    rebuild_level_into(&mut tail, &refs, &staged, staged.len(), schedule.levels(), time - 1);
+                    staged.clear();
+                    let mut older = Vec::new();
+                    for l in first..level {
+                        let (working, build) = (&mut levels[l as usize], &mut builds[l as usize]);
+                        older.push(self.input_object(repo, (l, time - (1 << l)), working, build, &mut created).await?);
+                    }
+                    let build = Build { level, time, merge: first, done: 0, per_segment, older };
+                    objects::put_segments(repo.blobs(), &self.names, &build.tail(), &tail, group_width).await?;
+                    created.extend([build.tail(), build.next()]);
+                    levels[level as usize] = Working::Building(build.output());
+                    builds[level as usize] = Some(build);
+                }
                 Rebuild::Level(level) => {
                     let level = level as usize;
                     let mut below = Vec::with_capacity(level);
-                    for (l, working) in levels.iter_mut().enumerate().take(level) {
-                        below.push(match std::mem::replace(working, Working::Empty) {
-                            Working::Built(slots) => slots,
-                            Working::Kept => self.level_slots(repo, l).await?,
-                            Working::Empty => return Err(self.inconsistent(l)),
-                        });
+                    for l in 0..level {
+                        below.push(self.input_slots(repo, &mut levels[l], &mut builds[l], l).await?);
                     }
                     let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
                     let mut out = std::mem::take(&mut spare[level]);
@@ -156,12 +190,77 @@ impl PorLog {
                     let all = raw.as_ref().ok_or_else(|| self.inconsistent(0))?;
                     coded = Some(encode(all, width, k, 0));
                     levels.iter_mut().for_each(|l| *l = Working::Empty);
+                    builds.fill(None);
                     staged.clear();
+                }
+            }
+            if schedule.pending() + 1 == schedule.group() {
+                // A group completed: the units of each build that are due now.
+                for slot in builds.iter_mut() {
+                    let Some(build) = slot else { continue };
+                    while build.is_due(schedule.group_time() + 1) {
+                        self.build_unit(repo, build).await?;
+                        created.push(build.next());
+                    }
+                    if build.is_done() {
+                        *slot = None;
+                    }
                 }
             }
             schedule.time += 1;
         }
-        Ok(Outcome { schedule, levels, coded, staged })
+        Ok(Outcome { schedule, levels, coded, staged, builds, created })
+    }
+
+    /// A level a rebuild consumes, in memory: built by the batch, or stored (a build still
+    /// running is finished first: the pacing makes that a fallback).
+    async fn input_slots(
+        &self,
+        repo: &Repository,
+        working: &mut Working,
+        build: &mut Option<Build>,
+        level: usize,
+    ) -> Result<Vec<u64>, PorStoreError> {
+        if let Some(mut running) = build.take() {
+            self.finish_build(repo, &mut running).await?;
+        }
+        let width = self.region_width(Region::Level(0));
+        match std::mem::replace(working, Working::Empty) {
+            Working::Built(slots) => Ok(slots),
+            Working::Kept => self.level_slots(repo, level).await,
+            Working::Building(object) => Ok(objects::read_whole(repo.blobs(), &self.names, &object, width).await?),
+            Working::Empty => Err(self.inconsistent(level)),
+        }
+    }
+
+    /// A level a build consumes, as an object: stored already, or put now if the batch built
+    /// it in memory.
+    async fn input_object(
+        &self,
+        repo: &Repository,
+        (level, time): (u32, u64),
+        working: &mut Working,
+        build: &mut Option<Build>,
+        created: &mut Vec<ObjectRef>,
+    ) -> Result<ObjectRef, PorStoreError> {
+        if let Some(mut running) = build.take() {
+            self.finish_build(repo, &mut running).await?;
+        }
+        let width = self.region_width(Region::Level(0));
+        match std::mem::replace(working, Working::Empty) {
+            Working::Kept => {
+                let held = self.levels.get(level as usize).and_then(Option::as_ref);
+                Ok(held.ok_or_else(|| self.inconsistent(level as usize))?.object)
+            }
+            Working::Building(object) => Ok(object),
+            Working::Built(slots) => {
+                let object = self.limits.object(Region::Level(level as u8), time, 2 << level, width);
+                objects::put_segments(repo.blobs(), &self.names, &object, &slots, width).await?;
+                created.push(object);
+                Ok(object)
+            }
+            Working::Empty => Err(self.inconsistent(level as usize)),
+        }
     }
 
     /// A level's slots for a rebuild: from the cache, else its object (strictly: a rebuild
@@ -197,7 +296,7 @@ impl PorLog {
     ) -> Result<(), PorStoreError> {
         let width = self.width;
         let group_width = width << outcome.schedule.group_log;
-        let Outcome { schedule, levels, coded, staged } = outcome;
+        let Outcome { schedule, levels, coded, staged, builds, created } = outcome;
         let sealed_of: BTreeMap<u32, &Vec<_>> = written.levels.iter().map(|(l, s)| (*l, s)).collect();
         let mut after: Vec<After> = Vec::with_capacity(levels.len());
         for (level, working) in levels.into_iter().enumerate() {
@@ -211,6 +310,11 @@ impl PorLog {
                     objects::put(repo.blobs(), &self.names, &object, &slots, sealed, group_width).await?;
                     let small = slots.len() * 8 <= self.limits.cached_level_bytes;
                     After::New(Held { object, sealed: Some(sealed.clone()), cached: small.then_some(slots) })
+                }
+                Working::Building(object) => {
+                    let sealed = *sealed_of.get(&(level as u32)).ok_or(ProviderError::Batch)?;
+                    objects::put_sealed(repo.blobs(), &self.names, &object, sealed).await?;
+                    After::New(Held { object, sealed: Some(sealed.clone()), cached: None })
                 }
             });
         }
@@ -229,13 +333,24 @@ impl PorLog {
             After::New(held) => Some(held.object),
         });
         let coded_object = new_coded.as_ref().unwrap_or(&self.coded).object;
-        let record = self.record_at(schedule, level_objects.chain([coded_object]).collect());
-        // What the new state stops naming: every old level not kept, and C when rebuilt.
-        let mut superseded: Vec<_> = (0..self.levels.len())
-            .filter(|&l| !matches!(after.get(l), Some(After::Kept)))
-            .filter_map(|l| self.levels[l].as_ref().map(|h| h.object))
+        let record = self.record_at(schedule, level_objects.chain([coded_object]).collect(), &builds);
+        // What the new state stops naming, of what the old one named and the batch put.
+        // By folder: an object is its folder, whatever its segment size.
+        let named: HashSet<String> = record
+            .objects
+            .iter()
+            .copied()
+            .chain(record.builds.iter().flat_map(Build::objects))
+            .map(|o| self.names.group(&o))
             .collect();
-        superseded.extend(new_coded.is_some().then_some(self.coded.object));
+        let superseded: Vec<ObjectRef> = self
+            .named_objects()
+            .into_iter()
+            .chain(created)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .filter(|o| !named.contains(&self.names.group(o)))
+            .collect();
 
         let mut batch = MetaBatch::default();
         let last_write: BTreeMap<u64, &[u64]> = writes.iter().copied().zip(slots.chunks_exact(width)).collect();
@@ -259,6 +374,7 @@ impl PorLog {
         let shipped = repo.commit_batch(&batch, !superseded.is_empty()).await?;
 
         self.adopt(schedule, after, new_coded, written)?;
+        self.builds = builds;
         self.staged = staged;
         self.crash_if(CrashPoint::BeforeDeletes)?;
         if shipped {

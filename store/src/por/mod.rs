@@ -20,8 +20,11 @@
 //! * **U's free index** (metadata store, `free/<index>`): an empty entry for each slot whose
 //!   last write was ⊥ (App. A.3's delete), kept in step with U by the same batches; what
 //!   [`PorLog::free_runs`] names to a client that looks for slots to reuse.
-//! * **The state record** (metadata store, `state`): owner, width, schedule, and the current
-//!   objects with the segment size each was written with (`state`).
+//! * **The state record** (metadata store, `state`): owner, width, schedule, the current
+//!   objects with the segment size each was written with, and the progress of each level
+//!   being built (`state`).
+//! * **Builds** (blob store): a level being built keeps its tail `level-<j>-<T>` (`T` the
+//!   level's write time) and the larger levels it consumed until its last merge (`build`).
 //! * **The open group** (metadata store, `staged`): the writes of the group H has not taken
 //!   yet (Sec. 6.1's grouping: a level's slots are groups of writes side by side), flat;
 //!   absent when no group is open. It commits with the state.
@@ -35,9 +38,10 @@
 //!
 //! # A batch, and crashes
 //!
-//! [`PorLog::apply`] checks everything first (a refused batch changes nothing), runs every
-//! rebuild in memory (`rebuild_level_into` for levels, `encode` for C, as the reference
-//! does), then: (1) puts the objects of the levels and C the batch leaves behind; (2) commits
+//! [`PorLog::apply`] checks everything first (a refused batch changes nothing), runs its
+//! rebuilds (`rebuild_level_into` in memory for a level of at most a segment per half, a
+//! build for a larger one, `encode` for C; see `build` for the deamortized builds and the
+//! units each group completion does), then: (1) puts the objects of the levels and C the batch leaves behind; (2) commits
 //! ONE metadata batch: U's new slots and sealed checksums and the new state record; (3)
 //! copies the metadata's log to the blob store and deletes the objects the new state no
 //! longer names. A crash before (2) leaves the old state, and objects nothing names; after
@@ -64,6 +68,7 @@
 //! is what they are about.
 
 mod apply;
+mod build;
 mod context;
 mod error;
 mod names;
@@ -142,6 +147,8 @@ pub struct PorLog {
     schedule: Schedule,
     /// Level `ℓ` when filled.
     levels: Vec<Option<Held>>,
+    /// Level `ℓ` while it is being built (`build`).
+    builds: Vec<Option<build::Build>>,
     coded: Held,
     /// The writes of the open group, flat.
     staged: Vec<u64>,
@@ -193,6 +200,13 @@ impl PorLog {
     #[doc(hidden)]
     pub fn skip_rebuilds(&mut self, skip: bool) {
         self.skip_rebuilds = skip;
+    }
+
+    /// The levels being built, smallest first, each with the merge it is at and the
+    /// butterflies of that merge done (for tests).
+    #[doc(hidden)]
+    pub fn builds(&self) -> Vec<(u32, u32, u64)> {
+        self.builds.iter().flatten().map(|b| (b.level, b.merge, b.done)).collect()
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -255,17 +269,24 @@ impl PorLog {
         }
     }
 
-    /// The current objects, in the state record's order.
+    /// The current levels and C, in the state record's order.
     fn objects(&self) -> impl Iterator<Item = &ObjectRef> {
         self.levels.iter().flatten().chain([&self.coded]).map(|h| &h.object)
     }
 
-    fn record(&self) -> StateRecord {
-        self.record_at(self.schedule, self.objects().copied().collect())
+    /// Every object the state names: the levels, C, and what the builds still need.
+    fn named_objects(&self) -> std::collections::HashSet<ObjectRef> {
+        let builds = self.builds.iter().flatten().flat_map(build::Build::objects);
+        self.objects().copied().chain(builds).collect()
     }
 
-    fn record_at(&self, schedule: Schedule, objects: Vec<ObjectRef>) -> StateRecord {
-        StateRecord { owner: self.owner.clone(), width: self.width, schedule, objects }
+    fn record(&self) -> StateRecord {
+        self.record_at(self.schedule, self.objects().copied().collect(), &self.builds)
+    }
+
+    fn record_at(&self, schedule: Schedule, objects: Vec<ObjectRef>, builds: &[Option<build::Build>]) -> StateRecord {
+        let builds = builds.iter().flatten().cloned().collect();
+        StateRecord { owner: self.owner.clone(), width: self.width, schedule, objects, builds }
     }
 }
 

@@ -46,17 +46,49 @@ pub(crate) async fn put(
     sealed: &[SealedChecksum],
     width: usize,
 ) -> Result<(), StoreError> {
+    put_segments(blobs, names, object, slots, width).await?;
+    put_sealed(blobs, names, object, sealed).await
+}
+
+/// Puts an object's sealed checksums alone (a level being built: its segments come later).
+pub(crate) async fn put_sealed(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    sealed: &[SealedChecksum],
+) -> Result<(), StoreError> {
+    let sealed: Vec<u8> = sealed.iter().flat_map(|s| s.to_bytes()).collect();
+    blobs.put(&names.sealed(object), sealed.into()).await
+}
+
+/// Puts segment `number` of an object, whole (`slots` holds exactly its slots).
+pub(crate) async fn put_segment(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    number: u64,
+    slots: &[u64],
+) -> Result<(), StoreError> {
+    blobs.put(&names.segment(object, number), to_bytes(slots)).await
+}
+
+/// Puts an object's segments alone: a level a build consumes, which no audit reads whole
+/// (its sealed checksums are not needed, and a level built and consumed in one batch has none).
+pub(crate) async fn put_segments(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    slots: &[u64],
+    width: usize,
+) -> Result<(), StoreError> {
     futures::stream::iter(0..object.segments())
         .map(|number| {
             let range = object.segment_slots(number);
-            let part = &slots[range.start as usize * width..range.end as usize * width];
-            async move { blobs.put(&names.segment(object, number), to_bytes(part)).await }
+            put_segment(blobs, names, object, number, &slots[range.start as usize * width..range.end as usize * width])
         })
         .buffer_unordered(PARALLEL)
         .try_collect::<()>()
-        .await?;
-    let sealed: Vec<u8> = sealed.iter().flat_map(|s| s.to_bytes()).collect();
-    blobs.put(&names.sealed(object), sealed.into()).await
+        .await
 }
 
 /// Removes an object's segments and sealed checksums (missing ones are fine).
@@ -154,6 +186,22 @@ pub(crate) async fn read_some(
     let mut slots: Vec<(usize, Vec<u64>)> = parts.into_iter().flatten().collect();
     slots.sort_unstable_by_key(|(at, _)| *at);
     Ok(slots.into_iter().map(|(_, slot)| slot).collect())
+}
+
+/// Slots `range` of an object, flat; anything missing, short or not field elements is an error.
+pub(crate) async fn read_range(
+    blobs: &ObjectBlobs,
+    names: &Names,
+    object: &ObjectRef,
+    width: usize,
+    range: Range<u64>,
+) -> Result<Vec<u64>, StoreError> {
+    let want = range.end.min(object.slots).saturating_sub(range.start) as usize;
+    let slots = read_lenient(blobs, names, object, width, range).await?;
+    if slots.len() != want || slots.iter().any(Option::is_none) {
+        return Err(corrupt(&names.group(object), "a slot a rebuild reads is missing or damaged"));
+    }
+    Ok(slots.into_iter().flatten().flatten().collect())
 }
 
 /// Slots `range` of an object as stored: `None` for each whose bytes are missing, cut short

@@ -51,6 +51,7 @@ impl PorLog {
             width,
             schedule,
             levels: vec![None; schedule.levels() as usize],
+            builds: vec![None; schedule.levels() as usize],
             coded: Held { object, sealed: coded, cached: None },
             staged: Vec::new(),
             raw_sealed: vec![None; n as usize],
@@ -98,6 +99,11 @@ impl PorLog {
             }
         }
         let coded = coded.ok_or_else(|| corrupt("no C".into()))?;
+        let mut builds = vec![None; record.schedule.levels() as usize];
+        for build in record.builds {
+            let level = build.level as usize;
+            builds[level] = Some(build);
+        }
         let staged = match repo.meta().get(&names.staged())? {
             None => Vec::new(),
             Some(bytes) => objects::elements(&bytes)
@@ -125,6 +131,7 @@ impl PorLog {
             width: record.width,
             schedule: record.schedule,
             levels,
+            builds,
             coded,
             staged,
             raw_sealed,
@@ -140,7 +147,8 @@ impl PorLog {
     /// Deletes the objects under the log's folder that its state does not name, once the
     /// metadata's log is in the blob store (see the module documentation).
     async fn sweep(&self, repo: &Repository) -> Result<(), PorStoreError> {
-        let current: std::collections::HashSet<String> = self.objects().map(|o| self.names.group(o)).collect();
+        let current: std::collections::HashSet<String> =
+            self.named_objects().iter().map(|o| self.names.group(o)).collect();
         let orphans: Vec<String> = repo
             .blobs()
             .list(self.names.folder())

@@ -28,7 +28,11 @@ impl PorLog {
         let sealed = held.sealed(&self.names)?;
         let indices: Vec<u64> = picks.iter().map(|p| p.index).collect();
         let width = self.region_width(part.region);
-        let slots = objects::read_some(repo.blobs(), &self.names, &held.object, width, &indices).await?;
+        let slots = match self.building(part.region) {
+            // A level still being built answers from its tail and older levels (`build`).
+            Some(build) => self.built_slots(repo, build, &indices).await?,
+            None => objects::read_some(repo.blobs(), &self.names, &held.object, width, &indices).await?,
+        };
         // `read_some` answers one slot per pick, in order.
         let mut picked = slots.iter();
         Ok(prove_part(picks, width, |index| (picked.next().map_or(&[][..], Vec::as_slice), sealed[index as usize])))
@@ -81,7 +85,20 @@ impl PorLog {
                 sealed: vec![SealedChecksum::from_bytes([0; SEALED_LEN]); count],
             });
         };
-        let slots = objects::read_lenient(repo.blobs(), &self.names, &held.object, width, range.clone()).await?;
+        let slots = match self.building(region) {
+            Some(build) => {
+                let indices: Vec<u64> = range.clone().collect();
+                match self.built_slots(repo, build, &indices).await {
+                    Ok(slots) => slots.into_iter().map(Some).collect(),
+                    // A lost input loses the level being built: every slot is an erasure.
+                    Err(StoreError::NotFound { .. } | StoreError::BadRange { .. } | StoreError::Corrupt { .. }) => {
+                        vec![None; indices.len()]
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            None => objects::read_lenient(repo.blobs(), &self.names, &held.object, width, range.clone()).await?,
+        };
         Ok(RegionRead { slots, sealed: sealed[range.start as usize..range.end as usize].to_vec() })
     }
 
@@ -115,6 +132,14 @@ impl PorLog {
         }
         repo.commit_batch(&batch, false).await?;
         Ok(())
+    }
+
+    /// The build of `region`, if it is a level still being built.
+    fn building(&self, region: Region) -> Option<&super::build::Build> {
+        match region {
+            Region::Level(level) => self.builds.get(level as usize)?.as_ref(),
+            _ => None,
+        }
     }
 
     fn check_raw_indices(&self, mut indices: impl Iterator<Item = u64>) -> Result<(), PorStoreError> {

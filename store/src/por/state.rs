@@ -1,27 +1,31 @@
 //! The state record: what a log is at its last committed batch. One metadata entry, put in
 //! the same batch as U's changes, so the log moves from one state to the next atomically.
 //!
-//! Layout (little-endian): version `2:u8`, the owner (`len:u32`, bytes), `width:u32`,
+//! Layout (little-endian): version `3:u8`, the owner (`len:u32`, bytes), `width:u32`,
 //! `log_capacity:u32`, `group_log:u32`, `time:u64`, then the current objects (`count:u32`, each `region:u8`
 //! (`ℓ` for a level, `0xFE` for C), `time:u64`, `slots:u64`, `per_segment:u64`): the filled
-//! levels, smallest first, then C.
+//! levels, smallest first, then C; then the levels being built (`count:u32`, each `level:u8`,
+//! `merge:u8`, `done:u64`, `per_segment:u64`, then `per_segment:u64` of each level not merged
+//! yet, smallest first; see `build`).
 //!
-//! A record of version 1 (no `group_log`) reads as a log of ungrouped writes.
+//! A record of version 1 (no `group_log`) reads as a log of ungrouped writes, and one of
+//! version 2 as a log with no level being built.
 //!
 //! Which objects are current follows from the schedule; the record names them anyway, with
 //! the segment size each was written with, and decoding checks that the two agree.
 
+use super::build::Build;
 use super::MAX_WIDTH;
 use crate::le::Reader;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::Region;
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 const CODED: u8 = 0xFE;
 
 /// One stored level or C: a folder of segments of `per_segment` slots each, and its sealed
 /// checksums.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct ObjectRef {
     pub region: Region,
     /// When its slots were written (the time its sealed checksums are bound to).
@@ -49,6 +53,8 @@ pub(crate) struct StateRecord {
     pub width: usize,
     pub schedule: Schedule,
     pub objects: Vec<ObjectRef>,
+    /// The levels being built, smallest first.
+    pub builds: Vec<Build>,
 }
 
 impl StateRecord {
@@ -68,6 +74,13 @@ impl StateRecord {
             });
             [o.time, o.slots, o.per_segment].iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
         }
+        out.extend_from_slice(&(self.builds.len() as u32).to_le_bytes());
+        for b in &self.builds {
+            out.extend_from_slice(&[b.level as u8, b.merge as u8]);
+            out.extend_from_slice(&b.done.to_le_bytes());
+            out.extend_from_slice(&b.per_segment.to_le_bytes());
+            b.older.iter().for_each(|o| out.extend_from_slice(&o.per_segment.to_le_bytes()));
+        }
         out
     }
 
@@ -76,7 +89,7 @@ impl StateRecord {
         let short = || "the record is cut short".to_string();
         let mut r = Reader(bytes);
         let version = r.array::<1>().ok_or_else(short)?[0];
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return Err("unknown record version".into());
         }
         let owner_len = r.u32().ok_or_else(short)? as usize;
@@ -96,10 +109,29 @@ impl StateRecord {
                 (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
             objects.push(ObjectRef { region, time, slots, per_segment });
         }
+        let mut builds = Vec::new();
+        if version == VERSION {
+            for _ in 0..r.u32().ok_or_else(short)? {
+                let [level, merge] = r.array::<2>().ok_or_else(short)?.map(u32::from);
+                let (done, per_segment) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+                let time = schedule.level_time(level).ok_or("a build of a level that is not filled")?;
+                let mut older = Vec::new();
+                for j in merge..level.max(merge) {
+                    let per_segment = r.u64().ok_or_else(short)?;
+                    older.push(ObjectRef {
+                        region: Region::Level(j as u8),
+                        time: time - (1 << j),
+                        slots: 2 << j,
+                        per_segment,
+                    });
+                }
+                builds.push(Build { level, time, merge, done, per_segment, older });
+            }
+        }
         if !r.0.is_empty() {
             return Err("trailing bytes after the record".into());
         }
-        let record = StateRecord { owner, width, schedule, objects };
+        let record = StateRecord { owner, width, schedule, objects, builds };
         record.check()?;
         Ok(record)
     }
@@ -121,6 +153,23 @@ impl StateRecord {
             });
         if !same {
             return Err(format!("its objects are not those of capacity 2^{log_capacity} at time {time}"));
+        }
+        let mut last = None;
+        for b in &self.builds {
+            let first = b.per_segment.trailing_zeros();
+            let own = self.objects.iter().find(|o| o.region == Region::Level(b.level as u8));
+            let whole = b.per_segment.is_power_of_two()
+                && first <= b.merge
+                && b.merge < b.level
+                && b.done < 1 << b.merge
+                && b.done.is_multiple_of(b.per_segment)
+                && b.older.iter().all(|o| o.per_segment > 0)
+                && own.is_some_and(|o| o.per_segment == b.per_segment)
+                && last.is_none_or(|l| l < b.level);
+            if !whole {
+                return Err(format!("its build of level {} does not fit the schedule", b.level));
+            }
+            last = Some(b.level);
         }
         Ok(())
     }
@@ -144,7 +193,7 @@ mod tests {
             .into_iter()
             .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
             .collect();
-        StateRecord { owner: b"alice/f".to_vec(), width: 4, schedule, objects }
+        StateRecord { owner: b"alice/f".to_vec(), width: 4, schedule, objects, builds: Vec::new() }
     }
 
     #[test]
@@ -179,11 +228,44 @@ mod tests {
         bytes_1[0] = 1;
         let at = 1 + 4 + v1.owner.len() + 4 + 4;
         bytes_1.drain(at..at + 4);
+        // Nor the builds of version 3.
+        bytes_1.truncate(bytes_1.len() - 4);
         assert_eq!(StateRecord::from_bytes(&bytes_1), Ok(v1));
         let mut empty = record(5);
         empty.objects[0].per_segment = 0;
         assert!(StateRecord::from_bytes(&empty.to_bytes()).is_err());
         assert_eq!(record(8).objects.len(), 1, "only C at an epoch's start");
         assert_eq!(record(5).objects, record(4).objects, "a write into the open group leaves H as it was");
+    }
+
+    #[test]
+    fn builds_round_trip_and_ones_that_do_not_fit_are_refused() {
+        // Time 5: group time 2, so level 1 is filled (written at group time 2).
+        let mut r = record(5);
+        let level = r.objects.iter_mut().find(|o| o.region == Region::Level(1)).unwrap();
+        level.per_segment = 1;
+        let older = vec![ObjectRef { region: Region::Level(0), time: 1, slots: 2, per_segment: 7 }];
+        r.builds = vec![Build { level: 1, time: 2, merge: 0, done: 0, per_segment: 1, older }];
+        assert_eq!(StateRecord::from_bytes(&r.to_bytes()), Ok(r.clone()));
+        let bytes = r.to_bytes();
+        for cut in 0..bytes.len() {
+            assert!(StateRecord::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let bad: [fn(&mut StateRecord); 5] = [
+            |r| r.builds[0].merge = 1,
+            |r| r.builds[0].done = 1,
+            |r| r.builds[0].per_segment = 2,
+            |r| r.builds[0].older[0].per_segment = 0,
+            |r| r.builds.push(r.builds[0].clone()),
+        ];
+        for (i, spoil) in bad.iter().enumerate() {
+            let mut spoilt = r.clone();
+            spoil(&mut spoilt);
+            assert!(StateRecord::from_bytes(&spoilt.to_bytes()).is_err(), "case {i}");
+        }
+        // A build of a level that is not filled.
+        let mut empty = record(8);
+        empty.builds = r.builds.clone();
+        assert!(StateRecord::from_bytes(&empty.to_bytes()).is_err());
     }
 }
