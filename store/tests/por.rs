@@ -192,6 +192,13 @@ async fn damaged_objects_are_erasures_for_repair_and_errors_for_audits() {
     run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
     run.apply_reference(&p);
     assert_eq!(run.log.builds(), [(4, 3, 0)]);
+    // Level 4, being built from the damaged level, answers audits with the loss, and repair
+    // reads erasures.
+    let building = parts(&run.state.schedule).into_iter().find(|p| p.region == Region::Level(4)).unwrap();
+    let err = run.log.prove(&run.repo, &building, &all_picks(&building)).await.unwrap_err();
+    assert!(matches!(err, PorStoreError::Store(StoreError::NotFound { .. } | StoreError::Corrupt { .. })), "{err:?}");
+    let read = run.log.region(&run.repo, Region::Level(4)).await.unwrap();
+    assert!(read.slots.iter().all(Option::is_none) && read.slots.len() == 32);
     let before = run.log.schedule();
     let writes = run.writes(1, 0);
     let p = run.prepare(&writes);

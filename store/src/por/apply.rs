@@ -143,7 +143,7 @@ impl PorLog {
                     let time = schedule.group_time() + 1;
                     let mut below = Vec::with_capacity(first as usize);
                     for l in 0..first as usize {
-                        below.push(self.input_slots(repo, &mut levels[l], &mut builds[l], l).await?);
+                        below.push(self.input_slots(repo, (&mut levels[l], &mut builds[l], l), &mut created).await?);
                     }
                     let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
                     let mut tail = Vec::new();
@@ -164,7 +164,7 @@ impl PorLog {
                     let level = level as usize;
                     let mut below = Vec::with_capacity(level);
                     for l in 0..level {
-                        below.push(self.input_slots(repo, &mut levels[l], &mut builds[l], l).await?);
+                        below.push(self.input_slots(repo, (&mut levels[l], &mut builds[l], l), &mut created).await?);
                     }
                     let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
                     let mut out = std::mem::take(&mut spare[level]);
@@ -217,12 +217,11 @@ impl PorLog {
     async fn input_slots(
         &self,
         repo: &Repository,
-        working: &mut Working,
-        build: &mut Option<Build>,
-        level: usize,
+        (working, build, level): (&mut Working, &mut Option<Build>, usize),
+        created: &mut Vec<ObjectRef>,
     ) -> Result<Vec<u64>, PorStoreError> {
         if let Some(mut running) = build.take() {
-            self.finish_build(repo, &mut running).await?;
+            self.finish_build(repo, &mut running, created).await?;
         }
         let width = self.region_width(Region::Level(0));
         match std::mem::replace(working, Working::Empty) {
@@ -244,7 +243,7 @@ impl PorLog {
         created: &mut Vec<ObjectRef>,
     ) -> Result<ObjectRef, PorStoreError> {
         if let Some(mut running) = build.take() {
-            self.finish_build(repo, &mut running).await?;
+            self.finish_build(repo, &mut running, created).await?;
         }
         let width = self.region_width(Region::Level(0));
         match std::mem::replace(working, Working::Empty) {

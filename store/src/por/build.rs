@@ -132,9 +132,16 @@ impl PorLog {
 
     /// Every unit left: a level about to be consumed that is not whole yet (the pacing makes
     /// that a bug's fallback, not a path).
-    pub(super) async fn finish_build(&self, repo: &Repository, build: &mut Build) -> Result<(), StoreError> {
+    /// The tails it writes go to `created`, so the batch deletes them once superseded.
+    pub(super) async fn finish_build(
+        &self,
+        repo: &Repository,
+        build: &mut Build,
+        created: &mut Vec<ObjectRef>,
+    ) -> Result<(), StoreError> {
         while !build.is_done() {
             self.build_unit(repo, build).await?;
+            created.push(build.next());
         }
         Ok(())
     }
