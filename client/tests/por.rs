@@ -124,7 +124,8 @@ async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_le
     drop(client);
     let client = with_provider_stopped(&mut setup, async |stores| {
         lose_all_of_u(stores).await;
-        assert!(damage_objects(stores, true, |n| n / 2 - 1).await == 1, "C is stored");
+        // One C, or two in a window (the next is being built).
+        assert!((1..=2).contains(&damage_objects(stores, true, |n| n / 2 - 1).await), "C is stored");
         assert!(damage_objects(stores, false, |n| n / 2 - 1).await >= 1, "levels are stored");
     })
     .await;

@@ -255,8 +255,7 @@ pub fn por_messages(data: &[u8]) {
     use crate::por::{client, repair, wire};
     let _ = client::WritePlan::from_bytes(data);
     let _ = client::WriteContext::from_bytes(data);
-    let _ =
-        client::Written::from_upload_bytes(data, crate::por::code::Schedule { log_capacity: 1, group_log: 0, time: 0 });
+    let _ = client::Written::from_upload_bytes(data, crate::por::code::Schedule::new(1, 0));
     let _ = client::RawRead::from_bytes(data);
     let _ = repair::RegionRead::from_bytes(data);
     let _ = wire::slots_from_bytes(data);

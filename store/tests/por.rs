@@ -293,7 +293,7 @@ async fn malformed_requests_are_refused_and_change_nothing() {
     let mut short = written.clone();
     short.levels[0].1.pop();
     let mut coded = written.clone();
-    coded.coded = Some(vec![]);
+    coded.coded = vec![vec![]];
     let mut raw = written.clone();
     raw.raw.clear();
     assert!(refused_batch(log.apply(repo, plan, &[1], &slots[1..], written).await));

@@ -1,11 +1,12 @@
 //! The client's PoR record, what it keeps of its log: O(1) bytes whatever the log holds.
 //!
-//! Layout: `vouchPR\x02`, the log state (`log_capacity:u32`, `group_log:u32`, `time:u64`, U's
-//! root, the open group's checksum as two `u64`), the next fresh slot (`u64`), then two optional parts, each behind a flag byte: the batch in flight
+//! Layout: `vouchPR\x03`, the log state (`log_capacity:u32`, `group_log:u32`, `time:u64`,
+//! `rolled:u8` (the schedule's window flag), U's root, the open group's checksum as two `u64`), the next fresh slot (`u64`), then two optional parts, each behind a flag byte: the batch in flight
 //! (its state after, its next fresh slot, one index it writes) and the name whose new version
 //! still needs its PoR copy (`len:u16`, UTF-8), then a SHA-256 of everything before it. All
 //! integers little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in
-//! the log state) still reads, as a log of ungrouped writes.
+//! the log state) still reads, as a log of ungrouped writes, and one of layout 2 (no window
+//! flag) as a log whose epoch opened without a window.
 
 use crate::error::ClientError;
 use sha2::{Digest as _, Sha256};
@@ -14,9 +15,11 @@ use vouch_core::por::client::LogState;
 use vouch_core::por::code::Schedule;
 use vouch_core::Digest;
 
-const MAGIC: &[u8; 8] = b"vouchPR\x02";
+const MAGIC: &[u8; 8] = b"vouchPR\x03";
 /// Layout 1: log states without grouping.
 const MAGIC_1: &[u8; 8] = b"vouchPR\x01";
+/// Layout 2: log states without the window flag.
+const MAGIC_2: &[u8; 8] = b"vouchPR\x02";
 
 /// Where the log is, as far as the client is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,11 +83,11 @@ impl PorRecord {
             )
         };
         let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
-        let grouped = body.starts_with(MAGIC);
-        if Sha256::digest(body).as_slice() != &bytes[body.len()..] || !(grouped || body.starts_with(MAGIC_1)) {
+        let layout = [MAGIC_1, MAGIC_2, MAGIC].iter().position(|m| body.starts_with(*m)).ok_or_else(damaged)? + 1;
+        if Sha256::digest(body).as_slice() != &bytes[body.len()..] {
             return Err(damaged());
         }
-        let mut r = Reader { bytes: &body[MAGIC.len()..], grouped };
+        let mut r = Reader { bytes: &body[MAGIC.len()..], layout };
         let at = r.point().ok_or_else(damaged)?;
         let in_flight = match r.take(1).ok_or_else(damaged)?[0] {
             0 => None,
@@ -112,6 +115,7 @@ fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
     out.extend_from_slice(&schedule.log_capacity.to_le_bytes());
     out.extend_from_slice(&schedule.group_log.to_le_bytes());
     out.extend_from_slice(&schedule.time.to_le_bytes());
+    out.push(u8::from(schedule.rolled));
     out.extend_from_slice(&p.log.raw_root.0);
     p.log.pending.rows().iter().for_each(|r| out.extend_from_slice(&r.to_le_bytes()));
     out.extend_from_slice(&p.next_slot.to_le_bytes());
@@ -119,8 +123,9 @@ fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
 
 struct Reader<'a> {
     bytes: &'a [u8],
-    /// Layout 2: log states carry their grouping and open group.
-    grouped: bool,
+    /// 1, 2 or 3: from 2 log states carry their grouping and open group, from 3 the window
+    /// flag.
+    layout: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -139,13 +144,18 @@ impl<'a> Reader<'a> {
     }
 
     fn point(&mut self) -> Option<LogPoint> {
+        let grouped = self.layout >= 2;
         let log_capacity = self.u32()?;
-        let group_log = if self.grouped { self.u32()? } else { 0 };
+        let group_log = if grouped { self.u32()? } else { 0 };
         let time = self.u64()?;
+        let rolled = match self.layout {
+            3 => [false, true].get(usize::from(self.take(1)?[0])).copied()?,
+            _ => false,
+        };
         let raw_root = Digest(self.take(32)?.try_into().ok()?);
-        let pending = if self.grouped { Checksum::from_canonical([self.u64()?, self.u64()?])? } else { Checksum::ZERO };
+        let pending = if grouped { Checksum::from_canonical([self.u64()?, self.u64()?])? } else { Checksum::ZERO };
         let next_slot = self.u64()?;
-        let schedule = Schedule { log_capacity, group_log, time };
+        let schedule = Schedule { log_capacity, group_log, time, rolled };
         schedule.is_valid().then_some(LogPoint { log: LogState { schedule, raw_root, pending }, next_slot })
     }
 }
@@ -156,7 +166,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_any_damage_is_refused() {
-        let schedule = Schedule { log_capacity: 5, group_log: 4, time: 77 };
+        let schedule = Schedule { time: 77, rolled: true, ..Schedule::new(5, 4) };
         let pending = Checksum::from_canonical([5, 6]).unwrap();
         let log = LogState { schedule, raw_root: Digest([3; 32]), pending };
         let after = LogPoint { log: LogState { raw_root: Digest([4; 32]), ..log }, next_slot: 12 };
@@ -191,7 +201,7 @@ mod tests {
         body.extend_from_slice(&9u64.to_le_bytes());
         body.extend_from_slice(&[0, 0]);
         let bytes = [body.clone(), Sha256::digest(&body).to_vec()].concat();
-        let schedule = Schedule { log_capacity: 5, group_log: 0, time: 77 };
+        let schedule = Schedule { time: 77, ..Schedule::new(5, 0) };
         let log = LogState { schedule, raw_root: Digest([3; 32]), pending: Checksum::ZERO };
         let want = PorRecord { at: LogPoint { log, next_slot: 9 }, in_flight: None, copying: None };
         assert_eq!(PorRecord::from_bytes(&bytes).unwrap(), want);

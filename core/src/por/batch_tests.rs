@@ -109,15 +109,79 @@ fn batches_grow_u_roll_epochs_and_pass_every_audit() {
 }
 
 #[test]
-fn c_is_the_code_of_u_after_an_epoch() {
+fn c_is_the_code_of_u_after_an_epoch_and_in_use_after_the_window() {
     let mut s = setup(2);
     for round in 0..4 {
         s.batch(&[round], round + 1);
     }
     assert_eq!(s.state.schedule.time % 4, 0);
-    assert_eq!(s.provider.coded.slots, encode(&s.provider.raw, WIDTH, 2, 0));
-    assert!(s.provider.levels.iter().all(Option::is_none));
+    // The window: the new C is built, while the old C and the epoch's writes (level 2) are in use.
+    let code = encode(&s.provider.raw, WIDTH, 2, 0);
+    assert_eq!(s.provider.coded_next.as_ref().map(|c| &c.slots), Some(&code));
+    assert_ne!(s.provider.coded.slots, code);
+    assert!(s.state.schedule.in_window());
+    assert_eq!(s.state.schedule.filled_levels().collect::<Vec<_>>(), [2]);
+    assert_eq!(s.audit_all().iter().map(|(r, _)| *r).collect::<Vec<_>>(), [Region::Level(2), Region::Coded]);
     assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
+    // U is recoverable in the window from the old C, level 2 and the writes since.
+    s.batch(&[2], 5);
+    assert!(s.state.schedule.in_window());
+    assert_eq!(recover(&s).as_deref(), Ok(s.provider.raw.as_slice()));
+    // The window is half an epoch: then the new C is in use and level 2 is gone.
+    s.batch(&[3], 6);
+    assert!(!s.state.schedule.in_window());
+    assert_eq!(s.provider.coded.slots, code);
+    assert!(s.provider.coded_next.is_none() && s.provider.levels[2].is_none());
+    assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
+    assert_eq!(recover(&s).as_deref(), Ok(s.provider.raw.as_slice()));
+}
+
+#[test]
+fn a_provider_that_ends_the_window_early_is_caught() {
+    // Two epochs, so that the old C holds data.
+    let mut s = setup(2);
+    for round in 0..8 {
+        s.batch(&[round % 4], round + 1);
+    }
+    assert!(s.state.schedule.in_window() && s.state.schedule.coded_time() > 0);
+    let honest = s.provider.clone();
+    let failed =
+        |s: &Setup| -> Vec<Region> { s.audit_all().into_iter().filter(|(_, r)| r.is_err()).map(|(r, _)| r).collect() };
+    // The new C served in place of the old: its checksums open under another write time.
+    s.provider.coded = honest.coded_next.clone().unwrap();
+    assert_eq!(failed(&s), [Region::Coded]);
+    // The epoch's level dropped and made up of zeros: its audit fails.
+    s.provider = honest.clone();
+    s.provider.levels[2].as_mut().unwrap().slots.fill(0);
+    assert_eq!(failed(&s), [Region::Level(2)]);
+    // The old C dropped once the new one is built: repair in the window finds nothing of C.
+    s.provider = honest;
+    s.provider.coded.slots.iter_mut().for_each(|e| *e = (*e + 1) % P);
+    assert!(matches!(recover(&s), Err(RepairError::Decode { region: Region::Coded, .. })));
+}
+
+#[test]
+fn a_batch_across_two_epochs_ends_in_a_window_over_the_c_it_built_first() {
+    // 8 slots in groups of 2: one write short of the epoch's end, then 8 writes and a ⊥
+    // write cross two epochs' ends, and end in the second's window.
+    let mut s = setup_grouped(3, 1);
+    s.batch(&(0..7).collect::<Vec<_>>(), 1);
+    s.flush = true;
+    let (plan, slots, written, _) = s.prepare(&(0..8).collect::<Vec<_>>(), 2);
+    let written = written.unwrap();
+    let schedule = written.state.schedule;
+    assert_eq!((schedule.time, schedule.in_window(), schedule.coded_time()), (16, true, 4));
+    // Both Cs travel: the one in use (the first epoch's end) and the one being built.
+    assert_eq!(written.coded.len(), 2);
+    s.provider.apply(&plan, &(0..8).collect::<Vec<_>>(), &slots, &written).unwrap();
+    s.state = written.state;
+    assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()), "{:?}", s.audit_all());
+    assert_eq!(recover(&s).as_deref(), Ok(s.provider.raw.as_slice()));
+    // Without the first C's checksums the batch does not fit.
+    let (plan, slots, written, _) = s.prepare(&[1], 3);
+    let mut written = written.unwrap();
+    written.coded.push(vec![]);
+    assert_eq!(s.provider.apply(&plan, &[1], &slots, &written), Err(ProviderError::Batch));
 }
 
 #[test]
@@ -252,7 +316,7 @@ fn malformed_requests_are_refused_by_the_provider() {
     let mut short = written.clone();
     short.levels[0].1.pop();
     let mut coded = written.clone();
-    coded.coded = Some(vec![]);
+    coded.coded = vec![vec![]];
     assert_eq!(s.provider.apply(&plan, &[1], &slots[1..], &written), Err(ProviderError::Batch));
     assert_eq!(s.provider.apply(&plan, &[2], &slots, &written), Err(ProviderError::Batch));
     let mut beyond_p = slots.clone();

@@ -56,7 +56,7 @@ impl LogState {
     /// # Panics
     /// When the grouping does not fit the capacity ([`Schedule::is_valid`]): a caller's bug.
     pub fn new(log_capacity: u32, group_log: u32, key: &SealKey) -> (LogState, Vec<SealedChecksum>) {
-        let schedule = Schedule { log_capacity, group_log, time: 0 };
+        let schedule = Schedule::new(log_capacity, group_log);
         assert!(schedule.is_valid(), "a group of at most U's slots");
         let zeros = vec![Checksum::ZERO; 1 << log_capacity];
         let coded = replay_coded_at(log_capacity, 0, &zeros, key);
@@ -65,10 +65,11 @@ impl LogState {
 }
 
 /// The schedule after U grows to `2^log_capacity` slots at `schedule.time`: C is rebuilt at
-/// the next multiple of the new capacity after the time, which starts the new epoch.
+/// the next multiple of the new capacity after the time, which starts the new epoch, and is
+/// in use at once (no window).
 pub fn grown_schedule(schedule: &Schedule, log_capacity: u32) -> Schedule {
     let n = 1u64 << log_capacity;
-    Schedule { log_capacity, time: (schedule.time / n + 1) * n, ..*schedule }
+    Schedule { log_capacity, time: (schedule.time / n + 1) * n, rolled: false, ..*schedule }
 }
 
 /// The ⊥ writes that complete the open group after `writes` more writes from `schedule`,
@@ -98,22 +99,28 @@ pub fn steps<'a>(
 
 /// What a batch of `writes` writes (then its ⊥ writes when it flushes) leaves behind, from
 /// the schedule before it: the schedule after it, the levels it builds that are still filled
-/// at its end (ascending), and whether it rebuilds C (growth or an epoch's end). Client and
-/// provider both derive what is uploaded from this.
+/// at its end (ascending), and the write times of the Cs it builds (growth, an epoch's end)
+/// that are in use or next at its end (ascending: at most two, when it ends in a window
+/// after an epoch it began). Client and provider both derive what is uploaded from this.
 pub fn batch_outcome(
     schedule: &Schedule,
     grow_to: Option<u32>,
     writes: u64,
     flush: bool,
-) -> (Schedule, Vec<u32>, bool) {
+) -> (Schedule, Vec<u32>, Vec<u64>) {
     let mut schedule = grow_to.map_or(*schedule, |k| grown_schedule(schedule, k));
     let start = schedule.group_time();
-    let mut coded = grow_to.is_some();
     for _ in 0..writes + padding(&schedule, writes, flush) {
-        coded |= schedule.next_rebuild() == Rebuild::Coded;
-        schedule.time += 1;
+        schedule.advance();
     }
     let built = schedule.filled_levels().filter(|&l| schedule.level_time(l).is_some_and(|t| t > start)).collect();
+    // A C the batch built: at growth (the grown epoch's start) or at an epoch's end after it.
+    let new = |t: u64| t > start || (grow_to.is_some() && t == start);
+    let mut coded = vec![schedule.coded_time()];
+    if schedule.in_window() {
+        coded.push(schedule.epoch_start());
+    }
+    coded.retain(|&t| new(t));
     (schedule, built, coded)
 }
 
@@ -157,8 +164,9 @@ pub struct Written {
     pub raw: Vec<(u64, SealedChecksum)>,
     /// The levels filled after the batch and built in it, with their sealed checksums.
     pub levels: Vec<(u32, Vec<SealedChecksum>)>,
-    /// C's sealed checksums, when the batch rebuilt it.
-    pub coded: Option<Vec<SealedChecksum>>,
+    /// The sealed checksums of each C the batch built that is in use or next at its end, in
+    /// the order of [`batch_outcome`]'s times.
+    pub coded: Vec<Vec<SealedChecksum>>,
 }
 
 /// Why a batch cannot be written, or why the provider's context is refused.
@@ -203,25 +211,29 @@ pub fn plan(state: &LogState, indices: &[u64], flush: bool) -> Result<WritePlan,
     };
     let mut whole_raw = grow_to.is_some();
     // Levels built within the batch come from the client's own replay; only older ones are asked for.
-    let mut built = vec![false; schedule.levels() as usize];
+    let mut built = vec![false; schedule.levels() as usize + 1];
     let mut levels = Vec::new();
     for _ in 0..indices.len() as u64 + padding(&schedule, indices.len() as u64, flush) {
-        match schedule.next_rebuild() {
-            Rebuild::Pending => {}
-            Rebuild::Level(level) => {
-                for below in 0..level {
-                    if !built[below as usize] && !levels.contains(&below) {
-                        levels.push(below);
-                    }
+        let rebuild = schedule.next_rebuild();
+        let level = match rebuild {
+            Rebuild::Pending => None,
+            Rebuild::Level(level) => Some(level),
+            // The epoch's levels and last group become level `levels()` (the window's).
+            Rebuild::Coded => Some(schedule.levels()),
+        };
+        if let Some(level) = level {
+            for below in 0..level {
+                if !built[below as usize] && !levels.contains(&below) {
+                    levels.push(below);
                 }
-                built[level as usize] = true;
             }
-            Rebuild::Coded => {
-                whole_raw = true;
-                built.fill(true);
-            }
+            built[level as usize] = true;
         }
-        schedule.time += 1;
+        if rebuild == Rebuild::Coded {
+            whole_raw = true;
+            built.fill(true);
+        }
+        schedule.advance();
     }
     levels.sort_unstable();
     let mut sorted = indices.to_vec();
@@ -293,13 +305,14 @@ pub fn write(
         (None, false) => None,
         _ => return Err(WriteError::Shape),
     };
-    let mut coded = None;
+    let mut coded = BTreeMap::new();
     if plan.grow_to.is_some() {
         let all = raw.as_ref().expect("growth asks for all of U");
-        coded = Some(replay_coded_at(schedule.log_capacity, schedule.coded_time(), all, seal));
+        let time = schedule.coded_time();
+        coded.insert(time, replay_coded_at(schedule.log_capacity, time, all, seal));
     }
 
-    let mut levels: Vec<Option<(u64, Vec<u64>)>> = vec![None; schedule.levels() as usize];
+    let mut levels: Vec<Option<(u64, Vec<u64>)>> = vec![None; schedule.levels() as usize + 1];
     for (&level, sealed) in plan.levels.iter().zip(&context.levels) {
         let time = schedule.level_time(level).ok_or(WriteError::Shape)?;
         let rows = open_region(seal, Region::Level(level as u8), time, sealed, 2 << level, level)?;
@@ -325,28 +338,31 @@ pub fn write(
             }
             pending = pending + sums.checksum_at(schedule.pending() as usize, slot);
         }
-        match schedule.next_rebuild() {
-            Rebuild::Pending => {}
-            Rebuild::Level(level) => {
-                let below: Vec<&[u64]> = levels[..level as usize]
-                    .iter()
-                    .map(|l| l.as_ref().map(|(_, rows)| rows.as_slice()).ok_or(WriteError::Shape))
-                    .collect::<Result<_, _>>()?;
-                let rows = rebuild_level(&below, &pending.rows(), ROWS, schedule.levels(), schedule.group_time());
-                levels[..level as usize].fill(None);
-                levels[level as usize] = Some((schedule.group_time() + 1, rows));
-                pending = Checksum::ZERO;
-            }
-            Rebuild::Coded => {
-                let all = raw.as_ref().ok_or(WriteError::Shape)?;
-                coded = Some(replay_coded_at(schedule.log_capacity, schedule.group_time() + 1, all, seal));
-                levels.fill(None);
-                pending = Checksum::ZERO;
-            }
+        let rebuild = schedule.next_rebuild();
+        let level = match rebuild {
+            Rebuild::Pending => None,
+            Rebuild::Level(level) => Some(level),
+            Rebuild::Coded => Some(schedule.levels()),
+        };
+        if let Some(level) = level {
+            let below: Vec<&[u64]> = levels[..level as usize]
+                .iter()
+                .map(|l| l.as_ref().map(|(_, rows)| rows.as_slice()).ok_or(WriteError::Shape))
+                .collect::<Result<_, _>>()?;
+            let rows = rebuild_level(&below, &pending.rows(), ROWS, schedule.levels(), schedule.group_time());
+            levels[..level as usize].fill(None);
+            levels[level as usize] = Some((schedule.group_time() + 1, rows));
+            pending = Checksum::ZERO;
         }
-        schedule.time += 1;
+        if rebuild == Rebuild::Coded {
+            let all = raw.as_ref().ok_or(WriteError::Shape)?;
+            let time = schedule.group_time() + 1;
+            coded.insert(time, replay_coded_at(schedule.log_capacity, time, all, seal));
+        }
+        schedule.advance();
     }
-    let (_, built, _) = batch_outcome(&state.schedule, plan.grow_to, writes.len() as u64, plan.flush);
+    let (_, built, coded_kept) = batch_outcome(&state.schedule, plan.grow_to, writes.len() as u64, plan.flush);
+    let coded = coded_kept.iter().map(|t| coded.remove(t).expect("a C the batch built")).collect();
     let levels = built
         .into_iter()
         .map(|level| {

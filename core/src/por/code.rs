@@ -29,8 +29,10 @@ pub enum Rebuild {
     /// The write completes a group: levels `0..ℓ` and the group become level `ℓ`
     /// (HRebuildX / HRebuildY).
     Level(u32),
-    /// The write completes the epoch's last group: C is re-encoded from U and H is emptied
-    /// (CRebuild).
+    /// The write completes the epoch's last group: CRebuild, deamortized. C is re-encoded
+    /// from U, and H's levels and the group become level [`Schedule::levels`], the epoch's
+    /// writes; the new C is in use once the window is over ([`Schedule::in_window`]), and
+    /// until then the old C and that level are.
     Coded,
 }
 
@@ -51,6 +53,14 @@ pub const DEFAULT_GROUP_LOG: u32 = 4;
 /// `2^(ℓ + group_log)` writes and H costs one sealed checksum per group, not per write. H's
 /// clock counts groups ([`Self::group_time`]); its capacity is `2^(k - group_log)` groups, so
 /// C is still rebuilt every `2^k` slot writes. Level and C times are in groups.
+///
+/// **The window (Sec. 6.1's deamortization of CRebuild).** A C built at an epoch's end is
+/// not in use at once: for the new epoch's first [`Self::window`] groups, the previous C
+/// and the previous epoch's writes, kept as level `L = levels()` (levels `0..L` and the last
+/// group, merged), stand in for it. Any half of each decodes, so U stays recoverable, and the
+/// provider has the window to build the new C a piece at a time. Audits and repair read
+/// what [`Self::filled_levels`] and [`Self::coded_time`] name, the window included. A C
+/// built at creation, growth or a re-encode is in use at once ([`Self::rolled`] is false).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schedule {
     /// `k`: U holds `2^k` slots, and C is rebuilt every `2^k` slot writes.
@@ -59,6 +69,9 @@ pub struct Schedule {
     pub group_log: u32,
     /// Slot writes so far (absolute); the next write happens at this time.
     pub time: u64,
+    /// Whether the current epoch began at the previous one's end (a CRebuild), not at
+    /// creation, growth or a re-encode: then it opens with a window.
+    pub rolled: bool,
 }
 
 impl Schedule {
@@ -70,6 +83,11 @@ impl Schedule {
     /// Slots per block of H.
     pub fn group(&self) -> u64 {
         1 << self.group_log
+    }
+
+    /// A log of `2^log_capacity` slots in groups of `2^group_log`, at time 0.
+    pub fn new(log_capacity: u32, group_log: u32) -> Schedule {
+        Schedule { log_capacity, group_log, time: 0, rolled: false }
     }
 
     /// Whether the grouping fits the capacity and the bound.
@@ -108,19 +126,48 @@ impl Schedule {
         }
     }
 
-    /// Whether level `level` holds blocks now (bit `ℓ` of the groups within the epoch).
+    /// The groups an epoch that began at the previous one's end keeps the old C and the
+    /// previous epoch's writes: half an epoch (none without levels: every group rebuilds C).
+    pub fn window(&self) -> u64 {
+        match self.levels() {
+            0 => 0,
+            levels => 1 << (levels - 1),
+        }
+    }
+
+    /// Whether the new C is still being built: the old C and level `levels()` are in use.
+    pub fn in_window(&self) -> bool {
+        self.rolled && self.epoch_groups() < self.window()
+    }
+
+    /// The time moves past one write, and an epoch's end starts a window.
+    pub fn advance(&mut self) {
+        self.rolled |= self.next_rebuild() == Rebuild::Coded;
+        self.time += 1;
+    }
+
+    /// Whether level `level` holds blocks now: bit `ℓ` of the groups within the epoch, and
+    /// level `levels()` in a window.
     pub fn is_filled(&self, level: u32) -> bool {
-        level < self.levels() && (self.epoch_groups() >> level) & 1 == 1
+        match level.cmp(&self.levels()) {
+            std::cmp::Ordering::Less => (self.epoch_groups() >> level) & 1 == 1,
+            std::cmp::Ordering::Equal => self.in_window(),
+            std::cmp::Ordering::Greater => false,
+        }
     }
 
     /// The levels that hold blocks, smallest first.
     pub fn filled_levels(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.levels()).filter(|&level| self.is_filled(level))
+        (0..=self.levels()).filter(|&level| self.is_filled(level))
     }
 
     /// The group time of a filled level's first block.
     pub fn level_start(&self, level: u32) -> Option<u64> {
-        self.is_filled(level).then(|| (self.group_time() >> (level + 1)) << (level + 1))
+        let start = match level == self.levels() {
+            true => (self.group_time() - self.epoch_groups()).checked_sub(1 << level)?,
+            false => (self.group_time() >> (level + 1)) << (level + 1),
+        };
+        self.is_filled(level).then_some(start)
     }
 
     /// When a filled level's slots were written, in groups done: the level is rebuilt by
@@ -130,9 +177,19 @@ impl Schedule {
         self.level_start(level).map(|start| start + (1 << level))
     }
 
-    /// When C's slots were written, in groups done: `0` for the C built at initialisation,
-    /// else the end of the last epoch (CRebuild runs in its last write).
+    /// When the C in use was written, in groups done: `0` for the C built at initialisation,
+    /// else the end of an epoch (CRebuild runs in its last write): the last one's, or in a
+    /// window the one before ([`Self::in_window`]).
     pub fn coded_time(&self) -> u64 {
+        let start = self.epoch_start();
+        match self.in_window() {
+            true => start - (1 << self.levels()),
+            false => start,
+        }
+    }
+
+    /// The group time the current epoch began: when its C was written, in use or not.
+    pub fn epoch_start(&self) -> u64 {
         self.group_time() - self.epoch_groups()
     }
 }
@@ -246,7 +303,7 @@ mod tests {
     }
 
     fn at(log_capacity: u32, time: u64) -> Schedule {
-        Schedule { log_capacity, group_log: 0, time }
+        Schedule { log_capacity, group_log: 0, time, rolled: false }
     }
 
     #[test]
@@ -274,7 +331,7 @@ mod tests {
     #[test]
     fn grouped_writes_rebuild_only_when_a_group_completes() {
         // U of 16 slots in groups of 4: H holds 4 groups in 2 levels; C every 16 writes.
-        let mut schedule = Schedule { log_capacity: 4, group_log: 2, time: 0 };
+        let mut schedule = Schedule::new(4, 2);
         let mut rebuilds = Vec::new();
         for _ in 0..32 {
             rebuilds.push(schedule.next_rebuild());
@@ -283,14 +340,43 @@ mod tests {
         use Rebuild::{Coded, Level as L, Pending as P};
         let epoch = [P, P, P, L(0), P, P, P, L(1), P, P, P, L(0), P, P, P, Coded];
         assert_eq!(rebuilds, [epoch, epoch].concat());
-        let mid = Schedule { log_capacity: 4, group_log: 2, time: 25 };
+        let mid = Schedule { time: 25, ..Schedule::new(4, 2) };
         assert_eq!((mid.group_time(), mid.pending(), mid.levels()), (6, 1, 2));
         assert_eq!(mid.filled_levels().collect::<Vec<_>>(), [1]);
         assert_eq!((mid.level_start(1), mid.level_time(1), mid.coded_time()), (Some(4), Some(6), 4));
         // Grouping every write of U into one block leaves H without levels.
-        let whole = Schedule { log_capacity: 2, group_log: 2, time: 3 };
+        let whole = Schedule { time: 3, ..Schedule::new(2, 2) };
         assert_eq!((whole.levels(), whole.next_rebuild()), (0, Rebuild::Coded));
         assert!(whole.is_valid() && !Schedule { group_log: 3, ..whole }.is_valid());
+    }
+
+    #[test]
+    fn an_epoch_that_follows_another_opens_with_a_window() {
+        // U of 16 slots in groups of 2: H has 3 levels, an epoch 8 groups, a window 4.
+        let mut schedule = Schedule::new(4, 1);
+        let mut seen = Vec::new();
+        while schedule.time < 40 {
+            schedule.advance();
+            if schedule.pending() == 0 {
+                let levels: Vec<u32> = schedule.filled_levels().collect();
+                seen.push((schedule.group_time(), schedule.in_window(), levels, schedule.coded_time()));
+            }
+        }
+        // The first epoch follows creation: no window. The second opens with one of 4
+        // groups, in which level 3 (the first epoch's writes) and the first C are in use.
+        assert_eq!(seen[7], (8, true, vec![3], 0));
+        assert_eq!(seen[8], (9, true, vec![0, 3], 0));
+        assert_eq!(seen[10], (11, true, vec![0, 1, 3], 0));
+        assert_eq!(seen[11], (12, false, vec![2], 8));
+        assert_eq!(seen[15], (16, true, vec![3], 8));
+        assert_eq!(seen[19], (20, false, vec![2], 16));
+        let at_9 = Schedule { time: 18, rolled: true, ..Schedule::new(4, 1) };
+        assert_eq!((at_9.level_start(3), at_9.level_time(3), at_9.epoch_start()), (Some(0), Some(8), 8));
+        // Growth or a re-encode starts an epoch without one.
+        assert!(!Schedule { rolled: false, ..at_9 }.in_window());
+        // Without levels every group rebuilds C, in use at once.
+        let flat = Schedule { time: 3, rolled: true, ..Schedule::new(2, 2) };
+        assert!(!flat.in_window() && flat.filled_levels().next().is_none());
     }
 
     proptest! {
@@ -314,7 +400,7 @@ mod tests {
             let mut coded: Option<Vec<u64>> = None;
             let mut written = Vec::new();
             for time in 0..writes as u64 {
-                let schedule = Schedule { log_capacity, group_log, time };
+                let schedule = Schedule { time, ..Schedule::new(log_capacity, group_log) };
                 let block: Vec<u64> = (0..slot).map(|e| seed[(time as usize * 3 + e) % seed.len()] % P).collect();
                 let address = (seed[time as usize % seed.len()] as usize) % n;
                 raw[address * slot..(address + 1) * slot].copy_from_slice(&block);
@@ -335,7 +421,7 @@ mod tests {
                         coded = Some(code);
                     }
                 }
-                let after = Schedule { log_capacity, group_log, time: time + 1 };
+                let after = Schedule { time: time + 1, ..Schedule::new(log_capacity, group_log) };
                 for level in 0..h {
                     prop_assert_eq!(levels[level as usize].is_some(), after.is_filled(level));
                     if let (Some(held), Some(start)) = (&levels[level as usize], after.level_start(level)) {

@@ -25,8 +25,14 @@
 //! * [`wire`]: the canonical byte layouts of the log's messages.
 //!
 //! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
-//! `por-*` operations. Not yet here: a deamortized re-encode of C at an epoch's end (the
-//! levels' rebuilds are: [`build`] and the store's builds), and shrinking U once most of it is ⊥.
+//! `por-*` operations.
+//!
+//! **The window.** CRebuild at an epoch's end is not needed at once: for half an epoch the
+//! old C and the epoch's writes, kept as level `levels()`, stand in for the new C
+//! ([`code::Schedule::in_window`]), so a provider has that long to build it; audits, repair
+//! and the client's replays follow the schedule through it. Not yet here: the store still
+//! encodes the new C in the batch that ends the epoch (building it a unit per group
+//! completion over the window is next), and shrinking U once most of it is ⊥.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same

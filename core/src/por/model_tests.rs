@@ -54,7 +54,7 @@ struct Client {
 
 fn setup(log_capacity: u32, lie: Lie) -> (Client, Server) {
     let n = 1usize << log_capacity;
-    let schedule = Schedule { log_capacity, group_log: 0, time: 0 };
+    let schedule = Schedule::new(log_capacity, 0);
     let client = Client {
         schedule,
         seal: SealKey::new(&[7; 32]),

@@ -101,7 +101,8 @@ pub fn batch_fits(
         && writes.iter().collect::<std::collections::BTreeSet<_>>().into_iter().eq(plan.indices.iter())
         && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
         && written.levels.iter().all(|(l, sealed)| sealed.len() as u64 == 2u64 << l)
-        && written.coded.as_ref().map(|c| c.len() as u64) == coded.then_some(2 * n)
+        && written.coded.len() == coded.len()
+        && written.coded.iter().all(|c| c.len() as u64 == 2 * n)
 }
 
 /// A level or C: its slots (X then Y, flat; a level's slots are groups) and their sealed
@@ -123,9 +124,12 @@ pub struct ProviderLog {
     pub staged: Vec<u64>,
     pub raw_sealed: Vec<Option<SealedChecksum>>,
     tree: RawTree,
-    /// Level `ℓ` when filled.
+    /// Level `ℓ` when filled; level `levels()` in a window.
     pub levels: Vec<Option<Stored>>,
+    /// The C in use ([`Schedule::coded_time`]).
     pub coded: Stored,
+    /// In a window, the C built at the epoch's end, in use once the window is over.
+    pub coded_next: Option<Stored>,
 }
 
 impl ProviderLog {
@@ -139,7 +143,7 @@ impl ProviderLog {
         coded: Vec<SealedChecksum>,
     ) -> Result<ProviderLog, ProviderError> {
         let n = 1usize << log_capacity.min(MAX_LOG_CAPACITY);
-        let schedule = Schedule { log_capacity, group_log, time: 0 };
+        let schedule = Schedule::new(log_capacity, group_log);
         if log_capacity > MAX_LOG_CAPACITY || !schedule.is_valid() || width == 0 || coded.len() != 2 * n {
             return Err(ProviderError::Plan { log_capacity, time: 0 });
         }
@@ -150,8 +154,9 @@ impl ProviderLog {
             staged: Vec::new(),
             raw_sealed: vec![None; n],
             tree: RawTree::new(log_capacity),
-            levels: vec![None; schedule.levels() as usize],
+            levels: vec![None; schedule.levels() as usize + 1],
             coded: Stored { slots: vec![0; 2 * n * width], sealed: coded },
+            coded_next: None,
         })
     }
 
@@ -192,8 +197,14 @@ impl ProviderLog {
             return Err(ProviderError::Batch);
         }
         let width = self.width;
+        // The sealed checksums of each C the batch builds, by write time; one it builds and
+        // drops again within the batch has none, as nobody can audit it.
+        let (_, _, coded_times) = batch_outcome(&self.schedule, plan.grow_to, writes.len() as u64, plan.flush);
+        let mut coded_sealed: std::collections::BTreeMap<u64, Vec<SealedChecksum>> =
+            coded_times.into_iter().zip(written.coded.iter().cloned()).collect();
         if let Some(k) = plan.grow_to {
-            self.grow(k, written.coded.clone().expect("checked above"))?;
+            let time = grown_schedule(&self.schedule, k).coded_time();
+            self.grow(k, coded_sealed.remove(&time).unwrap_or_default())?;
         }
         let mut buffer = Vec::new();
         for step in steps(&self.schedule, writes, slots, width, plan.flush) {
@@ -205,35 +216,44 @@ impl ProviderLog {
                 }
                 None => self.staged.resize(self.staged.len() + width, 0),
             }
-            match self.schedule.next_rebuild() {
-                Rebuild::Pending => {}
-                Rebuild::Level(level) => {
-                    let below: Vec<&[u64]> = self.levels[..level as usize]
-                        .iter()
-                        .map(|l| l.as_ref().expect("levels below the first empty one are filled").slots.as_slice())
-                        .collect();
-                    rebuild_level_into(
-                        &mut buffer,
-                        &below,
-                        &self.staged,
-                        self.staged.len(),
-                        self.schedule.levels(),
-                        self.schedule.group_time(),
-                    );
-                    self.staged.clear();
-                    self.levels[..level as usize].fill(None);
-                    let stale = self.levels[level as usize].take().map(|s| s.slots).unwrap_or_default();
-                    let slots = std::mem::replace(&mut buffer, stale);
-                    self.levels[level as usize] = Some(Stored { slots, sealed: Vec::new() });
-                }
-                Rebuild::Coded => {
-                    self.coded.slots = encode(&self.raw, width, self.schedule.log_capacity, 0);
-                    self.coded.sealed = written.coded.clone().expect("checked above");
-                    self.levels.fill(None);
-                    self.staged.clear();
+            let rebuild = self.schedule.next_rebuild();
+            let level = match rebuild {
+                Rebuild::Pending => None,
+                Rebuild::Level(level) => Some(level),
+                // The epoch's writes stay as level `levels()` for the window.
+                Rebuild::Coded => Some(self.schedule.levels()),
+            };
+            if let Some(level) = level {
+                let below: Vec<&[u64]> = self.levels[..level as usize]
+                    .iter()
+                    .map(|l| l.as_ref().expect("levels below the first empty one are filled").slots.as_slice())
+                    .collect();
+                rebuild_level_into(
+                    &mut buffer,
+                    &below,
+                    &self.staged,
+                    self.staged.len(),
+                    self.schedule.levels(),
+                    self.schedule.group_time(),
+                );
+                self.staged.clear();
+                self.levels[..level as usize].fill(None);
+                let stale = self.levels[level as usize].take().map(|s| s.slots).unwrap_or_default();
+                let slots = std::mem::replace(&mut buffer, stale);
+                self.levels[level as usize] = Some(Stored { slots, sealed: Vec::new() });
+            }
+            if rebuild == Rebuild::Coded {
+                let slots = encode(&self.raw, width, self.schedule.log_capacity, 0);
+                let sealed = coded_sealed.remove(&(self.schedule.group_time() + 1)).unwrap_or_default();
+                self.coded_next = Some(Stored { slots, sealed });
+            }
+            self.schedule.advance();
+            if !self.schedule.in_window() {
+                if let Some(next) = self.coded_next.take() {
+                    self.coded = next;
+                    self.levels[self.schedule.levels() as usize] = None;
                 }
             }
-            self.schedule.time += 1;
         }
         for (level, sealed) in &written.levels {
             self.levels[*level as usize].as_mut().expect("a level the batch built and left filled").sealed =
@@ -255,7 +275,8 @@ impl ProviderLog {
         self.raw.resize(n * self.width, 0);
         self.raw_sealed.resize(n, None);
         self.coded = Stored { slots: encode(&self.raw, self.width, k, 0), sealed: coded };
-        self.levels = vec![None; self.schedule.levels() as usize];
+        self.levels = vec![None; self.schedule.levels() as usize + 1];
+        self.coded_next = None;
         self.staged.clear();
         Ok(())
     }

@@ -35,14 +35,14 @@ fn a_reencode_replaces_damaged_levels_and_c_with_the_code_of_u() {
     // The provider loses bytes of a level and of C: those parts fail their audits.
     let level = s.state.schedule.filled_levels().last().unwrap() as usize;
     s.provider.levels[level].as_mut().unwrap().slots.iter_mut().for_each(|e| *e = (*e + 1) % P);
-    s.provider.coded.slots[..WIDTH * 20].fill(0);
+    s.provider.coded.slots[..WIDTH * 20].iter_mut().for_each(|e| *e = (*e + 1) % P);
     let failed: Vec<Region> = s.audit_all().into_iter().filter(|(_, r)| r.is_err()).map(|(r, _)| r).collect();
     assert_eq!(failed, [Region::Level(level as u8), Region::Coded]);
 
     let (plan, written) = reencode(&s);
     let written = written.unwrap();
     assert!(written.raw.is_empty() && written.levels.is_empty());
-    assert_eq!(written.coded.as_ref().map(Vec::len), Some(32));
+    assert_eq!(written.coded.iter().map(Vec::len).collect::<Vec<_>>(), [32]);
     assert_eq!(written.state.raw_root, before.raw_root, "nothing written to U");
     s.provider.apply(&plan, &[], &[], &written).unwrap();
     s.state = written.state;
@@ -52,7 +52,8 @@ fn a_reencode_replaces_damaged_levels_and_c_with_the_code_of_u() {
     assert_eq!((schedule.time % 16, schedule.time > before.schedule.time), (0, true));
     assert_eq!(s.provider.schedule(), schedule);
     assert_eq!(s.provider.coded.slots, encode(&s.provider.raw, WIDTH, 4, 0));
-    assert!(s.provider.levels.iter().all(Option::is_none));
+    assert!(s.provider.levels.iter().all(Option::is_none) && s.provider.coded_next.is_none());
+    assert!(!schedule.in_window(), "a re-encode's C is in use at once");
     assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()), "{:?}", s.audit_all());
     let all: Vec<u64> = (0..16).collect();
     assert_eq!(s.read(&all), Ok(()));
@@ -110,7 +111,7 @@ fn only_a_reencode_writes_nothing_and_never_shrinks_u() {
     let (_, written) = reencode(&s);
     let written = written.unwrap();
     assert!(matches!(s.provider.apply(&nothing, &[], &[], &written), Err(ProviderError::RawProof(_))));
-    let without_c = Written { coded: None, ..written };
+    let without_c = Written { coded: Vec::new(), ..written };
     assert_eq!(s.provider.apply(&again, &[], &[], &without_c), Err(ProviderError::Batch));
     // The plan round-trips the wire, at the smallest capacity and the largest.
     for grow_to in [Some(0), Some(super::raw_tree::MAX_LOG_CAPACITY), None] {

@@ -204,7 +204,7 @@ impl WriteContext {
 
 impl Written {
     /// The upload without the client's next state: `count || (index varint, sealed) ||
-    /// count || (level:u8, sealed list) || optional C sealed list`.
+    /// count || (level:u8, sealed list) || count || C sealed list`.
     pub fn upload_bytes(&self) -> Vec<u8> {
         let mut out = Out(Vec::new());
         out.count(self.raw.len());
@@ -217,7 +217,7 @@ impl Written {
             out.0.push(*level as u8);
             out.sealed_list(sealed);
         }
-        out.0.push(u8::from(self.coded.is_some()));
+        out.count(self.coded.len());
         self.coded.iter().for_each(|c| out.sealed_list(c));
         out.0
     }
@@ -230,7 +230,8 @@ impl Written {
             let raw = (0..n).map(|_| Ok((r.0.varint()?, r.sealed()?))).collect::<Result<_, PorWireError>>()?;
             let n = r.count(2)?;
             let levels = (0..n).map(|_| Ok((r.level()?, r.sealed_list()?))).collect::<Result<_, PorWireError>>()?;
-            let coded = if r.tag()? { Some(r.sealed_list()?) } else { None };
+            let n = r.count(1)?;
+            let coded = (0..n).map(|_| r.sealed_list()).collect::<Result<_, PorWireError>>()?;
             let state = LogState { schedule, raw_root: crate::Digest::ZERO, pending: Checksum::ZERO };
             Ok(Written { state, raw, levels, coded })
         })
@@ -318,9 +319,9 @@ mod tests {
         assert_eq!(RawRead::from_bytes(&m.read.to_bytes()), Ok(m.read.clone()));
         assert_eq!(RegionRead::from_bytes(&m.region.to_bytes()), Ok(m.region.clone()));
         assert_eq!(slots_from_bytes(&slots_to_bytes(&m.slots)), Ok(m.slots.clone()));
-        let coded = m.written.coded.clone().unwrap();
+        let coded = m.written.coded[0].clone();
         assert_eq!(sealed_list_from_bytes(&sealed_list_to_bytes(&coded)), Ok(coded));
-        assert!(m.context.raw.is_some() && m.written.coded.is_some(), "the reference exercises every option");
+        assert!(m.context.raw.is_some() && !m.written.coded.is_empty(), "the reference exercises every option");
         assert!(m.region.slots.iter().any(Option::is_none));
     }
 

@@ -80,7 +80,7 @@ impl Misbehaving {
         let status = self.honest.por_write(client, req).await?;
         if matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
             // The log's state in the upload is the provider's own business; any schedule reads it.
-            let schedule = Schedule { log_capacity: u32::from(status.log_capacity), group_log: 0, time: status.time };
+            let schedule = Schedule { time: status.time, ..Schedule::new(u32::from(status.log_capacity), 0) };
             let written = Written::from_upload_bytes(&req.upload, schedule).expect("the honest provider decoded it");
             let mut handed = self.por_handed.lock().expect("handed PoR checksums");
             handed.entry(client.to_string()).or_default().keep(&written);

@@ -201,7 +201,7 @@ impl Provider {
         self.with_log(client, async |log, repo| {
             let schedule = log.schedule();
             let slots = match region {
-                Region::Level(level) if u32::from(level) < schedule.levels() => 2u64 << level,
+                Region::Level(level) if u32::from(level) <= schedule.levels() => 2u64 << level,
                 Region::Level(_) => return Err(ProviderError::NotFound(format!("{region:?}"))),
                 _ => 2 * schedule.capacity(),
             };

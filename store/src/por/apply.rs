@@ -9,7 +9,7 @@ use super::state::ObjectRef;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, Repository, StoreError};
 use std::collections::{BTreeMap, HashSet};
-use vouch_core::por::client::{batch_outcome, grown_schedule, steps, WritePlan, Written};
+use vouch_core::por::client::{grown_schedule, padding, steps, WritePlan, Written};
 use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
@@ -37,8 +37,8 @@ enum After {
 struct Outcome {
     schedule: Schedule,
     levels: Vec<Working>,
-    /// C, when the batch rebuilt it (growth or an epoch's end).
-    coded: Option<Vec<u64>>,
+    /// Each C the batch encoded (growth, an epoch's end), by write time.
+    coded: BTreeMap<u64, Vec<u64>>,
     /// The writes of the group left open.
     staged: Vec<u64>,
     /// The levels being built after the batch.
@@ -96,15 +96,24 @@ impl PorLog {
         slots: &[u64],
     ) -> Result<Outcome, PorStoreError> {
         let (width, grow_to) = (self.width, plan.grow_to);
-        let (_, _, rebuilds_coded) = batch_outcome(&self.schedule, grow_to, writes.len() as u64, plan.flush);
         let mut schedule = grow_to.map_or(self.schedule, |k| grown_schedule(&self.schedule, k));
         let k = schedule.log_capacity;
+        let top = schedule.levels() as usize;
+        let steps_total = writes.len() as u64 + padding(&schedule, writes.len() as u64, plan.flush);
+        let ends_epoch = {
+            let mut probe = schedule;
+            (0..steps_total).any(|_| {
+                let end = probe.next_rebuild() == Rebuild::Coded;
+                probe.advance();
+                end
+            })
+        };
         let mut levels: Vec<Working> = match grow_to {
-            Some(_) => (0..schedule.levels()).map(|_| Working::Empty).collect(),
+            Some(_) => (0..=top).map(|_| Working::Empty).collect(),
             None => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
         };
         let mut builds = match grow_to {
-            Some(_) => vec![None; schedule.levels() as usize],
+            Some(_) => vec![None; top + 1],
             None => self.builds.clone(),
         };
         let mut created = Vec::new();
@@ -113,17 +122,17 @@ impl PorLog {
         // Growth re-encodes C over U, which holds the open group's writes: the group is closed.
         let mut staged = if grow_to.is_some() { Vec::new() } else { self.staged.clone() };
         let mut raw = None;
-        if rebuilds_coded {
+        if grow_to.is_some() || ends_epoch {
             let mut sealed = self.raw_sealed.clone();
             sealed.resize(schedule.capacity() as usize, None);
             raw = Some(raw::load_all(repo.meta(), &self.names, width, &sealed)?);
         }
-        let mut coded = match (grow_to, &raw) {
-            (Some(_), Some(all)) => Some(encode(all, width, k, 0)),
-            _ => None,
-        };
+        let mut coded = BTreeMap::new();
+        if let (Some(_), Some(all)) = (grow_to, &raw) {
+            coded.insert(schedule.coded_time(), encode(all, width, k, 0));
+        }
         // A consumed level's allocation, reused when that level is built again in the batch.
-        let mut spare: Vec<Vec<u64>> = vec![Vec::new(); schedule.levels() as usize];
+        let mut spare: Vec<Vec<u64>> = vec![Vec::new(); top + 1];
         for step in steps(&schedule, writes, slots, width, plan.flush) {
             match step {
                 Some((index, slot)) => {
@@ -135,9 +144,16 @@ impl PorLog {
                 }
                 None => staged.resize(staged.len() + width, 0),
             }
-            match schedule.next_rebuild() {
-                Rebuild::Pending => {}
-                Rebuild::Level(level) if level > per_segment.trailing_zeros() && !self.skip_rebuilds => {
+            let rebuild = schedule.next_rebuild();
+            let level = match rebuild {
+                Rebuild::Pending => None,
+                Rebuild::Level(level) => Some(level),
+                // The epoch's levels and last group become level `top`, kept for the window.
+                Rebuild::Coded => Some(top as u32),
+            };
+            match level {
+                None => {}
+                Some(level) if level > per_segment.trailing_zeros() && !self.skip_rebuilds => {
                     // A build: the levels of at most a segment per half now, the rest later.
                     let first = per_segment.trailing_zeros();
                     let time = schedule.group_time() + 1;
@@ -160,7 +176,7 @@ impl PorLog {
                     levels[level as usize] = Working::Building(build.output());
                     builds[level as usize] = Some(build);
                 }
-                Rebuild::Level(level) => {
+                Some(level) => {
                     let level = level as usize;
                     let mut below = Vec::with_capacity(level);
                     for l in 0..level {
@@ -186,17 +202,15 @@ impl PorLog {
                     }
                     levels[level] = Working::Built(out);
                 }
-                Rebuild::Coded => {
-                    let all = raw.as_ref().ok_or_else(|| self.inconsistent(0))?;
-                    coded = Some(encode(all, width, k, 0));
-                    levels.iter_mut().for_each(|l| *l = Working::Empty);
-                    builds.fill(None);
-                    staged.clear();
-                }
+            }
+            if rebuild == Rebuild::Coded {
+                let all = raw.as_ref().ok_or_else(|| self.inconsistent(0))?;
+                coded.insert(schedule.group_time() + 1, encode(all, width, k, 0));
             }
             if schedule.pending() + 1 == schedule.group() {
-                // A group completed: the units of each build that are due now.
-                for slot in builds.iter_mut() {
+                // A group completed: the units of each build that are due now. The window's
+                // level is never consumed, so it stays as its tail and older levels.
+                for slot in builds[..top].iter_mut() {
                     let Some(build) = slot else { continue };
                     while build.is_due(schedule.group_time() + 1) {
                         self.build_unit(repo, build).await?;
@@ -207,7 +221,12 @@ impl PorLog {
                     }
                 }
             }
-            schedule.time += 1;
+            schedule.advance();
+            if !schedule.in_window() {
+                // The window is over (or never opened): its level goes, the next C is in use.
+                levels[top] = Working::Empty;
+                builds[top] = None;
+            }
         }
         Ok(Outcome { schedule, levels, coded, staged, builds, created })
     }
@@ -317,22 +336,39 @@ impl PorLog {
                 }
             });
         }
-        let new_coded = match (coded, &written.coded) {
-            (Some(slots), Some(sealed)) => {
-                let object = self.limits.object(Region::Coded, schedule.coded_time(), 2 * schedule.capacity(), width);
-                objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
-                Some(Held { object, sealed: Some(sealed.clone()), cached: None })
-            }
-            (None, None) => None,
-            _ => return Err(ProviderError::Batch.into()),
-        };
+        // The C in use, then in a window the next: put if the batch encoded it (with the
+        // client's sealed checksums, in that order), else one the log holds already.
+        let wanted = [Some(schedule.coded_time()), schedule.in_window().then(|| schedule.epoch_start())];
+        let mut sealed_lists = written.coded.iter();
+        let mut new_coded = Vec::with_capacity(2);
+        let mut coded = coded;
+        for time in wanted.into_iter().flatten() {
+            let held = match coded.remove(&time) {
+                Some(slots) => {
+                    let sealed = sealed_lists.next().ok_or(ProviderError::Batch)?;
+                    let object = self.limits.object(Region::Coded, time, 2 * schedule.capacity(), width);
+                    objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
+                    Held { object, sealed: Some(sealed.clone()), cached: None }
+                }
+                None => [Some(&self.coded), self.coded_next.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .find(|held| held.object.time == time)
+                    .cloned()
+                    .ok_or_else(|| self.inconsistent(0))?,
+            };
+            new_coded.push(held);
+        }
+        if sealed_lists.next().is_some() {
+            return Err(ProviderError::Batch.into());
+        }
         let level_objects = after.iter().enumerate().filter_map(|(level, next)| match next {
             After::Kept => self.levels.get(level).and_then(Option::as_ref).map(|h| h.object),
             After::Emptied => None,
             After::New(held) => Some(held.object),
         });
-        let coded_object = new_coded.as_ref().unwrap_or(&self.coded).object;
-        let record = self.record_at(schedule, level_objects.chain([coded_object]).collect(), &builds);
+        let coded_objects = new_coded.iter().map(|h| h.object);
+        let record = self.record_at(schedule, level_objects.chain(coded_objects).collect(), &builds);
         // What the new state stops naming, of what the old one named and the batch put.
         // By folder: an object is its folder, whatever its segment size.
         let named: HashSet<String> = record
@@ -391,7 +427,7 @@ impl PorLog {
         &mut self,
         schedule: Schedule,
         after: Vec<After>,
-        new_coded: Option<Held>,
+        new_coded: Vec<Held>,
         written: &Written,
     ) -> Result<(), PorStoreError> {
         let k = schedule.log_capacity;
@@ -409,9 +445,9 @@ impl PorLog {
                 After::New(held) => Some(held),
             })
             .collect();
-        if let Some(coded) = new_coded {
-            self.coded = coded;
-        }
+        let mut new_coded = new_coded.into_iter();
+        self.coded = new_coded.next().ok_or_else(|| self.inconsistent(0))?;
+        self.coded_next = new_coded.next();
         self.schedule = schedule;
         self.raw_sealed.resize(1 << k, None);
         for &(index, sealed) in &written.raw {

@@ -38,6 +38,13 @@
 //!
 //! # A batch, and crashes
 //!
+//! **The window** (`vouch_core::por::code::Schedule::in_window`): the C a batch encodes at an
+//! epoch's end is stored beside the C in use (`coded_next`, named in the state record after
+//! it) and takes its place when the window is over; until then the epoch's writes are level
+//! `levels()`, made like any level (a build for a large one) but never consumed, so no unit is
+//! ever due on it: it is answered from its tail and older levels, and dropped with them when
+//! the window ends. The new C is still encoded at once, in the batch that ends the epoch.
+//!
 //! [`PorLog::apply`] checks everything first (a refused batch changes nothing), runs its
 //! rebuilds (`rebuild_level_into` in memory for a level of at most a segment per half, a
 //! build for a larger one, `encode` for C; see `build` for the deamortized builds and the
@@ -145,11 +152,14 @@ pub struct PorLog {
     names: Names,
     width: usize,
     schedule: Schedule,
-    /// Level `ℓ` when filled.
+    /// Level `ℓ` when filled; level `levels()` in a window.
     levels: Vec<Option<Held>>,
     /// Level `ℓ` while it is being built (`build`).
     builds: Vec<Option<build::Build>>,
+    /// The C in use.
     coded: Held,
+    /// In a window, the C built at the epoch's end, in use once the window is over.
+    coded_next: Option<Held>,
     /// The writes of the open group, flat.
     staged: Vec<u64>,
     raw_sealed: Vec<Option<SealedChecksum>>,
@@ -269,9 +279,9 @@ impl PorLog {
         }
     }
 
-    /// The current levels and C, in the state record's order.
+    /// The current levels and Cs, in the state record's order.
     fn objects(&self) -> impl Iterator<Item = &ObjectRef> {
-        self.levels.iter().flatten().chain([&self.coded]).map(|h| &h.object)
+        self.levels.iter().flatten().chain([&self.coded]).chain(&self.coded_next).map(|h| &h.object)
     }
 
     /// Every object the state names: the levels, C, and what the builds still need.

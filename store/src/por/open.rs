@@ -25,7 +25,7 @@ impl PorLog {
         width: usize,
         coded: Vec<SealedChecksum>,
     ) -> Result<PorLog, PorStoreError> {
-        let schedule = Schedule { log_capacity, group_log, time: 0 };
+        let schedule = Schedule::new(log_capacity, group_log);
         if log_capacity > MAX_LOG_CAPACITY || !schedule.is_valid() || !(1..=MAX_WIDTH).contains(&width) {
             return Err(PorStoreError::Shape { log_capacity, width });
         }
@@ -50,9 +50,10 @@ impl PorLog {
             names,
             width,
             schedule,
-            levels: vec![None; schedule.levels() as usize],
-            builds: vec![None; schedule.levels() as usize],
+            levels: vec![None; schedule.levels() as usize + 1],
+            builds: vec![None; schedule.levels() as usize + 1],
             coded: Held { object, sealed: coded, cached: None },
+            coded_next: None,
             staged: Vec::new(),
             raw_sealed: vec![None; n as usize],
             tree: RawTree::new(log_capacity),
@@ -80,8 +81,9 @@ impl PorLog {
             return Err(corrupt("the record names another owner".into()));
         }
         let k = record.schedule.log_capacity;
-        let mut levels = vec![None; record.schedule.levels() as usize];
-        let mut coded = None;
+        let mut levels = vec![None; record.schedule.levels() as usize + 1];
+        // The C in use, then in a window the next (the record's order, checked).
+        let mut coded = Vec::new();
         for object in record.objects {
             let sealed = match objects::read_sealed(repo.blobs(), &names, &object).await {
                 Ok(sealed) => Some(sealed),
@@ -92,14 +94,15 @@ impl PorLog {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let held = Some(Held { object, sealed, cached: None });
+            let held = Held { object, sealed, cached: None };
             match object.region {
-                Region::Level(level) => levels[level as usize] = held,
-                _ => coded = held,
+                Region::Level(level) => levels[level as usize] = Some(held),
+                _ => coded.push(held),
             }
         }
-        let coded = coded.ok_or_else(|| corrupt("no C".into()))?;
-        let mut builds = vec![None; record.schedule.levels() as usize];
+        let mut coded = coded.into_iter();
+        let (coded, coded_next) = (coded.next().ok_or_else(|| corrupt("no C".into()))?, coded.next());
+        let mut builds = vec![None; record.schedule.levels() as usize + 1];
         for build in record.builds {
             let level = build.level as usize;
             builds[level] = Some(build);
@@ -133,6 +136,7 @@ impl PorLog {
             levels,
             builds,
             coded,
+            coded_next,
             staged,
             raw_sealed,
             tree,

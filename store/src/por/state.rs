@@ -1,15 +1,17 @@
 //! The state record: what a log is at its last committed batch. One metadata entry, put in
 //! the same batch as U's changes, so the log moves from one state to the next atomically.
 //!
-//! Layout (little-endian): version `3:u8`, the owner (`len:u32`, bytes), `width:u32`,
-//! `log_capacity:u32`, `group_log:u32`, `time:u64`, then the current objects (`count:u32`, each `region:u8`
-//! (`ℓ` for a level, `0xFE` for C), `time:u64`, `slots:u64`, `per_segment:u64`): the filled
-//! levels, smallest first, then C; then the levels being built (`count:u32`, each `level:u8`,
+//! Layout (little-endian): version `4:u8`, the owner (`len:u32`, bytes), `width:u32`,
+//! `log_capacity:u32`, `group_log:u32`, `time:u64`, `rolled:u8` (the schedule's window flag),
+//! then the current objects (`count:u32`, each `region:u8` (`ℓ` for a level, `0xFE` for C),
+//! `time:u64`, `slots:u64`, `per_segment:u64`): the filled levels, smallest first, then the
+//! C in use, then in a window the C being built; then the levels being built (`count:u32`, each `level:u8`,
 //! `merge:u8`, `done:u64`, `per_segment:u64`, then `per_segment:u64` of each level not merged
 //! yet, smallest first; see `build`).
 //!
-//! A record of version 1 (no `group_log`) reads as a log of ungrouped writes, and one of
-//! version 2 as a log with no level being built.
+//! A record of version 1 (no `group_log`) reads as a log of ungrouped writes, one of
+//! version 2 as a log with no level being built, and one of versions 1 to 3 as a log whose
+//! epoch opened without a window (their C was in use at once).
 //!
 //! Which objects are current follows from the schedule; the record names them anyway, with
 //! the segment size each was written with, and decoding checks that the two agree.
@@ -20,7 +22,7 @@ use crate::le::Reader;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::Region;
 
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 const CODED: u8 = 0xFE;
 
 /// One stored level or C: a folder of segments of `per_segment` slots each, and its sealed
@@ -66,6 +68,7 @@ impl StateRecord {
         out.extend_from_slice(&self.schedule.log_capacity.to_le_bytes());
         out.extend_from_slice(&self.schedule.group_log.to_le_bytes());
         out.extend_from_slice(&self.schedule.time.to_le_bytes());
+        out.push(u8::from(self.schedule.rolled));
         out.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
         for o in &self.objects {
             out.push(match o.region {
@@ -97,7 +100,16 @@ impl StateRecord {
         let width = r.u32().ok_or_else(short)? as usize;
         let log_capacity = r.u32().ok_or_else(short)?;
         let group_log = if version == 1 { 0 } else { r.u32().ok_or_else(short)? };
-        let schedule = Schedule { log_capacity, group_log, time: r.u64().ok_or_else(short)? };
+        let time = r.u64().ok_or_else(short)?;
+        let rolled = match version {
+            ..=3 => false,
+            _ => match r.array::<1>().ok_or_else(short)?[0] {
+                0 => false,
+                1 => true,
+                _ => return Err("the window flag is neither 0 nor 1".into()),
+            },
+        };
+        let schedule = Schedule { log_capacity, group_log, time, rolled };
         let count = r.u32().ok_or_else(short)? as usize;
         let mut objects = Vec::with_capacity(count.min(64));
         for _ in 0..count {
@@ -110,7 +122,7 @@ impl StateRecord {
             objects.push(ObjectRef { region, time, slots, per_segment });
         }
         let mut builds = Vec::new();
-        if version == VERSION {
+        if version >= 3 {
             for _ in 0..r.u32().ok_or_else(short)? {
                 let [level, merge] = r.array::<2>().ok_or_else(short)?.map(u32::from);
                 let (done, per_segment) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
@@ -138,7 +150,7 @@ impl StateRecord {
 
     /// The objects must be exactly those the schedule says are current.
     fn check(&self) -> Result<(), String> {
-        let Schedule { log_capacity, group_log, time } = self.schedule;
+        let Schedule { log_capacity, group_log, time, .. } = self.schedule;
         if !(1..=MAX_WIDTH).contains(&self.width) || log_capacity > super::MAX_LOG_CAPACITY || !self.schedule.is_valid()
         {
             return Err(format!(
@@ -175,12 +187,15 @@ impl StateRecord {
     }
 }
 
-/// Region, write time and slot count of each object current at `schedule`, in record order.
+/// Region, write time and slot count of each object current at `schedule`, in record order:
+/// the filled levels, the C in use, and in a window the C being built.
 pub(crate) fn expected_objects(schedule: &Schedule) -> Vec<(Region, u64, u64)> {
     let levels = schedule
         .filled_levels()
         .filter_map(|level| Some((Region::Level(level as u8), schedule.level_time(level)?, 2u64 << level)));
-    levels.chain(std::iter::once((Region::Coded, schedule.coded_time(), 2 * schedule.capacity()))).collect()
+    let coded = |time| (Region::Coded, time, 2 * schedule.capacity());
+    let next = schedule.in_window().then(|| coded(schedule.epoch_start()));
+    levels.chain([coded(schedule.coded_time())]).chain(next).collect()
 }
 
 #[cfg(test)]
@@ -188,7 +203,7 @@ mod tests {
     use super::*;
 
     fn record(time: u64) -> StateRecord {
-        let schedule = Schedule { log_capacity: 3, group_log: 1, time };
+        let schedule = Schedule { time, ..Schedule::new(3, 1) };
         let objects = expected_objects(&schedule)
             .into_iter()
             .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
@@ -228,7 +243,9 @@ mod tests {
         bytes_1[0] = 1;
         let at = 1 + 4 + v1.owner.len() + 4 + 4;
         bytes_1.drain(at..at + 4);
-        // Nor the builds of version 3.
+        // Nor the window flag of version 4,
+        assert_eq!(bytes_1.remove(at + 8), 0);
+        // nor the builds of version 3.
         bytes_1.truncate(bytes_1.len() - 4);
         assert_eq!(StateRecord::from_bytes(&bytes_1), Ok(v1));
         let mut empty = record(5);
@@ -236,6 +253,27 @@ mod tests {
         assert!(StateRecord::from_bytes(&empty.to_bytes()).is_err());
         assert_eq!(record(8).objects.len(), 1, "only C at an epoch's start");
         assert_eq!(record(5).objects, record(4).objects, "a write into the open group leaves H as it was");
+    }
+
+    #[test]
+    fn a_record_in_a_window_names_both_cs_and_the_epochs_level() {
+        let mut r = record(8);
+        r.schedule.rolled = true;
+        r.objects = expected_objects(&r.schedule)
+            .into_iter()
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
+            .collect();
+        let named: Vec<(Region, u64)> = r.objects.iter().map(|o| (o.region, o.time)).collect();
+        assert_eq!(named, [(Region::Level(2), 4), (Region::Coded, 0), (Region::Coded, 4)]);
+        assert_eq!(StateRecord::from_bytes(&r.to_bytes()), Ok(r.clone()));
+        // Without the C being built, or with a flag that is not a flag, it is refused.
+        let mut short = r.clone();
+        short.objects.pop();
+        assert!(StateRecord::from_bytes(&short.to_bytes()).is_err());
+        let mut bytes = r.to_bytes();
+        let at = 1 + 4 + r.owner.len() + 4 + 4 + 4 + 8;
+        bytes[at] = 2;
+        assert!(StateRecord::from_bytes(&bytes).is_err());
     }
 
     #[test]
