@@ -215,13 +215,7 @@ pub fn plan(state: &LogState, indices: &[u64], flush: bool) -> Result<WritePlan,
     let mut levels = Vec::new();
     for _ in 0..indices.len() as u64 + padding(&schedule, indices.len() as u64, flush) {
         let rebuild = schedule.next_rebuild();
-        let level = match rebuild {
-            Rebuild::Pending => None,
-            Rebuild::Level(level) => Some(level),
-            // The epoch's levels and last group become level `levels()` (the window's).
-            Rebuild::Coded => Some(schedule.levels()),
-        };
-        if let Some(level) = level {
+        if let Some(level) = schedule.next_level() {
             for below in 0..level {
                 if !built[below as usize] && !levels.contains(&below) {
                     levels.push(below);
@@ -339,12 +333,7 @@ pub fn write(
             pending = pending + sums.checksum_at(schedule.pending() as usize, slot);
         }
         let rebuild = schedule.next_rebuild();
-        let level = match rebuild {
-            Rebuild::Pending => None,
-            Rebuild::Level(level) => Some(level),
-            Rebuild::Coded => Some(schedule.levels()),
-        };
-        if let Some(level) = level {
+        if let Some(level) = schedule.next_level() {
             let below: Vec<&[u64]> = levels[..level as usize]
                 .iter()
                 .map(|l| l.as_ref().map(|(_, rows)| rows.as_slice()).ok_or(WriteError::Shape))

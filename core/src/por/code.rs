@@ -140,6 +140,16 @@ impl Schedule {
         self.rolled && self.epoch_groups() < self.window()
     }
 
+    /// The level the write at [`Self::time`] builds, if any: `ℓ` of [`Rebuild::Level`], and
+    /// at an epoch's end level `levels()`, the window's.
+    pub fn next_level(&self) -> Option<u32> {
+        match self.next_rebuild() {
+            Rebuild::Pending => None,
+            Rebuild::Level(level) => Some(level),
+            Rebuild::Coded => Some(self.levels()),
+        }
+    }
+
     /// The time moves past one write, and an epoch's end starts a window.
     pub fn advance(&mut self) {
         self.rolled |= self.next_rebuild() == Rebuild::Coded;

@@ -217,13 +217,8 @@ impl ProviderLog {
                 None => self.staged.resize(self.staged.len() + width, 0),
             }
             let rebuild = self.schedule.next_rebuild();
-            let level = match rebuild {
-                Rebuild::Pending => None,
-                Rebuild::Level(level) => Some(level),
-                // The epoch's writes stay as level `levels()` for the window.
-                Rebuild::Coded => Some(self.schedule.levels()),
-            };
-            if let Some(level) = level {
+            // At an epoch's end, the epoch's writes stay as level `levels()` for the window.
+            if let Some(level) = self.schedule.next_level() {
                 let below: Vec<&[u64]> = self.levels[..level as usize]
                     .iter()
                     .map(|l| l.as_ref().expect("levels below the first empty one are filled").slots.as_slice())

@@ -145,13 +145,9 @@ impl PorLog {
                 None => staged.resize(staged.len() + width, 0),
             }
             let rebuild = schedule.next_rebuild();
-            let level = match rebuild {
-                Rebuild::Pending => None,
-                Rebuild::Level(level) => Some(level),
-                // The epoch's levels and last group become level `top`, kept for the window.
-                Rebuild::Coded => Some(top as u32),
-            };
-            match level {
+            // At an epoch's end, the epoch's levels and last group become level `top`, kept
+            // for the window.
+            match schedule.next_level() {
                 None => {}
                 Some(level) if level > per_segment.trailing_zeros() && !self.skip_rebuilds => {
                     // A build: the levels of at most a segment per half now, the rest later.
