@@ -253,8 +253,8 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     }
     assert!(client.audit(8).await.unwrap().iter().all(|&ok| ok));
 
-    // Small batches until H holds a level beside C (every batch flushes its group).
-    while client.state.schedule.filled_levels().next().is_none() {
+    // Small batches until H holds a level beside C, one C (no window: every batch flushes its group).
+    while client.state.schedule.filled_levels().next().is_none() || client.state.schedule.in_window() {
         let firsts = client.put(&[vec![9; 50]]).await;
         stored.push((firsts[0], vec![9; 50]));
     }
