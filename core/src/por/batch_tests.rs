@@ -119,6 +119,7 @@ fn c_is_the_code_of_u_after_an_epoch_and_in_use_after_the_window() {
     let code = encode(&s.provider.raw, WIDTH, 2, 0);
     assert_eq!(s.provider.coded_next.as_ref().map(|c| &c.slots), Some(&code));
     assert_ne!(s.provider.coded.slots, code);
+    let old_coded = s.provider.coded.clone();
     assert!(s.state.schedule.in_window());
     assert_eq!(s.state.schedule.filled_levels().collect::<Vec<_>>(), [2]);
     assert_eq!(s.audit_all().iter().map(|(r, _)| *r).collect::<Vec<_>>(), [Region::Level(2), Region::Coded]);
@@ -134,6 +135,10 @@ fn c_is_the_code_of_u_after_an_epoch_and_in_use_after_the_window() {
     assert!(s.provider.coded_next.is_none() && s.provider.levels[2].is_none());
     assert!(s.audit_all().iter().all(|(_, r)| r.is_ok()));
     assert_eq!(recover(&s).as_deref(), Ok(s.provider.raw.as_slice()));
+    // A provider that keeps serving the old C after the window is caught by the audit of C.
+    let built = std::mem::replace(&mut s.provider.coded, old_coded);
+    assert!(matches!(s.audit_all().last(), Some((Region::Coded, Err(_)))));
+    s.provider.coded = built;
 }
 
 #[test]

@@ -174,7 +174,7 @@ impl Schedule {
     /// The group time of a filled level's first block.
     pub fn level_start(&self, level: u32) -> Option<u64> {
         let start = match level == self.levels() {
-            true => (self.group_time() - self.epoch_groups()).checked_sub(1 << level)?,
+            true => self.epoch_start().checked_sub(1 << level)?,
             false => (self.group_time() >> (level + 1)) << (level + 1),
         };
         self.is_filled(level).then_some(start)
