@@ -71,7 +71,7 @@ async fn the_log_answers_as_the_reference_on_minio() {
 /// the new state, and the superseded objects are swept. Growth and epochs included.
 async fn crashes(blobs: ObjectBlobs) {
     let mut run = Run::new(blobs, 1, SMALL).await;
-    let mut stopped = [0; 2];
+    let (mut stopped, mut building) = ([0; 2], 0);
     for batch in 0..40u64 {
         let writes = run.random_writes(40);
         let p = run.prepare(&writes);
@@ -82,6 +82,7 @@ async fn crashes(blobs: ObjectBlobs) {
             run.apply_reference(&p);
             continue;
         }
+        building += usize::from(run.log.coded_build().is_some());
         run.log.crash_at(Some(point));
         let err = run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap_err();
         assert!(matches!(err, PorStoreError::Store(StoreError::Backend { .. })), "{err:?}");
@@ -101,6 +102,7 @@ async fn crashes(blobs: ObjectBlobs) {
         run.check().await;
     }
     assert!(run.state.schedule.log_capacity >= 5 && stopped.iter().all(|&s| s > 5), "{stopped:?}");
+    assert!(building > 2, "{building} crashes met a C being built");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -540,4 +542,49 @@ async fn large_levels_are_built_a_unit_per_group_never_at_once() {
     assert!(most_builds >= 3, "builds run side by side");
     eprintln!("most segments put by one batch: {most}, builds side by side: {most_builds}, top level: {top_segments}");
     assert!(most * 4 < top_segments as usize, "{most} segments in one batch, the top level is {top_segments}");
+}
+
+/// Sec. 6.1's deamortization of CRebuild, end to end: one group per batch through an epoch's
+/// end and its window, on a log whose C spans 256 segments. The batch that ends the epoch
+/// puts no C segment; the window's group completions build C a few segments at a time, the
+/// window's overwrites stash the slots C has not read yet (gone once it has), and after the
+/// window the log serves the new C, as the reference, which encodes it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_is_built_over_the_window_a_few_segments_per_group() {
+    let (_dir, blobs) = local();
+    let mut run = Run::grouped(blobs, (10, 1), SMALL).await;
+    let c_segments = 2 * run.state.schedule.capacity() * (WIDTH as u64 * 8) / SMALL.segment_bytes as u64;
+    let coded_keys = |keys: Vec<String>| -> std::collections::BTreeSet<String> {
+        keys.into_iter()
+            .filter(|k| (k.contains("/coded-") || k.contains("/cstage-")) && k.contains("/slots-"))
+            .collect()
+    };
+    let stashed = |run: &Run| run.log.stashed_slots(&run.repo).unwrap();
+    let (mut most, mut most_stashed, mut built) = (0, 0, false);
+    let epoch = run.state.schedule.capacity() >> GROUP_LOG;
+    for batch in 0..epoch + run.state.schedule.window().max(epoch / 4) + 8 {
+        let before = coded_keys(run.blobs.list("por").await.unwrap());
+        // Fresh slots through the first epoch, then overwrites of any of them.
+        let writes = if run.next < run.state.schedule.capacity() { run.writes(2, 0) } else { run.writes(0, 2) };
+        let start = run.state.schedule.epoch_start();
+        run.batch(&writes).await;
+        let put = coded_keys(run.blobs.list("por").await.unwrap()).difference(&before).count();
+        if run.state.schedule.epoch_start() != start {
+            assert_eq!(put, 0, "batch {batch} ended the epoch and put C segments");
+        }
+        most = most.max(put);
+        built |= run.log.coded_build().is_some();
+        most_stashed = most_stashed.max(stashed(&run));
+        if run.log.coded_build().is_none_or(|(stage, _, leaves)| stage > leaves) {
+            assert_eq!(stashed(&run), 0, "batch {batch}: the stash outlived the leaves");
+        }
+        if batch % 64 == 63 {
+            run.check().await;
+        }
+    }
+    run.check().await;
+    assert!(built && !run.state.schedule.in_window(), "a C was built and the window is over");
+    assert!(most_stashed > 0, "window writes stashed slots C had not read");
+    eprintln!("most C segments put by one batch: {most} of {c_segments}");
+    assert!(most * 16 <= c_segments as usize, "{most} C segments in one batch, C is {c_segments}");
 }

@@ -66,7 +66,7 @@ pub fn source_block(q: u64, j: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::code::rebuild_level;
+    use super::super::code::{encode, rebuild_level};
     use super::*;
     use proptest::prelude::*;
 
@@ -121,6 +121,43 @@ mod tests {
                 tail = next;
             }
             prop_assert_eq!(tail, whole);
+        }
+
+        /// CRebuild as a merge tree, which is how a provider builds C over a window: the
+        /// leaves are `encode` of runs of `2^leaf` slots of U at their own start, and merging
+        /// neighbours (the older first) a range at a time ends at `encode` of all of U.
+        #[test]
+        fn c_is_the_merge_tree_of_its_leaves(k in 1u32..8, leaf in 0u32..8, cut in 0u32..6, seed: u64) {
+            let leaf = leaf.min(k);
+            let u = inputs(k, seed).0.pop().expect("level k - 1 holds 2^k blocks");
+            let u = u.as_slice();
+            let runs = 1usize << (k - leaf);
+            let size = (1usize << leaf) * BLOCK;
+            // Stage j: subtree i is `2^(j+1)` blocks, X then Y, at block `i * 2^(j+1)`.
+            let mut stage: Vec<u64> = (0..runs)
+                .flat_map(|a| encode(&u[a * size..(a + 1) * size], BLOCK, k, (a << leaf) as u64))
+                .collect();
+            for j in leaf..k {
+                let m = 1usize << j;
+                let step = (1usize << cut).min(m);
+                let mut next = vec![0; stage.len()];
+                for pair in 0..(1usize << (k - j - 1)) {
+                    let (older, newer, out) = (2 * pair * 2 * m, (2 * pair + 1) * 2 * m, pair * 4 * m);
+                    for h in 0..2 {
+                        for first in (0..m).step_by(step) {
+                            let at = |base: usize| (base + h * m + first) * BLOCK..(base + h * m + first + step) * BLOCK;
+                            let mut low = stage[at(older)].to_vec();
+                            let mut high = stage[at(newer)].to_vec();
+                            merge_range(&mut low, &mut high, BLOCK, j, first as u64);
+                            let put = |base: usize| (out + base + first) * BLOCK..(out + base + first + step) * BLOCK;
+                            next[put(h * 2 * m)].copy_from_slice(&low);
+                            next[put(h * 2 * m + m)].copy_from_slice(&high);
+                        }
+                    }
+                }
+                stage = next;
+            }
+            prop_assert_eq!(stage, encode(u, BLOCK, k, 0));
         }
 
         /// Any block of the level follows from the tail and the levels not merged yet.

@@ -2,14 +2,15 @@
 //! order of puts, commit and deletes).
 
 use super::build::Build;
+use super::coded_build::{BatchU, CodedBuild};
 use super::error::PorStoreError;
 use super::objects;
 use super::raw;
 use super::state::ObjectRef;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
-use crate::{MetaBatch, Repository, StoreError};
+use crate::{MetaBatch, MetaStore, Repository, StoreError};
 use std::collections::{BTreeMap, HashSet};
-use vouch_core::por::client::{grown_schedule, padding, steps, WritePlan, Written};
+use vouch_core::por::client::{grown_schedule, steps, WritePlan, Written};
 use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
 use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
@@ -33,12 +34,27 @@ enum After {
     New(Held),
 }
 
+/// A C the batch made (growth, an epoch's end).
+enum NewCoded {
+    /// Encoded at once.
+    Whole(Vec<u64>),
+    /// Built over the window (`coded_build`): its object, whose segments the units write.
+    Building(ObjectRef),
+}
+
 /// What a batch computed, before anything is stored.
 struct Outcome {
     schedule: Schedule,
     levels: Vec<Working>,
-    /// Each C the batch encoded (growth, an epoch's end), by write time.
-    coded: BTreeMap<u64, Vec<u64>>,
+    /// Each C the batch made, by write time.
+    coded: BTreeMap<u64, NewCoded>,
+    /// The C being built after the batch.
+    coded_build: Option<CodedBuild>,
+    /// Slots of U the batch stashed for it (`coded_build`).
+    stash: BTreeMap<u64, Vec<u64>>,
+    /// The write time of a C build whose committed stash is to go: its leaves are read, or
+    /// growth dropped it.
+    stale_stash: Option<u64>,
     /// The writes of the group left open.
     staged: Vec<u64>,
     /// The levels being built after the batch.
@@ -99,15 +115,6 @@ impl PorLog {
         let mut schedule = grow_to.map_or(self.schedule, |k| grown_schedule(&self.schedule, k));
         let k = schedule.log_capacity;
         let top = schedule.levels() as usize;
-        let steps_total = writes.len() as u64 + padding(&schedule, writes.len() as u64, plan.flush);
-        let ends_epoch = {
-            let mut probe = schedule;
-            (0..steps_total).any(|_| {
-                let end = probe.next_rebuild() == Rebuild::Coded;
-                probe.advance();
-                end
-            })
-        };
         let mut levels: Vec<Working> = match grow_to {
             Some(_) => (0..=top).map(|_| Working::Empty).collect(),
             None => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
@@ -116,30 +123,26 @@ impl PorLog {
             Some(_) => vec![None; top + 1],
             None => self.builds.clone(),
         };
+        let mut coded_build = if grow_to.is_some() { None } else { self.coded_build.clone() };
         let mut created = Vec::new();
         let per_segment = self.build_segment();
         let group_width = self.region_width(Region::Level(0));
         // Growth re-encodes C over U, which holds the open group's writes: the group is closed.
         let mut staged = if grow_to.is_some() { Vec::new() } else { self.staged.clone() };
-        let mut raw = None;
-        if grow_to.is_some() || ends_epoch {
-            let mut sealed = self.raw_sealed.clone();
-            sealed.resize(schedule.capacity() as usize, None);
-            raw = Some(raw::load_all(repo.meta(), &self.names, width, &sealed)?);
-        }
+        let mut u = BatchU::default();
+        let everything: Vec<u64> = (0..schedule.capacity()).collect();
         let mut coded = BTreeMap::new();
-        if let (Some(_), Some(all)) = (grow_to, &raw) {
-            coded.insert(schedule.coded_time(), encode(all, width, k, 0));
+        if grow_to.is_some() {
+            let all = self.u_now(repo, &u, &everything)?.concat();
+            coded.insert(schedule.coded_time(), NewCoded::Whole(encode(&all, width, k, 0)));
         }
         // A consumed level's allocation, reused when that level is built again in the batch.
         let mut spare: Vec<Vec<u64>> = vec![Vec::new(); top + 1];
         for step in steps(&schedule, writes, slots, width, plan.flush) {
             match step {
                 Some((index, slot)) => {
-                    if let Some(all) = raw.as_mut() {
-                        let at = index as usize * width;
-                        all[at..at + width].copy_from_slice(slot);
-                    }
+                    self.stash_before_write(repo, coded_build.as_ref(), &mut u, index)?;
+                    u.written.insert(index, slot.to_vec());
                     staged.extend_from_slice(slot);
                 }
                 None => staged.resize(staged.len() + width, 0),
@@ -200,8 +203,18 @@ impl PorLog {
                 }
             }
             if rebuild == Rebuild::Coded {
-                let all = raw.as_ref().ok_or_else(|| self.inconsistent(0))?;
-                coded.insert(schedule.group_time() + 1, encode(all, width, k, 0));
+                // CRebuild: over the window that opens now, else at once.
+                let (time, s) = (schedule.group_time() + 1, self.coded_segment());
+                let mut after = schedule;
+                after.advance();
+                if after.in_window() && s < schedule.capacity() {
+                    let build = CodedBuild { time, log_capacity: k, per_segment: s, done: 0 };
+                    coded.insert(time, NewCoded::Building(build.stage(k)));
+                    coded_build = Some(build);
+                } else {
+                    let all = self.u_now(repo, &u, &everything)?.concat();
+                    coded.insert(time, NewCoded::Whole(encode(&all, width, k, 0)));
+                }
             }
             if schedule.pending() + 1 == schedule.group() {
                 // A group completed: the units of each build that are due now. The window's
@@ -216,15 +229,35 @@ impl PorLog {
                         *slot = None;
                     }
                 }
+                if let Some(build) = coded_build.as_mut() {
+                    let elapsed = schedule.group_time() + 1 - build.time;
+                    while build.is_due(elapsed, schedule.window()) {
+                        created.push(self.coded_unit(repo, build, &u).await?);
+                    }
+                }
             }
             schedule.advance();
             if !schedule.in_window() {
-                // The window is over (or never opened): its level goes, the next C is in use.
+                // The window is over (or never opened): its level goes, the next C is in use,
+                // whole (the pacing finished it; finishing it here is a bug's fallback).
                 levels[top] = Working::Empty;
                 builds[top] = None;
+                while let Some(build) = coded_build.as_mut().filter(|b| !b.is_done()) {
+                    created.push(self.coded_unit(repo, build, &u).await?);
+                }
             }
+            if coded_build.as_ref().is_some_and(|b| !b.reads_u()) {
+                u.stash.clear();
+            }
+            coded_build = coded_build.filter(|b| !b.is_done());
         }
-        Ok(Outcome { schedule, levels, coded, staged, builds, created })
+        let stale_stash = self
+            .coded_build
+            .as_ref()
+            .filter(|old| old.reads_u() && coded_build.as_ref().is_none_or(|b| b.time != old.time || !b.reads_u()))
+            .map(|old| old.time);
+        let stash = if coded_build.as_ref().is_some_and(CodedBuild::reads_u) { u.stash } else { BTreeMap::new() };
+        Ok(Outcome { schedule, levels, coded, coded_build, stash, stale_stash, staged, builds, created })
     }
 
     /// A level a rebuild consumes, in memory: built by the batch, or stored (a build still
@@ -310,7 +343,7 @@ impl PorLog {
     ) -> Result<(), PorStoreError> {
         let width = self.width;
         let group_width = width << outcome.schedule.group_log;
-        let Outcome { schedule, levels, coded, staged, builds, created } = outcome;
+        let Outcome { schedule, levels, coded, coded_build, stash, stale_stash, staged, builds, created } = outcome;
         let sealed_of: BTreeMap<u32, &Vec<_>> = written.levels.iter().map(|(l, s)| (*l, s)).collect();
         let mut after: Vec<After> = Vec::with_capacity(levels.len());
         for (level, working) in levels.into_iter().enumerate() {
@@ -340,10 +373,19 @@ impl PorLog {
         let mut coded = coded;
         for time in wanted.into_iter().flatten() {
             let held = match coded.remove(&time) {
-                Some(slots) => {
+                Some(made) => {
                     let sealed = sealed_lists.next().ok_or(ProviderError::Batch)?;
-                    let object = self.limits.object(Region::Coded, time, 2 * schedule.capacity(), width);
-                    objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
+                    let object = match made {
+                        NewCoded::Whole(slots) => {
+                            let object = self.limits.object(Region::Coded, time, 2 * schedule.capacity(), width);
+                            objects::put(repo.blobs(), &self.names, &object, &slots, sealed, width).await?;
+                            object
+                        }
+                        NewCoded::Building(object) => {
+                            objects::put_sealed(repo.blobs(), &self.names, &object, sealed).await?;
+                            object
+                        }
+                    };
                     Held { object, sealed: Some(sealed.clone()), cached: None }
                 }
                 None => [Some(&self.coded), self.coded_next.as_ref()]
@@ -364,16 +406,11 @@ impl PorLog {
             After::New(held) => Some(held.object),
         });
         let coded_objects = new_coded.iter().map(|h| h.object);
-        let record = self.record_at(schedule, level_objects.chain(coded_objects).collect(), &builds);
+        let record =
+            self.record_at(schedule, level_objects.chain(coded_objects).collect(), &builds, coded_build.clone());
         // What the new state stops naming, of what the old one named and the batch put.
         // By folder: an object is its folder, whatever its segment size.
-        let named: HashSet<String> = record
-            .objects
-            .iter()
-            .copied()
-            .chain(record.builds.iter().flat_map(Build::objects))
-            .map(|o| self.names.group(&o))
-            .collect();
+        let named: HashSet<String> = record.named().map(|o| self.names.group(&o)).collect();
         let superseded: Vec<ObjectRef> = self
             .named_objects()
             .into_iter()
@@ -394,6 +431,16 @@ impl PorLog {
         for (key, value) in labels {
             batch.put(self.names.label(key), value.clone());
         }
+        if let Some(time) = stale_stash {
+            for (key, _) in repo.meta().scan(&self.names.stash_prefix(time))? {
+                batch.delete(key);
+            }
+        }
+        if let Some(build) = &coded_build {
+            for (index, slot) in &stash {
+                batch.put(self.names.stash(build.time, *index), objects::to_bytes(slot).to_vec());
+            }
+        }
         if staged.is_empty() {
             batch.delete(self.names.staged());
         } else {
@@ -406,6 +453,7 @@ impl PorLog {
 
         self.adopt(schedule, after, new_coded, written)?;
         self.builds = builds;
+        self.coded_build = coded_build;
         self.staged = staged;
         self.crash_if(CrashPoint::BeforeDeletes)?;
         if shipped {

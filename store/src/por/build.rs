@@ -66,6 +66,7 @@ impl Build {
             time: self.time,
             slots: 2 << merge,
             per_segment: self.per_segment,
+            stage: None,
         }
     }
 

@@ -24,7 +24,8 @@
 //!   objects with the segment size each was written with, and the progress of each level
 //!   being built (`state`).
 //! * **Builds** (blob store): a level being built keeps its tail `level-<j>-<T>` (`T` the
-//!   level's write time) and the larger levels it consumed until its last merge (`build`).
+//!   level's write time) and the larger levels it consumed until its last merge (`build`);
+//!   a C being built, the stages `cstage-<j>-<T>` its merges read and write (`coded_build`).
 //! * **The open group** (metadata store, `staged`): the writes of the group H has not taken
 //!   yet (Sec. 6.1's grouping: a level's slots are groups of writes side by side), flat;
 //!   absent when no group is open. It commits with the state.
@@ -43,12 +44,16 @@
 //! it) and takes its place when the window is over; until then the epoch's writes are level
 //! `levels()`, made like any level (a build for a large one) but never consumed, so no unit is
 //! ever due on it: it is answered from its tail and older levels, and dropped with them when
-//! the window ends. The new C is still encoded at once, in the batch that ends the epoch.
+//! the window ends. The new C is built over the window, a few segments per group completion
+//! (`coded_build`), from U as of the epoch's end (window writes stash what C has not read:
+//! `stash/<T>/<index>` in the metadata store).
+//!
 //!
 //! [`PorLog::apply`] checks everything first (a refused batch changes nothing), runs its
 //! rebuilds (`rebuild_level_into` in memory for a level of at most a segment per half, a
-//! build for a larger one, `encode` for C; see `build` for the deamortized builds and the
-//! units each group completion does), then: (1) puts the objects of the levels and C the batch leaves behind; (2) commits
+//! build for a larger one; `encode` for a C of at most a segment per half or without a
+//! window, a C build for a larger one; see `build` and `coded_build` for the deamortized
+//! builds and the units each group completion does), then: (1) puts the objects of the levels and C the batch leaves behind; (2) commits
 //! ONE metadata batch: U's new slots and sealed checksums and the new state record; (3)
 //! copies the metadata's log to the blob store and deletes the objects the new state no
 //! longer names. A crash before (2) leaves the old state, and objects nothing names; after
@@ -76,6 +81,7 @@
 
 mod apply;
 mod build;
+mod coded_build;
 mod context;
 mod error;
 mod names;
@@ -160,6 +166,8 @@ pub struct PorLog {
     coded: Held,
     /// In a window, the C built at the epoch's end, in use once the window is over.
     coded_next: Option<Held>,
+    /// That C while it is being built (`coded_build`).
+    coded_build: Option<coded_build::CodedBuild>,
     /// The writes of the open group, flat.
     staged: Vec<u64>,
     raw_sealed: Vec<Option<SealedChecksum>>,
@@ -219,6 +227,15 @@ impl PorLog {
         self.builds.iter().flatten().map(|b| (b.level, b.merge, b.done)).collect()
     }
 
+    /// The C being built, if any: the stage its next unit writes, the units of that stage
+    /// done, and the stage its leaves write (for tests; stage `k` is C's own object).
+    #[doc(hidden)]
+    pub fn coded_build(&self) -> Option<(u32, u64, u32)> {
+        let b = self.coded_build.as_ref()?;
+        let (stage, done) = b.writing();
+        Some((stage, done, b.per_segment.trailing_zeros()))
+    }
+
     pub fn schedule(&self) -> Schedule {
         self.schedule
     }
@@ -258,6 +275,12 @@ impl PorLog {
         raw::free_runs(repo.meta(), &self.names, self.schedule.capacity(), most_slots, most_runs)
     }
 
+    /// How many slots of U are stashed, for any C (`coded_build`; for tests).
+    #[doc(hidden)]
+    pub fn stashed_slots(&self, repo: &crate::Repository) -> Result<usize, PorStoreError> {
+        Ok(crate::MetaStore::scan(repo.meta(), &self.names.stashes())?.len())
+    }
+
     /// Deletes U's slots at `indices` from the metadata store, as a damaged backend would lose
     /// them (their sealed checksums stay): for tests of repair.
     #[doc(hidden)]
@@ -286,17 +309,22 @@ impl PorLog {
 
     /// Every object the state names: the levels, C, and what the builds still need.
     fn named_objects(&self) -> std::collections::HashSet<ObjectRef> {
-        let builds = self.builds.iter().flatten().flat_map(build::Build::objects);
-        self.objects().copied().chain(builds).collect()
+        self.record().named().collect()
     }
 
     fn record(&self) -> StateRecord {
-        self.record_at(self.schedule, self.objects().copied().collect(), &self.builds)
+        self.record_at(self.schedule, self.objects().copied().collect(), &self.builds, self.coded_build.clone())
     }
 
-    fn record_at(&self, schedule: Schedule, objects: Vec<ObjectRef>, builds: &[Option<build::Build>]) -> StateRecord {
+    fn record_at(
+        &self,
+        schedule: Schedule,
+        objects: Vec<ObjectRef>,
+        builds: &[Option<build::Build>],
+        coded_build: Option<coded_build::CodedBuild>,
+    ) -> StateRecord {
         let builds = builds.iter().flatten().cloned().collect();
-        StateRecord { owner: self.owner.clone(), width: self.width, schedule, objects, builds }
+        StateRecord { owner: self.owner.clone(), width: self.width, schedule, objects, builds, coded_build }
     }
 }
 
@@ -304,6 +332,6 @@ impl Limits {
     /// Where a new object of `slots` slots goes: segments of as many whole slots as fit.
     fn object(&self, region: Region, time: u64, slots: u64, width: usize) -> ObjectRef {
         let per_segment = (self.segment_bytes / (width * 8)).max(1) as u64;
-        ObjectRef { region, time, slots, per_segment }
+        ObjectRef { region, time, slots, per_segment, stage: None }
     }
 }

@@ -38,10 +38,6 @@ impl Names {
     }
 
     /// U's slots (metadata), one entry per written index.
-    pub fn raw_prefix(&self) -> Vec<u8> {
-        format!("{}/raw/", self.root).into_bytes()
-    }
-
     pub fn raw(&self, index: u64) -> Vec<u8> {
         format!("{}/raw/{index:016x}", self.root).into_bytes()
     }
@@ -72,7 +68,7 @@ impl Names {
         format!("{}/label/{hex}", self.root).into_bytes()
     }
 
-    /// The index of a key under `prefix` (one of the three above).
+    /// The index of a key under `prefix` (one of the two above).
     pub fn parse_index(prefix: &[u8], key: &[u8]) -> Option<u64> {
         let hex = std::str::from_utf8(key.strip_prefix(prefix)?).ok()?;
         (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok()).flatten()
@@ -80,10 +76,25 @@ impl Names {
 
     /// The folder of one object: a level or C as written at one time.
     pub fn group(&self, object: &ObjectRef) -> String {
-        match object.region {
-            Region::Level(level) => format!("{}/level-{level:02}-{:016x}", self.root, object.time),
-            _ => format!("{}/coded-{:016x}", self.root, object.time),
+        match (object.stage, object.region) {
+            (Some(stage), _) => format!("{}/cstage-{stage:02}-{:016x}", self.root, object.time),
+            (None, Region::Level(level)) => format!("{}/level-{level:02}-{:016x}", self.root, object.time),
+            (None, _) => format!("{}/coded-{:016x}", self.root, object.time),
         }
+    }
+
+    /// A stashed slot of U (metadata): its value at the end of the epoch whose C is being
+    /// built at `time`, kept because a write in the window changed it before C read it.
+    pub fn stashes(&self) -> Vec<u8> {
+        format!("{}/stash/", self.root).into_bytes()
+    }
+
+    pub fn stash_prefix(&self, time: u64) -> Vec<u8> {
+        format!("{}/stash/{time:016x}/", self.root).into_bytes()
+    }
+
+    pub fn stash(&self, time: u64, index: u64) -> Vec<u8> {
+        format!("{}/stash/{time:016x}/{index:016x}", self.root).into_bytes()
     }
 
     /// Segment `number` of an object's slots.
@@ -113,12 +124,14 @@ mod tests {
         let names = Names::new(b"alice/0123");
         assert_ne!(names.folder(), Names::new(b"alice/0124").folder());
         assert_eq!(names.folder().len(), "por/".len() + 64, "long owners still make short keys");
-        let raw = names.raw(0x2a);
-        assert_eq!(Names::parse_index(&names.raw_prefix(), &raw), Some(0x2a));
-        assert_eq!(Names::parse_index(&names.raw_prefix(), &names.raw_sealed(0x2a)), None);
+        let sealed = names.raw_sealed(0x2a);
+        assert_eq!(Names::parse_index(&names.raw_sealed_prefix(), &sealed), Some(0x2a));
+        assert_eq!(Names::parse_index(&names.raw_sealed_prefix(), &names.raw(0x2a)), None);
         assert_eq!(Names::parse_index(&names.free_prefix(), &names.free(0x2a)), Some(0x2a));
-        assert_eq!(Names::parse_index(&names.raw_prefix(), &names.free(0x2a)), None);
-        let object = ObjectRef { region: Region::Level(3), time: 16, slots: 16, per_segment: 4 };
+        assert_eq!(Names::parse_index(&names.free_prefix(), &sealed), None);
+        assert!(names.stash(7, 0x2a).starts_with(&names.stash_prefix(7)));
+        assert!(!names.stash(8, 0x2a).starts_with(&names.stash_prefix(7)));
+        let object = ObjectRef { region: Region::Level(3), time: 16, slots: 16, per_segment: 4, stage: None };
         let segment = names.segment(&object, 2);
         assert_eq!(names.group_of(&segment), Some(names.group(&object).as_str()));
         assert_eq!(names.group_of(&names.sealed(&object)), Some(names.group(&object).as_str()));

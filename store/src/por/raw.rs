@@ -100,32 +100,3 @@ pub(crate) fn get_slots(
     };
     Ok(meta.get_many(&keys)?.into_iter().map(decode).collect())
 }
-
-/// All of U (`sealed.len()` slots), flat, for a rebuild of C: a written slot without a
-/// readable entry is an error, for C would be built over bytes that are not there.
-pub(crate) fn load_all(
-    meta: &MetaDb,
-    names: &Names,
-    width: usize,
-    sealed: &[Option<SealedChecksum>],
-) -> Result<Vec<u64>, PorStoreError> {
-    let prefix = names.raw_prefix();
-    let mut out = vec![0; sealed.len() * width];
-    let mut present = vec![false; sealed.len()];
-    for (key, value) in meta.scan(&prefix)? {
-        let at = || String::from_utf8_lossy(&key).into_owned();
-        let index = Names::parse_index(&prefix, &key).filter(|&i| i < sealed.len() as u64);
-        let Some(index) = index.map(|i| i as usize) else {
-            return Err(PorStoreError::CorruptState { at: at(), detail: "not a slot of U".into() });
-        };
-        let slot = (value.len() == width * 8).then(|| elements(&value)).flatten();
-        let slot =
-            slot.ok_or_else(|| StoreError::Corrupt { at: at(), detail: "not a slot of field elements".into() })?;
-        out[index * width..(index + 1) * width].copy_from_slice(&slot);
-        present[index] = true;
-    }
-    if let Some(lost) = (0..sealed.len()).find(|&i| sealed[i].is_some() && !present[i]) {
-        return Err(StoreError::NotFound { key: String::from_utf8_lossy(&names.raw(lost as u64)).into_owned() }.into());
-    }
-    Ok(out)
-}

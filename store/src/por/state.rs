@@ -1,28 +1,31 @@
 //! The state record: what a log is at its last committed batch. One metadata entry, put in
 //! the same batch as U's changes, so the log moves from one state to the next atomically.
 //!
-//! Layout (little-endian): version `4:u8`, the owner (`len:u32`, bytes), `width:u32`,
+//! Layout (little-endian): version `5:u8`, the owner (`len:u32`, bytes), `width:u32`,
 //! `log_capacity:u32`, `group_log:u32`, `time:u64`, `rolled:u8` (the schedule's window flag),
 //! then the current objects (`count:u32`, each `region:u8` (`ℓ` for a level, `0xFE` for C),
 //! `time:u64`, `slots:u64`, `per_segment:u64`): the filled levels, smallest first, then the
 //! C in use, then in a window the C being built; then the levels being built (`count:u32`, each `level:u8`,
 //! `merge:u8`, `done:u64`, `per_segment:u64`, then `per_segment:u64` of each level not merged
-//! yet, smallest first; see `build`).
+//! yet, smallest first; see `build`); then the C being built in a window (`coded_build`):
+//! `0:u8`, or `1:u8`, `per_segment:u64`, `done:u64`.
 //!
 //! A record of version 1 (no `group_log`) reads as a log of ungrouped writes, one of
-//! version 2 as a log with no level being built, and one of versions 1 to 3 as a log whose
-//! epoch opened without a window (their C was in use at once).
+//! version 2 as a log with no level being built, one of versions 1 to 3 as a log whose
+//! epoch opened without a window (their C was in use at once), and one of versions 1 to 4
+//! as a log with no C being built (theirs was encoded at once).
 //!
 //! Which objects are current follows from the schedule; the record names them anyway, with
 //! the segment size each was written with, and decoding checks that the two agree.
 
 use super::build::Build;
+use super::coded_build::CodedBuild;
 use super::MAX_WIDTH;
 use crate::le::Reader;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::Region;
 
-const VERSION: u8 = 4;
+const VERSION: u8 = 5;
 const CODED: u8 = 0xFE;
 
 /// One stored level or C: a folder of segments of `per_segment` slots each, and its sealed
@@ -34,6 +37,8 @@ pub(crate) struct ObjectRef {
     pub time: u64,
     pub slots: u64,
     pub per_segment: u64,
+    /// `Some(j)`: not a part but stage `j` of a C being built (`coded_build`).
+    pub stage: Option<u8>,
 }
 
 impl ObjectRef {
@@ -57,6 +62,8 @@ pub(crate) struct StateRecord {
     pub objects: Vec<ObjectRef>,
     /// The levels being built, smallest first.
     pub builds: Vec<Build>,
+    /// In a window, the next C while it is being built.
+    pub coded_build: Option<CodedBuild>,
 }
 
 impl StateRecord {
@@ -84,7 +91,22 @@ impl StateRecord {
             out.extend_from_slice(&b.per_segment.to_le_bytes());
             b.older.iter().for_each(|o| out.extend_from_slice(&o.per_segment.to_le_bytes()));
         }
+        match &self.coded_build {
+            None => out.push(0),
+            Some(b) => {
+                out.push(1);
+                out.extend_from_slice(&b.per_segment.to_le_bytes());
+                out.extend_from_slice(&b.done.to_le_bytes());
+            }
+        }
         out
+    }
+
+    /// Every object the record names: the levels, C, and what the builds still need.
+    pub fn named(&self) -> impl Iterator<Item = ObjectRef> + '_ {
+        let builds = self.builds.iter().flat_map(Build::objects);
+        let coded_build = self.coded_build.iter().flat_map(CodedBuild::objects);
+        self.objects.iter().copied().chain(builds).chain(coded_build)
     }
 
     /// Decodes and checks a record; the error says what is wrong.
@@ -119,7 +141,7 @@ impl StateRecord {
             };
             let (time, slots, per_segment) =
                 (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
-            objects.push(ObjectRef { region, time, slots, per_segment });
+            objects.push(ObjectRef { region, time, slots, per_segment, stage: None });
         }
         let mut builds = Vec::new();
         if version >= 3 {
@@ -135,15 +157,28 @@ impl StateRecord {
                         time: time - (1 << j),
                         slots: 2 << j,
                         per_segment,
+                        stage: None,
                     });
                 }
                 builds.push(Build { level, time, merge, done, per_segment, older });
             }
         }
+        let mut coded_build = None;
+        if version >= 5 {
+            match r.array::<1>().ok_or_else(short)?[0] {
+                0 => {}
+                1 => {
+                    let (per_segment, done) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+                    let (time, log_capacity) = (schedule.epoch_start(), schedule.log_capacity);
+                    coded_build = Some(CodedBuild { time, log_capacity, per_segment, done });
+                }
+                _ => return Err("the C build flag is neither 0 nor 1".into()),
+            }
+        }
         if !r.0.is_empty() {
             return Err("trailing bytes after the record".into());
         }
-        let record = StateRecord { owner, width, schedule, objects, builds };
+        let record = StateRecord { owner, width, schedule, objects, builds, coded_build };
         record.check()?;
         Ok(record)
     }
@@ -183,6 +218,17 @@ impl StateRecord {
             }
             last = Some(b.level);
         }
+        if let Some(b) = &self.coded_build {
+            let next = self.objects.last().filter(|o| o.region == Region::Coded && o.time == b.time);
+            let fits = self.schedule.in_window()
+                && b.per_segment.is_power_of_two()
+                && b.per_segment < 1 << log_capacity
+                && b.done < b.total()
+                && next.is_some_and(|o| o.per_segment == b.per_segment);
+            if !fits {
+                return Err("its C being built does not fit the schedule".into());
+            }
+        }
         Ok(())
     }
 }
@@ -206,9 +252,9 @@ mod tests {
         let schedule = Schedule { time, ..Schedule::new(3, 1) };
         let objects = expected_objects(&schedule)
             .into_iter()
-            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5, stage: None })
             .collect();
-        StateRecord { owner: b"alice/f".to_vec(), width: 4, schedule, objects, builds: Vec::new() }
+        StateRecord { owner: b"alice/f".to_vec(), width: 4, schedule, objects, builds: Vec::new(), coded_build: None }
     }
 
     #[test]
@@ -237,7 +283,7 @@ mod tests {
         v1.schedule.group_log = 0;
         v1.objects = expected_objects(&v1.schedule)
             .into_iter()
-            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5, stage: None })
             .collect();
         let mut bytes_1 = v1.to_bytes();
         bytes_1[0] = 1;
@@ -245,8 +291,8 @@ mod tests {
         bytes_1.drain(at..at + 4);
         // Nor the window flag of version 4,
         assert_eq!(bytes_1.remove(at + 8), 0);
-        // nor the builds of version 3.
-        bytes_1.truncate(bytes_1.len() - 4);
+        // nor the builds of version 3, nor the C build flag of version 5.
+        bytes_1.truncate(bytes_1.len() - 5);
         assert_eq!(StateRecord::from_bytes(&bytes_1), Ok(v1));
         let mut empty = record(5);
         empty.objects[0].per_segment = 0;
@@ -261,7 +307,7 @@ mod tests {
         r.schedule.rolled = true;
         r.objects = expected_objects(&r.schedule)
             .into_iter()
-            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5 })
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 5, stage: None })
             .collect();
         let named: Vec<(Region, u64)> = r.objects.iter().map(|o| (o.region, o.time)).collect();
         assert_eq!(named, [(Region::Level(2), 4), (Region::Coded, 0), (Region::Coded, 4)]);
@@ -277,12 +323,43 @@ mod tests {
     }
 
     #[test]
+    fn a_c_being_built_round_trips_and_one_that_does_not_fit_is_refused() {
+        let mut r = record(8);
+        r.schedule.rolled = true;
+        r.objects = expected_objects(&r.schedule)
+            .into_iter()
+            .map(|(region, time, slots)| ObjectRef { region, time, slots, per_segment: 2, stage: None })
+            .collect();
+        r.coded_build = Some(CodedBuild { time: 4, log_capacity: 3, per_segment: 2, done: 5 });
+        assert_eq!(StateRecord::from_bytes(&r.to_bytes()), Ok(r.clone()));
+        let bytes = r.to_bytes();
+        for cut in 0..bytes.len() {
+            assert!(StateRecord::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut flag = bytes.clone();
+        flag[bytes.len() - 17] = 2;
+        assert!(StateRecord::from_bytes(&flag).is_err());
+        let bad: [fn(&mut StateRecord); 5] = [
+            |r| r.coded_build.as_mut().unwrap().per_segment = 3,
+            |r| r.coded_build.as_mut().unwrap().per_segment = 8,
+            |r| r.coded_build.as_mut().unwrap().done = 8,
+            |r| r.objects.last_mut().unwrap().per_segment = 4,
+            |r| r.schedule.rolled = false,
+        ];
+        for (i, spoil) in bad.iter().enumerate() {
+            let mut spoilt = r.clone();
+            spoil(&mut spoilt);
+            assert!(StateRecord::from_bytes(&spoilt.to_bytes()).is_err(), "case {i}");
+        }
+    }
+
+    #[test]
     fn builds_round_trip_and_ones_that_do_not_fit_are_refused() {
         // Time 5: group time 2, so level 1 is filled (written at group time 2).
         let mut r = record(5);
         let level = r.objects.iter_mut().find(|o| o.region == Region::Level(1)).unwrap();
         level.per_segment = 1;
-        let older = vec![ObjectRef { region: Region::Level(0), time: 1, slots: 2, per_segment: 7 }];
+        let older = vec![ObjectRef { region: Region::Level(0), time: 1, slots: 2, per_segment: 7, stage: None }];
         r.builds = vec![Build { level: 1, time: 2, merge: 0, done: 0, per_segment: 1, older }];
         assert_eq!(StateRecord::from_bytes(&r.to_bytes()), Ok(r.clone()));
         let bytes = r.to_bytes();

@@ -268,10 +268,20 @@ impl Run {
             .iter()
             .map(|&(level, merge, done)| 1 + usize::from(merge + 1 < level && done > 0) + (level - merge) as usize)
             .sum();
-        let unsure = builds.iter().filter(|&&(level, merge, done)| merge + 1 < level && done == 0).count();
+        let mut unsure = builds.iter().filter(|&&(level, merge, done)| merge + 1 < level && done == 0).count();
+        // A C being built keeps the stage a merge reads, and the stage its units write
+        // (unless C's own object) once a unit wrote to it, or perhaps after a crash.
+        let coding = match self.log.coded_build() {
+            None => 0,
+            Some((stage, done, leaves)) => {
+                let writes_stage = stage < schedule.log_capacity;
+                unsure += usize::from(writes_stage && done == 0);
+                usize::from(stage > leaves) + usize::from(writes_stage && done > 0)
+            }
+        };
         let folders = object_folders(&self.blobs).await.len() - self.other_folders;
         // In a window, the C being built is an object too, though no part yet.
-        let named = all_parts.len() + building + usize::from(schedule.in_window());
+        let named = all_parts.len() + building + coding + usize::from(schedule.in_window());
         assert!(
             (named..=named + unsure).contains(&folders),
             "round {round}: {folders} objects, not one per part and the builds' ({named})"
