@@ -10,7 +10,7 @@
 //! with encoding the same blocks into as many recovery blocks with `reed-solomon-simd`.
 
 use crate::measure::{check, min_time, min_time_with, targets_text, SelfCheckFailed, Target};
-use crate::por_disk::{self, DiskFigure};
+use crate::por_disk::{self, DiskFigure, WorstBatchFigure};
 use crate::por_edit::{self, EditFigure};
 use crate::por_writes::{self, AuditFigure, WriteFigure};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -32,6 +32,9 @@ const PAPER_MB_PER_S: f64 = 1600.0;
 /// The targets: coding 2.5x the paper, per core; checksums as fast.
 const CODING_TARGET_MB_PER_S: f64 = 4000.0;
 const CHECKSUM_TARGET_MB_PER_S: f64 = 4000.0;
+/// Segments of the slowest-batch figure: small enough that large levels and C are built over
+/// time at the benchmark's sizes (at the default 48 MiB, that starts on logs 12x larger).
+const WORST_BATCH_SEGMENT_BYTES: usize = 4 << 20;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -48,6 +51,8 @@ pub struct Report {
     pub audits: Vec<AuditFigure>,
     /// Write throughput on the local backend beside the disk's bound ([`crate::por_disk`]).
     pub disk: Vec<DiskFigure>,
+    /// The slowest batch beside the median, rebuilds over time and at once ([`crate::por_disk`]).
+    pub worst_batch: WorstBatchFigure,
     /// A PoR file edited in the middle, end to end ([`crate::por_edit`]).
     pub edit: EditFigure,
     pub targets: Vec<Target>,
@@ -134,6 +139,9 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     progress(&format!("write throughput on the local backend: an epoch of 2^{k} slots in batches of 64"));
     disk.push(por_disk::disk_figure(k, 64, disk_bytes)?);
     targets.extend(por_disk::targets(&disk));
+    progress(&format!("the slowest batch: 1.5 epochs of 2^{k} slots in batches of 64, built over time and at once"));
+    let worst_batch = por_disk::worst_batch_figure(k, 64, WORST_BATCH_SEGMENT_BYTES)?;
+    targets.push(por_disk::worst_batch_target(&worst_batch));
     let file_bytes = if opts.quick { 64 << 20 } else { 256 << 20 };
     progress(&format!("an edit of a {} MB PoR file, end to end on the local backend", file_bytes >> 20));
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
@@ -152,6 +160,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         writes,
         audits,
         disk,
+        worst_batch,
         edit,
         targets,
     })
@@ -281,6 +290,11 @@ impl Report {
                 d.log_capacity, d.batch, d.por_mb_per_s, d.disk_mb_per_s, d.bound_mb_per_s
             );
         }
+        let w = &self.worst_batch;
+        out += &format!(
+            "batches, capacity 2^{}, batches of {}, 1.5 epochs: built over time (segments of {} MiB) mean {:.1} ms, median {:.1} ms, slowest {:.1} ms; at once mean {:.1} ms, median {:.1} ms, slowest {:.1} ms\n",
+            w.log_capacity, w.batch, w.segment_bytes >> 20, w.mean_ms, w.median_ms, w.worst_ms, w.at_once_mean_ms, w.at_once_median_ms, w.at_once_worst_ms
+        );
         let e = &self.edit;
         out += &format!(
             "PoR file of {} MB, local backend: put {:.1} s ({} slots); a 20 KB edit in its middle {:.2} s, sent {} bytes, took {} slots ({:.5} of the whole copy)\n",

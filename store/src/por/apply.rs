@@ -2,7 +2,7 @@
 //! order of puts, commit and deletes).
 
 use super::build::Build;
-use super::coded_build::{BatchU, CodedBuild};
+use super::coded_build::{BatchU, CodedBuild, NewCoded};
 use super::error::PorStoreError;
 use super::objects;
 use super::raw;
@@ -11,7 +11,7 @@ use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE
 use crate::{MetaBatch, MetaStore, Repository, StoreError};
 use std::collections::{BTreeMap, HashSet};
 use vouch_core::por::client::{grown_schedule, steps, WritePlan, Written};
-use vouch_core::por::code::{encode, rebuild_level_into, Rebuild, Schedule};
+use vouch_core::por::code::{rebuild_level_into, Rebuild, Schedule};
 use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
 use vouch_core::por::Region;
@@ -32,14 +32,6 @@ enum After {
     Kept,
     Emptied,
     New(Held),
-}
-
-/// A C the batch made (growth, an epoch's end).
-enum NewCoded {
-    /// Encoded at once.
-    Whole(Vec<u64>),
-    /// Built over the window (`coded_build`): its object, whose segments the units write.
-    Building(ObjectRef),
 }
 
 /// What a batch computed, before anything is stored.
@@ -129,12 +121,12 @@ impl PorLog {
         let group_width = self.region_width(Region::Level(0));
         // Growth re-encodes C over U, which holds the open group's writes: the group is closed.
         let mut staged = if grow_to.is_some() { Vec::new() } else { self.staged.clone() };
-        let mut u = BatchU::default();
-        let everything: Vec<u64> = (0..schedule.capacity()).collect();
+        let committed = coded_build.as_ref().map(|b| b.time);
+        let mut u = BatchU { committed, ..BatchU::default() };
         let mut coded = BTreeMap::new();
         if grow_to.is_some() {
-            let all = self.u_now(repo, &u, &everything)?.concat();
-            coded.insert(schedule.coded_time(), NewCoded::Whole(encode(&all, width, k, 0)));
+            let time = schedule.coded_time();
+            coded.insert(time, self.coded_at_once(repo, &u, (k, time), &mut created).await?);
         }
         // A consumed level's allocation, reused when that level is built again in the batch.
         let mut spare: Vec<Vec<u64>> = vec![Vec::new(); top + 1];
@@ -212,8 +204,7 @@ impl PorLog {
                     coded.insert(time, NewCoded::Building(build.stage(k)));
                     coded_build = Some(build);
                 } else {
-                    let all = self.u_now(repo, &u, &everything)?.concat();
-                    coded.insert(time, NewCoded::Whole(encode(&all, width, k, 0)));
+                    coded.insert(time, self.coded_at_once(repo, &u, (k, time), &mut created).await?);
                 }
             }
             if schedule.pending() + 1 == schedule.group() {

@@ -14,8 +14,10 @@
 //! of one merge (reads two segments per half, writes two). The batch that ends an epoch starts
 //! the build and stores C's sealed checksums (the client sent them with that batch); each
 //! group completion in the window does the units due, spread evenly over the window's groups,
-//! so C is whole when the window ends and comes into use. A small C (`n ≤ s`) and a C without
-//! a window (creation, growth, a re-encode, or one group per epoch) are encoded at once.
+//! so C is whole when the window ends and comes into use. A C without a window (growth, a
+//! re-encode, or one group per epoch) is made at once, in its batch: encoded in memory when
+//! it is at most a segment per half, else by all its units one after the other, so that no
+//! batch holds all of U in memory.
 //!
 //! **U as of the epoch's end.** The leaves read U while the window's writes change it. A
 //! write to a slot no leaf has read yet first stashes the slot's old value (metadata,
@@ -141,12 +143,22 @@ impl CodedBuild {
     }
 }
 
+/// A C a batch made (growth, a re-encode, an epoch's end).
+pub(super) enum NewCoded {
+    /// Encoded at once, in memory.
+    Whole(Vec<u64>),
+    /// Built by units: its object, whose segments they write.
+    Building(ObjectRef),
+}
+
 /// U as a batch sees it: the metadata store's U under the batch's writes so far, and the
 /// slots the batch stashed for the C being built.
 #[derive(Default)]
 pub(super) struct BatchU {
     pub written: HashMap<u64, Vec<u64>>,
     pub stash: BTreeMap<u64, Vec<u64>>,
+    /// The write time of the C build whose stash has entries committed before the batch.
+    pub committed: Option<u64>,
 }
 
 impl PorLog {
@@ -154,11 +166,6 @@ impl PorLog {
     pub(super) fn coded_segment(&self) -> u64 {
         let fits = (self.limits.segment_bytes / (self.width * 8)).max(1) as u64;
         1 << fits.ilog2()
-    }
-
-    /// Whether the stash of `build` has entries committed before this batch.
-    fn stash_committed(&self, build: &CodedBuild) -> bool {
-        self.coded_build.as_ref().is_some_and(|b| b.time == build.time)
     }
 
     /// Before the batch writes slot `index`: its value now goes to the stash if the C being
@@ -174,7 +181,7 @@ impl PorLog {
         if build.has_read(index) || u.stash.contains_key(&index) {
             return Ok(());
         }
-        if self.stash_committed(build) && repo.meta().get(&self.names.stash(build.time, index))?.is_some() {
+        if u.committed == Some(build.time) && repo.meta().get(&self.names.stash(build.time, index))?.is_some() {
             return Ok(());
         }
         let now = self.u_now(repo, u, &[index])?.remove(0);
@@ -223,7 +230,7 @@ impl PorLog {
         u: &BatchU,
         range: Range<u64>,
     ) -> Result<Vec<u64>, PorStoreError> {
-        let committed: Vec<Option<Vec<u8>>> = match self.stash_committed(build) {
+        let committed: Vec<Option<Vec<u8>>> = match u.committed == Some(build.time) {
             true => {
                 repo.meta().get_many(&range.clone().map(|i| self.names.stash(build.time, i)).collect::<Vec<_>>())?
             }
@@ -244,6 +251,30 @@ impl PorLog {
             out.extend_from_slice(&slot);
         }
         Ok(out)
+    }
+
+    /// C over U as the batch has it now, at once: encoded in memory when it is at most a
+    /// segment per half, else built unit after unit (a few segments in memory, not all of U).
+    /// The objects the units write go to `created`.
+    pub(super) async fn coded_at_once(
+        &self,
+        repo: &Repository,
+        u: &BatchU,
+        (log_capacity, time): (u32, u64),
+        created: &mut Vec<ObjectRef>,
+    ) -> Result<NewCoded, PorStoreError> {
+        let (n, s) = (1u64 << log_capacity, self.coded_segment());
+        if n <= s {
+            let all = self.u_now(repo, u, &(0..n).collect::<Vec<_>>())?.concat();
+            return Ok(NewCoded::Whole(encode(&all, self.width, log_capacity, 0)));
+        }
+        let mut build = CodedBuild { time, log_capacity, per_segment: s, done: 0 };
+        // Nothing is stashed for it: every leaf reads U now.
+        let now = BatchU { committed: None, stash: BTreeMap::new(), written: u.written.clone() };
+        while !build.is_done() {
+            created.push(self.coded_unit(repo, &mut build, &now).await?);
+        }
+        Ok(NewCoded::Building(build.stage(log_capacity)))
     }
 
     /// The next unit of `build`; returns the object it wrote to.
