@@ -307,3 +307,32 @@ async fn removed_and_pruned_copies_free_their_slots_for_new_ones() {
         assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
     }
 }
+
+/// Consolidation (App. A.3): when a delete leaves every slot of U from some power of two on
+/// free, U shrinks to the slots below it. What is kept reads back, audits and repairs as
+/// before, and U grows again for new copies.
+#[tokio::test]
+async fn a_delete_that_frees_the_top_of_u_shrinks_it() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let (keep, big) = (sample(30_000, 81), sample(1_500_000, 82));
+    put_por(&client, "keep", &keep).await;
+    put_por(&client, "big", &big).await;
+    let grown = client.audit_por(4).await.unwrap();
+    client.remove("big").await.unwrap();
+    let shrunk = client.audit_por(16).await.unwrap();
+    assert!(shrunk.verified, "{shrunk:?}");
+    assert!(shrunk.log_capacity + 3 <= grown.log_capacity, "2^{} after 2^{}", shrunk.log_capacity, grown.log_capacity);
+    assert!(shrunk.slots_used <= 1 << shrunk.log_capacity && shrunk.slots_used < grown.slots_used, "{shrunk:?}");
+    assert_eq!(get_por(&client, "keep", None).await.unwrap(), keep);
+
+    let again = sample(200_000, 83);
+    put_por(&client, "again", &again).await;
+    assert!(client.audit_por(16).await.unwrap().verified);
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
+    for (name, want) in [("keep", &keep), ("again", &again)] {
+        client.repair(name).await.unwrap();
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
+    }
+}

@@ -3,18 +3,22 @@
 //! carrying their data (H and C lose it at their next rebuilds), and the provider names the
 //! slots free, for new copies to take ([`super::layout::Allocator`]) once each is checked ⊥.
 //!
+//! When the deletes leave every slot of U from some power of two on free, U shrinks to the
+//! slots below it ([`Client::por_consolidate`], App. A.3's consolidation).
+//!
 //! The slots are found before the commit, from the layouts the client sealed (a version
 //! still proven, so a missing label is a lie), and written after the commit is accepted. A
 //! crash between the two leaves them holding data no version names: space lost until the
 //! slots are freed by hand, never a copy damaged, for a kept version's slots are never freed.
 
-use super::layout::{self, Layout};
+use super::layout::{self, Layout, Run};
 use super::record::PorRecord;
 use super::{Batch, PorKeys};
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use vouch_core::namespace::VersionRecord;
+use vouch_core::por::client::plan_shrink;
 use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
 
 /// The slots a commit frees, to be written ⊥ once it is accepted.
@@ -63,6 +67,67 @@ impl Client {
             let batch = Batch { writes: writes.to_vec(), slots, labels: Vec::new(), into_free: false };
             self.por_batch(&keys, &mut record, batch).await?;
         }
-        Ok(())
+        self.por_consolidate(&keys, &mut record).await
+    }
+
+    /// App. A.3's consolidation: when every slot of U from some power of two on is free (the
+    /// copies there were deleted), U shrinks to the slots below it ([`plan_shrink`]), so that
+    /// the log's size, its rebuilds and its audits follow the data kept, not the most it ever
+    /// held. Where the free tail starts is the provider's word (its lowest free runs, up to
+    /// [`layout::MAX_RUNS`]: a tail beyond them waits for a later delete); the shrink's batch
+    /// checks it against U's checksums before anything is sent, so a provider that named a
+    /// slot holding data free is caught.
+    pub(super) async fn por_consolidate(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
+        let schedule = record.at.log.schedule;
+        let next = record.at.next_slot;
+        let answer = self.por_allocator(record, next).await?;
+        let Some(target) = shrink_target(&answer.free_runs(), next, schedule.log_capacity, schedule.group_log) else {
+            return Ok(());
+        };
+        let planned = plan_shrink(&record.at.log, target).map_err(|e| ClientError::State(e.to_string()))?;
+        tracing::info!("PoR log: U's slots from {} on are free; it shrinks to 2^{target}", 1u64 << target);
+        self.por_send(keys, record, planned, Batch::default()).await
+    }
+}
+
+/// The capacity U may shrink to: `2^k` for the least `k` (at least the initial capacity and a
+/// group) such that the slots from `2^k` to `next` (the first never written) are in the free
+/// runs, if below the capacity `2^log_capacity`.
+fn shrink_target(free: &[Run], next: u64, log_capacity: u32, group_log: u32) -> Option<u32> {
+    // The free tail: the runs that reach `next` without a gap.
+    let mut tail = next;
+    for run in free.iter().rev() {
+        if run.first + run.slots != tail {
+            break;
+        }
+        tail = run.first;
+    }
+    let least = super::INITIAL_LOG_CAPACITY.max(group_log);
+    let k = (64 - tail.saturating_sub(1).leading_zeros()).max(least);
+    (k < log_capacity).then_some(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(list: &[(u64, u64)]) -> Vec<Run> {
+        list.iter().map(|&(first, slots)| Run { first, slots }).collect()
+    }
+
+    #[test]
+    fn u_shrinks_to_the_least_power_of_two_past_its_last_slot_in_use() {
+        // Capacity 2^10, slots written up to 700, free from 100 on (in two runs): 2^7.
+        assert_eq!(shrink_target(&runs(&[(5, 3), (100, 200), (300, 400)]), 700, 10, 4), Some(7));
+        // A gap (slot 299 in use): free from 300 only, which needs 2^9.
+        assert_eq!(shrink_target(&runs(&[(100, 199), (300, 400)]), 700, 10, 4), Some(9));
+        // Nothing free at the end, or the tail not below half: no shrink.
+        assert_eq!(shrink_target(&runs(&[(100, 200)]), 700, 10, 4), None);
+        assert_eq!(shrink_target(&runs(&[(600, 100)]), 700, 10, 4), None);
+        // Never written past 40: 2^6, but never below a group or the initial capacity.
+        assert_eq!(shrink_target(&[], 40, 10, 4), Some(6));
+        assert_eq!(shrink_target(&runs(&[(0, 40)]), 40, 10, 4), Some(4));
+        assert_eq!(shrink_target(&runs(&[(0, 40)]), 40, 10, 8), Some(8));
+        assert_eq!(shrink_target(&runs(&[(0, 16)]), 16, 4, 4), None);
     }
 }

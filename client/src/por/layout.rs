@@ -130,6 +130,11 @@ impl Allocator {
         Allocator::new(Vec::new(), next)
     }
 
+    /// The runs of ⊥ slots it still holds, ascending.
+    pub(crate) fn free_runs(&self) -> Vec<Run> {
+        self.free.clone()
+    }
+
     /// The first of `slots` consecutive slots for a new block.
     fn take(&mut self, slots: u64) -> u64 {
         if let Some(run) = self.free.iter_mut().find(|r| r.slots >= slots) {

@@ -288,7 +288,9 @@ impl Client {
             check_free(&planned, &context, &keys.seal, &sums)
                 .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         }
-        let next_slot = record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1));
+        // A shrink takes the slots from the new capacity on away: they are fresh again.
+        let next_slot =
+            record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1)).min(written.state.schedule.capacity());
         let after = LogPoint { log: written.state, next_slot };
         // A re-encode leaves U's root as it was: any slot reads under it.
         record.in_flight = Some(InFlight { after, probe: writes.first().copied().unwrap_or(0) });

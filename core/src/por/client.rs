@@ -129,7 +129,7 @@ pub fn batch_outcome(
 pub struct WritePlan {
     /// C is re-encoded over U of `2^k` slots before the batch, and H emptied: U grows when
     /// `k` is above its capacity ([`plan`]); at the capacity it is a re-encode alone
-    /// ([`plan_reencode`]).
+    /// ([`plan_reencode`]); below it, U shrinks to its first `2^k` slots ([`plan_shrink`]).
     pub grow_to: Option<u32>,
     /// The U indices written, ascending and distinct.
     pub indices: Vec<u64>,
@@ -194,6 +194,8 @@ pub enum WriteError {
     Replay(#[from] ReplayError),
     #[error("slot {0} of U, named free, holds data: neither never written nor ⊥")]
     Occupied(u64),
+    #[error("U of 2^{from} slots cannot shrink to 2^{to}")]
+    Shrink { to: u32, from: u32 },
 }
 
 /// The plan for writing U slots `indices`, in that order, then flushing the open group when
@@ -251,6 +253,19 @@ pub fn plan_reencode(state: &LogState) -> WritePlan {
     }
 }
 
+/// The plan of a batch that writes nothing and keeps U's first `2^log_capacity` slots
+/// (App. A.3's consolidation: "the client can rebuild and consolidate the log by suppressing
+/// deleted items"): C is re-encoded over them and H emptied, as at growth. Every slot that
+/// goes must be free (never written, or ⊥), which [`write`] checks against U's root before
+/// anything is sent: the provider answers with all of U's sealed checksums.
+pub fn plan_shrink(state: &LogState, log_capacity: u32) -> Result<WritePlan, WriteError> {
+    let schedule = &state.schedule;
+    if log_capacity >= schedule.log_capacity || log_capacity < schedule.group_log {
+        return Err(WriteError::Shrink { to: log_capacity, from: schedule.log_capacity });
+    }
+    Ok(WritePlan { grow_to: Some(log_capacity), ..plan_reencode(state) })
+}
+
 /// Checks the provider's context and replays the batch: `slots` are the written slots in
 /// order (`writes[i]` at U index `indices[i]` of the call to [`plan`]), flat. `sums` is the
 /// log's grouped key ([`ChecksumKey::grouped`]).
@@ -273,6 +288,7 @@ pub fn write(
     let mut schedule = state.schedule;
     let mut root = state.raw_root;
     let mut pending = state.pending;
+    let shrink_from = plan.grow_to.filter(|&k| k < schedule.log_capacity).map(|_| schedule.log_capacity);
     if let Some(k) = plan.grow_to {
         root = (schedule.log_capacity..k).fold(root, |root, k| grown_root(k, &root));
         schedule = grown_schedule(&schedule, k);
@@ -294,9 +310,14 @@ pub fn write(
         return Err(WriteError::RawRoot);
     }
     // U's checksums as the rebuilds of C see them; only read when C is rebuilt.
-    let mut raw = match (&context.raw, plan.whole_raw) {
-        (Some(all), true) => Some(open_whole_raw(all, &root, schedule.log_capacity, seal)?),
-        (None, false) => None,
+    let mut raw = match (&context.raw, plan.whole_raw, shrink_from) {
+        (Some(all), true, None) => Some(open_whole_raw(all, &root, schedule.log_capacity, seal)?),
+        (Some(all), true, Some(from)) => {
+            let (kept, sums_kept) = kept_free(all, &root, (schedule.log_capacity, from), seal, sums)?;
+            root = kept;
+            Some(sums_kept)
+        }
+        (None, false, None) => None,
         _ => return Err(WriteError::Shape),
     };
     let mut coded = BTreeMap::new();
@@ -409,6 +430,37 @@ fn moved_root(
 }
 
 /// Opens every sealed checksum of U after checking them all against `root`.
+/// A shrink's check (App. A.3): `all` are U's sealed checksums at the capacity `2^from`
+/// under `root`, and every slot at or beyond `2^to` is free (never written, or ⊥). Returns
+/// the root of the slots kept and their checksums.
+fn kept_free(
+    all: &[Option<SealedChecksum>],
+    root: &Digest,
+    (to, from): (u32, u32),
+    seal: &SealKey,
+    sums: &ChecksumKey,
+) -> Result<(Digest, Vec<Checksum>), WriteError> {
+    if sums.slot_width() != SLOT_WIDTH {
+        return Err(WriteError::Width { got: sums.slot_width(), want: SLOT_WIDTH });
+    }
+    let mut opened = open_whole_raw(all, root, from, seal)?;
+    let kept = 1usize << to;
+    for (index, (sum, sealed)) in opened.iter().zip(all).enumerate().skip(kept) {
+        if sealed.is_some() && *sum != sums.checksum(&encode_slot(index as u64, None)) {
+            return Err(WriteError::Occupied(index as u64));
+        }
+    }
+    opened.truncate(kept);
+    let mut tree = RawTree::new(to);
+    let leaves: Vec<(u64, Digest)> = all[..kept]
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.as_ref().map(|s| (i as u64, leaf_hash(Some(s)))))
+        .collect();
+    tree.set(&leaves);
+    Ok((tree.root(), opened))
+}
+
 fn open_whole_raw(
     all: &[Option<SealedChecksum>],
     root: &Digest,

@@ -17,7 +17,8 @@
 //!   which is a PoR write like any other, so the log and C stop carrying the data (at their
 //!   next rebuilds). A ⊥ slot is free: a later insert may take it, once the client has checked
 //!   against U's own checksum that it is ⊥ ([`super::client::check_free`]), so U grows only
-//!   when the slots in use do. (U never shrinks.)
+//!   when the slots in use do. When every slot from some power of two on is free, U shrinks
+//!   to the slots below it ([`super::client::plan_shrink`], App. A.3's consolidation).
 //! * **Which slots hold a block** is the provider's index, not the client's state: the client
 //!   reads the slots the provider names, checks each against U's tree
 //!   ([`super::raw_tree`]) and its sealed checksum, checks the headers (index, kind, lengths:

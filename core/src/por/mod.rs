@@ -19,7 +19,9 @@
 //!   slots, inserts into free or fresh slots and deletes as ⊥ (App. A.3), and
 //!   [`client::check_free`], which lets a new copy reuse ⊥ slots only;
 //! * [`client`] and [`provider`]: a batch of writes end to end (Sec. 6.1's batching), growth
-//!   of U (App. A.3) and reads through U; the provider here is the in-memory reference;
+//!   of U and its shrinking once its top is free (App. A.3's consolidation,
+//!   [`client::plan_shrink`]), and reads through U; the provider here is the in-memory
+//!   reference;
 //! * [`repair`]: U recovered from C and the levels, any half of each; and once U is whole, a
 //!   re-encode of C from U ([`client::plan_reencode`]) replaces every damaged part;
 //! * [`wire`]: the canonical byte layouts of the log's messages.
@@ -30,9 +32,9 @@
 //! **The window.** CRebuild at an epoch's end is not needed at once: for half an epoch the
 //! old C and the epoch's writes, kept as level `levels()`, stand in for the new C
 //! ([`code::Schedule::in_window`]), so a provider has that long to build it; audits, repair
-//! and the client's replays follow the schedule through it. Not yet here: the store still
-//! encodes the new C in the batch that ends the epoch (building it a unit per group
-//! completion over the window is next), and shrinking U once most of it is ⊥.
+//! and the client's replays follow the schedule through it. The store builds the new C over
+//! the window a few segments per group completion, as a merge tree of [`build::merge_range`]
+//! butterflies over leaves encoded from U as of the epoch's end.
 //!
 //! A level holds fixed-size slots (each `slot` elements), stored flat: slot `i` of a level is
 //! `level[i * slot..(i + 1) * slot]`. A slot's elements are independent codes of the same
@@ -66,6 +68,8 @@ mod group_tests;
 mod model_tests;
 #[cfg(test)]
 mod reencode_tests;
+#[cfg(test)]
+mod shrink_tests;
 
 /// The buffer a codeword slot lives in (Sec. 4.1): a level of the hierarchical log H, the
 /// erasure-coded copy C, or the raw buffer U.

@@ -30,13 +30,21 @@ pub enum ProviderError {
 }
 
 /// The schedule a plan starts from (after its growth), if the plan fits a log at `schedule`:
-/// a growth beyond the capacity and within bounds, levels that are filled, and U indices
-/// ascending, distinct and within the capacity. Every provider checks plans with this.
+/// a growth within bounds (a shrink writes nothing and reads all of U), levels that are
+/// filled, and U indices ascending, distinct and within the capacity. Every provider checks plans with this.
 pub fn check_plan(schedule: &Schedule, plan: &WritePlan) -> Result<Schedule, ProviderError> {
     let refused = ProviderError::Plan { log_capacity: schedule.log_capacity, time: schedule.time };
     let schedule = match plan.grow_to {
         None => *schedule,
-        Some(k) if k < schedule.log_capacity || k > MAX_LOG_CAPACITY => return Err(refused),
+        Some(k) if k > MAX_LOG_CAPACITY => return Err(refused),
+        // A shrink writes nothing, reads all of U, and keeps a valid schedule.
+        Some(k) if k < schedule.log_capacity => {
+            let shrunk = grown_schedule(schedule, k);
+            if !plan.indices.is_empty() || !plan.levels.is_empty() || !plan.whole_raw || !shrunk.is_valid() {
+                return Err(refused);
+            }
+            shrunk
+        }
         Some(k) => grown_schedule(schedule, k),
     };
     if plan.levels.iter().any(|&l| !schedule.is_filled(l)) {
@@ -76,7 +84,8 @@ pub fn answer_plan(
     let sealed_at = |i: u64| raw_sealed.get(i as usize).copied().flatten();
     let refused = ProviderError::Plan { log_capacity: schedule.log_capacity, time: schedule.time };
     let levels = plan.levels.iter().map(|&l| level_sealed(l).ok_or(refused.clone())).collect::<Result<_, _>>()?;
-    let raw = plan.whole_raw.then(|| (0..after.capacity()).map(sealed_at).collect());
+    // All of U before a shrink (the client checks what goes), after a growth.
+    let raw = plan.whole_raw.then(|| (0..after.capacity().max(schedule.capacity())).map(sealed_at).collect());
     Ok(WriteContext { old: plan.indices.iter().map(|&i| sealed_at(i)).collect(), proof, levels, raw })
 }
 
@@ -262,10 +271,13 @@ impl ProviderLog {
         Ok(())
     }
 
-    /// U grows to `2^k` slots: C re-encoded over it, H emptied (App. A.3).
+    /// U grows (or shrinks) to `2^k` slots: C re-encoded over it, H emptied (App. A.3).
     fn grow(&mut self, k: u32, coded: Vec<SealedChecksum>) -> Result<(), ProviderError> {
         let n = 1usize << k;
         (self.schedule.log_capacity..k).try_for_each(|_| self.tree.grow())?;
+        if k < self.schedule.log_capacity {
+            self.tree.shrink(k);
+        }
         self.schedule = grown_schedule(&self.schedule, k);
         self.raw.resize(n * self.width, 0);
         self.raw_sealed.resize(n, None);

@@ -267,6 +267,25 @@ impl RawTree {
     }
 }
 
+impl RawTree {
+    /// Keeps the first `2^log_capacity` slots (App. A.3's consolidation, U shrinks): the tree
+    /// becomes its leftmost subtree of that height. Nothing is checked about the slots that
+    /// go; the client checks them free before it asks ([`super::client::plan_shrink`]).
+    ///
+    /// # Panics
+    /// When `log_capacity` is not below the capacity (a caller's bug: plans are checked).
+    pub fn shrink(&mut self, log_capacity: u32) {
+        assert!(log_capacity < self.log_capacity, "a shrink keeps fewer slots");
+        let (old_n, n) = (1usize << self.log_capacity, 1usize << log_capacity);
+        let mut shrunk = RawTree::new(log_capacity);
+        for height in 0..=log_capacity {
+            let (old_first, new_first) = (old_n >> height, n >> height);
+            shrunk.nodes[new_first..2 * new_first].copy_from_slice(&self.nodes[old_first..old_first + new_first]);
+        }
+        *self = shrunk;
+    }
+}
+
 /// The root after [`RawTree::grow`], from the root before it.
 pub fn grown_root(log_capacity: u32, root: &Digest) -> Digest {
     node_hash(log_capacity + 1, root, &empty_root(log_capacity))
@@ -279,6 +298,22 @@ mod tests {
 
     fn sealed(byte: u8) -> SealedChecksum {
         SealedChecksum::from_bytes([byte; SEALED_LEN])
+    }
+
+    #[test]
+    fn a_shrunk_tree_is_the_tree_of_the_slots_it_keeps() {
+        let mut tree = RawTree::new(6);
+        let leaves: Vec<(u64, Digest)> =
+            [0u64, 3, 9, 17, 40, 63].iter().map(|&i| (i, leaf_hash(Some(&sealed(i as u8))))).collect();
+        tree.set(&leaves);
+        for k in [0, 2, 4, 5] {
+            let mut shrunk = tree.clone();
+            shrunk.shrink(k);
+            let mut fresh = RawTree::new(k);
+            fresh.set(&leaves.iter().copied().filter(|(i, _)| *i < 1 << k).collect::<Vec<_>>());
+            assert_eq!((shrunk.log_capacity(), shrunk.root()), (k, fresh.root()), "2^{k}");
+            assert_eq!(shrunk.prove(&[0]).unwrap(), fresh.prove(&[0]).unwrap());
+        }
     }
 
     /// The root from every leaf, level by level: the definition.

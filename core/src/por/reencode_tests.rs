@@ -96,13 +96,13 @@ fn a_provider_that_reencodes_c_from_another_u_fails_the_audit_of_c() {
 }
 
 #[test]
-fn only_a_reencode_writes_nothing_and_never_shrinks_u() {
+fn only_a_reencode_or_a_shrink_writes_nothing() {
     let mut s = filled();
     let k = s.state.schedule.log_capacity;
     let refused = ProviderError::Plan { log_capacity: k, time: s.state.schedule.time };
     let again = plan_reencode(&s.state);
-    let shrink = WritePlan { grow_to: Some(k - 1), ..again.clone() };
-    assert_eq!(s.provider.context(&shrink).unwrap_err(), refused);
+    let shrink_and_write = WritePlan { grow_to: Some(k - 1), indices: vec![1], ..again.clone() };
+    assert_eq!(s.provider.context(&shrink_and_write).unwrap_err(), refused);
     let nothing = WritePlan { grow_to: None, whole_raw: false, ..again.clone() };
     assert!(matches!(s.provider.context(&nothing), Err(ProviderError::RawProof(_))));
     assert_eq!(plan(&s.state, &[], true), Err(WriteError::Empty));

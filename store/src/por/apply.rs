@@ -412,6 +412,13 @@ impl PorLog {
             .collect();
 
         let mut batch = MetaBatch::default();
+        // A shrink (App. A.3): the slots that go were checked free by the client; their
+        // entries go too, so that U grown again finds them never written.
+        for index in schedule.capacity()..self.schedule.capacity() {
+            if self.raw_sealed.get(index as usize).is_some_and(Option::is_some) {
+                batch.delete(self.names.raw(index)).delete(self.names.raw_sealed(index)).delete(self.names.free(index));
+            }
+        }
         let last_write: BTreeMap<u64, &[u64]> = writes.iter().copied().zip(slots.chunks_exact(width)).collect();
         for (&index, slot) in &last_write {
             raw::put_slot(&mut batch, &self.names, index, slot);
@@ -469,6 +476,9 @@ impl PorLog {
         for _ in self.tree.log_capacity()..k {
             // Cannot fail: the plan's capacity was checked against the bound.
             self.tree.grow().map_err(ProviderError::from)?;
+        }
+        if k < self.tree.log_capacity() {
+            self.tree.shrink(k);
         }
         let mut old = std::mem::take(&mut self.levels);
         self.levels = after
