@@ -20,8 +20,11 @@ use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VE
 use vouch_server::{token_hash, Misbehave, Misbehaving, Provider, RunningServer, ServeOptions};
 
 const TOKEN: &str = "por-token";
+/// A second client's.
+const BOB: &str = "por-token-bob";
 
 struct Client {
+    token: &'static str,
     http: reqwest::Client,
     base: String,
     state: LogState,
@@ -34,10 +37,15 @@ struct Client {
 
 impl Client {
     fn new(server: &RunningServer) -> Client {
+        Client::with_token(server, TOKEN)
+    }
+
+    fn with_token(server: &RunningServer, token: &'static str) -> Client {
         let seal = SealKey::new(&[1; 32]);
         let state = LogState::new(2, GROUP_LOG, &seal).0;
         let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, GROUP_LOG);
         Client {
+            token,
             http: reqwest::Client::new(),
             base: format!("http://{}", server.addr),
             state,
@@ -57,7 +65,7 @@ impl Client {
         let response = self
             .http
             .post(format!("{}{}", self.base, op.path()))
-            .bearer_auth(TOKEN)
+            .bearer_auth(self.token)
             .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
             .body(encode(req))
             .send()
@@ -175,7 +183,7 @@ impl Client {
 
 async fn serve(data: &Path, lie: Misbehave) -> RunningServer {
     let provider = Misbehaving::new(Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap(), lie);
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
+    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(BOB), "bob".to_string())]);
     vouch_server::start_with("127.0.0.1:0", provider, clients, ServeOptions::default(), std::future::pending())
         .await
         .unwrap()
@@ -381,4 +389,33 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
         assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
     }
     assert_eq!(client.audit(8).await.unwrap(), vec![true; parts(&client.state.schedule).len()]);
+}
+
+/// Two clients' logs are written side by side (each behind its own lock), and each reads
+/// back and audits its own blocks only.
+#[tokio::test]
+async fn two_clients_write_their_logs_side_by_side() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(data.path(), Misbehave::None).await;
+    let (mut alice, mut bob) = (Client::new(&server), Client::with_token(&server, BOB));
+    for client in [&alice, &bob] {
+        let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    }
+    let blocks =
+        |seed: u8| -> Vec<Vec<u8>> { (0..6).map(|i| vec![seed.wrapping_add(i); 5000 + 700 * i as usize]).collect() };
+    let write_all = async |client: &mut Client, seed: u8| {
+        let mut firsts = Vec::new();
+        for block in blocks(seed) {
+            firsts.extend(client.put(&[block]).await);
+        }
+        firsts
+    };
+    let (at_alice, at_bob) = tokio::join!(write_all(&mut alice, 1), write_all(&mut bob, 101));
+    for (client, firsts, seed) in [(&alice, at_alice, 1), (&bob, at_bob, 101)] {
+        for (first, block) in firsts.into_iter().zip(blocks(seed)) {
+            assert_eq!(client.get(first, block.len() as u64).await.unwrap(), block);
+        }
+        assert!(client.audit(16).await.unwrap().into_iter().all(|ok| ok));
+    }
+    assert_ne!(alice.state.raw_root, bob.state.raw_root, "two logs");
 }

@@ -117,7 +117,7 @@ impl Provider {
             lists: Mutex::new(HashMap::new()),
             namespaces: Mutex::new(HashMap::new()),
             changes: Mutex::new(HashMap::new()),
-            por: tokio::sync::Mutex::new(HashMap::new()),
+            por: std::sync::Mutex::new(HashMap::new()),
         })
     }
 

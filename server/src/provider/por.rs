@@ -3,12 +3,13 @@
 //! checks everything against its own schedule, U's root and its keys (`vouch_core::por`).
 //!
 //! One log per client, of slots of `vouch_core::por::heap::SLOT_WIDTH` elements. Each log is
-//! opened at its first use in this process and kept; its changes are serialised by the map's
-//! lock (one batch at a time per provider, as `PorLog` needs one writer).
+//! opened at its first use in this process and kept; its requests are serialised by its own
+//! lock (`PorLog` needs one writer), so clients' logs are written side by side.
 
 use super::{bad, Provider, ProviderError};
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
+use std::sync::Arc;
 use vouch_core::por::audit::{parts, picks};
 use vouch_core::por::client::{WritePlan, Written};
 use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
@@ -28,8 +29,8 @@ pub const MAX_POR_SLOTS: usize = 8192;
 /// Most runs of free slots one answer names.
 pub const MAX_POR_FREE_RUNS: usize = 4096;
 
-/// The provider's open logs, by client.
-pub(crate) type PorLogs = tokio::sync::Mutex<HashMap<String, PorLog>>;
+/// The provider's logs, by client: each behind its own lock, `None` until opened or made.
+pub(crate) type PorLogs = std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PorLog>>>>>;
 
 impl From<PorStoreError> for ProviderError {
     fn from(e: PorStoreError) -> Self {
@@ -102,23 +103,32 @@ impl Provider {
         client: &str,
         work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
-        let mut logs = self.por.lock().await;
-        if !logs.contains_key(client) {
+        let slot = self.por_slot(client);
+        let mut held = slot.lock().await;
+        if held.is_none() {
             let log = PorLog::open(&self.repo, &owner(client))
                 .await?
                 .ok_or_else(|| ProviderError::NotFound("no PoR log; create one with por-init".into()))?;
-            logs.insert(client.to_string(), log);
+            *held = Some(log);
         }
-        work(logs.get_mut(client).expect("inserted above"), &self.repo).await
+        work(held.as_mut().expect("opened above"), &self.repo).await
+    }
+
+    /// The lock of the client's log.
+    fn por_slot(&self, client: &str) -> Arc<tokio::sync::Mutex<Option<PorLog>>> {
+        // Held for a map lookup only: never across an await.
+        let mut logs = self.por.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        logs.entry(client.to_string()).or_default().clone()
     }
 
     pub async fn por_init(&self, client: &str, req: &PorInitRequest) -> Result<PorStatus, ProviderError> {
         let coded = sealed_list_from_bytes(&req.coded).map_err(bad)?;
-        let mut logs = self.por.lock().await;
+        let slot = self.por_slot(client);
+        let mut held = slot.lock().await;
         let shape = (u32::from(req.log_capacity), u32::from(req.group_log));
         let log = PorLog::create(&self.repo, &owner(client), shape, SLOT_WIDTH, coded).await?;
         let answer = status(&log);
-        logs.insert(client.to_string(), log);
+        *held = Some(log);
         Ok(answer)
     }
 
