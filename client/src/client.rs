@@ -515,7 +515,7 @@ impl Client {
         // Proven present: a "not found" from here on is a lie.
         let latest = self.version_in(&View::Committing, name, None).await?;
         let freed = match is_por_file(&latest.entry.file) {
-            true => Some(self.por_owe_delete(&commit, &self.log_in(&View::Committing, name).await?, &[]).await?),
+            true => Some(self.por_owe_delete(&commit, name, &self.log_in(&View::Committing, name).await?, &[]).await?),
             false => None,
         };
         let attempt = new_attempt();
@@ -557,7 +557,7 @@ impl Client {
                     let side = if positions.contains(&(p as u64)) { &mut gone } else { &mut kept };
                     side.push(*v);
                 }
-                Some(self.por_owe_delete(&commit, &gone, &kept).await?)
+                Some(self.por_owe_delete(&commit, name, &gone, &kept).await?)
             }
             false => None,
         };

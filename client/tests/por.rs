@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::por::{audit_fails_at, damage_objects, get_por, lose_all_of_u, put_por, with_provider_stopped};
+use common::por::{audit_fails_at, damage_objects, get_por, lose_all_of_u, put_por, restarted, with_provider_stopped};
 use common::{assert_violation, sample, Setup};
 use vouch_client::{Client, ClientError, ViolationKind};
 use vouch_server::Misbehave;
@@ -335,4 +335,57 @@ async fn a_delete_that_frees_the_top_of_u_shrinks_it() {
         client.repair(name).await.unwrap();
         assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
     }
+}
+
+/// A delete stopped between its commit and its ⊥ writes (the provider's PoR log down) leaks
+/// no slot: the next PoR operation finds the versions gone from the namespace, writes their
+/// slots ⊥ and shrinks U, and what is kept reads back.
+#[tokio::test]
+async fn a_delete_stopped_after_its_commit_is_finished_by_the_next_por_operation() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let (keep, gone) = (sample(30_000, 91), sample(600_000, 92));
+    put_por(&client, "keep", &keep).await;
+    put_por(&client, "gone", &gone).await;
+    let before = client.audit_por(4).await.unwrap();
+    drop(client);
+    let client = restarted(&mut setup, Misbehave::FailPorWrites, async |_| {}).await;
+    assert!(client.remove("gone").await.is_err(), "the ⊥ writes failed");
+    assert!(matches!(get_por(&client, "gone", None).await, Err(ClientError::NotFound(_))), "the removal is committed");
+    drop(client);
+
+    let client = with_provider_stopped(&mut setup, async |_| {}).await;
+    let new = sample(10_000, 93);
+    put_por(&client, "new", &new).await;
+    let after = client.audit_por(16).await.unwrap();
+    assert!(after.verified, "{after:?}");
+    assert!(after.slots_used < before.slots_used && after.log_capacity < before.log_capacity, "{after:?} {before:?}");
+    for (name, want) in [("keep", &keep), ("new", &new)] {
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name}");
+    }
+}
+
+/// A delete whose commit the provider refused owes nothing: the next PoR operation finds the
+/// versions still in the namespace and forgets them, and their copy stays whole.
+#[tokio::test]
+async fn a_delete_whose_commit_was_refused_frees_nothing() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let kept = sample(200_000, 95);
+    put_por(&client, "kept", &kept).await;
+    let before = client.audit_por(4).await.unwrap();
+    drop(client);
+    let client = restarted(&mut setup, Misbehave::RefuseCommit, async |_| {}).await;
+    assert!(client.remove("kept").await.is_err(), "the commit was refused");
+    drop(client);
+
+    let client = with_provider_stopped(&mut setup, async |_| {}).await;
+    let other = sample(10_000, 96);
+    put_por(&client, "other", &other).await;
+    assert!(client.audit_por(16).await.unwrap().slots_used > before.slots_used, "no slot of \"kept\" was freed");
+    assert_eq!(get_por(&client, "kept", None).await.unwrap(), kept);
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
+    client.repair("kept").await.unwrap();
+    assert_eq!(get_por(&client, "kept", None).await.unwrap(), kept, "after repair");
 }

@@ -7,14 +7,16 @@
 //! slots below it ([`Client::por_consolidate`], App. A.3's consolidation).
 //!
 //! The slots are found before the commit, from the layouts the client sealed (a version
-//! still proven, so a missing label is a lie), and written after the commit is accepted. A
-//! crash between the two leaves them holding data no version names: space lost until the
-//! slots are freed by hand, never a copy damaged, for a kept version's slots are never freed.
+//! still proven, so a missing label is a lie), and written after the commit is accepted. The
+//! dropped versions are named in the client's record before the commit: after a crash
+//! between the two, the next PoR operation finds them gone from the namespace (the commit was
+//! accepted) and writes their slots ⊥ then, or still there (it was not) and owes nothing. A
+//! kept version's slots are never freed.
 
 use super::layout::{self, Layout, Run};
-use super::record::PorRecord;
+use super::record::{Deleting, PorRecord};
 use super::{Batch, PorKeys};
-use crate::client::Client;
+use crate::client::{Client, View};
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use vouch_core::namespace::VersionRecord;
@@ -25,19 +27,27 @@ use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
 pub(crate) struct OwedDelete(Vec<u64>);
 
 impl Client {
-    /// Before a commit that drops the versions `gone` of a PoR file and keeps `kept`: the slots
-    /// only the dropped versions' copies hold.
+    /// Before a commit that drops the versions `gone` of the PoR file `name` and keeps `kept`:
+    /// the slots only the dropped versions' copies hold. The versions are named in the record
+    /// first, so that a crash before their ⊥ writes leaves them owed, not leaked.
     pub(crate) async fn por_owe_delete(
         &self,
         commit: &Committing<'_>,
+        name: &str,
         gone: &[VersionRecord],
         kept: &[VersionRecord],
     ) -> Result<OwedDelete, ClientError> {
         let keys = self.por_keys()?;
-        let record = self.por_begin(commit, &keys, false).await?;
-        let gone = layout::slots_of(&self.por_layouts(&keys, &record, gone).await?);
-        let kept = layout::slots_of(&self.por_layouts(&keys, &record, kept).await?);
-        Ok(OwedDelete(gone.difference(&kept).copied().collect()))
+        let mut record = self.por_begin(commit, &keys, false).await?;
+        let gone_slots = layout::slots_of(&self.por_layouts(&keys, &record, gone).await?);
+        let kept_slots = layout::slots_of(&self.por_layouts(&keys, &record, kept).await?);
+        let copied: Vec<&VersionRecord> = gone.iter().filter(|v| v.len > 0).collect();
+        if let Some(first) = copied.first() {
+            let versions = copied.iter().map(|v| v.number).collect();
+            record.deleting = Some(Deleting { name: name.to_string(), file: first.file, versions });
+            self.por_save(&record)?;
+        }
+        Ok(OwedDelete(gone_slots.difference(&kept_slots).copied().collect()))
     }
 
     /// The layouts of the copies of `versions` (an empty version has none).
@@ -54,20 +64,71 @@ impl Client {
         Ok(out)
     }
 
-    /// After that commit: ⊥ over the slots it freed, in batches.
+    /// After that commit: ⊥ over the slots it freed, in batches; then U shrinks if it can.
     pub(crate) async fn por_pay_delete(&self, owed: OwedDelete) -> Result<(), ClientError> {
+        let keys = self.por_keys()?;
+        let mut record = self.por_ready(&keys, false).await?;
+        self.por_write_deleted(&keys, &mut record, &owed.0).await?;
+        if record.deleting.take().is_some() {
+            self.por_save(&record)?;
+        }
         if owed.0.is_empty() {
             return Ok(());
         }
-        let keys = self.por_keys()?;
-        let mut record = self.por_ready(&keys, false).await?;
-        for writes in owed.0.chunks(super::REQUEST_SLOTS) {
+        self.por_consolidate(&keys, &mut record).await
+    }
+
+    /// ⊥ over U's slots `indices`, in batches.
+    async fn por_write_deleted(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+        indices: &[u64],
+    ) -> Result<(), ClientError> {
+        for writes in indices.chunks(super::REQUEST_SLOTS) {
             let slots: Vec<u64> = writes.iter().flat_map(|&i| encode_slot(i, None)).collect();
             debug_assert_eq!(slots.len(), writes.len() * SLOT_WIDTH);
             let batch = Batch { writes: writes.to_vec(), slots, labels: Vec::new(), into_free: false };
-            self.por_batch(&keys, &mut record, batch).await?;
+            self.por_batch(keys, record, batch).await?;
         }
-        self.por_consolidate(&keys, &mut record).await
+        Ok(())
+    }
+
+    /// Settles the delete the record names (see [`Client::por_owe_delete`]): if its commit was
+    /// accepted (none of its versions is in the namespace any more), ⊥ over the slots only
+    /// they held, from the labels this client sealed for them; else nothing is owed. Under the
+    /// commit lock (`_commit`), so the namespace does not move meanwhile.
+    pub(super) async fn por_settle_delete(
+        &self,
+        _commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(), ClientError> {
+        let Some(deleting) = record.deleting.clone() else { return Ok(()) };
+        let present: Vec<VersionRecord> = match self.log_in(&View::Committing, &deleting.name).await {
+            Ok(all) => all.into_iter().filter(|v| v.file == deleting.file).collect(),
+            Err(ClientError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        if !present.iter().any(|v| deleting.versions.contains(&v.number)) {
+            let mut gone = Vec::new();
+            for &number in &deleting.versions {
+                let key = [&deleting.file.0[..], &number.to_le_bytes()].concat();
+                // No label: no copy was made (its copy was still owed), so no slot to free.
+                gone.extend(self.por_label(keys, &key).await?);
+            }
+            let kept = layout::slots_of(&self.por_layouts(keys, record, &present).await?);
+            // Slots a shrink took away since are gone already.
+            let owed: Vec<u64> =
+                layout::slots_of(&gone).difference(&kept).copied().filter(|&slot| slot < record.at.next_slot).collect();
+            tracing::info!("PoR log: a delete's {} slots were still owed ⊥; writing them", owed.len());
+            self.por_write_deleted(keys, record, &owed).await?;
+            record.deleting = None;
+            self.por_save(record)?;
+            return self.por_consolidate(keys, record).await;
+        }
+        record.deleting = None;
+        self.por_save(record)
     }
 
     /// App. A.3's consolidation: when every slot of U from some power of two on is free (the

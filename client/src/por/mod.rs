@@ -21,7 +21,8 @@
 //!   before it (not applied) or after it (applied, checked by reading one of its slots under
 //!   the new root); anything else is a lie. A version whose copy may be missing (its commit was
 //!   about to be sent) is named in the record before the commit, and copied, from a verified
-//!   read of the version, by the next PoR operation.
+//!   read of the version, by the next PoR operation; the versions a delete drops likewise, and
+//!   their slots are written ⊥ by the next PoR operation if the commit was accepted.
 //! * **Repair** (`vouch repair NAME`): when U's slots of a copy are lost or damaged, U is
 //!   decoded from C and the filled levels, each read a page at a time until half of its slots
 //!   match their sealed checksums (any half decodes it), the copy is checked as a read would
@@ -416,18 +417,12 @@ impl Client {
         record: &PorRecord,
         version: &VersionRecord,
     ) -> Result<Layout, ClientError> {
-        let key = label_key(version);
-        let answer: PorLabelAnswer =
-            self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(key.clone()) }).await?;
-        let Some(value) = answer.value else {
+        let Some(layout) = self.por_label(keys, &label_key(version)).await? else {
             return Err(ClientError::violation(
                 ViolationKind::UnprovenNotFound,
                 format!("it says version {} of a PoR file has no copy in the log", version.number),
             ));
         };
-        let layout = Layout::open(&keys.layout, &key, &value).ok_or_else(|| {
-            ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")
-        })?;
         let outside =
             |r: &layout::Run| r.slots == 0 || r.first.checked_add(r.slots).is_none_or(|end| end > record.at.next_slot);
         if let Some(run) = layout.runs.iter().find(|r| outside(r)) {
@@ -437,6 +432,18 @@ impl Client {
             ));
         }
         Ok(layout)
+    }
+
+    /// The layout the label `key` holds, if the provider has one: sealed by this client for
+    /// that key, or a lie.
+    async fn por_label(&self, keys: &PorKeys, key: &[u8]) -> Result<Option<Layout>, ClientError> {
+        let answer: PorLabelAnswer =
+            self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
+        let Some(value) = answer.value else { return Ok(None) };
+        let layout = Layout::open(&keys.layout, key, &value).ok_or_else(|| {
+            ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")
+        })?;
+        Ok(Some(layout))
     }
 
     /// Makes the copy a commit to `name` may have left owed (see the module documentation).
@@ -468,6 +475,8 @@ impl Client {
     /// The PoR record, ready for an operation under the commit lock.
     async fn por_begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
         let mut record = self.por_ready(keys, create).await?;
+        // The delete first: a copy must not take slots a delete still owes ⊥.
+        self.por_settle_delete(commit, keys, &mut record).await?;
         self.por_settle_copy(commit, keys, &mut record).await?;
         Ok(record)
     }

@@ -1,25 +1,40 @@
 //! The client's PoR record, what it keeps of its log: O(1) bytes whatever the log holds.
 //!
-//! Layout: `vouchPR\x03`, the log state (`log_capacity:u32`, `group_log:u32`, `time:u64`,
+//! Layout: `vouchPR\x04`, the log state (`log_capacity:u32`, `group_log:u32`, `time:u64`,
 //! `rolled:u8` (the schedule's window flag), U's root, the open group's checksum as two `u64`), the next fresh slot (`u64`), then two optional parts, each behind a flag byte: the batch in flight
 //! (its state after, its next fresh slot, one index it writes) and the name whose new version
-//! still needs its PoR copy (`len:u16`, UTF-8), then a SHA-256 of everything before it. All
-//! integers little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in
-//! the log state) still reads, as a log of ungrouped writes, and one of layout 2 (no window
-//! flag) as a log whose epoch opened without a window.
+//! still needs its PoR copy (`len:u16`, UTF-8); then, behind a flag byte, the versions whose
+//! slots a delete still owes ⊥ (the name as above, the file id's 16 bytes, `count:u32` and
+//! each version's number as `u64`); then a SHA-256 of everything before it. All integers
+//! little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in the log
+//! state) still reads, as a log of ungrouped writes, one of layout 2 (no window flag) as a log
+//! whose epoch opened without a window, and one of layouts 1 to 3 as owing no delete.
 
 use crate::error::ClientError;
 use sha2::{Digest as _, Sha256};
+use vouch_core::pdp::FileId;
 use vouch_core::por::checksum::Checksum;
 use vouch_core::por::client::LogState;
 use vouch_core::por::code::Schedule;
 use vouch_core::Digest;
 
-const MAGIC: &[u8; 8] = b"vouchPR\x03";
+const MAGIC: &[u8; 8] = b"vouchPR\x04";
 /// Layout 1: log states without grouping.
 const MAGIC_1: &[u8; 8] = b"vouchPR\x01";
 /// Layout 2: log states without the window flag.
 const MAGIC_2: &[u8; 8] = b"vouchPR\x02";
+/// Layout 3: no delete owed.
+const MAGIC_3: &[u8; 8] = b"vouchPR\x03";
+
+/// Versions of a PoR file a commit drops (`vouch rm`, `vouch prune`), whose slots are owed ⊥
+/// once it is accepted: named before the commit, so that a crash before the ⊥ writes leaks
+/// nothing (`super::delete`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Deleting {
+    pub name: String,
+    pub file: FileId,
+    pub versions: Vec<u64>,
+}
 
 /// Where the log is, as far as the client is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,11 +58,13 @@ pub(crate) struct PorRecord {
     pub in_flight: Option<InFlight>,
     /// A name whose new version may lack its PoR copy (its commit was about to be sent).
     pub copying: Option<String>,
+    /// Versions whose slots may still owe ⊥ (their delete's commit was about to be sent).
+    pub deleting: Option<Deleting>,
 }
 
 impl PorRecord {
     pub fn new(log: LogState) -> PorRecord {
-        PorRecord { at: LogPoint { log, next_slot: 0 }, in_flight: None, copying: None }
+        PorRecord { at: LogPoint { log, next_slot: 0 }, in_flight: None, copying: None, deleting: None }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -65,8 +82,17 @@ impl PorRecord {
             None => out.push(0),
             Some(name) => {
                 out.push(1);
-                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
-                out.extend_from_slice(name.as_bytes());
+                put_name(&mut out, name);
+            }
+        }
+        match &self.deleting {
+            None => out.push(0),
+            Some(d) => {
+                out.push(1);
+                put_name(&mut out, &d.name);
+                out.extend_from_slice(&d.file.0);
+                out.extend_from_slice(&(d.versions.len() as u32).to_le_bytes());
+                d.versions.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
             }
         }
         let sum = Sha256::digest(&out);
@@ -83,7 +109,8 @@ impl PorRecord {
             )
         };
         let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
-        let layout = [MAGIC_1, MAGIC_2, MAGIC].iter().position(|m| body.starts_with(*m)).ok_or_else(damaged)? + 1;
+        let layout =
+            [MAGIC_1, MAGIC_2, MAGIC_3, MAGIC].iter().position(|m| body.starts_with(*m)).ok_or_else(damaged)? + 1;
         if Sha256::digest(body).as_slice() != &bytes[body.len()..] {
             return Err(damaged());
         }
@@ -96,18 +123,27 @@ impl PorRecord {
         };
         let copying = match r.take(1).ok_or_else(damaged)?[0] {
             0 => None,
-            1 => {
-                let len = u16::from_le_bytes(r.take(2).ok_or_else(damaged)?.try_into().expect("2 bytes"));
-                let name = r.take(len as usize).ok_or_else(damaged)?;
-                Some(String::from_utf8(name.to_vec()).map_err(|_| damaged())?)
-            }
+            1 => Some(r.name().ok_or_else(damaged)?),
             _ => return Err(damaged()),
+        };
+        let deleting = match r.layout {
+            ..=3 => None,
+            _ => match r.take(1).ok_or_else(damaged)?[0] {
+                0 => None,
+                1 => Some(r.deleting().ok_or_else(damaged)?),
+                _ => return Err(damaged()),
+            },
         };
         if !r.bytes.is_empty() {
             return Err(damaged());
         }
-        Ok(PorRecord { at, in_flight, copying })
+        Ok(PorRecord { at, in_flight, copying, deleting })
     }
+}
+
+fn put_name(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
 }
 
 fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
@@ -123,8 +159,8 @@ fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
 
 struct Reader<'a> {
     bytes: &'a [u8],
-    /// 1, 2 or 3: from 2 log states carry their grouping and open group, from 3 the window
-    /// flag.
+    /// 1 to 4: from 2 log states carry their grouping and open group, from 3 the window
+    /// flag, from 4 the delete owed.
     layout: usize,
 }
 
@@ -143,13 +179,27 @@ impl<'a> Reader<'a> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
+    fn name(&mut self) -> Option<String> {
+        let len = u16::from_le_bytes(self.take(2)?.try_into().ok()?);
+        String::from_utf8(self.take(len as usize)?.to_vec()).ok()
+    }
+
+    fn deleting(&mut self) -> Option<Deleting> {
+        let name = self.name()?;
+        let file = FileId(self.take(16)?.try_into().ok()?);
+        let count = self.u32()? as usize;
+        // Each number takes 8 bytes: a count past what is left is damage, not an allocation.
+        let versions = (0..count.min(self.bytes.len() / 8 + 1)).map(|_| self.u64()).collect::<Option<Vec<_>>>()?;
+        (versions.len() == count).then_some(Deleting { name, file, versions })
+    }
+
     fn point(&mut self) -> Option<LogPoint> {
         let grouped = self.layout >= 2;
         let log_capacity = self.u32()?;
         let group_log = if grouped { self.u32()? } else { 0 };
         let time = self.u64()?;
         let rolled = match self.layout {
-            3 => [false, true].get(usize::from(self.take(1)?[0])).copied()?,
+            3.. => [false, true].get(usize::from(self.take(1)?[0])).copied()?,
             _ => false,
         };
         let raw_root = Digest(self.take(32)?.try_into().ok()?);
@@ -176,6 +226,11 @@ mod tests {
                 at: LogPoint { log, next_slot: 9 },
                 in_flight: Some(InFlight { after, probe: 10 }),
                 copying: Some("photos/é.jpg".into()),
+                deleting: None,
+            },
+            PorRecord {
+                deleting: Some(Deleting { name: "old.bin".into(), file: FileId([7; 16]), versions: vec![1, 3, 4] }),
+                ..PorRecord::new(log)
             },
         ];
         for record in records {
@@ -193,6 +248,18 @@ mod tests {
     }
 
     #[test]
+    fn a_record_of_layout_3_reads_as_owing_no_delete() {
+        let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
+        let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
+        let bytes = record.to_bytes();
+        // Layout 3: the same without the delete's flag byte.
+        let mut body = bytes[..bytes.len() - 33].to_vec();
+        body[..8].copy_from_slice(MAGIC_3);
+        let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
+    }
+
+    #[test]
     fn a_record_of_layout_1_reads_as_an_ungrouped_log() {
         let mut body = MAGIC_1.to_vec();
         body.extend_from_slice(&5u32.to_le_bytes());
@@ -203,7 +270,7 @@ mod tests {
         let bytes = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         let schedule = Schedule { time: 77, ..Schedule::new(5, 0) };
         let log = LogState { schedule, raw_root: Digest([3; 32]), pending: Checksum::ZERO };
-        let want = PorRecord { at: LogPoint { log, next_slot: 9 }, in_flight: None, copying: None };
+        let want = PorRecord { at: LogPoint { log, next_slot: 9 }, in_flight: None, copying: None, deleting: None };
         assert_eq!(PorRecord::from_bytes(&bytes).unwrap(), want);
     }
 }

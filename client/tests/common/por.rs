@@ -44,9 +44,15 @@ impl Setup {
 
 /// Stops the provider, lets `damage` work on its stores, starts it again.
 pub async fn with_provider_stopped(setup: &mut Setup, damage: impl AsyncFnOnce(&Stores)) -> Client {
+    restarted(setup, Misbehave::None, damage).await
+}
+
+/// The provider stopped, its stores changed by `damage`, and started again behaving as
+/// `misbehave`; a client of it.
+pub async fn restarted(setup: &mut Setup, misbehave: Misbehave, damage: impl AsyncFnOnce(&Stores)) -> Client {
     setup.server.take().unwrap().shutdown().await.unwrap();
     damage(&setup.stores()).await;
-    let server = start_on(&setup.data, &setup.blocks, Misbehave::None).await;
+    let server = start_on(&setup.data, &setup.blocks, misbehave).await;
     std::fs::write(setup.state.join("config.toml"), format!("server = \"http://{}\"\n", server.addr)).unwrap();
     setup.server = Some(server);
     setup.client()

@@ -91,13 +91,17 @@ pub enum Misbehave {
     /// damage) with slots `0..most_slots` as one run, whether they hold live copies or not: a
     /// provider that would have a client overwrite its own data.
     FreePorLiveSlots,
+    /// Fail each PoR write with "storage unavailable" and apply nothing. Not a lie: a provider
+    /// that went down, so that a test stops a client between a commit and the PoR batches
+    /// that follow it.
+    FailPorWrites,
 }
 
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 23] = [
+    pub const ALL: [Misbehave; 24] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -121,6 +125,7 @@ impl Misbehave {
         Misbehave::StalePorLevel,
         Misbehave::OtherPorChecksum,
         Misbehave::FreePorLiveSlots,
+        Misbehave::FailPorWrites,
     ];
 
     pub fn name(self) -> &'static str {
@@ -148,6 +153,7 @@ impl Misbehave {
             Misbehave::StalePorLevel => "stale-por-level",
             Misbehave::OtherPorChecksum => "other-por-checksum",
             Misbehave::FreePorLiveSlots => "free-por-live-slots",
+            Misbehave::FailPorWrites => "fail-por-writes",
         }
     }
 }

@@ -15,8 +15,11 @@
 //! * live slots named free ([`Misbehave::FreePorLiveSlots`]): the plan's `old` checksums,
 //!   which U's root binds, show data, and the copy is refused before anything is sent.
 //!
-//! The last two need sealed checksums the client made for something else: the provider keeps
-//! those it was handed with each batch ([`Handed`]), as a cheating provider would.
+//! The last two lies need sealed checksums the client made for something else: the provider
+//! keeps those it was handed with each batch ([`Handed`]), as a cheating provider would.
+//!
+//! And one failure that is no lie: PoR writes that fail ([`Misbehave::FailPorWrites`]), a
+//! provider down between a commit and the PoR batches that follow it.
 
 use super::{Misbehave, Misbehaving};
 use crate::provider::ProviderError;
@@ -68,6 +71,12 @@ impl Misbehaving {
     }
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
+        if self.lie == Misbehave::FailPorWrites {
+            return Err(ProviderError::Store(vouch_store::StoreError::Backend {
+                at: "the PoR log".into(),
+                detail: "down on purpose (fail-por-writes)".into(),
+            }));
+        }
         if self.lie == Misbehave::SkipPorRebuild {
             // The fault is the store's: the honest steps of the write run with it on.
             self.honest
