@@ -48,6 +48,16 @@ fn slots_at_most(bytes: u64, blocks: u64) -> u64 {
     (bytes + blocks * 46) / vouch_core::por::heap::SLOT_DATA_BYTES as u64 + blocks + 1
 }
 
+/// All of U lost on the provider's side: repair restores each of `files` (name, bytes).
+async fn each_repaired_after_u_is_lost(setup: &mut Setup, client: Client, files: &[(&str, &Vec<u8>)]) {
+    drop(client);
+    let client = with_provider_stopped(setup, async |data| lose_all_of_u(data).await).await;
+    for &(name, want) in files {
+        client.repair(name).await.unwrap();
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
+    }
+}
+
 /// An edit or a sync in the middle of a large PoR file takes fresh slots only for the blocks it
 /// wrote (the issue: never a rewrite of the rest); every version still reads back whole, and
 /// repair restores them all after U is lost.
@@ -300,12 +310,7 @@ async fn removed_and_pruned_copies_free_their_slots_for_new_ones() {
         assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name}");
     }
     assert!(client.audit_por(16).await.unwrap().verified);
-    drop(client);
-    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
-    for (name, want) in [("b", &b), ("a-again", &a), ("c", &c3), ("c-again", &c)] {
-        client.repair(name).await.unwrap();
-        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
-    }
+    each_repaired_after_u_is_lost(&mut setup, client, &[("b", &b), ("a-again", &a), ("c", &c3), ("c-again", &c)]).await;
 }
 
 /// Consolidation (App. A.3): when a delete leaves every slot of U from some power of two on
@@ -329,12 +334,7 @@ async fn a_delete_that_frees_the_top_of_u_shrinks_it() {
     let again = sample(200_000, 83);
     put_por(&client, "again", &again).await;
     assert!(client.audit_por(16).await.unwrap().verified);
-    drop(client);
-    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
-    for (name, want) in [("keep", &keep), ("again", &again)] {
-        client.repair(name).await.unwrap();
-        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
-    }
+    each_repaired_after_u_is_lost(&mut setup, client, &[("keep", &keep), ("again", &again)]).await;
 }
 
 /// A delete stopped between its commit and its ⊥ writes (the provider's PoR log down) leaks
@@ -384,8 +384,5 @@ async fn a_delete_whose_commit_was_refused_frees_nothing() {
     put_por(&client, "other", &other).await;
     assert!(client.audit_por(16).await.unwrap().slots_used > before.slots_used, "no slot of \"kept\" was freed");
     assert_eq!(get_por(&client, "kept", None).await.unwrap(), kept);
-    drop(client);
-    let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
-    client.repair("kept").await.unwrap();
-    assert_eq!(get_por(&client, "kept", None).await.unwrap(), kept, "after repair");
+    each_repaired_after_u_is_lost(&mut setup, client, &[("kept", &kept)]).await;
 }

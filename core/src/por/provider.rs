@@ -89,20 +89,21 @@ pub fn answer_plan(
     Ok(WriteContext { old: plan.indices.iter().map(|&i| sealed_at(i)).collect(), proof, levels, raw })
 }
 
-/// Whether a batch fits its (checked) plan: slots of `width` canonical elements, one per
-/// write, writes within the capacity and covering the plan's indices, and exactly the sealed
-/// checksums the batch's outcome calls for ([`batch_outcome`]).
-pub fn batch_fits(
+/// The batch's outcome ([`batch_outcome`]: the schedule after it, the levels and the write
+/// times of the Cs it leaves behind) if the batch fits its (checked) plan: slots of `width`
+/// canonical elements, one per write, writes within the capacity and covering the plan's
+/// indices, and exactly the sealed checksums that outcome calls for.
+pub fn fitting_outcome(
     schedule: &Schedule,
     width: usize,
     plan: &WritePlan,
     writes: &[u64],
     slots: &[u64],
     written: &Written,
-) -> bool {
+) -> Option<(Schedule, Vec<u32>, Vec<u64>)> {
     let (after, built, coded) = batch_outcome(schedule, plan.grow_to, writes.len() as u64, plan.flush);
     let n = after.capacity();
-    (!writes.is_empty() || plan.grow_to.is_some())
+    let fits = (!writes.is_empty() || plan.grow_to.is_some())
         && slots.len() == writes.len() * width
         && slots.iter().all(|&e| e < P)
         && writes.iter().all(|&i| i < n)
@@ -111,7 +112,8 @@ pub fn batch_fits(
         && written.levels.iter().map(|l| l.0).eq(built.iter().copied())
         && written.levels.iter().all(|(l, sealed)| sealed.len() as u64 == 2u64 << l)
         && written.coded.len() == coded.len()
-        && written.coded.iter().all(|c| c.len() as u64 == 2 * n)
+        && written.coded.iter().all(|c| c.len() as u64 == 2 * n);
+    fits.then_some((after, built, coded))
 }
 
 /// A level or C: its slots (X then Y, flat; a level's slots are groups) and their sealed
@@ -202,13 +204,13 @@ impl ProviderLog {
     ) -> Result<(), ProviderError> {
         // Everything is checked before anything changes: a refused batch leaves the log as it was.
         check_plan(&self.schedule, plan)?;
-        if !batch_fits(&self.schedule, self.width, plan, writes, slots, written) {
+        let Some((_, _, coded_times)) = fitting_outcome(&self.schedule, self.width, plan, writes, slots, written)
+        else {
             return Err(ProviderError::Batch);
-        }
+        };
         let width = self.width;
         // The sealed checksums of each C the batch builds, by write time; one it builds and
         // drops again within the batch has none, as nobody can audit it.
-        let (_, _, coded_times) = batch_outcome(&self.schedule, plan.grow_to, writes.len() as u64, plan.flush);
         let mut coded_sealed: std::collections::BTreeMap<u64, Vec<SealedChecksum>> =
             coded_times.into_iter().zip(written.coded.iter().cloned()).collect();
         if let Some(k) = plan.grow_to {

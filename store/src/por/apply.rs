@@ -12,7 +12,7 @@ use crate::{MetaBatch, MetaStore, Repository, StoreError};
 use std::collections::{BTreeMap, HashSet};
 use vouch_core::por::client::{grown_schedule, steps, WritePlan, Written};
 use vouch_core::por::code::{rebuild_level_into, Rebuild, Schedule};
-use vouch_core::por::provider::{batch_fits, check_plan, ProviderError};
+use vouch_core::por::provider::{check_plan, fitting_outcome, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
 use vouch_core::por::Region;
 
@@ -87,7 +87,7 @@ impl PorLog {
             return Err(PorStoreError::Refused(ProviderError::Batch));
         }
         check_plan(&self.schedule, plan)?;
-        if !batch_fits(&self.schedule, self.width, plan, writes, slots, written) {
+        if fitting_outcome(&self.schedule, self.width, plan, writes, slots, written).is_none() {
             return Err(ProviderError::Batch.into());
         }
         let outcome = self.run(repo, plan, writes, slots).await?;
