@@ -236,6 +236,14 @@ impl PorLog {
             }
             false => vec![None; range.clone().count()],
         };
+        let unstashed: Vec<u64> = range
+            .clone()
+            .zip(&committed)
+            .filter(|(i, c)| !u.stash.contains_key(i) && c.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        // The slots nothing stashed, read together.
+        let mut now = self.u_now(repo, u, &unstashed)?.into_iter();
         let mut out = Vec::with_capacity(committed.len() * self.width);
         for (index, committed) in range.zip(committed) {
             let slot = match (u.stash.get(&index), committed) {
@@ -246,7 +254,7 @@ impl PorLog {
                         StoreError::Corrupt { at, detail: "a stashed slot is not a slot of field elements".into() }
                     })?
                 }
-                (None, None) => self.u_now(repo, u, &[index])?.remove(0),
+                (None, None) => now.next().expect("one slot read per index not stashed"),
             };
             out.extend_from_slice(&slot);
         }
