@@ -83,6 +83,17 @@ pub enum Region {
     Raw,
 }
 
+impl Region {
+    /// Elements per slot of this region in a log of `width`-element slots whose blocks of H
+    /// are groups of `2^group_log` writes: a level's slots are groups, side by side.
+    pub fn slot_width(self, width: usize, group_log: u32) -> usize {
+        match self {
+            Region::Level(_) => width << group_log,
+            Region::Coded | Region::Raw => width,
+        }
+    }
+}
+
 /// A slot's place: what a checksum's one-time key is bound to, with the slot's write time
 /// (Sec. 5.4 `PRF(sk0, 0, addr, t)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

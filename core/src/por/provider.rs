@@ -181,10 +181,7 @@ impl ProviderLog {
 
     /// Elements per slot of `region`: a level's slots are groups.
     pub fn region_width(&self, region: Region) -> usize {
-        match region {
-            Region::Level(_) => self.width << self.schedule.group_log,
-            Region::Coded | Region::Raw => self.width,
-        }
+        region.slot_width(self.width, self.schedule.group_log)
     }
 
     /// The answer to a plan, checked against the log's own schedule.

@@ -246,10 +246,7 @@ impl PorLog {
 
     /// Elements per slot of `region`: a level's slots are groups of writes.
     pub fn region_width(&self, region: Region) -> usize {
-        match region {
-            Region::Level(_) => self.width << self.schedule.group_log,
-            Region::Coded | Region::Raw => self.width,
-        }
+        region.slot_width(self.width, self.schedule.group_log)
     }
 
     /// The writes of the open group, flat (for repair: the client checks them against its
