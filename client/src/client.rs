@@ -489,10 +489,13 @@ impl Client {
     /// Every name, verified complete.
     pub async fn list(&self) -> Result<Vec<EntryRecord>, ClientError> {
         self.settle().await?;
-        let view = self.reading();
+        self.list_in(&self.reading()).await
+    }
+
+    pub(crate) async fn list_in(&self, view: &View<'_>) -> Result<Vec<EntryRecord>, ClientError> {
         let listing: Listing =
             self.remote.call(Op::List, &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
-        self.check(&view, |root| verify::listing(root, &listing)).await
+        self.check(view, |root| verify::listing(root, &listing)).await
     }
 
     /// Every kept version of `name`, oldest first, verified complete.

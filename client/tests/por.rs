@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::por::{audit_fails_at, damage_objects, get_por, lose_all_of_u, put_por, restarted, with_provider_stopped};
+use common::por::{
+    audit_fails_at, damage_objects, each_repaired_after_u_is_lost, get_por, lose_all_of_u, put_por, restarted,
+    with_provider_stopped,
+};
 use common::{assert_violation, sample, Setup};
 use vouch_client::{Client, ClientError, ViolationKind};
 use vouch_server::Misbehave;
@@ -46,16 +49,6 @@ async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
 /// a 14-byte head, a 32-byte tag, and a partial last slot).
 fn slots_at_most(bytes: u64, blocks: u64) -> u64 {
     (bytes + blocks * 46) / vouch_core::por::heap::SLOT_DATA_BYTES as u64 + blocks + 1
-}
-
-/// All of U lost on the provider's side: repair restores each of `files` (name, bytes).
-async fn each_repaired_after_u_is_lost(setup: &mut Setup, client: Client, files: &[(&str, &Vec<u8>)]) {
-    drop(client);
-    let client = with_provider_stopped(setup, async |data| lose_all_of_u(data).await).await;
-    for &(name, want) in files {
-        client.repair(name).await.unwrap();
-        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
-    }
 }
 
 /// An edit or a sync in the middle of a large PoR file takes fresh slots only for the blocks it

@@ -66,3 +66,22 @@ async fn on_s3_past_half_of_c_lost_repair_fails_and_says_so() {
     assert_violation(client.repair("f").await, ViolationKind::DataLost, "too little of C is left");
     audit_fails_at(client.audit_por(64).await.unwrap(), |region| region == "coded");
 }
+
+/// A delete below the copies in use: they move down and U shrinks, with C and the levels in
+/// the bucket re-encoded and rebuilt to the smaller U (`por_compact.rs` has the whole story).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_s3_a_delete_below_the_copies_moves_them_down_and_u_shrinks() {
+    let minio = minio::Minio::start();
+    let setup = setup_on(&minio).await;
+    let client = setup.client();
+    put_por(&client, "big", &sample(3_000_000, 24)).await;
+    let (a, b) = (sample(40_000, 25), sample(70_000, 26));
+    put_por(&client, "a", &a).await;
+    put_por(&client, "b", &b).await;
+    let grown = client.audit_por(4).await.unwrap();
+    client.remove("big").await.unwrap();
+    let shrunk = client.audit_por(16).await.unwrap();
+    assert!(shrunk.verified && shrunk.log_capacity + 3 <= grown.log_capacity, "{shrunk:?} after {grown:?}");
+    assert_eq!(get_por(&client, "a", None).await.unwrap(), a);
+    assert_eq!(get_por(&client, "b", None).await.unwrap(), b);
+}

@@ -116,6 +116,27 @@ pub(crate) fn parse(first: u64, slots: &[u64]) -> Result<Vec<TaggedData>, String
     Ok(blocks)
 }
 
+/// Where the blocks from slot `head` on start and how many slots each takes, walking their
+/// first slots through `slots` (U's slots `first..`, read and checked against U's root);
+/// also the first slot past the last block found, where the walk goes on (it may be past
+/// `slots`). `head` must start a block. The error says what is wrong.
+pub(crate) fn block_spans(first: u64, slots: &[u64], mut head: u64) -> Result<(Vec<(u64, u64)>, u64), String> {
+    let end = first + (slots.len() / SLOT_WIDTH) as u64;
+    let mut spans = Vec::new();
+    while head >= first && head < end {
+        let start = (head - first) as usize * SLOT_WIDTH;
+        let len = match decode_slot(&slots[start..start + SLOT_WIDTH], Some(head)) {
+            Ok(Slot::Written { kind: SlotKind::Data, payload, .. }) if payload.len() >= 4 => {
+                4 + u64::from(u32::from_le_bytes(payload[..4].try_into().expect("4 bytes")))
+            }
+            _ => return Err(format!("slot {head} starts no block")),
+        };
+        spans.push((head, slots_for(len)));
+        head += slots_for(len);
+    }
+    Ok((spans, head))
+}
+
 fn unpack(bytes: &[u8]) -> Option<TaggedData> {
     let nonce = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
     let tag_len = u16::from_le_bytes(bytes.get(8..10)?.try_into().ok()?) as usize;
@@ -174,6 +195,28 @@ mod tests {
         let mut empty = slots.clone();
         empty[..SLOT_WIDTH].fill(0);
         assert!(parse(10, &empty).is_err());
+    }
+
+    #[test]
+    fn the_blocks_of_a_copy_are_found_from_their_first_slots() {
+        let blocks = blocks();
+        let counts = slot_counts(&blocks);
+        let starts: Vec<u64> = counts.iter().scan(10, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+        let (_, slots) = lay_out(&starts, &blocks);
+        let spans: Vec<(u64, u64)> = starts.iter().copied().zip(counts.iter().copied()).collect();
+        assert_eq!(block_spans(10, &slots, 10).unwrap(), (spans.clone(), 10 + counts.iter().sum::<u64>()));
+        // Cut after the third block's first slot: the walk stops past it, where it goes on.
+        let cut = (starts[2] - 10 + 1) as usize * SLOT_WIDTH;
+        assert_eq!(block_spans(10, &slots[..cut], 10).unwrap(), (spans[..3].to_vec(), starts[3]));
+        assert_eq!(
+            block_spans(starts[2] + 1, &slots[cut..], starts[3]).unwrap(),
+            (spans[3..].to_vec(), starts[4] + counts[4])
+        );
+        // A head slot that holds ⊥ is refused.
+        let mut deleted = slots.clone();
+        let at = (starts[1] - 10) as usize * SLOT_WIDTH;
+        deleted[at..at + SLOT_WIDTH].copy_from_slice(&vouch_core::por::heap::encode_slot(starts[1], None));
+        assert!(block_spans(10, &deleted, 10).is_err());
     }
 
     proptest::proptest! {

@@ -4,7 +4,8 @@
 //! slots free, for new copies to take ([`super::layout::Allocator`]) once each is checked ⊥.
 //!
 //! When the deletes leave every slot of U from some power of two on free, U shrinks to the
-//! slots below it ([`Client::por_consolidate`], App. A.3's consolidation).
+//! slots below it ([`Client::por_consolidate`], App. A.3's consolidation); when they free half
+//! of it elsewhere, the copies past the half move down first ([`super::compact`]).
 //!
 //! The slots are found before the commit, from the layouts the client sealed (a version
 //! still proven, so a missing label is a lie), and written after the commit is accepted. The
@@ -115,7 +116,7 @@ impl Client {
             for &number in &deleting.versions {
                 let key = [&deleting.file.0[..], &number.to_le_bytes()].concat();
                 // No label: no copy was made (its copy was still owed), so no slot to free.
-                gone.extend(self.por_label(keys, &key).await?);
+                gone.extend(self.por_label(keys, record, &key).await?.map(|(layout, _)| layout));
             }
             let kept = layout::slots_of(&self.por_layouts(keys, record, &present).await?);
             // Slots a shrink took away since are gone already.
@@ -134,7 +135,8 @@ impl Client {
     /// App. A.3's consolidation: when every slot of U from some power of two on is free (the
     /// copies there were deleted), U shrinks to the slots below it ([`plan_shrink`]), so that
     /// the log's size, its rebuilds and its audits follow the data kept, not the most it ever
-    /// held. Where the free tail starts is the provider's word (its lowest free runs, up to
+    /// held. When half of the slots used are free but the top is not, the copies there move
+    /// down first ([`Client::por_compact`]). Where the free tail starts is the provider's word (its lowest free runs, up to
     /// [`layout::MAX_RUNS`]: a tail beyond them waits for a later delete); the shrink's batch
     /// checks it against U's checksums before anything is sent, so a provider that named a
     /// slot holding data free is caught.
@@ -142,7 +144,14 @@ impl Client {
         let schedule = record.at.log.schedule;
         let next = record.at.next_slot;
         let answer = self.por_allocator(record, next).await?;
-        let Some(target) = shrink_target(&answer.free_runs(), next, schedule.log_capacity, schedule.group_log) else {
+        let free = answer.free_runs();
+        let Some(target) = shrink_target(&free, next, schedule.log_capacity, schedule.group_log) else {
+            // Half of the slots used are free, but not the top: copies move down. (The
+            // provider's word only says whether to look: what is live is the labels' word.)
+            let freed: u64 = free.iter().map(|r| r.slots).sum();
+            if freed > 0 && freed * 2 >= next {
+                return self.por_compact(keys, record).await;
+            }
             return Ok(());
         };
         let planned = plan_shrink(&record.at.log, target).map_err(|e| ClientError::State(e.to_string()))?;

@@ -31,7 +31,7 @@ impl Client {
         let mut record = self.por_ready(&keys, false).await?;
         match self.por_reuse(&keys, &record, name, base, version, written).await? {
             Some((layout, (writes, slots))) => {
-                let label = sealed_label(&keys, version, &layout);
+                let label = sealed_label(&keys, version, &layout, record.generation);
                 self.por_write_fresh(&keys, &mut record, writes, slots, label).await?
             }
             None => {

@@ -16,6 +16,14 @@
 //! but cannot forge or move one, so a new layout built on an old one is built on what the
 //! client itself wrote. What the runs hold is still checked on every read (U's root, the
 //! tags, the version's root).
+//!
+//! A consolidation ([`super::compact`]) moves copies and seals their labels again; the old
+//! label of a moved copy names slots that may hold other data later, so a provider must not
+//! be able to serve it in place of the new one. Each label carries the **generation** of the
+//! log's layouts it was sealed in (the consolidations before it; a label of generation 0 has
+//! no such field and is sealed as before generations existed), under its MAC, and the client's
+//! record keeps, per consolidation, the end of the slots it kept: a label sealed before it that
+//! names a slot past that end is stale ([`super::record::PorRecord::label_is_current`]).
 
 use blake3::Hasher;
 use std::collections::HashMap;
@@ -25,6 +33,7 @@ use std::hash::Hash;
 /// (the label then stays within the provider's 64 KiB).
 pub(crate) const MAX_RUNS: usize = 1024;
 const RUN_BYTES: usize = 16;
+const GENERATION_BYTES: usize = 8;
 const MAC_BYTES: usize = 32;
 
 /// Slots `first..first + slots` of U.
@@ -65,30 +74,49 @@ impl Layout {
         self.runs.iter().map(|r| r.slots).sum()
     }
 
-    /// The label's value for label key `label`: the runs, then their MAC.
-    pub(crate) fn seal(&self, key: &LayoutKey, label: &[u8]) -> Vec<u8> {
+    /// One past the last slot it names (0 for no runs).
+    pub(crate) fn end(&self) -> u64 {
+        self.runs.iter().map(|r| r.first.saturating_add(r.slots)).max().unwrap_or(0)
+    }
+
+    /// The label's value for label key `label`, sealed in `generation`: the runs, the
+    /// generation (only when not 0), then their MAC.
+    pub(crate) fn seal(&self, key: &LayoutKey, label: &[u8], generation: u64) -> Vec<u8> {
         let mut out: Vec<u8> =
             self.runs.iter().flat_map(|r| [r.first.to_le_bytes(), r.slots.to_le_bytes()]).flatten().collect();
+        if generation > 0 {
+            out.extend_from_slice(&generation.to_le_bytes());
+        }
         let mac = key.mac(label, &out);
         out.extend_from_slice(&mac);
         out
     }
 
-    /// The layout a label's value holds, if the client sealed it for `label`; `None` for
-    /// anything else (the wrong size, another label's, forged).
-    pub(crate) fn open(key: &LayoutKey, label: &[u8], value: &[u8]) -> Option<Layout> {
-        let runs = value.len().checked_sub(MAC_BYTES)?;
-        let (runs, mac) = value.split_at(runs);
-        if runs.is_empty() || runs.len() % RUN_BYTES != 0 || runs.len() / RUN_BYTES > MAX_RUNS {
+    /// The layout a label's value holds and the generation it was sealed in, if the client
+    /// sealed it for `label`; `None` for anything else (the wrong size, another label's,
+    /// forged). Whether it is still current is the record's to say.
+    pub(crate) fn open(key: &LayoutKey, label: &[u8], value: &[u8]) -> Option<(Layout, u64)> {
+        let sealed = value.len().checked_sub(MAC_BYTES)?;
+        let (sealed, mac) = value.split_at(sealed);
+        // The runs are whole 16-byte records: 8 bytes more is the generation.
+        let (runs, generation) = match sealed.len() % RUN_BYTES {
+            0 => (sealed, 0),
+            GENERATION_BYTES => {
+                let (runs, generation) = sealed.split_at(sealed.len() - GENERATION_BYTES);
+                (runs, u64::from_le_bytes(generation.try_into().ok()?))
+            }
+            _ => return None,
+        };
+        if runs.is_empty() || runs.len() / RUN_BYTES > MAX_RUNS || (generation == 0 && sealed.len() != runs.len()) {
             return None;
         }
         // A keyed BLAKE3 output compared in constant time (`blake3::Hash`'s `PartialEq`).
-        if blake3::Hash::from(key.mac(label, runs)) != blake3::Hash::from(<[u8; MAC_BYTES]>::try_from(mac).ok()?) {
+        if blake3::Hash::from(key.mac(label, sealed)) != blake3::Hash::from(<[u8; MAC_BYTES]>::try_from(mac).ok()?) {
             return None;
         }
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
         let runs = runs.chunks_exact(RUN_BYTES).map(|r| Run { first: word(&r[..8]), slots: word(&r[8..]) }).collect();
-        Some(Layout { runs })
+        Some((Layout { runs }, generation))
     }
 
     /// Where every block of the version this layout holds starts, by its id, from the slots
@@ -165,7 +193,7 @@ pub(crate) fn free_runs(runs: &[(u64, u64)], next: u64, most: usize) -> Result<V
 }
 
 /// `slots` slots from `first` appended to `runs`, joining the last run when they follow it.
-fn extend(runs: &mut Vec<Run>, first: u64, slots: u64) {
+pub(crate) fn extend(runs: &mut Vec<Run>, first: u64, slots: u64) {
     match runs.last_mut() {
         Some(run) if run.first + run.slots == first => run.slots += slots,
         _ => runs.push(Run { first, slots }),
@@ -229,8 +257,8 @@ mod tests {
     fn a_sealed_layout_opens_only_under_its_key_and_label() {
         let key = LayoutKey::derive(&[1; 32]);
         let layout = Layout { runs: vec![Run { first: 0, slots: 5 }, Run { first: 90, slots: 2 }] };
-        let value = layout.seal(&key, b"file-1");
-        assert_eq!(Layout::open(&key, b"file-1", &value), Some(layout.clone()));
+        let value = layout.seal(&key, b"file-1", 0);
+        assert_eq!(Layout::open(&key, b"file-1", &value), Some((layout.clone(), 0)));
         assert_eq!(Layout::open(&key, b"file-2", &value), None, "another version's label");
         assert_eq!(Layout::open(&LayoutKey::derive(&[2; 32]), b"file-1", &value), None, "another client's");
         let mut moved = value.clone();
@@ -239,8 +267,30 @@ mod tests {
         assert_eq!(Layout::open(&key, b"file-1", &value[..value.len() - 1]), None);
         assert_eq!(Layout::open(&key, b"file-1", &value[RUN_BYTES..]), None, "a run dropped");
         assert_eq!(Layout::open(&key, b"", &[]), None);
-        let empty = Layout { runs: Vec::new() }.seal(&key, b"file-1");
+        let empty = Layout { runs: Vec::new() }.seal(&key, b"file-1", 0);
         assert_eq!(Layout::open(&key, b"file-1", &empty), None, "no runs");
+    }
+
+    #[test]
+    fn a_label_carries_the_generation_it_was_sealed_in_under_its_mac() {
+        let key = LayoutKey::derive(&[1; 32]);
+        let layout = Layout { runs: vec![Run { first: 7, slots: 3 }] };
+        let value = layout.seal(&key, b"file-1", 5);
+        assert_eq!(value.len(), RUN_BYTES + GENERATION_BYTES + MAC_BYTES);
+        assert_eq!(Layout::open(&key, b"file-1", &value), Some((layout.clone(), 5)));
+        // Another generation written in, or the generation cut off: not sealed so.
+        let mut other = value.clone();
+        other[RUN_BYTES] = 4;
+        assert_eq!(Layout::open(&key, b"file-1", &other), None);
+        let cut = [&value[..RUN_BYTES], &value[RUN_BYTES + GENERATION_BYTES..]].concat();
+        assert_eq!(Layout::open(&key, b"file-1", &cut), None);
+        // Generation 0 is only ever the old form, never spelled out.
+        let mut zero = layout.seal(&key, b"file-1", 0)[..RUN_BYTES].to_vec();
+        zero.extend_from_slice(&0u64.to_le_bytes());
+        let mac = key.mac(b"file-1", &zero);
+        zero.extend_from_slice(&mac);
+        assert_eq!(Layout::open(&key, b"file-1", &zero), None);
+        assert_eq!(layout.end(), 10);
     }
 
     #[test]

@@ -16,13 +16,17 @@
 //!   against the version record.
 //! * **Deletes** ([`delete`]): `vouch rm` and `vouch prune` write ⊥ over the slots only the
 //!   dropped versions' copies held; new blocks take ⊥ slots the provider names free before
-//!   fresh ones ([`layout::Allocator`]), each checked ⊥ against U's checksums first.
+//!   fresh ones ([`layout::Allocator`]), each checked ⊥ against U's checksums first. When the
+//!   top of U is free, U shrinks; when half of it is free elsewhere, the copies past the half
+//!   move down first and their labels are sealed again in a new generation ([`compact`]), so
+//!   that a label from before the move is caught as stale.
 //! * **Crashes.** A batch whose answer was lost is settled by the provider's time: the time
 //!   before it (not applied) or after it (applied, checked by reading one of its slots under
 //!   the new root); anything else is a lie. A version whose copy may be missing (its commit was
 //!   about to be sent) is named in the record before the commit, and copied, from a verified
 //!   read of the version, by the next PoR operation; the versions a delete drops likewise, and
-//!   their slots are written ⊥ by the next PoR operation if the commit was accepted.
+//!   their slots are written ⊥ by the next PoR operation if the commit was accepted. A
+//!   consolidation stopped part way is in the record, and the next PoR operation finishes it.
 //! * **Repair** (`vouch repair NAME`): when U's slots of a copy are lost or damaged, U is
 //!   decoded from C and the filled levels, each read a page at a time until half of its slots
 //!   match their sealed checksums (any half decodes it), the copy is checked as a read would
@@ -30,10 +34,12 @@
 //!
 //! Lock order: the commit lock, then the PoR lock.
 
+mod compact;
 mod copy;
 mod delete;
 mod edit;
 mod layout;
+mod moves;
 mod record;
 mod repair;
 
@@ -176,10 +182,10 @@ fn split_deleted(writes: &[u64], slots: &[u64]) -> (Vec<u64>, Vec<u64>) {
     (deleted, data)
 }
 
-/// The label that says where `version`'s copy is.
-fn sealed_label(keys: &PorKeys, version: &VersionRecord, layout: &Layout) -> PorLabel {
+/// The label that says where `version`'s copy is, sealed in `generation` (the record's).
+fn sealed_label(keys: &PorKeys, version: &VersionRecord, layout: &Layout, generation: u64) -> PorLabel {
     let key = label_key(version);
-    PorLabel { value: ByteBuf::from(layout.seal(&keys.layout, &key)), key: ByteBuf::from(key) }
+    PorLabel { value: ByteBuf::from(layout.seal(&keys.layout, &key, generation)), key: ByteBuf::from(key) }
 }
 
 impl Client {
@@ -351,7 +357,8 @@ impl Client {
             None => layout::whole(&counts, &mut Allocator::fresh(record.at.next_slot)).expect("fresh slots: one run"),
         };
         let (writes, slots) = copy::lay_out(&starts, blocks);
-        self.por_write_fresh(keys, record, writes, slots, sealed_label(keys, version, &layout)).await
+        let label = sealed_label(keys, version, &layout, record.generation);
+        self.por_write_fresh(keys, record, writes, slots, label).await
     }
 
     /// Where new blocks of `most_slots` slots in all may go: the runs of ⊥ slots the provider
@@ -410,14 +417,24 @@ impl Client {
     }
 
     /// Where the copy of `version` is, as the label the client sealed says (the provider keeps
-    /// it, and cannot forge or move it). A PoR file's version without one is a lie.
+    /// it, and cannot forge or move one). A PoR file's version without one is a lie.
     async fn por_location(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         version: &VersionRecord,
     ) -> Result<Layout, ClientError> {
-        let Some(layout) = self.por_label(keys, &label_key(version)).await? else {
+        Ok(self.por_sealed_location(keys, record, version).await?.0)
+    }
+
+    /// [`Client::por_location`], with the generation its label was sealed in.
+    async fn por_sealed_location(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        version: &VersionRecord,
+    ) -> Result<(Layout, u64), ClientError> {
+        let Some((layout, generation)) = self.por_label(keys, record, &label_key(version)).await? else {
             return Err(ClientError::violation(
                 ViolationKind::UnprovenNotFound,
                 format!("it says version {} of a PoR file has no copy in the log", version.number),
@@ -431,19 +448,34 @@ impl Client {
                 format!("the copy is said to be at slots {}+{}, outside those written", run.first, run.slots),
             ));
         }
-        Ok(layout)
+        Ok((layout, generation))
     }
 
-    /// The layout the label `key` holds, if the provider has one: sealed by this client for
-    /// that key, or a lie.
-    async fn por_label(&self, keys: &PorKeys, key: &[u8]) -> Result<Option<Layout>, ClientError> {
+    /// The layout the label `key` holds and the generation it was sealed in, if the provider
+    /// has one: sealed by this client for that key and still current, or a lie.
+    async fn por_label(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        key: &[u8],
+    ) -> Result<Option<(Layout, u64)>, ClientError> {
         let answer: PorLabelAnswer =
             self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
         let Some(value) = answer.value else { return Ok(None) };
-        let layout = Layout::open(&keys.layout, key, &value).ok_or_else(|| {
+        let (layout, generation) = Layout::open(&keys.layout, key, &value).ok_or_else(|| {
             ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")
         })?;
-        Ok(Some(layout))
+        if !record.label_is_current(generation, &layout) {
+            return Err(ClientError::violation(
+                ViolationKind::BadPorCopy,
+                format!(
+                    "the copy's label is stale: sealed in generation {generation}, it names slots up to {} that a \
+                     later consolidation moved copies out of",
+                    layout.end()
+                ),
+            ));
+        }
+        Ok(Some((layout, generation)))
     }
 
     /// Makes the copy a commit to `name` may have left owed (see the module documentation).
@@ -475,6 +507,8 @@ impl Client {
     /// The PoR record, ready for an operation under the commit lock.
     async fn por_begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
         let mut record = self.por_ready(keys, create).await?;
+        // A consolidation under way first: labels are believed only once it is done.
+        self.por_settle_compaction(keys, &mut record).await?;
         // The delete first: a copy must not take slots a delete still owes ⊥.
         self.por_settle_delete(commit, keys, &mut record).await?;
         self.por_settle_copy(commit, keys, &mut record).await?;

@@ -5,11 +5,17 @@
 //! (its state after, its next fresh slot, one index it writes) and the name whose new version
 //! still needs its PoR copy (`len:u16`, UTF-8); then, behind a flag byte, the versions whose
 //! slots a delete still owes ⊥ (the name as above, the file id's 16 bytes, `count:u32` and
-//! each version's number as `u64`); then a SHA-256 of everything before it. All integers
+//! each version's number as `u64`); then the generation of layouts (`u64`), the bounds of
+//! older labels (`count:u8`, each `generation:u64`, `end:u64`), and, behind a flag byte, the
+//! consolidation under way (`log_target:u8`, `moved:u64`, `freed:u64`, `count:u32`, each move
+//! as `from`, `to`, `slots`, `u64` each); then a SHA-256 of everything before it. All integers
 //! little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in the log
 //! state) still reads, as a log of ungrouped writes, one of layout 2 (no window flag) as a log
-//! whose epoch opened without a window, and one of layouts 1 to 3 as owing no delete.
+//! whose epoch opened without a window, one of layouts 1 to 3 as owing no delete, and one of
+//! layouts 1 to 4 as never consolidated (generation 0).
 
+use super::layout::Layout;
+use super::moves::{Move, MAX_MOVES};
 use crate::error::ClientError;
 use sha2::{Digest as _, Sha256};
 use vouch_core::pdp::FileId;
@@ -18,13 +24,18 @@ use vouch_core::por::client::LogState;
 use vouch_core::por::code::Schedule;
 use vouch_core::Digest;
 
-const MAGIC: &[u8; 8] = b"vouchPR\x04";
+const MAGIC: &[u8; 8] = b"vouchPR\x05";
 /// Layout 1: log states without grouping.
 const MAGIC_1: &[u8; 8] = b"vouchPR\x01";
 /// Layout 2: log states without the window flag.
 const MAGIC_2: &[u8; 8] = b"vouchPR\x02";
 /// Layout 3: no delete owed.
 const MAGIC_3: &[u8; 8] = b"vouchPR\x03";
+/// Layout 4: never consolidated.
+const MAGIC_4: &[u8; 8] = b"vouchPR\x04";
+/// Most bounds a record keeps: their ends rise with their generations, and each is a power of
+/// two.
+const MAX_BOUNDS: usize = 64;
 
 /// Versions of a PoR file a commit drops (`vouch rm`, `vouch prune`), whose slots are owed ⊥
 /// once it is accepted: named before the commit, so that a crash before the ⊥ writes leaks
@@ -34,6 +45,28 @@ pub(crate) struct Deleting {
     pub name: String,
     pub file: FileId,
     pub versions: Vec<u64>,
+}
+
+/// Labels sealed before consolidation `generation` name no slot from `end` on: it moved every
+/// copy there below `end`, and the slots there hold other data since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bound {
+    pub generation: u64,
+    pub end: u64,
+}
+
+/// A consolidation under way (`super::compact`), in the record from before its first write to
+/// after its last, so that a crash leaves it to be finished, never half done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Compacting {
+    /// U shrinks to `2^log_target` slots.
+    pub log_target: u32,
+    /// The copies' slots from past the target into free slots below it, ascending by `from`.
+    pub moves: Vec<Move>,
+    /// Slots of the moves, in order, written so far.
+    pub moved: u64,
+    /// Slots of those to free, in order, written ⊥ so far.
+    pub freed: u64,
 }
 
 /// Where the log is, as far as the client is concerned.
@@ -60,11 +93,39 @@ pub(crate) struct PorRecord {
     pub copying: Option<String>,
     /// Versions whose slots may still owe ⊥ (their delete's commit was about to be sent).
     pub deleting: Option<Deleting>,
+    /// The generation labels are sealed in now: the consolidations begun so far.
+    pub generation: u64,
+    /// What older labels may name, ascending (see [`PorRecord::label_is_current`]).
+    pub bounds: Vec<Bound>,
+    pub compacting: Option<Compacting>,
 }
 
 impl PorRecord {
     pub fn new(log: LogState) -> PorRecord {
-        PorRecord { at: LogPoint { log, next_slot: 0 }, in_flight: None, copying: None, deleting: None }
+        PorRecord {
+            at: LogPoint { log, next_slot: 0 },
+            in_flight: None,
+            copying: None,
+            deleting: None,
+            generation: 0,
+            bounds: Vec::new(),
+            compacting: None,
+        }
+    }
+
+    /// Whether a label sealed in `generation` for `layout` may still be believed: sealed by a
+    /// generation this client reached, and naming no slot a later consolidation moved copies
+    /// out of (those slots are free or hold other data since).
+    pub fn label_is_current(&self, generation: u64, layout: &Layout) -> bool {
+        let bound = self.bounds.iter().filter(|b| b.generation > generation).map(|b| b.end).min();
+        generation <= self.generation && bound.is_none_or(|end| layout.end() <= end)
+    }
+
+    /// Consolidation `generation` kept U's slots below `end` only: older labels naming any slot
+    /// from there on are stale. A bound at least as high is implied by it and dropped.
+    pub fn bound_labels(&mut self, generation: u64, end: u64) {
+        self.bounds.retain(|b| b.end < end);
+        self.bounds.push(Bound { generation, end });
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -95,6 +156,25 @@ impl PorRecord {
                 d.versions.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
             }
         }
+        out.extend_from_slice(&self.generation.to_le_bytes());
+        out.push(self.bounds.len() as u8);
+        for b in &self.bounds {
+            out.extend_from_slice(&b.generation.to_le_bytes());
+            out.extend_from_slice(&b.end.to_le_bytes());
+        }
+        match &self.compacting {
+            None => out.push(0),
+            Some(c) => {
+                out.push(1);
+                out.push(c.log_target as u8);
+                out.extend_from_slice(&c.moved.to_le_bytes());
+                out.extend_from_slice(&c.freed.to_le_bytes());
+                out.extend_from_slice(&(c.moves.len() as u32).to_le_bytes());
+                for m in &c.moves {
+                    [m.from, m.to, m.slots].iter().for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+                }
+            }
+        }
         let sum = Sha256::digest(&out);
         out.extend_from_slice(&sum);
         out
@@ -109,8 +189,11 @@ impl PorRecord {
             )
         };
         let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
-        let layout =
-            [MAGIC_1, MAGIC_2, MAGIC_3, MAGIC].iter().position(|m| body.starts_with(*m)).ok_or_else(damaged)? + 1;
+        let layout = [MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC]
+            .iter()
+            .position(|m| body.starts_with(*m))
+            .ok_or_else(damaged)?
+            + 1;
         if Sha256::digest(body).as_slice() != &bytes[body.len()..] {
             return Err(damaged());
         }
@@ -134,10 +217,23 @@ impl PorRecord {
                 _ => return Err(damaged()),
             },
         };
+        let (generation, bounds, compacting) = match r.layout {
+            ..=4 => (0, Vec::new(), None),
+            _ => {
+                let generation = r.u64().ok_or_else(damaged)?;
+                let bounds = r.bounds().ok_or_else(damaged)?;
+                let compacting = match r.take(1).ok_or_else(damaged)?[0] {
+                    0 => None,
+                    1 => Some(r.compacting().ok_or_else(damaged)?),
+                    _ => return Err(damaged()),
+                };
+                (generation, bounds, compacting)
+            }
+        };
         if !r.bytes.is_empty() {
             return Err(damaged());
         }
-        Ok(PorRecord { at, in_flight, copying, deleting })
+        Ok(PorRecord { at, in_flight, copying, deleting, generation, bounds, compacting })
     }
 }
 
@@ -159,8 +255,8 @@ fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
 
 struct Reader<'a> {
     bytes: &'a [u8],
-    /// 1 to 4: from 2 log states carry their grouping and open group, from 3 the window
-    /// flag, from 4 the delete owed.
+    /// 1 to 5: from 2 log states carry their grouping and open group, from 3 the window
+    /// flag, from 4 the delete owed, from 5 the consolidations.
     layout: usize,
 }
 
@@ -191,6 +287,27 @@ impl<'a> Reader<'a> {
         // Each number takes 8 bytes: a count past what is left is damage, not an allocation.
         let versions = (0..count.min(self.bytes.len() / 8 + 1)).map(|_| self.u64()).collect::<Option<Vec<_>>>()?;
         (versions.len() == count).then_some(Deleting { name, file, versions })
+    }
+
+    fn bounds(&mut self) -> Option<Vec<Bound>> {
+        let count = usize::from(self.take(1)?[0]);
+        if count > MAX_BOUNDS {
+            return None;
+        }
+        (0..count).map(|_| Some(Bound { generation: self.u64()?, end: self.u64()? })).collect()
+    }
+
+    fn compacting(&mut self) -> Option<Compacting> {
+        let log_target = u32::from(self.take(1)?[0]);
+        let (moved, freed) = (self.u64()?, self.u64()?);
+        let count = self.u32()? as usize;
+        if count > MAX_MOVES {
+            return None;
+        }
+        let moves = (0..count)
+            .map(|_| Some(Move { from: self.u64()?, to: self.u64()?, slots: self.u64()? }))
+            .collect::<Option<_>>()?;
+        Some(Compacting { log_target, moves, moved, freed })
     }
 
     fn point(&mut self) -> Option<LogPoint> {
@@ -226,10 +343,21 @@ mod tests {
                 at: LogPoint { log, next_slot: 9 },
                 in_flight: Some(InFlight { after, probe: 10 }),
                 copying: Some("photos/é.jpg".into()),
-                deleting: None,
+                ..PorRecord::new(log)
             },
             PorRecord {
                 deleting: Some(Deleting { name: "old.bin".into(), file: FileId([7; 16]), versions: vec![1, 3, 4] }),
+                ..PorRecord::new(log)
+            },
+            PorRecord {
+                generation: 3,
+                bounds: vec![Bound { generation: 1, end: 64 }, Bound { generation: 3, end: 256 }],
+                compacting: Some(Compacting {
+                    log_target: 8,
+                    moves: vec![Move { from: 300, to: 5, slots: 9 }, Move { from: 320, to: 40, slots: 2 }],
+                    moved: 9,
+                    freed: 0,
+                }),
                 ..PorRecord::new(log)
             },
         ];
@@ -248,12 +376,46 @@ mod tests {
     }
 
     #[test]
+    fn a_record_of_layout_4_reads_as_never_consolidated() {
+        let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
+        let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
+        let bytes = record.to_bytes();
+        // Layout 4: the same without the generation, the bounds' count and the flag byte.
+        let mut body = bytes[..bytes.len() - 32 - 10].to_vec();
+        body[..8].copy_from_slice(MAGIC_4);
+        let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
+    }
+
+    #[test]
+    fn a_label_is_current_unless_a_later_consolidation_moved_copies_from_where_it_points() {
+        let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
+        let mut record = PorRecord { generation: 3, ..PorRecord::new(log) };
+        record.bound_labels(1, 256);
+        record.bound_labels(2, 1024);
+        record.bound_labels(3, 64);
+        // The bound of 3 (64) implies the others for labels before 1 and 2; 1024 is dropped
+        // (a label of generation 1 must end by 64 anyway), so is 256.
+        assert_eq!(record.bounds, vec![Bound { generation: 3, end: 64 }]);
+        let upto = |end: u64| Layout { runs: vec![super::super::layout::Run { first: end - 4, slots: 4 }] };
+        assert!(record.label_is_current(0, &upto(64)));
+        assert!(!record.label_is_current(2, &upto(65)), "sealed before 3, past its end");
+        assert!(record.label_is_current(3, &upto(5000)), "sealed in 3: no later bound");
+        assert!(!record.label_is_current(4, &upto(8)), "a generation this client never reached");
+        record.generation = 5;
+        record.bound_labels(5, 512);
+        assert_eq!(record.bounds.len(), 2);
+        assert!(record.label_is_current(4, &upto(512)) && !record.label_is_current(4, &upto(513)));
+        assert!(!record.label_is_current(1, &upto(100)), "3's bound still holds before it");
+    }
+
+    #[test]
     fn a_record_of_layout_3_reads_as_owing_no_delete() {
         let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
         let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
         let bytes = record.to_bytes();
-        // Layout 3: the same without the delete's flag byte.
-        let mut body = bytes[..bytes.len() - 33].to_vec();
+        // Layout 3: the same without the delete's flag byte and what follows it.
+        let mut body = bytes[..bytes.len() - 33 - 10].to_vec();
         body[..8].copy_from_slice(MAGIC_3);
         let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
@@ -270,7 +432,7 @@ mod tests {
         let bytes = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         let schedule = Schedule { time: 77, ..Schedule::new(5, 0) };
         let log = LogState { schedule, raw_root: Digest([3; 32]), pending: Checksum::ZERO };
-        let want = PorRecord { at: LogPoint { log, next_slot: 9 }, in_flight: None, copying: None, deleting: None };
+        let want = PorRecord { at: LogPoint { log, next_slot: 9 }, ..PorRecord::new(log) };
         assert_eq!(PorRecord::from_bytes(&bytes).unwrap(), want);
     }
 }

@@ -67,6 +67,16 @@ pub async fn lose_all_of_u(stores: &Stores) {
     repo.close().await.unwrap();
 }
 
+/// All of U lost on the provider's side: repair restores each of `files` (name, bytes).
+pub async fn each_repaired_after_u_is_lost(setup: &mut Setup, client: Client, files: &[(&str, &Vec<u8>)]) {
+    drop(client);
+    let client = with_provider_stopped(setup, async |data| lose_all_of_u(data).await).await;
+    for &(name, want) in files {
+        client.repair(name).await.unwrap();
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
+    }
+}
+
 /// The first `count(slots)` slots of each stored level (`coded` false) or of C (true)
 /// (a level's slots are groups of writes) overwritten with bytes that are no field elements, across the object's segments in
 /// order. Returns how many objects were damaged.

@@ -144,6 +144,20 @@ pub fn decode_slot(elements: &[u64], want: Option<u64>) -> Result<Slot, SlotErro
     Ok(Slot::Written { index, kind, payload })
 }
 
+/// Slot `from`'s elements as slot `to`'s: the same kind and payload, the header naming `to`
+/// (a consolidation moving a copy down, App. A.3). Only a data slot that says it is at `from`
+/// moves.
+pub fn moved_slot(elements: &[u64], from: u64, to: u64) -> Result<Vec<u64>, SlotError> {
+    match decode_slot(elements, Some(from))? {
+        Slot::Written { kind: SlotKind::Data, .. } => {}
+        _ => return Err(SlotError::Header),
+    }
+    assert!(to < (1 << 56) - 1, "U index within a sector");
+    let mut out = elements.to_vec();
+    out[0] = to + 1;
+    Ok(out)
+}
+
 /// The slots of a block written at U indices `first..`: flat, [`slots_for`] slots of
 /// [`SLOT_WIDTH`] elements.
 pub fn split_block(first: u64, block: &[u8]) -> Vec<u64> {
@@ -195,6 +209,15 @@ mod tests {
             prop_assert_eq!(slots.len() as u64, slots_for(block.len() as u64) * SLOT_WIDTH as u64);
             prop_assert!(slots.iter().all(|&e| e >> 56 == 0), "every element is a sector");
             prop_assert_eq!(join_block(first, block.len() as u64, &slots).unwrap(), block.clone());
+            // Moved slot by slot, they are the block at its new place.
+            let moved: Vec<u64> = slots
+                .chunks(SLOT_WIDTH)
+                .enumerate()
+                .flat_map(|(i, s)| moved_slot(s, first + i as u64, 7 + i as u64).unwrap())
+                .collect();
+            prop_assert_eq!(moved, split_block(7, &block));
+            prop_assert!(moved_slot(&slots[..SLOT_WIDTH], first + 1, 7).is_err());
+            prop_assert!(moved_slot(&encode_slot(first, None), first, 7).is_err(), "⊥ does not move");
             // The same slots at another place, or for another length, are refused.
             prop_assert!(join_block(first + 1, block.len() as u64, &slots).is_err());
             prop_assert!(join_block(first, block.len() as u64 + 1, &slots).is_err());

@@ -18,7 +18,7 @@ use crate::provider::Provider;
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -95,13 +95,20 @@ pub enum Misbehave {
     /// that went down, so that a test stops a client between a commit and the PoR batches
     /// that follow it.
     FailPorWrites,
+    /// Fail every second PoR write with "storage unavailable" and apply nothing. Not a lie: a
+    /// provider that keeps going down, so that a test stops a client's consolidation at each
+    /// of its batches in turn.
+    FlakyPorWrites,
+    /// Answer each request for a PoR label with the first value the label held (a label sealed
+    /// again since, by a consolidation that moved the copy, is served as it was).
+    StalePorLabel,
 }
 
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 24] = [
+    pub const ALL: [Misbehave; 26] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -126,6 +133,8 @@ impl Misbehave {
         Misbehave::OtherPorChecksum,
         Misbehave::FreePorLiveSlots,
         Misbehave::FailPorWrites,
+        Misbehave::FlakyPorWrites,
+        Misbehave::StalePorLabel,
     ];
 
     pub fn name(self) -> &'static str {
@@ -154,6 +163,8 @@ impl Misbehave {
             Misbehave::OtherPorChecksum => "other-por-checksum",
             Misbehave::FreePorLiveSlots => "free-por-live-slots",
             Misbehave::FailPorWrites => "fail-por-writes",
+            Misbehave::FlakyPorWrites => "flaky-por-writes",
+            Misbehave::StalePorLabel => "stale-por-label",
         }
     }
 }
@@ -175,6 +186,9 @@ impl FromStr for Misbehave {
     }
 }
 
+/// A client's name and a label key.
+type LabelOf = (String, Vec<u8>);
+
 /// A provider that lies as told ([`Misbehave::None`]: passes every request through).
 #[derive(Debug)]
 pub struct Misbehaving {
@@ -191,6 +205,10 @@ pub struct Misbehaving {
     /// For [`Misbehave::StalePorLevel`] and [`Misbehave::OtherPorChecksum`]: the sealed
     /// checksums each client handed over with its batches.
     por_handed: Mutex<HashMap<String, por::Handed>>,
+    /// For [`Misbehave::FlakyPorWrites`]: the PoR writes asked for so far.
+    por_writes: AtomicU64,
+    /// For [`Misbehave::StalePorLabel`]: the first value of each (client, label key).
+    por_first_labels: Mutex<HashMap<LabelOf, Vec<u8>>>,
 }
 
 impl Misbehaving {
@@ -203,6 +221,8 @@ impl Misbehaving {
             por_free_asked: AtomicBool::default(),
             received: Mutex::default(),
             por_handed: Mutex::default(),
+            por_writes: AtomicU64::default(),
+            por_first_labels: Mutex::default(),
         }
     }
 

@@ -13,18 +13,23 @@
 //! * another slot's checksum ([`Misbehave::OtherPorChecksum`]): a plan's `old` checksums or a
 //!   read's sealed checksums taken from other slots of U; they do not hash to U's root;
 //! * live slots named free ([`Misbehave::FreePorLiveSlots`]): the plan's `old` checksums,
-//!   which U's root binds, show data, and the copy is refused before anything is sent.
+//!   which U's root binds, show data, and the copy is refused before anything is sent;
+//! * a stale label ([`Misbehave::StalePorLabel`]): the label of a copy a consolidation moved,
+//!   as it was before; it names slots past the bound the client's record keeps, and is
+//!   refused before anything is read or freed through it.
 //!
 //! The last two lies need sealed checksums the client made for something else: the provider
 //! keeps those it was handed with each batch ([`Handed`]), as a cheating provider would.
 //!
-//! And one failure that is no lie: PoR writes that fail ([`Misbehave::FailPorWrites`]), a
-//! provider down between a commit and the PoR batches that follow it.
+//! And failures that are no lie: PoR writes that fail ([`Misbehave::FailPorWrites`]), a
+//! provider down between a commit and the PoR batches that follow it, or every second one
+//! ([`Misbehave::FlakyPorWrites`]).
 
 use super::{Misbehave, Misbehaving};
 use crate::provider::ProviderError;
 use serde_bytes::ByteBuf;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
 use vouch_core::por::checksum::SealedChecksum;
 use vouch_core::por::client::{RawRead, WriteContext, WritePlan, Written};
 use vouch_core::por::code::Schedule;
@@ -71,7 +76,8 @@ impl Misbehaving {
     }
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
-        if self.lie == Misbehave::FailPorWrites {
+        let flaky = self.lie == Misbehave::FlakyPorWrites && self.por_writes.fetch_add(1, Ordering::SeqCst) % 2 == 1;
+        if self.lie == Misbehave::FailPorWrites || flaky {
             return Err(ProviderError::Store(vouch_store::StoreError::Backend {
                 at: "the PoR log".into(),
                 detail: "down on purpose (fail-por-writes)".into(),
@@ -87,6 +93,12 @@ impl Misbehaving {
                 .await?;
         }
         let status = self.honest.por_write(client, req).await?;
+        if self.lie == Misbehave::StalePorLabel {
+            let mut first = self.por_first_labels.lock().expect("first PoR labels");
+            for label in &req.labels {
+                first.entry((client.to_string(), label.key.to_vec())).or_insert_with(|| label.value.to_vec());
+            }
+        }
         if matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
             // The log's state in the upload is the provider's own business; any schedule reads it.
             let schedule = Schedule { time: status.time, ..Schedule::new(u32::from(status.log_capacity), 0) };
@@ -98,6 +110,12 @@ impl Misbehaving {
     }
 
     pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
+        if self.lie == Misbehave::StalePorLabel {
+            let first = self.por_first_labels.lock().expect("first PoR labels");
+            if let Some(value) = first.get(&(client.to_string(), req.key.to_vec())) {
+                return Ok(PorLabelAnswer { value: Some(ByteBuf::from(value.clone())) });
+            }
+        }
         self.honest.por_label(client, req).await
     }
 
