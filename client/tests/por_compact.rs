@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::por::{each_repaired_after_u_is_lost, get_por, put_por, restarted};
+use common::por::{each_repaired_after_u_is_lost, get_por, lose_all_of_u, put_por, restarted};
 use common::{assert_violation, sample, Setup};
 use vouch_client::{ByteEdit, Client, ViolationKind};
 use vouch_server::Misbehave;
@@ -126,4 +126,33 @@ async fn a_consolidation_stopped_at_each_batch_goes_on_where_it_stopped() {
     assert!(shrunk.verified, "{shrunk:?}");
     assert!(shrunk.log_capacity + 3 <= grown.log_capacity, "2^{} after 2^{}", shrunk.log_capacity, grown.log_capacity);
     each_reads_back(&client, &files).await;
+}
+
+/// A consolidation stopped before its moves were made, then all of U lost: the next PoR
+/// operation (a repair) drops it instead of being held up by slots it cannot read, and
+/// repair restores every copy where its label says it is.
+#[tokio::test]
+async fn a_consolidation_cut_short_then_u_lost_gives_way_to_repair() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let files = stored_above_a_big_file(&client).await;
+    drop(client);
+    // The delete's ⊥ batch goes through; the consolidation's first batch (its moves) fails.
+    let client = restarted(&mut setup, Misbehave::FlakyPorWrites, async |_| {}).await;
+    assert!(client.remove("big").await.is_err(), "stopped at its moves");
+    drop(client);
+    let client = restarted(&mut setup, Misbehave::None, async |stores| lose_all_of_u(stores).await).await;
+    for name in ["a", "b", "c"] {
+        client.repair(name).await.unwrap();
+    }
+    assert_eq!(get_por(&client, "b", None).await.unwrap(), files.b2);
+    for (name, data) in &files.small {
+        client.repair(name).await.unwrap();
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name}");
+    }
+    assert_eq!(get_por(&client, "a", None).await.unwrap(), files.a);
+    assert_eq!(get_por(&client, "c", None).await.unwrap(), files.c);
+    // Repair restores a file's latest version: the block only `b`'s first held is still lost,
+    // and said so.
+    assert_violation(get_por(&client, "b", Some(1)).await, ViolationKind::DataLost, "not repaired");
 }

@@ -23,7 +23,8 @@
 //!    on, slots that hold other data since.
 //!
 //! A crash anywhere leaves the consolidation in the record; the next PoR operation finishes
-//! it before it reads any label. All of it runs under the commit lock, so the namespace does
+//! it before it reads any label. When the slots to move cannot be read (U lost, or a lie)
+//! before the moves are made, it is dropped instead, so that repair is never held up by it. All of it runs under the commit lock, so the namespace does
 //! not move meanwhile.
 
 use super::layout::{Layout, Run};
@@ -63,7 +64,15 @@ impl Client {
         }
         let mut blocks = Vec::new();
         for run in live.iter().filter(|r| r.first + r.slots > lowest) {
-            let spans = self.por_block_spans(keys, record, *run).await?;
+            let spans = match self.por_block_spans(keys, record, *run).await {
+                Ok(spans) => spans,
+                // Lost or lied about: no consolidation now (reads and repair meet it).
+                Err(e) if e.violation_kind().is_some() => {
+                    tracing::warn!("PoR log: no consolidation: {e}");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             blocks.extend(spans.into_iter().filter(|&(at, slots)| at + slots > lowest));
         }
         let Some(plan) = moves::plan(&live, &blocks, &layouts, least, schedule.log_capacity) else {
@@ -89,7 +98,17 @@ impl Client {
         record: &mut PorRecord,
     ) -> Result<(), ClientError> {
         let Some(plan) = record.compacting.clone() else { return Ok(()) };
-        self.por_make_moves(keys, record, &plan).await?;
+        if let Err(e) = self.por_make_moves(keys, record, &plan).await {
+            if e.violation_kind().is_none() {
+                return Err(e);
+            }
+            // The slots to move are lost or lied about. Nothing live was written yet (only
+            // holes), so the consolidation is dropped: U keeps its size, and reads of those
+            // slots meet the violation for themselves, where repair can restore them.
+            tracing::warn!("PoR log: the consolidation stops before its moves are made: {e}");
+            record.compacting = None;
+            return self.por_save(record);
+        }
         self.por_relabel_and_free(keys, record, &plan).await?;
         if record.at.log.schedule.log_capacity > plan.log_target {
             let planned =
