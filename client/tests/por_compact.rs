@@ -156,3 +156,32 @@ async fn a_consolidation_cut_short_then_u_lost_gives_way_to_repair() {
     // and said so.
     assert_violation(get_por(&client, "b", Some(1)).await, ViolationKind::DataLost, "not repaired");
 }
+
+/// A consolidation stopped after its moves, before its labels (between two of its batches),
+/// then all of U lost: it goes on without reading U (its ⊥ writes need U's checksums, not its
+/// slots), and repair restores every copy where its new label says it is.
+#[tokio::test]
+async fn a_consolidation_stopped_after_its_moves_then_u_lost_ends_and_repair_restores() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let files = stored_above_a_big_file(&client).await;
+    let grown = client.audit_por(4).await.unwrap();
+    drop(client);
+    // The delete's ⊥ batch goes through, the moves fail, then go through on the next
+    // operation, whose first batch of labels fails.
+    let client = restarted(&mut setup, Misbehave::FlakyPorWrites, async |_| {}).await;
+    assert!(client.remove("big").await.is_err(), "stopped at its moves");
+    assert!(get_por(&client, "a", None).await.is_err(), "stopped at its labels");
+    drop(client);
+    let client = restarted(&mut setup, Misbehave::None, async |stores| lose_all_of_u(stores).await).await;
+    for name in ["a", "b", "c"].into_iter().chain(files.small.iter().map(|(n, _)| n.as_str())) {
+        client.repair(name).await.unwrap();
+    }
+    assert!(client.audit_por(4).await.unwrap().log_capacity + 3 <= grown.log_capacity, "consolidated");
+    assert_eq!(get_por(&client, "a", None).await.unwrap(), files.a);
+    assert_eq!(get_por(&client, "b", None).await.unwrap(), files.b2);
+    assert_eq!(get_por(&client, "c", None).await.unwrap(), files.c);
+    for (name, data) in &files.small {
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name}");
+    }
+}

@@ -507,12 +507,22 @@ impl Client {
     /// The PoR record, ready for an operation under the commit lock.
     async fn por_begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
         let mut record = self.por_ready(keys, create).await?;
-        // A consolidation under way first: labels are believed only once it is done.
-        self.por_settle_compaction(keys, &mut record).await?;
-        // The delete first: a copy must not take slots a delete still owes ⊥.
-        self.por_settle_delete(commit, keys, &mut record).await?;
-        self.por_settle_copy(commit, keys, &mut record).await?;
+        self.por_settle(commit, keys, &mut record).await?;
         Ok(record)
+    }
+
+    /// Finishes what an operation cut short left in the record.
+    async fn por_settle(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(), ClientError> {
+        // A consolidation under way first: labels are believed only once it is done.
+        self.por_settle_compaction(keys, record).await?;
+        // The delete first: a copy must not take slots a delete still owes ⊥.
+        self.por_settle_delete(commit, keys, record).await?;
+        self.por_settle_copy(commit, keys, record).await
     }
 
     /// Before a commit that makes a new version of the PoR file `name`: the copy is owed.

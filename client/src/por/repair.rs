@@ -1,6 +1,7 @@
 //! `vouch repair` and `vouch audit --por`: U recovered from C and H when the copy of a file is
 //! damaged, and the log made whole again by a re-encode of C from U when a part fails.
 
+use super::layout::Run;
 use super::*;
 use vouch_core::por::client::plan_reencode;
 
@@ -16,7 +17,19 @@ impl Client {
         let keys = self.por_keys()?;
         let commit = self.begin_commit().await?;
         let version = self.por_version(name, None).await?;
-        let mut record = self.por_begin(&commit, &keys, false).await?;
+        let mut record = self.por_ready(&keys, false).await?;
+        let mut restored = 0;
+        if let Err(e) = self.por_settle(&commit, &keys, &mut record).await {
+            if e.violation_kind() != Some(ViolationKind::DataLost) {
+                return Err(e);
+            }
+            // What an operation cut short left (a delete's ⊥ writes, a consolidation) rebuilds
+            // parts of the log from U, whose slots are lost: all of U is restored first.
+            tracing::warn!("an unfinished PoR operation needs lost slots of U ({e}); restoring all of U from C and H");
+            let raw = self.por_recover(&keys, &record).await?;
+            restored = self.por_restore(&raw, &[Run { first: 0, slots: record.at.next_slot }]).await?;
+            self.por_settle(&commit, &keys, &mut record).await?;
+        }
         let mut report = PorCopyReport {
             name: name.into(),
             version: version.number,
@@ -42,29 +55,39 @@ impl Client {
                     report.damaged = true;
                     let raw = self.por_recover(&keys, &record).await?;
                     let (layout, _) = self.por_copy_of(&keys, &record, &version, Some(&raw)).await?;
-                    for run in &layout.runs {
-                        let indices: Vec<u64> = (run.first..run.first + run.slots).collect();
-                        let slots =
-                            &raw[run.first as usize * SLOT_WIDTH..(run.first + run.slots) as usize * SLOT_WIDTH];
-                        for (part, part_slots) in
-                            indices.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH))
-                        {
-                            let request = PorRestoreRequest {
-                                indices: part.to_vec(),
-                                slots: ByteBuf::from(slots_to_bytes(part_slots)),
-                            };
-                            self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
-                        }
-                    }
+                    self.por_restore(&raw, &layout.runs).await?;
                     let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
                     (report.slots, report.blocks, report.restored) = (layout.slots(), blocks.len(), layout.slots());
                 }
                 Err(e) => return Err(e),
             }
         }
+        report.restored = report.restored.max(restored);
         (report.healed, report.unhealed) = self.por_heal(&keys, &mut record).await?;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// Writes back U's slots of `runs` from `raw` (all of U, as repair decoded it), but those
+    /// never written (all zeros): how many it wrote.
+    async fn por_restore(&self, raw: &[u64], runs: &[Run]) -> Result<u64, ClientError> {
+        let mut restored = 0;
+        for run in runs {
+            let written: Vec<u64> = (run.first..run.first + run.slots)
+                .filter(|&i| raw[i as usize * SLOT_WIDTH..(i as usize + 1) * SLOT_WIDTH].iter().any(|&e| e != 0))
+                .collect();
+            for part in written.chunks(REQUEST_SLOTS) {
+                let slots: Vec<u64> = part
+                    .iter()
+                    .flat_map(|&i| raw[i as usize * SLOT_WIDTH..(i as usize + 1) * SLOT_WIDTH].iter().copied())
+                    .collect();
+                let request =
+                    PorRestoreRequest { indices: part.to_vec(), slots: ByteBuf::from(slots_to_bytes(&slots)) };
+                self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
+                restored += part.len() as u64;
+            }
+        }
+        Ok(restored)
     }
 
     /// Makes every part of the log whole again: when an audit finds a level or C that fails
