@@ -39,14 +39,39 @@ async fn stored_above_a_big_file(client: &Client) -> Files {
     Files { a, b1, b2, c, small }
 }
 
-async fn each_reads_back(client: &Client, files: &Files) {
+/// Every file's latest version reads back.
+async fn latest_read_back(client: &Client, files: &Files) {
     assert_eq!(get_por(client, "a", None).await.unwrap(), files.a);
-    assert_eq!(get_por(client, "b", Some(1)).await.unwrap(), files.b1);
     assert_eq!(get_por(client, "b", None).await.unwrap(), files.b2);
     assert_eq!(get_por(client, "c", None).await.unwrap(), files.c);
     for (name, data) in &files.small {
         assert_eq!(&get_por(client, name, None).await.unwrap(), data, "{name}");
     }
+}
+
+async fn each_reads_back(client: &Client, files: &Files) {
+    latest_read_back(client, files).await;
+    assert_eq!(get_por(client, "b", Some(1)).await.unwrap(), files.b1);
+}
+
+/// The files stored above a big one, U's capacity then, and a client of the same provider
+/// restarted to fail every second PoR write.
+async fn stored_then_flaky(setup: &mut Setup) -> (Files, u32, Client) {
+    let client = setup.client();
+    let files = stored_above_a_big_file(&client).await;
+    let grown = client.audit_por(4).await.unwrap().log_capacity;
+    drop(client);
+    (files, grown, restarted(setup, Misbehave::FlakyPorWrites, async |_| {}).await)
+}
+
+/// All of U lost while the provider is stopped, then every file's latest version repaired.
+async fn all_repaired_after_u_is_lost(setup: &mut Setup, client: Client, files: &Files) -> Client {
+    drop(client);
+    let client = restarted(setup, Misbehave::None, async |stores| lose_all_of_u(stores).await).await;
+    for name in ["a", "b", "c"].into_iter().chain(files.small.iter().map(|(n, _)| n.as_str())) {
+        client.repair(name).await.unwrap();
+    }
+    client
 }
 
 #[tokio::test]
@@ -105,11 +130,7 @@ async fn a_label_from_before_a_consolidation_is_refused_and_frees_nothing() {
 #[tokio::test]
 async fn a_consolidation_stopped_at_each_batch_goes_on_where_it_stopped() {
     let mut setup = Setup::new(Misbehave::None).await;
-    let client = setup.client();
-    let files = stored_above_a_big_file(&client).await;
-    let grown = client.audit_por(4).await.unwrap();
-    drop(client);
-    let client = restarted(&mut setup, Misbehave::FlakyPorWrites, async |_| {}).await;
+    let (files, grown, client) = stored_then_flaky(&mut setup).await;
     let mut failures = usize::from(client.remove("big").await.is_err());
     loop {
         match get_por(&client, "a", None).await {
@@ -124,7 +145,7 @@ async fn a_consolidation_stopped_at_each_batch_goes_on_where_it_stopped() {
     let client = restarted(&mut setup, Misbehave::None, async |_| {}).await;
     let shrunk = client.audit_por(16).await.unwrap();
     assert!(shrunk.verified, "{shrunk:?}");
-    assert!(shrunk.log_capacity + 3 <= grown.log_capacity, "2^{} after 2^{}", shrunk.log_capacity, grown.log_capacity);
+    assert!(shrunk.log_capacity + 3 <= grown, "2^{} after 2^{grown}", shrunk.log_capacity);
     each_reads_back(&client, &files).await;
 }
 
@@ -134,54 +155,29 @@ async fn a_consolidation_stopped_at_each_batch_goes_on_where_it_stopped() {
 #[tokio::test]
 async fn a_consolidation_cut_short_then_u_lost_gives_way_to_repair() {
     let mut setup = Setup::new(Misbehave::None).await;
-    let client = setup.client();
-    let files = stored_above_a_big_file(&client).await;
-    drop(client);
+    let (files, _, client) = stored_then_flaky(&mut setup).await;
     // The delete's ⊥ batch goes through; the consolidation's first batch (its moves) fails.
-    let client = restarted(&mut setup, Misbehave::FlakyPorWrites, async |_| {}).await;
     assert!(client.remove("big").await.is_err(), "stopped at its moves");
-    drop(client);
-    let client = restarted(&mut setup, Misbehave::None, async |stores| lose_all_of_u(stores).await).await;
-    for name in ["a", "b", "c"] {
-        client.repair(name).await.unwrap();
-    }
-    assert_eq!(get_por(&client, "b", None).await.unwrap(), files.b2);
-    for (name, data) in &files.small {
-        client.repair(name).await.unwrap();
-        assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name}");
-    }
-    assert_eq!(get_por(&client, "a", None).await.unwrap(), files.a);
-    assert_eq!(get_por(&client, "c", None).await.unwrap(), files.c);
+    let client = all_repaired_after_u_is_lost(&mut setup, client, &files).await;
+    latest_read_back(&client, &files).await;
     // Repair restores a file's latest version: the block only `b`'s first held is still lost,
     // and said so.
     assert_violation(get_por(&client, "b", Some(1)).await, ViolationKind::DataLost, "not repaired");
 }
 
 /// A consolidation stopped after its moves, before its labels (between two of its batches),
-/// then all of U lost: it goes on without reading U (its ⊥ writes need U's checksums, not its
-/// slots), and repair restores every copy where its new label says it is.
+/// then all of U lost: repair finds that the consolidation needs U (its shrink re-encodes C
+/// from it), restores all of U from C and H first, lets the consolidation end, and every copy
+/// reads back where its new label says it is.
 #[tokio::test]
 async fn a_consolidation_stopped_after_its_moves_then_u_lost_ends_and_repair_restores() {
     let mut setup = Setup::new(Misbehave::None).await;
-    let client = setup.client();
-    let files = stored_above_a_big_file(&client).await;
-    let grown = client.audit_por(4).await.unwrap();
-    drop(client);
+    let (files, grown, client) = stored_then_flaky(&mut setup).await;
     // The delete's ⊥ batch goes through, the moves fail, then go through on the next
     // operation, whose first batch of labels fails.
-    let client = restarted(&mut setup, Misbehave::FlakyPorWrites, async |_| {}).await;
     assert!(client.remove("big").await.is_err(), "stopped at its moves");
     assert!(get_por(&client, "a", None).await.is_err(), "stopped at its labels");
-    drop(client);
-    let client = restarted(&mut setup, Misbehave::None, async |stores| lose_all_of_u(stores).await).await;
-    for name in ["a", "b", "c"].into_iter().chain(files.small.iter().map(|(n, _)| n.as_str())) {
-        client.repair(name).await.unwrap();
-    }
-    assert!(client.audit_por(4).await.unwrap().log_capacity + 3 <= grown.log_capacity, "consolidated");
-    assert_eq!(get_por(&client, "a", None).await.unwrap(), files.a);
-    assert_eq!(get_por(&client, "b", None).await.unwrap(), files.b2);
-    assert_eq!(get_por(&client, "c", None).await.unwrap(), files.c);
-    for (name, data) in &files.small {
-        assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name}");
-    }
+    let client = all_repaired_after_u_is_lost(&mut setup, client, &files).await;
+    assert!(client.audit_por(4).await.unwrap().log_capacity + 3 <= grown, "consolidated");
+    each_reads_back(&client, &files).await;
 }
