@@ -10,6 +10,7 @@ mod bench;
 mod commands;
 mod demo;
 mod exit;
+mod gateway;
 mod output;
 mod serve;
 
@@ -67,6 +68,9 @@ enum Command {
     },
     /// Run a provider server (untrusted side).
     Serve(serve::Serve),
+    /// Serve this client's namespace as an S3 endpoint on the user's side (the trusted
+    /// portal): unchanged S3 applications get every byte verified.
+    Gateway(gateway::Gateway),
     /// Print a fresh client token and the server configuration lines for it.
     Token(serve::Token),
     /// Write a self-signed TLS certificate and key for `vouch serve --tls-cert/--tls-key`.
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Token(args) => serve::token(args, &out).map_err(Failure::Other),
         Command::TlsCert(args) => serve::tls_cert(args, &out).map_err(Failure::Other),
         Command::Demo(args) => run(demo::demo(args, out)),
+        Command::Gateway(args) => run(gateway::gateway(args, state_dir(cli.state))),
         command => {
             let dir = state_dir(cli.state);
             run(commands::run(command, dir, out))

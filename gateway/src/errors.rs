@@ -1,0 +1,36 @@
+//! What applications see when something goes wrong: S3 errors. A provider caught lying
+//! gets a code of its own, [`VIOLATION_CODE`], so that no application mistakes it for a
+//! missing key or a passing outage, and it is logged and counted.
+
+use s3s::{S3Error, S3ErrorCode};
+use vouch_client::ClientError;
+
+/// The S3 error code of a provider caught misbehaving (an answer that failed verification:
+/// altered, stale, withheld or forked data). HTTP 502. The message names the violation's kind
+/// (`altered-block`, `bad-lookup-proof`, ...) and what was observed.
+pub const VIOLATION_CODE: &str = "VouchIntegrityViolation";
+
+/// `e` as the S3 error an application sees, with `missing` the error for "not found".
+pub fn to_s3(e: ClientError, missing: S3ErrorCode) -> S3Error {
+    match e {
+        ClientError::Misbehaved(v) => {
+            tracing::error!(kind = %v.kind, "the provider misbehaved: {v}");
+            let mut err = S3Error::with_message(
+                S3ErrorCode::Custom(VIOLATION_CODE.into()),
+                format!("vouch caught the storage provider misbehaving ({}): {v}", v.kind),
+            );
+            err.set_status_code(http::StatusCode::BAD_GATEWAY);
+            err
+        }
+        ClientError::NotFound(what) => S3Error::with_message(missing, what),
+        ClientError::BadInput(what) => S3Error::with_message(S3ErrorCode::InvalidArgument, what),
+        e @ (ClientError::Unreachable { .. }
+        | ClientError::TimedOut { .. }
+        | ClientError::Unavailable(_)
+        | ClientError::Busy { .. }) => S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string()),
+        e => {
+            tracing::error!("{e}");
+            S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! vouch-gateway: the trusted portal of Iris (paper 004) as an S3 endpoint. Applications that
+//! speak S3 (the aws CLI, boto3, rclone, object_store) use it unchanged; behind it, one vouch
+//! client checks every answer of the untrusted provider against its namespace root before a
+//! byte reaches them, and serialises their writes on that root.
+//!
+//! * The S3 protocol (SigV4 in headers and presigned URLs, path-style addressing, XML, ranges,
+//!   aws-chunked bodies) is s3s's; this crate maps its operations onto the client ([`s3`]).
+//! * An object is a vouch file: its body, then its metadata and ETag ([`object`]), named under
+//!   its bucket ([`names`]).
+//! * A provider caught lying reaches the application as the S3 error
+//!   [`errors::VIOLATION_CODE`] (HTTP 502), never as altered data or a missing key.
+#![forbid(unsafe_code)]
+
+mod config;
+pub mod errors;
+pub mod names;
+pub mod object;
+mod s3;
+mod serve;
+mod stream;
+
+pub use config::{AccessKey, ConfigError, GatewayConfig};
+pub use s3::Gateway;
+pub use serve::{start, RunningGateway};

@@ -1,0 +1,111 @@
+//! How an S3 object is kept as a vouch file: its body, then its metadata, then a trailer.
+//!
+//! `body || meta || meta_len:u32 || MAGIC`, all under the one namespace root, so the ETag,
+//! the content type and the user metadata an application reads are as verified as the bytes,
+//! and are committed with them in one version (no second name that could be out of step). The
+//! metadata goes last so that a put streams the body and writes the ETag it hashed on the way.
+//! A ranged read of the body needs the metadata's length: the gateway reads the file's tail
+//! once per version and caches what it says.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The file's last bytes: the metadata's length, then this mark.
+pub const MAGIC: &[u8; 8] = b"vouchS3\x01";
+pub const TRAILER: u64 = 4 + MAGIC.len() as u64;
+/// Most bytes of metadata one object carries (S3 allows 2 KB of user metadata).
+pub const MAX_META: usize = 16 << 10;
+
+/// What S3 says of an object besides its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectMeta {
+    /// The ETag, unquoted: the body's MD5 in hex, or the multipart form `<md5 of md5s>-<parts>`.
+    pub etag: String,
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_disposition: Option<String>,
+    pub cache_control: Option<String>,
+    /// `x-amz-meta-*`, without the prefix.
+    pub user: BTreeMap<String, String>,
+    /// Checksums the application sent (algorithm name, base64 value), returned on request.
+    pub checksums: BTreeMap<String, String>,
+}
+
+/// Why a file's tail is no object trailer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TrailerError {
+    #[error("the file is not an object the gateway stored (no trailer)")]
+    NoTrailer,
+    #[error("the object's metadata is malformed")]
+    Malformed,
+}
+
+impl ObjectMeta {
+    /// The bytes that follow the body.
+    pub fn trailer_bytes(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec(self).expect("plain data");
+        let len = out.len() as u32;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(MAGIC);
+        out
+    }
+
+    /// The metadata's length from the last [`TRAILER`] bytes of a file.
+    pub fn meta_len(tail: &[u8]) -> Result<u64, TrailerError> {
+        let (len, magic) = tail.split_at_checked(4).ok_or(TrailerError::NoTrailer)?;
+        if magic != MAGIC {
+            return Err(TrailerError::NoTrailer);
+        }
+        let len = u32::from_le_bytes(len.try_into().map_err(|_| TrailerError::NoTrailer)?) as usize;
+        if len > MAX_META {
+            return Err(TrailerError::Malformed);
+        }
+        Ok(len as u64)
+    }
+
+    /// The metadata and the body's length, from a file of `file_len` bytes whose last bytes
+    /// are `tail` (at least the metadata and the trailer).
+    pub fn from_tail(file_len: u64, tail: &[u8]) -> Result<(ObjectMeta, u64), TrailerError> {
+        let trailer = tail.len().checked_sub(TRAILER as usize).ok_or(TrailerError::NoTrailer)?;
+        let meta_len = ObjectMeta::meta_len(&tail[trailer..])?;
+        let meta_start = trailer.checked_sub(meta_len as usize).ok_or(TrailerError::Malformed)?;
+        let body_len = file_len.checked_sub(meta_len + TRAILER).ok_or(TrailerError::Malformed)?;
+        let meta = serde_json::from_slice(&tail[meta_start..trailer]).map_err(|_| TrailerError::Malformed)?;
+        Ok((meta, body_len))
+    }
+}
+
+/// The ETag (unquoted hex) of an MD5 digest.
+pub fn etag_of(md5: &[u8]) -> String {
+    md5.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trailer_round_trips_after_any_body_and_damage_is_refused() {
+        let meta = ObjectMeta {
+            etag: etag_of(&[0xab; 16]),
+            content_type: Some("text/plain".into()),
+            user: BTreeMap::from([("colour".into(), "blue".into())]),
+            ..ObjectMeta::default()
+        };
+        for body in [&b""[..], b"hello", &[7u8; 5000]] {
+            let file = [body, &meta.trailer_bytes()].concat();
+            let (back, body_len) = ObjectMeta::from_tail(file.len() as u64, &file).unwrap();
+            assert_eq!((back, body_len), (meta.clone(), body.len() as u64));
+            // Only the tail: enough when it holds the metadata and the trailer.
+            let tail = &file[body.len()..];
+            assert_eq!(ObjectMeta::from_tail(file.len() as u64, tail).unwrap().1, body.len() as u64);
+            assert_eq!(ObjectMeta::from_tail(file.len() as u64, &tail[1..]), Err(TrailerError::Malformed));
+        }
+        assert_eq!(ObjectMeta::from_tail(5, b"hello"), Err(TrailerError::NoTrailer));
+        let mut long = meta.trailer_bytes();
+        let n = long.len();
+        long[n - 12..n - 8].copy_from_slice(&(MAX_META as u32 + 1).to_le_bytes());
+        assert_eq!(ObjectMeta::from_tail(n as u64, &long), Err(TrailerError::Malformed));
+        assert_eq!(etag_of(&[0, 255]), "00ff");
+    }
+}

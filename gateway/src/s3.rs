@@ -1,0 +1,425 @@
+//! The S3 operations, on a vouch client: every byte, ETag and listing an application gets
+//! was verified against the client's namespace root first.
+
+use crate::errors::to_s3;
+use crate::names::{self, bucket_name, object_name, objects_prefix};
+use crate::object::{ObjectMeta, TRAILER};
+use crate::stream::{body_stream, PutBody};
+use s3s::dto::*;
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+use vouch_client::{Client, ClientError};
+
+/// The portal: one client (one namespace root) for every application behind it.
+pub struct Gateway {
+    client: Arc<Client>,
+    /// What each stored version's tail says, by (name, version, root): read once.
+    metas: Mutex<HashMap<VersionKey, (ObjectMeta, u64)>>,
+    /// Serialises the writes whose outcome depends on what is there (conditional puts,
+    /// bucket creation and deletion), so the check and the change see one state.
+    writes: tokio::sync::Mutex<()>,
+}
+
+/// A stored version: its name, number and root (a name removed and stored again numbers its
+/// versions from 1 again; the root tells them apart).
+type VersionKey = (String, u64, [u8; 32]);
+
+/// An object's latest version, verified: its record and what its tail says.
+struct Stat {
+    version: u64,
+    time: u64,
+    meta: ObjectMeta,
+    body_len: u64,
+}
+
+/// Bytes of a file's tail read at once to find its metadata.
+const TAIL_READ: u64 = 4096;
+
+impl Gateway {
+    pub fn new(client: Arc<Client>) -> Gateway {
+        Gateway { client, metas: Mutex::default(), writes: tokio::sync::Mutex::new(()) }
+    }
+
+    async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
+        match self.client.version(&bucket_name(bucket), None).await {
+            Ok(_) => Ok(true),
+            Err(ClientError::NotFound(_)) => Ok(false),
+            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchBucket)),
+        }
+    }
+
+    async fn need_bucket(&self, bucket: &str) -> S3Result<()> {
+        match self.bucket_exists(bucket).await? {
+            true => Ok(()),
+            false => Err(s3_error!(NoSuchBucket, "no bucket {bucket}")),
+        }
+    }
+
+    /// The latest version of `name` and its metadata; `None` when the provider proved it absent.
+    async fn stat(&self, name: &str) -> S3Result<Option<Stat>> {
+        let verified = match self.client.version(name, None).await {
+            Ok(v) => v,
+            Err(ClientError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+        };
+        let record = verified.record;
+        let cache_key = (name.to_string(), record.number, record.root.0);
+        let cached = self.metas.lock().expect("meta cache").get(&cache_key).cloned();
+        let (meta, body_len) = match cached {
+            Some(hit) => hit,
+            None => {
+                let tail = self.read(name, record.number, record.len.saturating_sub(TAIL_READ)..record.len).await?;
+                let parsed = match ObjectMeta::from_tail(record.len, &tail) {
+                    Err(_) if tail.len() as u64 >= TRAILER => {
+                        // Longer metadata than one read: its length says how much.
+                        let meta_len = ObjectMeta::meta_len(&tail[tail.len() - TRAILER as usize..])
+                            .map_err(|e| s3_error!(InternalError, "{name}: {e}"))?;
+                        let from = record.len.saturating_sub(meta_len + TRAILER);
+                        let tail = self.read(name, record.number, from..record.len).await?;
+                        ObjectMeta::from_tail(record.len, &tail)
+                    }
+                    parsed => parsed,
+                };
+                let parsed = parsed.map_err(|e| s3_error!(InternalError, "{name}: {e}"))?;
+                self.metas.lock().expect("meta cache").insert(cache_key, parsed.clone());
+                parsed
+            }
+        };
+        Ok(Some(Stat { version: record.number, time: record.time, meta, body_len }))
+    }
+
+    /// Bytes `range` of version `version` of `name`, verified.
+    async fn read(&self, name: &str, version: u64, range: std::ops::Range<u64>) -> S3Result<Vec<u8>> {
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        if range.is_empty() {
+            return Ok(out);
+        }
+        self.client
+            .get(name, Some(version), Some(range), &mut out)
+            .await
+            .map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        Ok(out)
+    }
+
+    /// The object at `bucket`/`key`, or NoSuchKey (NoSuchBucket when the bucket is missing).
+    async fn object(&self, bucket: &str, key: &str) -> S3Result<(String, Stat)> {
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        match self.stat(&name).await? {
+            Some(stat) => Ok((name, stat)),
+            None => {
+                self.need_bucket(bucket).await?;
+                Err(s3_error!(NoSuchKey, "no key {key} in {bucket}"))
+            }
+        }
+    }
+
+    /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
+    async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
+        let (reader, done) = body.into_reader(meta);
+        self.client.put(name, reader, None, |_| {}).await.map_err(|e| match done.failure() {
+            Some(failure) => failure,
+            None => to_s3(e, S3ErrorCode::NoSuchKey),
+        })?;
+        Ok(done.meta().expect("a finished put wrote its metadata"))
+    }
+
+    /// The keys of `bucket`, ascending, from the namespace's proven complete listing.
+    async fn keys(&self, bucket: &str) -> S3Result<Vec<String>> {
+        let prefix = objects_prefix(bucket);
+        let listing = self.client.list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+        let mut keys: Vec<String> =
+            listing.into_iter().filter_map(|e| e.name.strip_prefix(&prefix).map(str::to_string)).collect();
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+fn timestamp(unix: u64) -> Timestamp {
+    Timestamp::from(UNIX_EPOCH + Duration::from_secs(unix))
+}
+
+fn etag(meta: &ObjectMeta) -> ETag {
+    ETag::Strong(meta.etag.clone())
+}
+
+/// Whether `condition` (If-Match) holds for an object with `meta` (`None`: absent).
+fn matches(condition: &ETagCondition, meta: Option<&ObjectMeta>) -> bool {
+    match (condition, meta) {
+        (_, None) => false,
+        (ETagCondition::Any, Some(_)) => true,
+        (ETagCondition::ETag(want), Some(meta)) => want.value() == meta.etag,
+    }
+}
+
+/// The If-Match / If-None-Match checks of a read.
+fn check_read_conditions(
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+    meta: &ObjectMeta,
+) -> S3Result<()> {
+    if if_match.is_some_and(|c| !matches(c, Some(meta))) {
+        return Err(s3_error!(PreconditionFailed, "If-Match does not hold"));
+    }
+    if if_none_match.is_some_and(|c| matches(c, Some(meta))) {
+        return Err(S3Error::new(S3ErrorCode::NotModified));
+    }
+    Ok(())
+}
+
+fn meta_of(
+    content_type: Option<String>,
+    content_encoding: Option<String>,
+    content_disposition: Option<String>,
+    cache_control: Option<String>,
+    user: Option<Metadata>,
+) -> ObjectMeta {
+    ObjectMeta {
+        etag: String::new(),
+        content_type,
+        content_encoding,
+        content_disposition,
+        cache_control,
+        user: user.unwrap_or_default().into_iter().collect(),
+        checksums: Default::default(),
+    }
+}
+
+#[async_trait::async_trait]
+impl S3 for Gateway {
+    async fn list_buckets(&self, _req: S3Request<ListBucketsInput>) -> S3Result<S3Response<ListBucketsOutput>> {
+        let listing = self.client.list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+        let mut buckets = Vec::new();
+        for entry in listing {
+            let Some(bucket) = names::bucket_of(&entry.name) else { continue };
+            let made = self.client.version(&entry.name, None).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+            buckets.push(Bucket {
+                name: Some(bucket.to_string()),
+                creation_date: Some(timestamp(made.record.time)),
+                ..Bucket::default()
+            });
+        }
+        Ok(S3Response::new(ListBucketsOutput { buckets: Some(buckets), ..ListBucketsOutput::default() }))
+    }
+
+    async fn create_bucket(&self, req: S3Request<CreateBucketInput>) -> S3Result<S3Response<CreateBucketOutput>> {
+        let bucket = req.input.bucket;
+        let _write = self.writes.lock().await;
+        if self.bucket_exists(&bucket).await? {
+            return Err(s3_error!(BucketAlreadyOwnedByYou, "{bucket} exists"));
+        }
+        let empty = std::io::Cursor::new(Vec::new());
+        self.client
+            .put(&bucket_name(&bucket), empty, None, |_| {})
+            .await
+            .map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+        Ok(S3Response::new(CreateBucketOutput { location: Some(format!("/{bucket}")) }))
+    }
+
+    async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
+        self.need_bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(HeadBucketOutput::default()))
+    }
+
+    async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
+        let bucket = req.input.bucket;
+        let _write = self.writes.lock().await;
+        self.need_bucket(&bucket).await?;
+        if !self.keys(&bucket).await?.is_empty() {
+            return Err(s3_error!(BucketNotEmpty, "{bucket} has objects"));
+        }
+        self.client.remove(&bucket_name(&bucket)).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+        Ok(S3Response::new(DeleteBucketOutput::default()))
+    }
+
+    async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
+        let input = req.input;
+        let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        self.need_bucket(&input.bucket).await?;
+        let conditional = input.if_match.is_some() || input.if_none_match.is_some();
+        let _write = match conditional {
+            true => Some(self.writes.lock().await),
+            false => None,
+        };
+        if conditional {
+            let current = self.stat(&name).await?;
+            let meta = current.as_ref().map(|s| &s.meta);
+            if input.if_match.as_ref().is_some_and(|c| !matches(c, meta))
+                || input.if_none_match.as_ref().is_some_and(|c| matches(c, meta))
+            {
+                return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
+            }
+        }
+        let meta = meta_of(
+            input.content_type,
+            input.content_encoding,
+            input.content_disposition,
+            input.cache_control,
+            input.metadata,
+        );
+        let body = PutBody::new(input.body, input.content_md5);
+        let meta = self.put_body(&name, body, meta).await?;
+        Ok(S3Response::new(PutObjectOutput { e_tag: Some(etag(&meta)), ..PutObjectOutput::default() }))
+    }
+
+    async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
+        let input = req.input;
+        let (name, stat) = self.object(&input.bucket, &input.key).await?;
+        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
+        let range = match &input.range {
+            None => 0..stat.body_len,
+            Some(r) => r.check(stat.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", stat.body_len))?,
+        };
+        let content_range = input
+            .range
+            .as_ref()
+            .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
+        let length = range.end - range.start;
+        let body = body_stream(self.client.clone(), name, stat.version, range);
+        let meta = stat.meta;
+        Ok(S3Response::new(GetObjectOutput {
+            body: Some(body),
+            content_length: Some(length as i64),
+            content_range,
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(etag(&meta)),
+            last_modified: Some(timestamp(stat.time)),
+            content_type: meta.content_type.clone(),
+            content_encoding: meta.content_encoding.clone(),
+            content_disposition: meta.content_disposition.clone(),
+            cache_control: meta.cache_control.clone(),
+            metadata: Some(meta.user.clone().into_iter().collect()),
+            ..GetObjectOutput::default()
+        }))
+    }
+
+    async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
+        let input = req.input;
+        let (_, stat) = self.object(&input.bucket, &input.key).await?;
+        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
+        let meta = stat.meta;
+        Ok(S3Response::new(HeadObjectOutput {
+            content_length: Some(stat.body_len as i64),
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(etag(&meta)),
+            last_modified: Some(timestamp(stat.time)),
+            content_type: meta.content_type.clone(),
+            content_encoding: meta.content_encoding.clone(),
+            content_disposition: meta.content_disposition.clone(),
+            cache_control: meta.cache_control.clone(),
+            metadata: Some(meta.user.clone().into_iter().collect()),
+            ..HeadObjectOutput::default()
+        }))
+    }
+
+    async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
+        let input = req.input;
+        let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        self.need_bucket(&input.bucket).await?;
+        match self.client.remove(&name).await {
+            // Deleting what is not there succeeds, as S3 says (the absence was proven).
+            Ok(()) | Err(ClientError::NotFound(_)) => Ok(S3Response::new(DeleteObjectOutput::default())),
+            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+        }
+    }
+
+    async fn delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> S3Result<S3Response<DeleteObjectsOutput>> {
+        let input = req.input;
+        self.need_bucket(&input.bucket).await?;
+        let (mut deleted, mut errors) = (Vec::new(), Vec::new());
+        for object in input.delete.objects {
+            let removed = match object_name(&input.bucket, &object.key) {
+                Ok(name) => match self.client.remove(&name).await {
+                    Ok(()) | Err(ClientError::NotFound(_)) => Ok(()),
+                    Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+                },
+                Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+            };
+            match removed {
+                Ok(()) => deleted.push(DeletedObject { key: Some(object.key), ..DeletedObject::default() }),
+                Err(e) => errors.push(Error {
+                    code: Some(e.code().as_str().to_string()),
+                    key: Some(object.key),
+                    message: e.message().map(str::to_string),
+                    ..Error::default()
+                }),
+            }
+        }
+        if input.delete.quiet == Some(true) {
+            deleted.clear();
+        }
+        Ok(S3Response::new(DeleteObjectsOutput {
+            deleted: Some(deleted),
+            errors: Some(errors),
+            ..DeleteObjectsOutput::default()
+        }))
+    }
+
+    async fn copy_object(&self, req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
+        let input = req.input;
+        let CopySource::Bucket { bucket: from_bucket, key: from_key, .. } = &input.copy_source else {
+            return Err(s3_error!(NotImplemented, "copies from access points"));
+        };
+        let (from, stat) = self.object(from_bucket, from_key).await?;
+        let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        self.need_bucket(&input.bucket).await?;
+        let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        let meta = match replace {
+            true => meta_of(
+                input.content_type,
+                input.content_encoding,
+                input.content_disposition,
+                input.cache_control,
+                input.metadata,
+            ),
+            false => ObjectMeta { etag: String::new(), ..stat.meta },
+        };
+        let source = body_stream(self.client.clone(), from, stat.version, 0..stat.body_len);
+        let meta = self.put_body(&name, PutBody::new(Some(source), None), meta).await?;
+        let result = CopyObjectResult {
+            e_tag: Some(etag(&meta)),
+            last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+            ..CopyObjectResult::default()
+        };
+        Ok(S3Response::new(CopyObjectOutput { copy_object_result: Some(result), ..CopyObjectOutput::default() }))
+    }
+
+    async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
+        let input = req.input;
+        self.need_bucket(&input.bucket).await?;
+        let keys = self.keys(&input.bucket).await?;
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let max = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
+        let after = input.continuation_token.as_deref().or(input.start_after.as_deref());
+        let page = names::list_page(&keys, &prefix, input.delimiter.as_deref(), after, max);
+        let mut contents = Vec::with_capacity(page.keys.len());
+        for key in &page.keys {
+            let (_, stat) = self.object(&input.bucket, key).await?;
+            contents.push(Object {
+                key: Some(key.clone()),
+                size: Some(stat.body_len as i64),
+                e_tag: Some(etag(&stat.meta)),
+                last_modified: Some(timestamp(stat.time)),
+                ..Object::default()
+            });
+        }
+        let common_prefixes: Vec<CommonPrefix> =
+            page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
+        let count = contents.len() + common_prefixes.len();
+        Ok(S3Response::new(ListObjectsV2Output {
+            name: Some(input.bucket),
+            prefix: Some(prefix),
+            delimiter: input.delimiter,
+            max_keys: Some(max as i32),
+            key_count: Some(count as i32),
+            continuation_token: input.continuation_token,
+            start_after: input.start_after,
+            is_truncated: Some(page.next.is_some()),
+            next_continuation_token: page.next,
+            contents: Some(contents),
+            common_prefixes: Some(common_prefixes),
+            ..ListObjectsV2Output::default()
+        }))
+    }
+}

@@ -1,0 +1,93 @@
+//! A provider on loopback, a vouch client of it, and the gateway in front: what the
+//! gateway's tests talk to, as an application would.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use vouch_client::Client;
+use vouch_gateway::{AccessKey, GatewayConfig, RunningGateway};
+use vouch_server::{token_hash, Blocks, Misbehave, Misbehaving, Provider, RunningServer};
+
+pub const ACCESS_KEY: &str = "test-app";
+pub const SECRET_KEY: &str = "test-app-secret";
+const TOKEN: &str = "test-token";
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub server: Option<RunningServer>,
+    pub gateway: RunningGateway,
+    pub client: Arc<Client>,
+}
+
+async fn provider(data: &std::path::Path, misbehave: Misbehave) -> RunningServer {
+    let provider = Misbehaving::new(Provider::open_dir(data, &Blocks::Local).unwrap(), misbehave);
+    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
+    vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
+}
+
+impl Harness {
+    /// A gateway over an honest provider, with `buckets` made.
+    pub async fn new(buckets: &[&str]) -> Harness {
+        Harness::lying(Misbehave::None, buckets).await
+    }
+
+    /// A gateway over a provider that behaves as `misbehave` says, with `buckets` made.
+    pub async fn lying(misbehave: Misbehave, buckets: &[&str]) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let server = provider(&dir.path().join("provider"), misbehave).await;
+        let state = dir.path().join("client");
+        Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
+        let client = Arc::new(Client::open(&state).unwrap());
+        let config = GatewayConfig {
+            listen: "127.0.0.1:0".into(),
+            keys: vec![AccessKey { access_key: ACCESS_KEY.into(), secret_key: SECRET_KEY.into() }],
+        };
+        let gateway = vouch_gateway::start(&config, client.clone()).await.unwrap();
+        let harness = Harness { dir, server: Some(server), gateway, client };
+        for bucket in buckets {
+            harness.make_bucket(bucket).await;
+        }
+        harness
+    }
+
+    /// Makes a bucket the way `CreateBucket` does (object_store has no call for it).
+    pub async fn make_bucket(&self, bucket: &str) {
+        let empty = std::io::Cursor::new(Vec::new());
+        self.client.put(&vouch_gateway::names::bucket_name(bucket), empty, None, |_| {}).await.unwrap();
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.gateway.addr)
+    }
+
+    /// An object_store client of `bucket` through the gateway, signing with `secret`.
+    pub fn store_with(&self, bucket: &str, secret: &str) -> object_store::aws::AmazonS3 {
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_bucket_name(bucket)
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(secret)
+            .with_retry(object_store::RetryConfig { max_retries: 0, ..Default::default() })
+            .build()
+            .unwrap()
+    }
+
+    pub fn store(&self, bucket: &str) -> object_store::aws::AmazonS3 {
+        self.store_with(bucket, SECRET_KEY)
+    }
+}
+
+/// Bytes that differ from seed to seed.
+pub fn sample(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
