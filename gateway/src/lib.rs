@@ -13,6 +13,7 @@
 
 mod config;
 pub mod errors;
+mod multipart;
 pub mod names;
 pub mod object;
 mod s3;

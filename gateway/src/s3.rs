@@ -4,7 +4,7 @@
 use crate::errors::to_s3;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
 use crate::object::{ObjectMeta, TRAILER};
-use crate::stream::{body_stream, PutBody};
+use crate::stream::{body_stream, Piece, PutBody};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use std::collections::HashMap;
@@ -27,11 +27,11 @@ pub struct Gateway {
 type VersionKey = (String, u64, [u8; 32]);
 
 /// An object's latest version, verified: its record and what its tail says.
-struct Stat {
-    version: u64,
-    time: u64,
-    meta: ObjectMeta,
-    body_len: u64,
+pub(crate) struct Stat {
+    pub version: u64,
+    pub time: u64,
+    pub meta: ObjectMeta,
+    pub body_len: u64,
 }
 
 /// Bytes of a file's tail read at once to find its metadata.
@@ -42,6 +42,10 @@ impl Gateway {
         Gateway { client, metas: Mutex::default(), writes: tokio::sync::Mutex::new(()) }
     }
 
+    pub(crate) fn client(&self) -> &Arc<Client> {
+        &self.client
+    }
+
     async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
         match self.client.version(&bucket_name(bucket), None).await {
             Ok(_) => Ok(true),
@@ -50,7 +54,7 @@ impl Gateway {
         }
     }
 
-    async fn need_bucket(&self, bucket: &str) -> S3Result<()> {
+    pub(crate) async fn need_bucket(&self, bucket: &str) -> S3Result<()> {
         match self.bucket_exists(bucket).await? {
             true => Ok(()),
             false => Err(s3_error!(NoSuchBucket, "no bucket {bucket}")),
@@ -58,7 +62,7 @@ impl Gateway {
     }
 
     /// The latest version of `name` and its metadata; `None` when the provider proved it absent.
-    async fn stat(&self, name: &str) -> S3Result<Option<Stat>> {
+    pub(crate) async fn stat(&self, name: &str) -> S3Result<Option<Stat>> {
         let verified = match self.client.version(name, None).await {
             Ok(v) => v,
             Err(ClientError::NotFound(_)) => return Ok(None),
@@ -116,7 +120,7 @@ impl Gateway {
     }
 
     /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
-    async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
+    pub(crate) async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
         let (reader, done) = body.into_reader(meta);
         self.client.put(name, reader, None, |_| {}).await.map_err(|e| match done.failure() {
             Some(failure) => failure,
@@ -138,6 +142,28 @@ impl Gateway {
 
 fn timestamp(unix: u64) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_secs(unix))
+}
+
+/// The checksums the object was stored with (each checked against its body then).
+fn checksums(meta: &ObjectMeta) -> Checksum {
+    let get = |header: &str| meta.checksums.get(header).cloned();
+    Checksum {
+        checksum_crc32: get("x-amz-checksum-crc32"),
+        checksum_crc32c: get("x-amz-checksum-crc32c"),
+        checksum_crc64nvme: get("x-amz-checksum-crc64nvme"),
+        checksum_sha1: get("x-amz-checksum-sha1"),
+        checksum_sha256: get("x-amz-checksum-sha256"),
+        ..Checksum::default()
+    }
+}
+
+/// The checksums a read returns: when asked (`x-amz-checksum-mode: ENABLED`) for the whole
+/// object.
+fn checksums_for(mode: Option<&ChecksumMode>, whole: bool, meta: &ObjectMeta) -> Checksum {
+    match mode.is_some_and(|m| m.as_str() == ChecksumMode::ENABLED) && whole {
+        true => checksums(meta),
+        false => Checksum::default(),
+    }
 }
 
 fn etag(meta: &ObjectMeta) -> ETag {
@@ -234,7 +260,7 @@ impl S3 for Gateway {
     }
 
     async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
-        let input = req.input;
+        let S3Request { input, headers, trailing_headers, .. } = req;
         let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         self.need_bucket(&input.bucket).await?;
         let conditional = input.if_match.is_some() || input.if_none_match.is_some();
@@ -258,9 +284,27 @@ impl S3 for Gateway {
             input.cache_control,
             input.metadata,
         );
-        let body = PutBody::new(input.body, input.content_md5);
+        let claimed = Checksum {
+            checksum_crc32: input.checksum_crc32,
+            checksum_crc32c: input.checksum_crc32c,
+            checksum_crc64nvme: input.checksum_crc64nvme,
+            checksum_sha1: input.checksum_sha1,
+            checksum_sha256: input.checksum_sha256,
+            ..Checksum::default()
+        };
+        let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
         let meta = self.put_body(&name, body, meta).await?;
-        Ok(S3Response::new(PutObjectOutput { e_tag: Some(etag(&meta)), ..PutObjectOutput::default() }))
+        let sums = checksums(&meta);
+        Ok(S3Response::new(PutObjectOutput {
+            e_tag: Some(etag(&meta)),
+            checksum_crc32: sums.checksum_crc32,
+            checksum_crc32c: sums.checksum_crc32c,
+            checksum_crc64nvme: sums.checksum_crc64nvme,
+            checksum_sha1: sums.checksum_sha1,
+            checksum_sha256: sums.checksum_sha256,
+            ..PutObjectOutput::default()
+        }))
     }
 
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
@@ -276,9 +320,15 @@ impl S3 for Gateway {
             .as_ref()
             .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
         let length = range.end - range.start;
-        let body = body_stream(self.client.clone(), name, stat.version, range);
+        let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
+        let body = body_stream(self.client.clone(), vec![Piece { name, version: stat.version, range }]);
         let meta = stat.meta;
         Ok(S3Response::new(GetObjectOutput {
+            checksum_crc32: sums.checksum_crc32,
+            checksum_crc32c: sums.checksum_crc32c,
+            checksum_crc64nvme: sums.checksum_crc64nvme,
+            checksum_sha1: sums.checksum_sha1,
+            checksum_sha256: sums.checksum_sha256,
             body: Some(body),
             content_length: Some(length as i64),
             content_range,
@@ -298,8 +348,14 @@ impl S3 for Gateway {
         let input = req.input;
         let (_, stat) = self.object(&input.bucket, &input.key).await?;
         check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
+        let sums = checksums_for(input.checksum_mode.as_ref(), true, &stat.meta);
         let meta = stat.meta;
         Ok(S3Response::new(HeadObjectOutput {
+            checksum_crc32: sums.checksum_crc32,
+            checksum_crc32c: sums.checksum_crc32c,
+            checksum_crc64nvme: sums.checksum_crc64nvme,
+            checksum_sha1: sums.checksum_sha1,
+            checksum_sha256: sums.checksum_sha256,
             content_length: Some(stat.body_len as i64),
             accept_ranges: Some("bytes".into()),
             e_tag: Some(etag(&meta)),
@@ -356,6 +412,79 @@ impl S3 for Gateway {
         }))
     }
 
+    async fn create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        let input = req.input;
+        let meta = meta_of(
+            input.content_type,
+            input.content_encoding,
+            input.content_disposition,
+            input.cache_control,
+            input.metadata,
+        );
+        let id = self.create_upload(&input.bucket, &input.key, meta).await?;
+        Ok(S3Response::new(CreateMultipartUploadOutput {
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            upload_id: Some(id),
+            ..CreateMultipartUploadOutput::default()
+        }))
+    }
+
+    async fn upload_part(&self, req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
+        let S3Request { input, headers, trailing_headers, .. } = req;
+        let claimed = Checksum {
+            checksum_crc32: input.checksum_crc32,
+            checksum_crc32c: input.checksum_crc32c,
+            checksum_crc64nvme: input.checksum_crc64nvme,
+            checksum_sha1: input.checksum_sha1,
+            checksum_sha256: input.checksum_sha256,
+            ..Checksum::default()
+        };
+        let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
+        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
+        let meta = self.upload_part(target, input.part_number, body).await?;
+        let sums = checksums(&meta);
+        Ok(S3Response::new(UploadPartOutput {
+            e_tag: Some(etag(&meta)),
+            checksum_crc32: sums.checksum_crc32,
+            checksum_crc32c: sums.checksum_crc32c,
+            checksum_crc64nvme: sums.checksum_crc64nvme,
+            checksum_sha1: sums.checksum_sha1,
+            checksum_sha256: sums.checksum_sha256,
+            ..UploadPartOutput::default()
+        }))
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let input = req.input;
+        let parts = input.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
+        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
+        let meta = self.complete_upload(target, &parts).await?;
+        Ok(S3Response::new(CompleteMultipartUploadOutput {
+            bucket: Some(input.bucket.clone()),
+            key: Some(input.key.clone()),
+            e_tag: Some(etag(&meta)),
+            location: Some(format!("/{}/{}", input.bucket, input.key)),
+            ..CompleteMultipartUploadOutput::default()
+        }))
+    }
+
+    async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        let input = req.input;
+        self.abort_upload((input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str())).await?;
+        Ok(S3Response::new(AbortMultipartUploadOutput::default()))
+    }
+
     async fn copy_object(&self, req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
         let input = req.input;
         let CopySource::Bucket { bucket: from_bucket, key: from_key, .. } = &input.copy_source else {
@@ -375,7 +504,10 @@ impl S3 for Gateway {
             ),
             false => ObjectMeta { etag: String::new(), ..stat.meta },
         };
-        let source = body_stream(self.client.clone(), from, stat.version, 0..stat.body_len);
+        let source = body_stream(
+            self.client.clone(),
+            vec![Piece { name: from, version: stat.version, range: 0..stat.body_len }],
+        );
         let meta = self.put_body(&name, PutBody::new(Some(source), None), meta).await?;
         let result = CopyObjectResult {
             e_tag: Some(etag(&meta)),

@@ -8,8 +8,9 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures::StreamExt;
 use md5::{Digest as _, Md5};
-use s3s::dto::StreamingBlob;
-use s3s::{s3_error, S3Error};
+use s3s::checksum::ChecksumHasher;
+use s3s::dto::{Checksum, StreamingBlob};
+use s3s::{s3_error, S3Error, TrailingHeaders};
 use std::io::Read;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,49 @@ pub struct PutBody {
     body: Option<StreamingBlob>,
     /// The Content-MD5 the application sent (base64), to check the body against.
     content_md5: Option<String>,
+    /// The checksums the application sent in headers (`x-amz-checksum-*`, base64).
+    claimed: Checksum,
+    /// The checksum it sends after the body (an aws-chunked trailer): its header's name, and
+    /// where s3s puts the trailer once the body is read.
+    trailer: Option<(String, TrailingHeaders)>,
+    /// The ETag to store instead of the body's MD5 (a completed multipart upload's).
+    etag: Option<String>,
+}
+
+/// The checksum algorithms S3 names, by their header.
+const ALGORITHMS: [&str; 5] = [
+    "x-amz-checksum-crc32",
+    "x-amz-checksum-crc32c",
+    "x-amz-checksum-crc64nvme",
+    "x-amz-checksum-sha1",
+    "x-amz-checksum-sha256",
+];
+
+/// The field of `sums` for the checksum header `header`.
+fn field<'a>(sums: &'a mut Checksum, header: &str) -> Option<&'a mut Option<String>> {
+    Some(match header {
+        "x-amz-checksum-crc32" => &mut sums.checksum_crc32,
+        "x-amz-checksum-crc32c" => &mut sums.checksum_crc32c,
+        "x-amz-checksum-crc64nvme" => &mut sums.checksum_crc64nvme,
+        "x-amz-checksum-sha1" => &mut sums.checksum_sha1,
+        "x-amz-checksum-sha256" => &mut sums.checksum_sha256,
+        _ => return None,
+    })
+}
+
+/// A hasher of every algorithm `claimed` has a value for, or `trailer` names.
+fn hasher_for(claimed: &Checksum, trailer: Option<&str>) -> ChecksumHasher {
+    let mut wanted = claimed.clone();
+    if let Some(slot) = trailer.and_then(|name| field(&mut wanted, name)) {
+        *slot = Some(String::new());
+    }
+    ChecksumHasher {
+        crc32: wanted.checksum_crc32.is_some().then(Default::default),
+        crc32c: wanted.checksum_crc32c.is_some().then(Default::default),
+        crc64nvme: wanted.checksum_crc64nvme.is_some().then(Default::default),
+        sha1: wanted.checksum_sha1.is_some().then(Default::default),
+        sha256: wanted.checksum_sha256.is_some().then(Default::default),
+    }
 }
 
 /// How a put's body ended: its metadata with the ETag, or the S3 error that stopped it.
@@ -50,7 +94,26 @@ impl Outcome {
 
 impl PutBody {
     pub fn new(body: Option<StreamingBlob>, content_md5: Option<String>) -> PutBody {
-        PutBody { body, content_md5 }
+        PutBody { body, content_md5, claimed: Checksum::default(), trailer: None, etag: None }
+    }
+
+    /// The body stored with `etag` instead of its MD5.
+    pub fn with_etag(mut self, etag: String) -> Self {
+        self.etag = Some(etag);
+        self
+    }
+
+    /// The checksums to check the body against: `claimed` in headers, and the one in the
+    /// trailer `trailer` names (`x-amz-trailer`), which `trailers` holds once the body is read.
+    pub fn with_checksums(
+        mut self,
+        claimed: Checksum,
+        trailer: Option<String>,
+        trailers: Option<TrailingHeaders>,
+    ) -> Self {
+        self.claimed = claimed;
+        self.trailer = trailer.map(|t| t.trim().to_ascii_lowercase()).zip(trailers);
+        self
     }
 
     /// The file's bytes as a blocking reader (the body, then `meta`'s trailer with the
@@ -73,6 +136,10 @@ impl PutBody {
             rx,
             chunk: Bytes::new(),
             md5: Md5::new(),
+            sums: hasher_for(&self.claimed, self.trailer.as_ref().map(|(name, _)| name.as_str())),
+            claimed: self.claimed,
+            trailer: self.trailer,
+            etag: self.etag,
             want_md5: self.content_md5,
             meta: Some(meta),
             tail: None,
@@ -86,6 +153,10 @@ struct BodyReader {
     rx: mpsc::Receiver<Result<Bytes, String>>,
     chunk: Bytes,
     md5: Md5,
+    sums: ChecksumHasher,
+    claimed: Checksum,
+    trailer: Option<(String, TrailingHeaders)>,
+    etag: Option<String>,
     want_md5: Option<String>,
     meta: Option<ObjectMeta>,
     tail: Option<std::io::Cursor<Vec<u8>>>,
@@ -103,10 +174,46 @@ impl BodyReader {
             }
         }
         let mut meta = self.meta.take().expect("finished once");
-        meta.etag = etag_of(&md5);
+        meta.etag = self.etag.take().unwrap_or_else(|| etag_of(&md5));
+        meta.checksums = self.check_sums()?;
         self.tail = Some(std::io::Cursor::new(meta.trailer_bytes()));
         self.outcome.0.lock().expect("put outcome").0 = Some(meta);
         Ok(())
+    }
+}
+
+impl BodyReader {
+    /// The checksums the application sent, each checked against the body: by header name.
+    fn check_sums(&mut self) -> std::io::Result<std::collections::BTreeMap<String, String>> {
+        let mut claimed = std::mem::take(&mut self.claimed);
+        if let Some((name, trailers)) = &self.trailer {
+            let sent = trailers.read(|h| h.get(name.as_str()).and_then(|v| v.to_str().ok()).map(str::to_string));
+            match (sent.flatten(), field(&mut claimed, name)) {
+                (Some(value), Some(slot)) => *slot = Some(value),
+                (None, _) => {
+                    return Err(self.outcome.fail(s3_error!(InvalidRequest, "the trailer {name} did not arrive")));
+                }
+                (_, None) => {
+                    return Err(self
+                        .outcome
+                        .fail(s3_error!(InvalidRequest, "{name} is no checksum this gateway knows")));
+                }
+            }
+        }
+        let mut computed = std::mem::take(&mut self.sums).finalize();
+        let mut checked = std::collections::BTreeMap::new();
+        for header in ALGORITHMS {
+            let (Some(Some(want)), Some(got)) =
+                (field(&mut claimed, header).map(|v| v.take()), field(&mut computed, header))
+            else {
+                continue;
+            };
+            if got.as_deref() != Some(want.as_str()) {
+                return Err(self.outcome.fail(s3_error!(BadDigest, "the body does not match its {header}")));
+            }
+            checked.insert(header.to_string(), want);
+        }
+        Ok(checked)
     }
 }
 
@@ -120,6 +227,7 @@ impl Read for BodyReader {
                 let n = buf.len().min(self.chunk.len());
                 let part = self.chunk.split_to(n);
                 self.md5.update(&part);
+                self.sums.update(&part);
                 buf[..n].copy_from_slice(&part);
                 return Ok(n);
             }
@@ -133,31 +241,40 @@ impl Read for BodyReader {
     }
 }
 
-/// Bytes `range` of version `version` of `name`, a verified read of [`READ_CHUNK`] at a time.
-/// A read that fails verification ends the stream with an error: the application sees a
-/// broken transfer, never bytes that did not verify.
-pub fn body_stream(client: Arc<Client>, name: String, version: u64, range: Range<u64>) -> StreamingBlob {
+/// One stretch of a body: bytes `range` of version `version` of the file `name`.
+pub struct Piece {
+    pub name: String,
+    pub version: u64,
+    pub range: Range<u64>,
+}
+
+/// The bytes of `pieces`, one after the other, a verified read of [`READ_CHUNK`] at a time. A
+/// read that fails verification ends the stream with an error: the application sees a broken
+/// transfer, never bytes that did not verify.
+pub fn body_stream(client: Arc<Client>, pieces: Vec<Piece>) -> StreamingBlob {
     // Read ahead on a task of its own, a chunk or two: the body's consumer pulls from the
     // channel (which, unlike the read's future, is `Sync`, as s3s asks of a body).
     let (tx, mut rx) = mpsc::channel::<std::io::Result<Bytes>>(1);
     tokio::spawn(async move {
-        let mut at = range.start;
-        while at < range.end {
-            let upto = range.end.min(at + READ_CHUNK);
-            let mut out = Vec::with_capacity((upto - at) as usize);
-            let chunk = match client.get(&name, Some(version), Some(at..upto), &mut out).await {
-                Ok(_) => Ok(Bytes::from(out)),
-                Err(e) => {
-                    tracing::error!("{name}: a read of the body failed: {e}");
-                    Err(std::io::Error::other(e.to_string()))
+        for Piece { name, version, range } in pieces {
+            let mut at = range.start;
+            while at < range.end {
+                let upto = range.end.min(at + READ_CHUNK);
+                let mut out = Vec::with_capacity((upto - at) as usize);
+                let chunk = match client.get(&name, Some(version), Some(at..upto), &mut out).await {
+                    Ok(_) => Ok(Bytes::from(out)),
+                    Err(e) => {
+                        tracing::error!("{name}: a read of the body failed: {e}");
+                        Err(std::io::Error::other(e.to_string()))
+                    }
+                };
+                let failed = chunk.is_err();
+                // The application went away, or the read failed: stop.
+                if tx.send(chunk).await.is_err() || failed {
+                    return;
                 }
-            };
-            let failed = chunk.is_err();
-            // The application went away, or the read failed: stop.
-            if tx.send(chunk).await.is_err() || failed {
-                return;
+                at = upto;
             }
-            at = upto;
         }
     });
     StreamingBlob::wrap(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))

@@ -1,0 +1,158 @@
+//! Multipart uploads: each part is stored as an object of its own (`s3p/<upload>/<part>`),
+//! verified like any; completing the upload streams the parts, read back verified, into the
+//! final object in one put, with S3's multipart ETag (the MD5 of the parts' MD5s, then
+//! `-<parts>`), and removes them. The upload itself is a small file `s3u/<upload>` naming its
+//! bucket, key and metadata, so an upload survives a gateway restart.
+
+use crate::errors::to_s3;
+use crate::names::object_name;
+use crate::object::{etag_of, ObjectMeta};
+use crate::s3::Gateway;
+use crate::stream::{body_stream, Piece, PutBody};
+use md5::{Digest as _, Md5};
+use s3s::dto::{CompletedPart, StreamingBlob};
+use s3s::{s3_error, S3ErrorCode, S3Result};
+use serde::{Deserialize, Serialize};
+use vouch_client::ClientError;
+
+/// What an upload is for.
+#[derive(Serialize, Deserialize)]
+struct Upload {
+    bucket: String,
+    key: String,
+    meta: ObjectMeta,
+}
+
+fn upload_name(upload: &str) -> String {
+    format!("s3u/{upload}")
+}
+
+fn part_name(upload: &str, part: i32) -> String {
+    format!("s3p/{upload}/{part:05}")
+}
+
+/// Part numbers S3 allows.
+const PARTS: std::ops::RangeInclusive<i32> = 1..=10_000;
+
+impl Gateway {
+    pub(crate) async fn create_upload(&self, bucket: &str, key: &str, meta: ObjectMeta) -> S3Result<String> {
+        object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        self.need_bucket(bucket).await?;
+        let id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        let upload = Upload { bucket: bucket.into(), key: key.into(), meta };
+        let bytes = serde_json::to_vec(&upload).expect("plain data");
+        self.client()
+            .put(&upload_name(&id), std::io::Cursor::new(bytes), None, |_| {})
+            .await
+            .map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
+        Ok(id)
+    }
+
+    /// The upload `id`, checked to be for `bucket`/`key`.
+    async fn upload(&self, id: &str, bucket: &str, key: &str) -> S3Result<Upload> {
+        let bad = || s3_error!(NoSuchUpload, "no upload {id} for {bucket}/{key}");
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        let mut bytes = Vec::new();
+        match self.client().get(&upload_name(id), None, None, &mut bytes).await {
+            Ok(_) => {}
+            Err(ClientError::NotFound(_)) => return Err(bad()),
+            Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchUpload)),
+        }
+        let upload: Upload = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+        match upload.bucket == bucket && upload.key == key {
+            true => Ok(upload),
+            false => Err(bad()),
+        }
+    }
+
+    pub(crate) async fn upload_part(
+        &self,
+        (id, bucket, key): (&str, &str, &str),
+        part: i32,
+        body: PutBody,
+    ) -> S3Result<ObjectMeta> {
+        if !PARTS.contains(&part) {
+            return Err(s3_error!(InvalidArgument, "part numbers are 1 to 10000"));
+        }
+        self.upload(id, bucket, key).await?;
+        self.put_body(&part_name(id, part), body, ObjectMeta::default()).await
+    }
+
+    /// Joins the parts `parts` (ascending, each with the ETag its upload returned) into the
+    /// object; returns its metadata.
+    pub(crate) async fn complete_upload(
+        &self,
+        (id, bucket, key): (&str, &str, &str),
+        parts: &[CompletedPart],
+    ) -> S3Result<ObjectMeta> {
+        let upload = self.upload(id, bucket, key).await?;
+        if parts.is_empty() {
+            return Err(s3_error!(MalformedXML, "an upload completes with at least one part"));
+        }
+        let (mut pieces, mut md5s, mut last) = (Vec::new(), Md5::new(), 0);
+        for part in parts {
+            let number = part.part_number.ok_or_else(|| s3_error!(InvalidPart, "a part without its number"))?;
+            if number <= last {
+                return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
+            }
+            last = number;
+            let name = part_name(id, number);
+            let stat =
+                self.stat(&name).await?.ok_or_else(|| s3_error!(InvalidPart, "part {number} was not uploaded"))?;
+            if part.e_tag.as_ref().is_some_and(|e| e.value() != stat.meta.etag) {
+                return Err(s3_error!(InvalidPart, "part {number} has another ETag"));
+            }
+            md5s.update(hex_bytes(&stat.meta.etag).ok_or_else(|| s3_error!(InternalError, "part {number}'s ETag"))?);
+            pieces.push(Piece { name, version: stat.version, range: 0..stat.body_len });
+        }
+        let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        let body: StreamingBlob = body_stream(self.client().clone(), pieces);
+        let meta = self.put_body(&name, PutBody::new(Some(body), None).with_etag(etag), upload.meta).await?;
+        self.forget_upload(id).await?;
+        Ok(meta)
+    }
+
+    /// Removes the upload `id` and every part stored for it.
+    pub(crate) async fn abort_upload(&self, (id, bucket, key): (&str, &str, &str)) -> S3Result<()> {
+        self.upload(id, bucket, key).await?;
+        self.forget_upload(id).await
+    }
+
+    async fn forget_upload(&self, id: &str) -> S3Result<()> {
+        let prefix = format!("s3p/{id}/");
+        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
+        for entry in listing.iter().filter(|e| e.name.starts_with(&prefix)) {
+            self.remove_quietly(&entry.name).await?;
+        }
+        self.remove_quietly(&upload_name(id)).await
+    }
+
+    /// Removes `name`; already absent is fine.
+    async fn remove_quietly(&self, name: &str) -> S3Result<()> {
+        match self.client().remove(name).await {
+            Ok(()) | Err(ClientError::NotFound(_)) => Ok(()),
+            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchUpload)),
+        }
+    }
+}
+
+/// The bytes of a hex ETag.
+fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_etags_turn_back_into_bytes() {
+        assert_eq!(super::hex_bytes("00ff10"), Some(vec![0, 255, 16]));
+        assert_eq!(super::hex_bytes("0"), None);
+        assert_eq!(super::hex_bytes("zz"), None);
+    }
+}

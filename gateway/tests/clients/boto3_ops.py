@@ -1,0 +1,112 @@
+"""boto3 against the vouch gateway: every operation an application makes, with the checksums
+current SDKs send by default. Usage: boto3_ops.py ENDPOINT ACCESS_KEY SECRET_KEY.
+Exits non-zero (with the failed assertion) when anything is not as S3 says."""
+import hashlib
+import io
+import os
+import sys
+import urllib.request
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+endpoint, key, secret = sys.argv[1:4]
+s3 = boto3.client(
+    "s3",
+    endpoint_url=endpoint,
+    aws_access_key_id=key,
+    aws_secret_access_key=secret,
+    region_name="us-east-1",
+    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+)
+
+
+def error_code(call):
+    try:
+        call()
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    raise AssertionError("expected an error")
+
+
+s3.create_bucket(Bucket="boto")
+assert "boto" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+assert error_code(lambda: s3.create_bucket(Bucket="boto")) == "BucketAlreadyOwnedByYou"
+s3.head_bucket(Bucket="boto")
+
+# A put with the SDK's default checksum, read back whole, in a range, and its checksum.
+data = os.urandom(300_000)
+put = s3.put_object(Bucket="boto", Key="dir/a.bin", Body=data)
+assert put["ETag"].strip('"') == hashlib.md5(data).hexdigest(), put["ETag"]
+got = s3.get_object(Bucket="boto", Key="dir/a.bin", ChecksumMode="ENABLED")
+assert got["Body"].read() == data
+assert got["ContentLength"] == len(data)
+part = s3.get_object(Bucket="boto", Key="dir/a.bin", Range="bytes=100-199")
+assert part["Body"].read() == data[100:200]
+assert part["ContentRange"] == f"bytes 100-199/{len(data)}", part["ContentRange"]
+assert s3.head_object(Bucket="boto", Key="dir/a.bin")["ContentLength"] == len(data)
+
+# Each checksum algorithm, checked by the gateway and returned on request.
+for algorithm in ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"]:
+    body = os.urandom(70_000)
+    s3.put_object(Bucket="boto", Key=f"sum/{algorithm}", Body=body, ChecksumAlgorithm=algorithm)
+    head = s3.head_object(Bucket="boto", Key=f"sum/{algorithm}", ChecksumMode="ENABLED")
+    assert head.get(f"Checksum{algorithm}"), (algorithm, head)
+    read = s3.get_object(Bucket="boto", Key=f"sum/{algorithm}", ChecksumMode="ENABLED")
+    assert read["Body"].read() == body
+# A checksum that does not match the body is refused, and nothing is stored.
+wrong = lambda: s3.put_object(Bucket="boto", Key="bad", Body=b"hello", ChecksumCRC32="AAAAAA==")
+assert error_code(wrong) in ("BadDigest", "InvalidRequest"), error_code(wrong)
+assert error_code(lambda: s3.head_object(Bucket="boto", Key="bad")) in ("404", "NoSuchKey")
+
+# Metadata.
+s3.put_object(Bucket="boto", Key="meta", Body=b"x", ContentType="text/plain", Metadata={"colour": "blue"})
+head = s3.head_object(Bucket="boto", Key="meta")
+assert head["ContentType"] == "text/plain" and head["Metadata"] == {"colour": "blue"}, head
+
+# Listing in pages, with a delimiter.
+for i in range(25):
+    s3.put_object(Bucket="boto", Key=f"many/{i:02}", Body=str(i).encode())
+keys = []
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket="boto", Prefix="many/", PaginationConfig={"PageSize": 10}):
+    keys += [o["Key"] for o in page.get("Contents", [])]
+assert keys == [f"many/{i:02}" for i in range(25)], keys
+top = s3.list_objects_v2(Bucket="boto", Delimiter="/")
+assert [p["Prefix"] for p in top["CommonPrefixes"]] == ["dir/", "many/", "sum/"], top["CommonPrefixes"]
+assert [o["Key"] for o in top["Contents"]] == ["meta"]
+
+# Copy, conditional writes, deletes.
+s3.copy_object(Bucket="boto", Key="copy.bin", CopySource={"Bucket": "boto", "Key": "dir/a.bin"})
+assert s3.get_object(Bucket="boto", Key="copy.bin")["Body"].read() == data
+assert error_code(lambda: s3.put_object(Bucket="boto", Key="meta", Body=b"y", IfNoneMatch="*")) == "PreconditionFailed"
+s3.delete_objects(Bucket="boto", Delete={"Objects": [{"Key": f"many/{i:02}"} for i in range(25)]})
+assert "Contents" not in s3.list_objects_v2(Bucket="boto", Prefix="many/")
+s3.delete_object(Bucket="boto", Key="copy.bin")
+assert error_code(lambda: s3.get_object(Bucket="boto", Key="copy.bin")) == "NoSuchKey"
+assert error_code(lambda: s3.get_object(Bucket="nothere", Key="x")) == "NoSuchBucket"
+
+# A multipart upload (three parts of 5 MiB and less), as upload_fileobj makes it with threads.
+big = os.urandom(12 * 1024 * 1024 + 123)
+chunk = 5 * 1024 * 1024
+transfer = TransferConfig(multipart_threshold=chunk, multipart_chunksize=chunk)
+s3.upload_fileobj(io.BytesIO(big), "boto", "big.bin", Config=transfer)
+head = s3.head_object(Bucket="boto", Key="big.bin")
+parts_md5 = b"".join(hashlib.md5(big[i : i + chunk]).digest() for i in range(0, len(big), chunk))
+assert head["ETag"].strip('"') == hashlib.md5(parts_md5).hexdigest() + "-3", head["ETag"]
+assert head["ContentLength"] == len(big)
+assert s3.get_object(Bucket="boto", Key="big.bin")["Body"].read() == big
+# An aborted upload leaves nothing, and takes no more parts.
+up = s3.create_multipart_upload(Bucket="boto", Key="aborted")["UploadId"]
+s3.upload_part(Bucket="boto", Key="aborted", UploadId=up, PartNumber=1, Body=b"x" * 100)
+s3.abort_multipart_upload(Bucket="boto", Key="aborted", UploadId=up)
+assert error_code(lambda: s3.head_object(Bucket="boto", Key="aborted")) in ("404", "NoSuchKey")
+late = lambda: s3.upload_part(Bucket="boto", Key="aborted", UploadId=up, PartNumber=2, Body=b"y")
+assert error_code(late) == "NoSuchUpload"
+
+# A presigned URL, fetched by a plain HTTP client.
+url = s3.generate_presigned_url("get_object", Params={"Bucket": "boto", "Key": "dir/a.bin"}, ExpiresIn=60)
+with urllib.request.urlopen(url) as answer:
+    assert answer.read() == data
+print("boto3: every operation as S3 says")
