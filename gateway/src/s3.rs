@@ -122,11 +122,28 @@ impl Gateway {
     /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
     pub(crate) async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
         let (reader, done) = body.into_reader(meta);
-        self.client.put(name, reader, None, |_| {}).await.map_err(|e| match done.failure() {
+        let put = self.client.put(name, reader, None, |_| {}).await.map_err(|e| match done.failure() {
             Some(failure) => failure,
             None => to_s3(e, S3ErrorCode::NoSuchKey),
         })?;
+        if put.version > 1 {
+            self.drop_older(name, put.version).await;
+        }
         Ok(done.meta().expect("a finished put wrote its metadata"))
+    }
+
+    /// An overwrite replaces the object, as in S3: the versions of `name` before `version` are
+    /// pruned (vouch would keep them all). The put stands whatever happens here; a failure is
+    /// logged, and the next overwrite prunes what this one left.
+    async fn drop_older(&self, name: &str, version: u64) {
+        let older: Vec<u64> = match self.client.log(name).await {
+            Ok(log) => log.iter().map(|v| v.number).filter(|&n| n < version).collect(),
+            Err(e) => return tracing::warn!("{name}: its older versions stay for now: {e}"),
+        };
+        match self.client.prune(name, &older).await {
+            Ok(()) | Err(ClientError::NotFound(_)) => {}
+            Err(e) => tracing::warn!("{name}: its older versions stay for now: {e}"),
+        }
     }
 
     /// The keys of `bucket`, ascending, from the namespace's proven complete listing.

@@ -19,7 +19,8 @@ pub struct RunningGateway {
 }
 
 impl RunningGateway {
-    /// Stops accepting connections and waits for the accept loop to end.
+    /// Stops accepting connections, closes each open one after its request in flight, and
+    /// waits for the accept loop to end.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
@@ -50,11 +51,20 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
                 },
                 _ = stopped.changed() => break,
             };
-            let service = service.clone();
+            let (service, mut stop) = (service.clone(), stopped.clone());
             tokio::spawn(async move {
                 let connection =
                     hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                if let Err(e) = connection.await {
+                tokio::pin!(connection);
+                let ended = tokio::select! {
+                    ended = connection.as_mut() => ended,
+                    // Shut down: the request in flight finishes, then the connection closes.
+                    _ = stop.changed() => {
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
+                    }
+                };
+                if let Err(e) = ended {
                     tracing::debug!("gateway: a connection ended: {e}");
                 }
             });

@@ -15,8 +15,16 @@ const TOKEN: &str = "test-token";
 pub struct Harness {
     pub dir: tempfile::TempDir,
     pub server: Option<RunningServer>,
-    pub gateway: RunningGateway,
+    pub gateway: Option<RunningGateway>,
     pub client: Arc<Client>,
+}
+
+/// The gateway's configuration: loopback, any port, the test's key.
+fn config() -> GatewayConfig {
+    GatewayConfig {
+        listen: "127.0.0.1:0".into(),
+        keys: vec![AccessKey { access_key: ACCESS_KEY.into(), secret_key: SECRET_KEY.into() }],
+    }
 }
 
 async fn provider(data: &std::path::Path, misbehave: Misbehave) -> RunningServer {
@@ -38,16 +46,24 @@ impl Harness {
         let state = dir.path().join("client");
         Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
         let client = Arc::new(Client::open(&state).unwrap());
-        let config = GatewayConfig {
-            listen: "127.0.0.1:0".into(),
-            keys: vec![AccessKey { access_key: ACCESS_KEY.into(), secret_key: SECRET_KEY.into() }],
-        };
-        let gateway = vouch_gateway::start(&config, client.clone()).await.unwrap();
-        let harness = Harness { dir, server: Some(server), gateway, client };
+        let gateway = vouch_gateway::start(&config(), client.clone()).await.unwrap();
+        let harness = Harness { dir, server: Some(server), gateway: Some(gateway), client };
         for bucket in buckets {
             harness.make_bucket(bucket).await;
         }
         harness
+    }
+
+    /// Stops the gateway and its client, and starts both again over the same state, on the
+    /// same port (so that an application's handles still reach it).
+    pub async fn restart_gateway(&mut self) {
+        let old = self.gateway.take().unwrap();
+        let listen = old.addr.to_string();
+        old.shutdown().await;
+        let state = self.dir.path().join("client");
+        self.client = Arc::new(Client::open(&state).unwrap());
+        let config = GatewayConfig { listen, ..config() };
+        self.gateway = Some(vouch_gateway::start(&config, self.client.clone()).await.unwrap());
     }
 
     /// Makes a bucket the way `CreateBucket` does (object_store has no call for it).
@@ -57,7 +73,7 @@ impl Harness {
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.gateway.addr)
+        format!("http://{}", self.gateway.as_ref().unwrap().addr)
     }
 
     /// An object_store client of `bucket` through the gateway, signing with `secret`.
