@@ -109,7 +109,7 @@ impl Gateway {
         }
         let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
         let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        let body: StreamingBlob = body_stream(self.client().clone(), pieces);
+        let body: StreamingBlob = body_stream(self.client().clone(), pieces).await?;
         let meta = self.put_body(&name, PutBody::new(Some(body), None).with_etag(etag), upload.meta).await?;
         self.forget_upload(id).await?;
         Ok(meta)

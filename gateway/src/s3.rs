@@ -338,7 +338,7 @@ impl S3 for Gateway {
             .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
         let length = range.end - range.start;
         let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
-        let body = body_stream(self.client.clone(), vec![Piece { name, version: stat.version, range }]);
+        let body = body_stream(self.client.clone(), vec![Piece { name, version: stat.version, range }]).await?;
         let meta = stat.meta;
         Ok(S3Response::new(GetObjectOutput {
             checksum_crc32: sums.checksum_crc32,
@@ -521,10 +521,8 @@ impl S3 for Gateway {
             ),
             false => ObjectMeta { etag: String::new(), ..stat.meta },
         };
-        let source = body_stream(
-            self.client.clone(),
-            vec![Piece { name: from, version: stat.version, range: 0..stat.body_len }],
-        );
+        let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
+        let source = body_stream(self.client.clone(), vec![whole]).await?;
         let meta = self.put_body(&name, PutBody::new(Some(source), None), meta).await?;
         let result = CopyObjectResult {
             e_tag: Some(etag(&meta)),

@@ -3,6 +3,7 @@
 //! a get's body streams out a verified range read at a time, so neither holds a whole
 //! object in memory.
 
+use crate::errors::to_s3;
 use crate::object::{etag_of, ObjectMeta};
 use base64::Engine as _;
 use bytes::Bytes;
@@ -10,7 +11,7 @@ use futures::StreamExt;
 use md5::{Digest as _, Md5};
 use s3s::checksum::ChecksumHasher;
 use s3s::dto::{Checksum, StreamingBlob};
-use s3s::{s3_error, S3Error, TrailingHeaders};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Result, TrailingHeaders};
 use std::io::Read;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -248,34 +249,57 @@ pub struct Piece {
     pub range: Range<u64>,
 }
 
-/// The bytes of `pieces`, one after the other, a verified read of [`READ_CHUNK`] at a time. A
+/// The bytes of `pieces`, one after the other, a verified read of [`READ_CHUNK`] at a time.
+/// The first read is made before this returns, so that a lie caught there (in any read of up
+/// to [`READ_CHUNK`] bytes, the whole of it) is an S3 error with the violation's code; a later
 /// read that fails verification ends the stream with an error: the application sees a broken
 /// transfer, never bytes that did not verify.
-pub fn body_stream(client: Arc<Client>, pieces: Vec<Piece>) -> StreamingBlob {
+pub async fn body_stream(client: Arc<Client>, pieces: Vec<Piece>) -> S3Result<StreamingBlob> {
+    let mut reads: std::collections::VecDeque<(String, u64, Range<u64>)> = pieces
+        .into_iter()
+        .flat_map(|Piece { name, version, range }| {
+            let starts = (range.start..range.end).step_by(READ_CHUNK as usize);
+            starts.map(move |at| (name.clone(), version, at..range.end.min(at + READ_CHUNK)))
+        })
+        .collect();
+    let first = match reads.pop_front() {
+        Some((name, version, range)) => {
+            Some(read(&client, &name, version, range).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?)
+        }
+        None => None,
+    };
     // Read ahead on a task of its own, a chunk or two: the body's consumer pulls from the
     // channel (which, unlike the read's future, is `Sync`, as s3s asks of a body).
     let (tx, mut rx) = mpsc::channel::<std::io::Result<Bytes>>(1);
     tokio::spawn(async move {
-        for Piece { name, version, range } in pieces {
-            let mut at = range.start;
-            while at < range.end {
-                let upto = range.end.min(at + READ_CHUNK);
-                let mut out = Vec::with_capacity((upto - at) as usize);
-                let chunk = match client.get(&name, Some(version), Some(at..upto), &mut out).await {
-                    Ok(_) => Ok(Bytes::from(out)),
-                    Err(e) => {
-                        tracing::error!("{name}: a read of the body failed: {e}");
-                        Err(std::io::Error::other(e.to_string()))
-                    }
-                };
-                let failed = chunk.is_err();
-                // The application went away, or the read failed: stop.
-                if tx.send(chunk).await.is_err() || failed {
-                    return;
-                }
-                at = upto;
+        if let Some(first) = first {
+            if tx.send(Ok(first)).await.is_err() {
+                return;
+            }
+        }
+        for (name, version, range) in reads {
+            let chunk = read(&client, &name, version, range).await.map_err(|e| {
+                tracing::error!("{name}: a read of the body failed: {e}");
+                std::io::Error::other(e.to_string())
+            });
+            let failed = chunk.is_err();
+            // The application went away, or the read failed: stop.
+            if tx.send(chunk).await.is_err() || failed {
+                return;
             }
         }
     });
-    StreamingBlob::wrap(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+    Ok(StreamingBlob::wrap(futures::stream::poll_fn(move |cx| rx.poll_recv(cx))))
+}
+
+/// Bytes `range` of version `version` of `name`, verified.
+async fn read(
+    client: &Client,
+    name: &str,
+    version: u64,
+    range: Range<u64>,
+) -> Result<Bytes, vouch_client::ClientError> {
+    let mut out = Vec::with_capacity((range.end - range.start) as usize);
+    client.get(name, Some(version), Some(range), &mut out).await?;
+    Ok(Bytes::from(out))
 }
