@@ -34,6 +34,10 @@ pub(crate) struct Stat {
     pub body_len: u64,
 }
 
+/// Times a GetObject looks its object up again when the version it found was replaced (and
+/// pruned) before its first read.
+const READ_ATTEMPTS: u32 = 3;
+
 /// Bytes of a file's tail read at once to find its metadata.
 const TAIL_READ: u64 = 4096;
 
@@ -119,6 +123,20 @@ impl Gateway {
         }
     }
 
+    /// The latest version of the object a GetObject names, its conditions checked, the range
+    /// to serve, and its body with the first read made.
+    async fn open_object(&self, input: &GetObjectInput) -> S3Result<(Stat, std::ops::Range<u64>, StreamingBlob)> {
+        let (name, stat) = self.object(&input.bucket, &input.key).await?;
+        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
+        let range = match &input.range {
+            None => 0..stat.body_len,
+            Some(r) => r.check(stat.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", stat.body_len))?,
+        };
+        let body =
+            body_stream(self.client.clone(), vec![Piece { name, version: stat.version, range: range.clone() }]).await?;
+        Ok((stat, range, body))
+    }
+
     /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
     pub(crate) async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
         let (reader, done) = body.into_reader(meta);
@@ -140,6 +158,9 @@ impl Gateway {
             Ok(log) => log.iter().map(|v| v.number).filter(|&n| n < version).collect(),
             Err(e) => return tracing::warn!("{name}: its older versions stay for now: {e}"),
         };
+        if older.is_empty() {
+            return;
+        }
         match self.client.prune(name, &older).await {
             Ok(()) | Err(ClientError::NotFound(_)) => {}
             Err(e) => tracing::warn!("{name}: its older versions stay for now: {e}"),
@@ -326,11 +347,15 @@ impl S3 for Gateway {
 
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let input = req.input;
-        let (name, stat) = self.object(&input.bucket, &input.key).await?;
-        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
-        let range = match &input.range {
-            None => 0..stat.body_len,
-            Some(r) => r.check(stat.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", stat.body_len))?,
+        let mut attempts = 0;
+        let (stat, range, body) = loop {
+            attempts += 1;
+            let opened = self.open_object(&input).await;
+            match opened {
+                // The version looked up was replaced, and pruned, before it was read: again.
+                Err(e) if *e.code() == S3ErrorCode::NoSuchKey && attempts < READ_ATTEMPTS => continue,
+                opened => break opened?,
+            }
         };
         let content_range = input
             .range
@@ -338,7 +363,6 @@ impl S3 for Gateway {
             .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
         let length = range.end - range.start;
         let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
-        let body = body_stream(self.client.clone(), vec![Piece { name, version: stat.version, range }]).await?;
         let meta = stat.meta;
         Ok(S3Response::new(GetObjectOutput {
             checksum_crc32: sums.checksum_crc32,
@@ -542,7 +566,9 @@ impl S3 for Gateway {
         let page = names::list_page(&keys, &prefix, input.delimiter.as_deref(), after, max);
         let mut contents = Vec::with_capacity(page.keys.len());
         for key in &page.keys {
-            let (_, stat) = self.object(&input.bucket, key).await?;
+            let name = object_name(&input.bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+            // Removed since the listing: left out, as a listing a moment later would.
+            let Some(stat) = self.stat(&name).await? else { continue };
             contents.push(Object {
                 key: Some(key.clone()),
                 size: Some(stat.body_len as i64),

@@ -172,6 +172,31 @@ impl Provider {
         tree.lookup(name).map_err(|e| corrupt("namespace", e))
     }
 
+    /// The lookup of `name` and its version records, of one state. A commit makes its
+    /// records durable before it applies its edit to the namespace in memory
+    /// (`commit::Provider::apply`), so a read between the two would pair the entry before the
+    /// change with the records after it: an answer that verifies under no root the client
+    /// ever holds. Such a pair is read again, until the namespace has caught up.
+    fn lookup_with_versions(
+        &self,
+        client: &str,
+        name: &str,
+    ) -> Result<(LookupProof, Found, Vec<VersionRecord>), ProviderError> {
+        for _ in 0..TORN_READS {
+            let (answer, found) = self.lookup(client, name)?;
+            let Found::At { entry, .. } = &found else { return Ok((answer, found, Vec::new())) };
+            let records = self.versions(client, &entry.file)?;
+            if records.len() as u64 == entry.versions && version_list(&records)?.root() == entry.versions_root {
+                return Ok((answer, found, records));
+            }
+            std::thread::yield_now();
+        }
+        Err(ProviderError::Store(StoreError::Backend {
+            at: format!("the versions of {name}"),
+            detail: "a commit is being applied; try again".into(),
+        }))
+    }
+
     fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {
         self.repo
             .records(&keys::version_prefix(client, file))?
@@ -201,11 +226,10 @@ impl Provider {
 
     /// Where `name` is and, when it exists, the version asked for (`None`: the latest).
     fn locate(&self, client: &str, name: &str, want: Option<u64>) -> Result<(Located, Option<Version>), ProviderError> {
-        let (answer, found) = self.lookup(client, name)?;
+        let (answer, found, records) = self.lookup_with_versions(client, name)?;
         let Found::At { entry, .. } = found else {
             return Ok((Located { lookup: wire_lookup(&answer), version: None }, None));
         };
-        let records = self.versions(client, &entry.file)?;
         let position = match want {
             None => records.len().checked_sub(1).ok_or_else(|| corrupt(name, "a name without versions"))?,
             Some(n) => records
@@ -238,10 +262,9 @@ impl Provider {
     }
 
     pub fn log(&self, client: &str, name: &str) -> Result<Log, ProviderError> {
-        let (answer, found) = self.lookup(client, name)?;
+        let (answer, found, records) = self.lookup_with_versions(client, name)?;
         let (versions, proof) = match found {
-            Found::At { entry, .. } => {
-                let records = self.versions(client, &entry.file)?;
+            Found::At { .. } => {
                 let indices: Vec<u64> = (0..records.len() as u64).collect();
                 let proof = if indices.is_empty() {
                     Vec::new()
@@ -255,6 +278,9 @@ impl Provider {
         Ok(Log { lookup: wire_lookup(&answer), versions, proof: ByteBuf::from(proof) })
     }
 }
+
+/// Times a read looks a name and its versions up again while a commit to it is being applied.
+const TORN_READS: usize = 10_000;
 
 /// The layout of what the provider keeps (node hashes, tags, records). Format 2 binds every
 /// rank and length into the node hashes and carries a salt in each linear tag; data in another
