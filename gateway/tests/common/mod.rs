@@ -27,8 +27,8 @@ fn config() -> GatewayConfig {
     }
 }
 
-async fn provider(data: &std::path::Path, misbehave: Misbehave) -> RunningServer {
-    let provider = Misbehaving::new(Provider::open_dir(data, &Blocks::Local).unwrap(), misbehave);
+async fn provider(data: &std::path::Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer {
+    let provider = Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), misbehave);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
 }
@@ -41,8 +41,13 @@ impl Harness {
 
     /// A gateway over a provider that behaves as `misbehave` says, with `buckets` made.
     pub async fn lying(misbehave: Misbehave, buckets: &[&str]) -> Harness {
+        Harness::on(Blocks::Local, misbehave, buckets).await
+    }
+
+    /// A gateway over an honest provider whose blobs are in `blocks` (e.g. a MinIO bucket).
+    pub async fn on(blocks: Blocks, misbehave: Misbehave, buckets: &[&str]) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let server = provider(&dir.path().join("provider"), misbehave).await;
+        let server = provider(&dir.path().join("provider"), &blocks, misbehave).await;
         let state = dir.path().join("client");
         Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
         let client = Arc::new(Client::open(&state).unwrap());
