@@ -12,6 +12,55 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 use vouch_client::{Client, ClientError};
 
+/// `$out { $fields, .. }` with the five checksum fields taken from the place `$sums` (an
+/// input that carries them, or a [`Checksum`]), the rest default.
+macro_rules! with_checksums {
+    ($out:ident { $($field:ident: $value:expr),* $(,)? }, $sums:expr) => {
+        $out {
+            checksum_crc32: $sums.checksum_crc32,
+            checksum_crc32c: $sums.checksum_crc32c,
+            checksum_crc64nvme: $sums.checksum_crc64nvme,
+            checksum_sha1: $sums.checksum_sha1,
+            checksum_sha256: $sums.checksum_sha256,
+            $($field: $value,)*
+            ..$out::default()
+        }
+    };
+}
+
+/// The metadata an input that carries it (PutObject, CreateMultipartUpload, CopyObject) sets.
+macro_rules! meta_from {
+    ($input:expr) => {
+        meta_of(
+            $input.content_type,
+            $input.content_encoding,
+            $input.content_disposition,
+            $input.cache_control,
+            $input.metadata,
+        )
+    };
+}
+
+/// What GetObject and HeadObject both say of the object `$stat` (its metadata in `$meta`).
+macro_rules! object_output {
+    ($out:ident { $($field:ident: $value:expr),* $(,)? }, $stat:expr, $meta:expr, $sums:expr) => {
+        with_checksums!(
+            $out {
+                accept_ranges: Some("bytes".into()),
+                e_tag: Some(etag(&$meta)),
+                last_modified: Some(timestamp($stat.time)),
+                content_type: $meta.content_type.clone(),
+                content_encoding: $meta.content_encoding.clone(),
+                content_disposition: $meta.content_disposition.clone(),
+                cache_control: $meta.cache_control.clone(),
+                metadata: Some($meta.user.clone().into_iter().collect()),
+                $($field: $value,)*
+            },
+            $sums
+        )
+    };
+}
+
 /// The portal: one client (one namespace root) for every application behind it.
 pub struct Gateway {
     client: Arc<Client>,
@@ -315,34 +364,13 @@ impl S3 for Gateway {
                 return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
             }
         }
-        let meta = meta_of(
-            input.content_type,
-            input.content_encoding,
-            input.content_disposition,
-            input.cache_control,
-            input.metadata,
-        );
-        let claimed = Checksum {
-            checksum_crc32: input.checksum_crc32,
-            checksum_crc32c: input.checksum_crc32c,
-            checksum_crc64nvme: input.checksum_crc64nvme,
-            checksum_sha1: input.checksum_sha1,
-            checksum_sha256: input.checksum_sha256,
-            ..Checksum::default()
-        };
+        let meta = meta_from!(input);
+        let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
         let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
         let meta = self.put_body(&name, body, meta).await?;
         let sums = checksums(&meta);
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(etag(&meta)),
-            checksum_crc32: sums.checksum_crc32,
-            checksum_crc32c: sums.checksum_crc32c,
-            checksum_crc64nvme: sums.checksum_crc64nvme,
-            checksum_sha1: sums.checksum_sha1,
-            checksum_sha256: sums.checksum_sha256,
-            ..PutObjectOutput::default()
-        }))
+        Ok(S3Response::new(with_checksums!(PutObjectOutput { e_tag: Some(etag(&meta)) }, sums)))
     }
 
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
@@ -363,26 +391,12 @@ impl S3 for Gateway {
             .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
         let length = range.end - range.start;
         let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
-        let meta = stat.meta;
-        Ok(S3Response::new(GetObjectOutput {
-            checksum_crc32: sums.checksum_crc32,
-            checksum_crc32c: sums.checksum_crc32c,
-            checksum_crc64nvme: sums.checksum_crc64nvme,
-            checksum_sha1: sums.checksum_sha1,
-            checksum_sha256: sums.checksum_sha256,
-            body: Some(body),
-            content_length: Some(length as i64),
-            content_range,
-            accept_ranges: Some("bytes".into()),
-            e_tag: Some(etag(&meta)),
-            last_modified: Some(timestamp(stat.time)),
-            content_type: meta.content_type.clone(),
-            content_encoding: meta.content_encoding.clone(),
-            content_disposition: meta.content_disposition.clone(),
-            cache_control: meta.cache_control.clone(),
-            metadata: Some(meta.user.clone().into_iter().collect()),
-            ..GetObjectOutput::default()
-        }))
+        Ok(S3Response::new(object_output!(
+            GetObjectOutput { body: Some(body), content_length: Some(length as i64), content_range: content_range },
+            stat,
+            stat.meta,
+            sums
+        )))
     }
 
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
@@ -390,24 +404,12 @@ impl S3 for Gateway {
         let (_, stat) = self.object(&input.bucket, &input.key).await?;
         check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
         let sums = checksums_for(input.checksum_mode.as_ref(), true, &stat.meta);
-        let meta = stat.meta;
-        Ok(S3Response::new(HeadObjectOutput {
-            checksum_crc32: sums.checksum_crc32,
-            checksum_crc32c: sums.checksum_crc32c,
-            checksum_crc64nvme: sums.checksum_crc64nvme,
-            checksum_sha1: sums.checksum_sha1,
-            checksum_sha256: sums.checksum_sha256,
-            content_length: Some(stat.body_len as i64),
-            accept_ranges: Some("bytes".into()),
-            e_tag: Some(etag(&meta)),
-            last_modified: Some(timestamp(stat.time)),
-            content_type: meta.content_type.clone(),
-            content_encoding: meta.content_encoding.clone(),
-            content_disposition: meta.content_disposition.clone(),
-            cache_control: meta.cache_control.clone(),
-            metadata: Some(meta.user.clone().into_iter().collect()),
-            ..HeadObjectOutput::default()
-        }))
+        Ok(S3Response::new(object_output!(
+            HeadObjectOutput { content_length: Some(stat.body_len as i64) },
+            stat,
+            stat.meta,
+            sums
+        )))
     }
 
     async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
@@ -458,13 +460,7 @@ impl S3 for Gateway {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let input = req.input;
-        let meta = meta_of(
-            input.content_type,
-            input.content_encoding,
-            input.content_disposition,
-            input.cache_control,
-            input.metadata,
-        );
+        let meta = meta_from!(input);
         let id = self.create_upload(&input.bucket, &input.key, meta).await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket),
@@ -476,28 +472,13 @@ impl S3 for Gateway {
 
     async fn upload_part(&self, req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
         let S3Request { input, headers, trailing_headers, .. } = req;
-        let claimed = Checksum {
-            checksum_crc32: input.checksum_crc32,
-            checksum_crc32c: input.checksum_crc32c,
-            checksum_crc64nvme: input.checksum_crc64nvme,
-            checksum_sha1: input.checksum_sha1,
-            checksum_sha256: input.checksum_sha256,
-            ..Checksum::default()
-        };
+        let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
         let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
         let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
         let meta = self.upload_part(target, input.part_number, body).await?;
         let sums = checksums(&meta);
-        Ok(S3Response::new(UploadPartOutput {
-            e_tag: Some(etag(&meta)),
-            checksum_crc32: sums.checksum_crc32,
-            checksum_crc32c: sums.checksum_crc32c,
-            checksum_crc64nvme: sums.checksum_crc64nvme,
-            checksum_sha1: sums.checksum_sha1,
-            checksum_sha256: sums.checksum_sha256,
-            ..UploadPartOutput::default()
-        }))
+        Ok(S3Response::new(with_checksums!(UploadPartOutput { e_tag: Some(etag(&meta)) }, sums)))
     }
 
     async fn complete_multipart_upload(
@@ -536,13 +517,7 @@ impl S3 for Gateway {
         self.need_bucket(&input.bucket).await?;
         let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         let meta = match replace {
-            true => meta_of(
-                input.content_type,
-                input.content_encoding,
-                input.content_disposition,
-                input.cache_control,
-                input.metadata,
-            ),
+            true => meta_from!(input),
             false => ObjectMeta { etag: String::new(), ..stat.meta },
         };
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
