@@ -83,6 +83,14 @@ pub(crate) struct Stat {
     pub body_len: u64,
 }
 
+/// A page of a listing, as both ListObjects versions answer it.
+struct Listed {
+    contents: Vec<Object>,
+    common_prefixes: Vec<CommonPrefix>,
+    /// Where the next page starts after, when there is one.
+    next: Option<String>,
+}
+
 /// Times a GetObject looks its object up again when the version it found was replaced (and
 /// pruned) before its first read.
 const READ_ATTEMPTS: u32 = 3;
@@ -214,6 +222,36 @@ impl Gateway {
             Ok(()) | Err(ClientError::NotFound(_)) => {}
             Err(e) => tracing::warn!("{name}: its older versions stay for now: {e}"),
         }
+    }
+
+    /// One page of `bucket`'s keys under `prefix` after `after`, with each key's size, ETag
+    /// and time (a key removed since the listing is left out, as a listing a moment later
+    /// would leave it).
+    async fn listing(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        delimiter: Option<&str>,
+        after: Option<&str>,
+        max: usize,
+    ) -> S3Result<Listed> {
+        self.need_bucket(bucket).await?;
+        let keys = self.keys(bucket).await?;
+        let page = names::list_page(&keys, prefix, delimiter, after, max);
+        let mut contents = Vec::with_capacity(page.keys.len());
+        for key in &page.keys {
+            let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+            let Some(stat) = self.stat(&name).await? else { continue };
+            contents.push(Object {
+                key: Some(key.clone()),
+                size: Some(stat.body_len as i64),
+                e_tag: Some(etag(&stat.meta)),
+                last_modified: Some(timestamp(stat.time)),
+                ..Object::default()
+            });
+        }
+        let common_prefixes = page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
+        Ok(Listed { contents, common_prefixes, next: page.next })
     }
 
     /// The keys of `bucket`, ascending, from the namespace's proven complete listing.
@@ -533,41 +571,45 @@ impl S3 for Gateway {
 
     async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
         let input = req.input;
-        self.need_bucket(&input.bucket).await?;
-        let keys = self.keys(&input.bucket).await?;
         let prefix = input.prefix.clone().unwrap_or_default();
         let max = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
         let after = input.continuation_token.as_deref().or(input.start_after.as_deref());
-        let page = names::list_page(&keys, &prefix, input.delimiter.as_deref(), after, max);
-        let mut contents = Vec::with_capacity(page.keys.len());
-        for key in &page.keys {
-            let name = object_name(&input.bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-            // Removed since the listing: left out, as a listing a moment later would.
-            let Some(stat) = self.stat(&name).await? else { continue };
-            contents.push(Object {
-                key: Some(key.clone()),
-                size: Some(stat.body_len as i64),
-                e_tag: Some(etag(&stat.meta)),
-                last_modified: Some(timestamp(stat.time)),
-                ..Object::default()
-            });
-        }
-        let common_prefixes: Vec<CommonPrefix> =
-            page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
-        let count = contents.len() + common_prefixes.len();
+        let listed = self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), after, max).await?;
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(input.bucket),
             prefix: Some(prefix),
             delimiter: input.delimiter,
             max_keys: Some(max as i32),
-            key_count: Some(count as i32),
+            key_count: Some((listed.contents.len() + listed.common_prefixes.len()) as i32),
             continuation_token: input.continuation_token,
             start_after: input.start_after,
-            is_truncated: Some(page.next.is_some()),
-            next_continuation_token: page.next,
-            contents: Some(contents),
-            common_prefixes: Some(common_prefixes),
+            is_truncated: Some(listed.next.is_some()),
+            next_continuation_token: listed.next,
+            contents: Some(listed.contents),
+            common_prefixes: Some(listed.common_prefixes),
             ..ListObjectsV2Output::default()
+        }))
+    }
+
+    /// ListObjects (version 1, which rclone and older SDKs use): the same pages, with a
+    /// marker instead of a continuation token.
+    async fn list_objects(&self, req: S3Request<ListObjectsInput>) -> S3Result<S3Response<ListObjectsOutput>> {
+        let input = req.input;
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let max = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
+        let listed =
+            self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), input.marker.as_deref(), max).await?;
+        Ok(S3Response::new(ListObjectsOutput {
+            name: Some(input.bucket),
+            prefix: Some(prefix),
+            delimiter: input.delimiter,
+            max_keys: Some(max as i32),
+            marker: input.marker,
+            is_truncated: Some(listed.next.is_some()),
+            next_marker: listed.next,
+            contents: Some(listed.contents),
+            common_prefixes: Some(listed.common_prefixes),
+            ..ListObjectsOutput::default()
         }))
     }
 }

@@ -1,7 +1,7 @@
 //! Real S3 applications, unchanged, against the gateway: boto3 (`clients/boto3_ops.py`,
 //! every operation with the checksums current SDKs send by default, multipart uploads,
-//! presigned URLs) and the aws CLI (`clients/aws_cli.sh`). The project's
-//! `scripts/s3-clients.sh` installs them when missing.
+//! presigned URLs), the aws CLI (`clients/aws_cli.sh`) and rclone (`clients/rclone.sh`). The
+//! project's `scripts/s3-clients.sh` installs them when missing.
 
 mod common;
 
@@ -35,4 +35,10 @@ async fn boto3_does_every_operation_through_the_gateway() {
 async fn the_aws_cli_copies_up_and_down_through_the_gateway() {
     let h = Harness::new(&[]).await;
     run("bash", "aws_cli.sh", h.endpoint()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rclone_copies_checks_and_purges_through_the_gateway() {
+    let h = Harness::new(&[]).await;
+    run("bash", "rclone.sh", h.endpoint()).await;
 }

@@ -181,8 +181,11 @@ where
 }
 
 async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: LookupRequest| async move { app.provider.located(&c, &r.name, r.version) })
-        .await
+    answer(app, headers, body, |app, c, r: LookupRequest| async move {
+        let _reading = app.provider.honest().reading(&c).await;
+        app.provider.located(&c, &r.name, r.version)
+    })
+    .await
 }
 
 async fn list(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -190,7 +193,11 @@ async fn list(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
 }
 
 async fn log(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: LogRequest| async move { app.provider.log(&c, &r.name) }).await
+    answer(app, headers, body, |app, c, r: LogRequest| async move {
+        let _reading = app.provider.honest().reading(&c).await;
+        app.provider.log(&c, &r.name)
+    })
+    .await
 }
 
 async fn edit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -213,12 +220,10 @@ async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> R
 }
 
 async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(
-        app,
-        headers,
-        body,
-        |app, c, r: BlocksRequest| async move { app.provider.block_list(&c, &r.name, r.version) },
-    )
+    answer(app, headers, body, |app, c, r: BlocksRequest| async move {
+        let _reading = app.provider.honest().reading(&c).await;
+        app.provider.block_list(&c, &r.name, r.version)
+    })
     .await
 }
 
@@ -278,7 +283,9 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         if req.start > req.end {
             return Err(Failure(ErrorCode::BadRequest, format!("empty range {}..{}", req.start, req.end)));
         }
+        let reading = app.provider.honest().reading(&client).await;
         let (located, plan) = app.provider.read_plan(&client, &req.name, req.version, req.start, req.end)?;
+        drop(reading);
         Ok((client, located, plan))
     };
     let (client, located, plan) = match started.await {

@@ -225,8 +225,11 @@ impl Provider {
         let started = std::time::Instant::now();
         let Prepared { committed, commit, client, namespace, namespace_edits, new_entry, cache, _staged_locks } =
             prepared;
+        // No read of a name and its versions between the durable write and the update below.
+        let applying = self.applying_gate(&client).write_owned().await;
         self.repo.commit(commit).await?;
         let applied = namespace.write().expect("namespace").apply(&namespace_edits, new_entry.as_ref());
+        drop(applying);
         if let Err(e) = applied {
             // Durable all the same: the next use reloads the namespace from the store.
             tracing::warn!("namespace of {client} reloaded after: {e}");

@@ -93,6 +93,9 @@ pub struct Provider {
     /// Per client: held for reading by each change in flight, for writing by `last-commit`
     /// (see `settle`).
     changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<settle::Gate>>>>,
+    /// Per client: held for writing by a commit from its durable write to its namespace
+    /// update, for reading by each read of a name and its versions ([`Provider::reading`]).
+    applying: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
     /// Per client, its PoR log (see `por`).
     por: por::PorLogs,
 }
@@ -117,11 +120,24 @@ impl Provider {
             lists: Mutex::new(HashMap::new()),
             namespaces: Mutex::new(HashMap::new()),
             changes: Mutex::new(HashMap::new()),
+            applying: Mutex::new(HashMap::new()),
             por: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
     // ---- reading the namespace ----
+
+    /// Held while a read looks up a name and its versions: a commit makes its records durable
+    /// and then updates the namespace in memory, and no such read runs between the two, so
+    /// it sees both before the commit or both after it, never the old entry with the new
+    /// records (an answer that verifies under no root the client ever holds).
+    pub async fn reading(&self, client: &str) -> tokio::sync::OwnedRwLockReadGuard<()> {
+        self.applying_gate(client).read_owned().await
+    }
+
+    pub(crate) fn applying_gate(&self, client: &str) -> Arc<tokio::sync::RwLock<()>> {
+        self.applying.lock().expect("applying gates").entry(client.to_string()).or_default().clone()
+    }
 
     /// The namespace of `client`, loaded from the store at its first use in this process (one
     /// scan), then kept in memory and changed by each commit once the commit is durable.
@@ -172,29 +188,25 @@ impl Provider {
         tree.lookup(name).map_err(|e| corrupt("namespace", e))
     }
 
-    /// The lookup of `name` and its version records, of one state. A commit makes its
-    /// records durable before it applies its edit to the namespace in memory
-    /// (`commit::Provider::apply`), so a read between the two would pair the entry before the
-    /// change with the records after it: an answer that verifies under no root the client
-    /// ever holds. Such a pair is read again, until the namespace has caught up.
+    /// The lookup of `name` and its version records, of one state: callers that answer a
+    /// client hold [`Provider::reading`] around it. A pair that still disagrees (the
+    /// namespace in memory behind the records) is refused as a storage failure, never
+    /// answered.
     fn lookup_with_versions(
         &self,
         client: &str,
         name: &str,
     ) -> Result<(LookupProof, Found, Vec<VersionRecord>), ProviderError> {
-        for _ in 0..TORN_READS {
-            let (answer, found) = self.lookup(client, name)?;
-            let Found::At { entry, .. } = &found else { return Ok((answer, found, Vec::new())) };
-            let records = self.versions(client, &entry.file)?;
-            if records.len() as u64 == entry.versions && version_list(&records)?.root() == entry.versions_root {
-                return Ok((answer, found, records));
-            }
-            std::thread::yield_now();
+        let (answer, found) = self.lookup(client, name)?;
+        let Found::At { entry, .. } = &found else { return Ok((answer, found, Vec::new())) };
+        let records = self.versions(client, &entry.file)?;
+        if records.len() as u64 != entry.versions || version_list(&records)?.root() != entry.versions_root {
+            return Err(ProviderError::Store(StoreError::Backend {
+                at: format!("the versions of {name}"),
+                detail: "the namespace in memory and the stored versions disagree (a commit in progress)".into(),
+            }));
         }
-        Err(ProviderError::Store(StoreError::Backend {
-            at: format!("the versions of {name}"),
-            detail: "a commit is being applied; try again".into(),
-        }))
+        Ok((answer, found, records))
     }
 
     fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {
@@ -278,9 +290,6 @@ impl Provider {
         Ok(Log { lookup: wire_lookup(&answer), versions, proof: ByteBuf::from(proof) })
     }
 }
-
-/// Times a read looks a name and its versions up again while a commit to it is being applied.
-const TORN_READS: usize = 10_000;
 
 /// The layout of what the provider keeps (node hashes, tags, records). Format 2 binds every
 /// rank and length into the node hashes and carries a salt in each linear tag; data in another

@@ -106,7 +106,9 @@ impl Provider {
         if req.count == 0 || req.count > MAX_CHALLENGE {
             return Err(bad(format!("a challenge has 1 to {MAX_CHALLENGE} offsets")));
         }
+        let reading = self.reading(client).await;
         let (located, version) = self.locate(client, &req.name, req.version)?;
+        drop(reading);
         // An absent name, and an empty file (its proven record says 0 bytes), need no proof.
         let Some(version) = version.filter(|v| v.list.total_len() > 0) else {
             return Ok(Challenged::Nothing(located));
