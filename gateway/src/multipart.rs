@@ -10,9 +10,10 @@ use crate::object::{etag_of, ObjectMeta};
 use crate::s3::Gateway;
 use crate::stream::{body_stream, Piece, PutBody};
 use md5::{Digest as _, Md5};
-use s3s::dto::{CompletedPart, StreamingBlob};
+use s3s::dto::{CompletedPart, ETag, MultipartUpload, Part, StreamingBlob, Timestamp};
 use s3s::{s3_error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
+use std::time::{Duration, UNIX_EPOCH};
 use vouch_client::ClientError;
 
 /// What an upload is for.
@@ -51,20 +52,25 @@ impl Gateway {
     /// The upload `id`, checked to be for `bucket`/`key`.
     async fn upload(&self, id: &str, bucket: &str, key: &str) -> S3Result<Upload> {
         let bad = || s3_error!(NoSuchUpload, "no upload {id} for {bucket}/{key}");
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        let mut bytes = Vec::new();
-        match self.client().get(&upload_name(id), None, None, &mut bytes).await {
-            Ok(_) => {}
-            Err(ClientError::NotFound(_)) => return Err(bad()),
-            Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchUpload)),
-        }
-        let upload: Upload = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+        let upload = self.upload_record(id).await?.ok_or_else(bad)?;
         match upload.bucket == bucket && upload.key == key {
             true => Ok(upload),
             false => Err(bad()),
         }
+    }
+
+    /// What the upload `id` is for; `None` when there is no such upload.
+    async fn upload_record(&self, id: &str) -> S3Result<Option<Upload>> {
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        match self.client().get(&upload_name(id), None, None, &mut bytes).await {
+            Ok(_) => {}
+            Err(ClientError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchUpload)),
+        }
+        Ok(serde_json::from_slice(&bytes).ok())
     }
 
     pub(crate) async fn upload_part(
@@ -113,6 +119,56 @@ impl Gateway {
         let meta = self.put_body(&name, PutBody::new(Some(body), None).with_etag(etag), upload.meta).await?;
         self.forget_upload(id).await?;
         Ok(meta)
+    }
+
+    /// The parts of upload `id` numbered after `after`, at most `max` of them, ascending, with
+    /// the number to list on from when there are more.
+    pub(crate) async fn list_upload_parts(
+        &self,
+        (id, bucket, key): (&str, &str, &str),
+        after: i32,
+        max: usize,
+    ) -> S3Result<(Vec<Part>, Option<i32>)> {
+        self.upload(id, bucket, key).await?;
+        let prefix = format!("s3p/{id}/");
+        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
+        let mut numbers: Vec<i32> =
+            listing.iter().filter_map(|e| e.name.strip_prefix(&prefix)?.parse().ok()).filter(|&n| n > after).collect();
+        numbers.sort_unstable();
+        let more = numbers.len() > max;
+        numbers.truncate(max);
+        let mut parts = Vec::with_capacity(numbers.len());
+        for &number in &numbers {
+            // A part removed since the listing (an abort or completion) is left out.
+            let Some(stat) = self.stat(&part_name(id, number)).await? else { continue };
+            parts.push(Part {
+                part_number: Some(number),
+                size: Some(stat.body_len as i64),
+                e_tag: Some(ETag::Strong(stat.meta.etag.clone())),
+                last_modified: Some(Timestamp::from(UNIX_EPOCH + Duration::from_secs(stat.time))),
+                ..Part::default()
+            });
+        }
+        Ok((parts, more.then(|| numbers.last().copied()).flatten()))
+    }
+
+    /// The uploads in progress in `bucket` for keys under `prefix`, by key.
+    pub(crate) async fn list_uploads(&self, bucket: &str, prefix: &str) -> S3Result<Vec<MultipartUpload>> {
+        self.need_bucket(bucket).await?;
+        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
+        let mut uploads = Vec::new();
+        for id in listing.iter().filter_map(|e| e.name.strip_prefix("s3u/")) {
+            let Some(upload) = self.upload_record(id).await? else { continue };
+            if upload.bucket == bucket && upload.key.starts_with(prefix) {
+                uploads.push(MultipartUpload {
+                    key: Some(upload.key),
+                    upload_id: Some(id.to_string()),
+                    ..MultipartUpload::default()
+                });
+            }
+        }
+        uploads.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(uploads)
     }
 
     /// Removes the upload `id` and every part stored for it.

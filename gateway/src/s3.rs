@@ -536,6 +536,40 @@ impl S3 for Gateway {
         }))
     }
 
+    async fn list_parts(&self, req: S3Request<ListPartsInput>) -> S3Result<S3Response<ListPartsOutput>> {
+        let input = req.input;
+        let after = input.part_number_marker.unwrap_or(0);
+        let max = input.max_parts.unwrap_or(1000).clamp(1, 1000) as usize;
+        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
+        let (parts, next) = self.list_upload_parts(target, after, max).await?;
+        Ok(S3Response::new(ListPartsOutput {
+            bucket: Some(input.bucket),
+            key: Some(input.key),
+            upload_id: Some(input.upload_id),
+            part_number_marker: input.part_number_marker,
+            max_parts: Some(max as i32),
+            is_truncated: Some(next.is_some()),
+            next_part_number_marker: next,
+            parts: Some(parts),
+            ..ListPartsOutput::default()
+        }))
+    }
+
+    async fn list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        let input = req.input;
+        let uploads = self.list_uploads(&input.bucket, input.prefix.as_deref().unwrap_or("")).await?;
+        Ok(S3Response::new(ListMultipartUploadsOutput {
+            bucket: Some(input.bucket),
+            prefix: input.prefix,
+            is_truncated: Some(false),
+            uploads: Some(uploads),
+            ..ListMultipartUploadsOutput::default()
+        }))
+    }
+
     async fn abort_multipart_upload(
         &self,
         req: S3Request<AbortMultipartUploadInput>,

@@ -100,7 +100,18 @@ assert s3.get_object(Bucket="boto", Key="big.bin")["Body"].read() == big
 # An aborted upload leaves nothing, and takes no more parts.
 up = s3.create_multipart_upload(Bucket="boto", Key="aborted")["UploadId"]
 s3.upload_part(Bucket="boto", Key="aborted", UploadId=up, PartNumber=1, Body=b"x" * 100)
+s3.upload_part(Bucket="boto", Key="aborted", UploadId=up, PartNumber=3, Body=b"z" * 300)
+parts = s3.list_parts(Bucket="boto", Key="aborted", UploadId=up)["Parts"]
+assert [(p["PartNumber"], p["Size"]) for p in parts] == [(1, 100), (3, 300)], parts
+assert parts[0]["ETag"].strip('"') == hashlib.md5(b"x" * 100).hexdigest()
+page = s3.list_parts(Bucket="boto", Key="aborted", UploadId=up, MaxParts=1)
+assert page["IsTruncated"] and [p["PartNumber"] for p in page["Parts"]] == [1], page
+rest = s3.list_parts(Bucket="boto", Key="aborted", UploadId=up, PartNumberMarker=page["NextPartNumberMarker"])
+assert [p["PartNumber"] for p in rest["Parts"]] == [3], rest
+uploads = s3.list_multipart_uploads(Bucket="boto").get("Uploads", [])
+assert [(u["Key"], u["UploadId"]) for u in uploads] == [("aborted", up)], uploads
 s3.abort_multipart_upload(Bucket="boto", Key="aborted", UploadId=up)
+assert not s3.list_multipart_uploads(Bucket="boto").get("Uploads"), "aborted, yet listed"
 assert error_code(lambda: s3.head_object(Bucket="boto", Key="aborted")) in ("404", "NoSuchKey")
 late = lambda: s3.upload_part(Bucket="boto", Key="aborted", UploadId=up, PartNumber=2, Body=b"y")
 assert error_code(late) == "NoSuchUpload"
