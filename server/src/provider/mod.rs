@@ -191,22 +191,23 @@ impl Provider {
     /// The lookup of `name` and its version records, of one state: callers that answer a
     /// client hold [`Provider::reading`] around it. A pair that still disagrees (the
     /// namespace in memory behind the records) is refused as a storage failure, never
-    /// answered.
+    /// answered. Also the records' version list, built once for the check and the proofs.
     fn lookup_with_versions(
         &self,
         client: &str,
         name: &str,
-    ) -> Result<(LookupProof, Found, Vec<VersionRecord>), ProviderError> {
+    ) -> Result<(LookupProof, Found, Vec<VersionRecord>, FlexList), ProviderError> {
         let (answer, found) = self.lookup(client, name)?;
-        let Found::At { entry, .. } = &found else { return Ok((answer, found, Vec::new())) };
+        let Found::At { entry, .. } = &found else { return Ok((answer, found, Vec::new(), FlexList::new())) };
         let records = self.versions(client, &entry.file)?;
-        if records.len() as u64 != entry.versions || version_list(&records)?.root() != entry.versions_root {
+        let list = version_list(&records)?;
+        if records.len() as u64 != entry.versions || list.root() != entry.versions_root {
             return Err(ProviderError::Store(StoreError::Backend {
                 at: format!("the versions of {name}"),
                 detail: "the namespace in memory and the stored versions disagree (a commit in progress)".into(),
             }));
         }
-        Ok((answer, found, records))
+        Ok((answer, found, records, list))
     }
 
     fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {
@@ -238,7 +239,7 @@ impl Provider {
 
     /// Where `name` is and, when it exists, the version asked for (`None`: the latest).
     fn locate(&self, client: &str, name: &str, want: Option<u64>) -> Result<(Located, Option<Version>), ProviderError> {
-        let (answer, found, records) = self.lookup_with_versions(client, name)?;
+        let (answer, found, records, versions) = self.lookup_with_versions(client, name)?;
         let Found::At { entry, .. } = found else {
             return Ok((Located { lookup: wire_lookup(&answer), version: None }, None));
         };
@@ -250,7 +251,7 @@ impl Provider {
                 .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {name}")))?,
         };
         let record = records[position];
-        let proof = version_list(&records)?.prove(&[position as u64]).map_err(bad)?;
+        let proof = versions.prove(&[position as u64]).map_err(bad)?;
         let version = WireVersion {
             index: position as u64,
             record: ByteBuf::from(record.to_bytes().to_vec()),
@@ -274,14 +275,14 @@ impl Provider {
     }
 
     pub fn log(&self, client: &str, name: &str) -> Result<Log, ProviderError> {
-        let (answer, found, records) = self.lookup_with_versions(client, name)?;
+        let (answer, found, records, list) = self.lookup_with_versions(client, name)?;
         let (versions, proof) = match found {
             Found::At { .. } => {
                 let indices: Vec<u64> = (0..records.len() as u64).collect();
                 let proof = if indices.is_empty() {
                     Vec::new()
                 } else {
-                    version_list(&records)?.prove(&indices).map_err(bad)?.as_bytes().to_vec()
+                    list.prove(&indices).map_err(bad)?.as_bytes().to_vec()
                 };
                 (records.iter().map(|r| ByteBuf::from(r.to_bytes().to_vec())).collect(), proof)
             }
