@@ -2,6 +2,7 @@
 //! [`crate::verify`]. Each answer is verified against the namespace root before anything is
 //! returned, written or saved; the concurrency model is in the crate documentation.
 
+use crate::cache::{CacheStats, ReadCache};
 use crate::chunking::Cutting;
 use crate::error::ClientError;
 use crate::intent::{new_attempt, Intent, Planned};
@@ -72,6 +73,7 @@ pub struct Client {
     pub(crate) remote: Remote,
     pub(crate) keys: Arc<Keys>,
     pub(crate) ledger: Arc<Ledger>,
+    pub(crate) cache: ReadCache,
     dir: Option<PathBuf>,
 }
 
@@ -79,6 +81,11 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client").field("dir", &self.dir).field("remote", &self.remote).finish()
     }
+}
+
+/// A name's absence, proven by the provider (not its bare word).
+fn proven_absent(name: &str) -> ClientError {
+    ClientError::NotFound(format!("{name} (the provider proved it absent)"))
 }
 
 pub(crate) fn now() -> u64 {
@@ -107,7 +114,7 @@ impl Client {
         dir: Option<PathBuf>,
     ) -> Result<Client, ClientError> {
         let ledger = Arc::new(Ledger::load(store)?);
-        Ok(Client { remote, keys: Arc::new(keys), ledger, dir })
+        Ok(Client { remote, keys: Arc::new(keys), ledger, cache: ReadCache::default(), dir })
     }
 
     /// Opens the client whose state is in `dir` (and holds its lock while it lives). Open a
@@ -212,7 +219,14 @@ impl Client {
     pub async fn version(&self, name: &str, want: Option<u64>) -> Result<Verified, ClientError> {
         valid_name(name)?;
         self.settle().await?;
-        self.version_in(&self.reading(), name, want).await
+        if let Some(kept) = self.cache.lookup(&self.ledger.root(), name, want) {
+            self.cache.count(true);
+            return kept.ok_or_else(|| proven_absent(name));
+        }
+        self.cache.count(false);
+        let (found, checked) = self.version_at(&self.reading(), name, want).await?;
+        self.cache.keep_lookup(&checked, &self.ledger.root(), name, want, found.as_ref());
+        found.ok_or_else(|| proven_absent(name))
     }
 
     pub(crate) async fn version_in(
@@ -221,12 +235,34 @@ impl Client {
         name: &str,
         want: Option<u64>,
     ) -> Result<Verified, ClientError> {
+        self.version_at(view, name, want).await?.0.ok_or_else(|| proven_absent(name))
+    }
+
+    /// The version of `name` (`None`: proven absent), and the root it was checked against.
+    async fn version_at(
+        &self,
+        view: &View<'_>,
+        name: &str,
+        want: Option<u64>,
+    ) -> Result<(Option<Verified>, Root), ClientError> {
         let asked = self.remote.call(Op::Lookup, &LookupRequest { name: name.into(), version: want }).await;
         let located: Located = self.absent_checked(view, name, want, asked).await?;
-        match self.check(view, |root| verify::located(root, name, want, &located)).await? {
-            (_, Some(v)) => Ok(v),
-            (_, None) => Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
-        }
+        let ((_, found), root) =
+            self.check(view, |root| verify::located(root, name, want, &located).map(|v| (v, *root))).await?;
+        Ok((found, root))
+    }
+
+    /// Keeps up to `bytes` of verified answers (blocks, lookups, the listing) to serve reads
+    /// without the provider: the portal's cache (Iris Sec. 7.2); 0, the default, turns it
+    /// off. Sound for a client that is its root's only writer, as one opened on a directory
+    /// is (see [`crate::cache`]).
+    pub fn set_cache(&self, bytes: u64) {
+        self.cache.resize(bytes);
+    }
+
+    /// The cache's hits, misses and size.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 
     /// The provider's bare "not found" (an error, not a proof) for a version of `name`. The
@@ -261,8 +297,10 @@ impl Client {
         change: &Change,
         answer: &Committed,
     ) -> Result<Option<EntryRecord>, ClientError> {
-        let (root, entry) = verify::commit(&self.ledger.root(), name, Some(found), change, answer)?;
+        let old = self.ledger.root();
+        let (root, entry) = verify::commit(&old, name, Some(found), change, answer)?;
         self.ledger.adopt(commit, root)?;
+        self.cache.carry(&old, &root, name, entry.as_ref());
         Ok(entry)
     }
 
@@ -394,6 +432,10 @@ impl Client {
     ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
         self.settle().await?;
+        if let Some(kept) = self.cached_get(name, want, range.clone(), out)? {
+            return Ok(Transfer { seconds: started.elapsed().as_secs_f64(), ..kept });
+        }
+        self.cache.count(false);
         let mut proof_bytes = 0u64;
         let mut blocks = 0u64;
         let (verified, written) = self
@@ -414,6 +456,34 @@ impl Client {
             proof_bytes,
             seconds: started.elapsed().as_secs_f64(),
         })
+    }
+
+    /// [`Client::get`] from the cache, when it holds the version's lookup under the current root
+    /// and every block of the range; `None` (nothing written) otherwise.
+    fn cached_get(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        range: Option<Range<u64>>,
+        out: &mut (impl Write + Send),
+    ) -> Result<Option<Transfer>, ClientError> {
+        valid_name(name)?;
+        let Some(kept) = self.cache.lookup(&self.ledger.root(), name, want) else { return Ok(None) };
+        let Some(verified) = kept else {
+            self.cache.count(true);
+            return Err(proven_absent(name));
+        };
+        let range = range.unwrap_or(0..u64::MAX);
+        let mut parts = Vec::new();
+        let Some(blocks) = self.cache.read(&verified, &range, &mut parts) else { return Ok(None) };
+        self.cache.count(true);
+        let mut bytes = 0;
+        for part in parts {
+            out.write_all(&part).map_err(ClientError::io("writing the output"))?;
+            bytes += part.len() as u64;
+        }
+        let version = verified.record.number;
+        Ok(Some(Transfer { name: name.into(), version, bytes, blocks, proof_bytes: 0, seconds: 0.0 }))
     }
 
     /// The verified blocks covering `range`, chunk by chunk: `each` gets, per block, the part of
@@ -446,11 +516,11 @@ impl Client {
             }
         };
         let (mut frames, located) = self.absent_checked(&view, name, want, opened.await).await?;
-        let verified = match self.check(&view, |root| verify::located(root, name, want, &located)).await? {
-            (_, Some(v)) => v,
-            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
-        };
+        let ((_, found), checked) =
+            self.check(&view, |root| verify::located(root, name, want, &located).map(|v| (v, *root))).await?;
         drop(view);
+        self.cache.keep_lookup(&checked, &self.ledger.root(), name, want, found.as_ref());
+        let verified = found.ok_or_else(|| proven_absent(name))?;
         let mut read = verify::ReadCheck::new(verified.record, start, end)?;
         while let Some(frame) = frames.next::<ReadFrame>().await? {
             let chunk = match frame {
@@ -460,7 +530,9 @@ impl Client {
                     return Err(ClientError::violation(ViolationKind::MalformedAnswer, "a second header in a read"))
                 }
             };
-            each(read.chunk(key, &chunk)?, &chunk)?;
+            let parts = read.chunk(key, &chunk)?;
+            self.cache.keep_blocks(&verified.record, &parts);
+            each(parts, &chunk)?;
         }
         Ok((verified, read.finish()?))
     }
@@ -489,13 +561,25 @@ impl Client {
     /// Every name, verified complete.
     pub async fn list(&self) -> Result<Vec<EntryRecord>, ClientError> {
         self.settle().await?;
-        self.list_in(&self.reading()).await
+        if let Some(kept) = self.cache.listing(&self.ledger.root()) {
+            self.cache.count(true);
+            return Ok(kept);
+        }
+        self.cache.count(false);
+        let (listing, checked) = self.list_at(&self.reading()).await?;
+        self.cache.keep_listing(&checked, &self.ledger.root(), &listing);
+        Ok(listing)
     }
 
     pub(crate) async fn list_in(&self, view: &View<'_>) -> Result<Vec<EntryRecord>, ClientError> {
+        Ok(self.list_at(view).await?.0)
+    }
+
+    /// Every name, verified complete, and the root it was checked against.
+    async fn list_at(&self, view: &View<'_>) -> Result<(Vec<EntryRecord>, Root), ClientError> {
         let listing: Listing =
             self.remote.call(Op::List, &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
-        self.check(view, |root| verify::listing(root, &listing)).await
+        self.check(view, |root| verify::listing(root, &listing).map(|l| (l, *root))).await
     }
 
     /// Every kept version of `name`, oldest first, verified complete.
@@ -599,7 +683,7 @@ impl Client {
         let answer: AuditAnswer = self.absent_checked(&view, name, want, asked).await?;
         let v = match self.check(&view, |root| verify::located(root, name, want, &answer.located)).await? {
             (_, Some(v)) => v,
-            (_, None) => return Err(ClientError::NotFound(format!("{name} (the provider proved it absent)"))),
+            (_, None) => return Err(proven_absent(name)),
         };
         drop(view);
         if let Keys::Public(key) = &*self.keys {

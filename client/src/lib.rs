@@ -34,6 +34,7 @@
 //! [`StateStore`], e.g. [`MemoryState`]) and a [`Remote`].
 #![forbid(unsafe_code)]
 
+mod cache;
 mod chunking;
 mod client;
 mod edits;
@@ -53,6 +54,7 @@ mod upload;
 pub mod verify;
 mod violation;
 
+pub use cache::CacheStats;
 pub use chunking::Cutting;
 pub use client::{AuditReport, Client, ClientState, Transfer};
 pub use edits::{ByteEdit, SyncReport};

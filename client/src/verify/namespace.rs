@@ -12,7 +12,7 @@ use vouch_core::{MultiProof, UpdateProof};
 use vouch_proto::{Committed, Listing, Located, Log, WireLookup};
 
 /// A verified version: its entry and record.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
     pub entry: EntryRecord,
     pub record: VersionRecord,
