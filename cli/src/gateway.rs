@@ -10,8 +10,9 @@ use vouch_gateway::GatewayConfig;
 
 #[derive(clap::Args)]
 pub struct Gateway {
-    /// The gateway's configuration (TOML): `listen`, and `[[keys]]` with `access_key` and
-    /// `secret_key` for each local application.
+    /// The gateway's configuration (TOML): `listen`, `cache_mb`, `metrics_listen`, `por`,
+    /// `[[keys]]` with `access_key` and `secret_key` for each local application, and an
+    /// optional `[audit]` schedule (see the README).
     #[arg(long)]
     config: PathBuf,
     /// Listen here instead of the configuration's `listen`.
@@ -28,6 +29,9 @@ pub async fn gateway(args: Gateway, state: PathBuf) -> Result<(), Failure> {
     let running =
         vouch_gateway::start(&config, client).await.with_context(|| format!("listening on {}", config.listen))?;
     eprintln!("vouch gateway: serving S3 on http://{} (Ctrl-C stops it)", running.addr);
+    if let Some(metrics) = running.metrics_addr {
+        eprintln!("vouch gateway: metrics on http://{metrics}/metrics");
+    }
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
     running.shutdown().await;
     Ok(())

@@ -3,9 +3,19 @@
 //!
 //! ```toml
 //! listen = "127.0.0.1:9000"
+//! cache_mb = 256          # verified data the portal keeps (Iris Sec. 7.2); 0 turns it off
+//! metrics_listen = "127.0.0.1:9100"   # GET /metrics (Prometheus); none by default
+//! por = false             # store each object with retrievability (a PoR copy)
 //! [[keys]]
 //! access_key = "AKIAEXAMPLE"
 //! secret_key = "a long random secret"
+//! [audit]                 # background audits; none without this table
+//! every_secs = 3600
+//! objects = 100           # objects a round challenges (possession), picked at random
+//! blocks = 460            # blocks challenged per object
+//! por_lambda = 128        # PoR challenge size per level (when objects have PoR copies)
+//! repair_threshold = 1    # failed PoR parts at which the round repairs the log
+//! reports = "audits"      # a JSON report per round goes here
 //! ```
 
 use serde::Deserialize;
@@ -17,8 +27,62 @@ pub struct GatewayConfig {
     /// Address and port to listen on (loopback by default: the portal is on the user's side).
     #[serde(default = "default_listen")]
     pub listen: String,
+    /// MiB of verified answers (lookups, listings, blocks) the portal keeps to serve reads
+    /// without the provider (Iris Sec. 7.2); 0 turns the cache off.
+    #[serde(default = "default_cache_mb")]
+    pub cache_mb: u64,
+    /// Where `GET /metrics` (Prometheus text) is served; not at all when absent. A port of
+    /// its own, so that no bucket name is taken.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
+    /// Objects are stored with retrievability: each gets a copy in the client's
+    /// erasure-coded PoR log, audited and repaired by the background audits.
+    #[serde(default)]
+    pub por: bool,
+    /// Background audits; none when absent.
+    #[serde(default)]
+    pub audit: Option<AuditConfig>,
     /// The applications' access keys; a request signed with any other is refused.
     pub keys: Vec<AccessKey>,
+}
+
+/// The background audits' schedule and sizes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Seconds between the starts of two rounds.
+    pub every_secs: u64,
+    /// Objects a round challenges for possession (picked at random; all when fewer).
+    #[serde(default = "default_audit_objects")]
+    pub objects: usize,
+    /// Blocks challenged per object (the DPDP paper's 460 catch a 1% corruption with 99%).
+    #[serde(default = "default_audit_blocks")]
+    pub blocks: u32,
+    /// Slots challenged per level of the PoR log.
+    #[serde(default = "default_por_lambda")]
+    pub por_lambda: u32,
+    /// Failed PoR parts in a round at which it repairs the log.
+    #[serde(default = "default_repair_threshold")]
+    pub repair_threshold: usize,
+    /// A directory for one JSON report per round; reports are only logged when absent.
+    #[serde(default)]
+    pub reports: Option<std::path::PathBuf>,
+}
+
+fn default_audit_objects() -> usize {
+    100
+}
+
+fn default_audit_blocks() -> u32 {
+    460
+}
+
+fn default_por_lambda() -> u32 {
+    128
+}
+
+fn default_repair_threshold() -> usize {
+    1
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -30,6 +94,24 @@ pub struct AccessKey {
 
 fn default_listen() -> String {
     "127.0.0.1:9000".into()
+}
+
+fn default_cache_mb() -> u64 {
+    256
+}
+
+impl GatewayConfig {
+    /// Listening on `listen` for applications signing with `keys`; the rest as by default.
+    pub fn new(listen: impl Into<String>, keys: Vec<AccessKey>) -> GatewayConfig {
+        GatewayConfig {
+            listen: listen.into(),
+            cache_mb: default_cache_mb(),
+            metrics_listen: None,
+            por: false,
+            audit: None,
+            keys,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +137,11 @@ impl GatewayConfig {
         if config.keys.iter().any(|k| k.access_key.is_empty() || k.secret_key.len() < 8) {
             return Err("each access key needs a name and a secret of at least 8 characters".into());
         }
+        if let Some(audit) = &config.audit {
+            if audit.every_secs == 0 || audit.objects == 0 || audit.blocks == 0 || audit.por_lambda == 0 {
+                return Err("[audit]: every_secs, objects, blocks and por_lambda must be at least 1".into());
+            }
+        }
         Ok(config)
     }
 }
@@ -70,5 +157,11 @@ mod tests {
         assert!(GatewayConfig::parse("listen = \"127.0.0.1:1\"\nkeys = []\n").is_err());
         assert!(GatewayConfig::parse("[[keys]]\naccess_key = \"app\"\nsecret_key = \"short\"\n").is_err());
         assert!(GatewayConfig::parse("typo = 1\n[[keys]]\naccess_key = \"a\"\nsecret_key = \"secret-123\"\n").is_err());
+        let keys = "[[keys]]\naccess_key = \"app\"\nsecret_key = \"secret-123\"\n";
+        let audited = GatewayConfig::parse(&format!("{keys}[audit]\nevery_secs = 60\nreports = \"r\"\n")).unwrap();
+        let audit = audited.audit.unwrap();
+        assert_eq!((audit.every_secs, audit.objects, audit.blocks, audit.repair_threshold), (60, 100, 460, 1));
+        assert!(GatewayConfig::parse(&format!("{keys}[audit]\nevery_secs = 0\n")).is_err());
+        assert!(GatewayConfig::parse(&format!("{keys}[audit]\nevery = 60\n")).is_err(), "a typo");
     }
 }

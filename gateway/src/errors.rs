@@ -10,6 +10,10 @@ use vouch_client::ClientError;
 /// (`altered-block`, `bad-lookup-proof`, ...) and what was observed.
 pub const VIOLATION_CODE: &str = "VouchIntegrityViolation";
 
+/// A response header naming the violation's kind, beside [`VIOLATION_CODE`]: for tools that
+/// read headers, not bodies (and for the gateway's own metrics).
+pub const VIOLATION_HEADER: &str = "x-vouch-violation";
+
 /// `e` as the S3 error an application sees, with `missing` the error for "not found".
 pub fn to_s3(e: ClientError, missing: S3ErrorCode) -> S3Error {
     match e {
@@ -20,6 +24,11 @@ pub fn to_s3(e: ClientError, missing: S3ErrorCode) -> S3Error {
                 format!("vouch caught the storage provider misbehaving ({}): {v}", v.kind),
             );
             err.set_status_code(http::StatusCode::BAD_GATEWAY);
+            let mut headers = http::HeaderMap::new();
+            if let Ok(kind) = http::HeaderValue::from_str(&v.kind.to_string()) {
+                headers.insert(VIOLATION_HEADER, kind);
+            }
+            err.set_headers(headers);
             err
         }
         ClientError::NotFound(what) => S3Error::with_message(missing, what),

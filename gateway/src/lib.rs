@@ -9,10 +9,15 @@
 //!   its bucket ([`names`]).
 //! * A provider caught lying reaches the application as the S3 error
 //!   [`errors::VIOLATION_CODE`] (HTTP 502), never as altered data or a missing key.
+//! * The portal keeps verified answers in the client's cache (Iris Sec. 7.2), reads ahead of
+//!   sequential ranged reads, audits the provider in the background ([`audit`]) and exports
+//!   its figures for Prometheus ([`Metrics`]).
 #![forbid(unsafe_code)]
 
+pub mod audit;
 mod config;
 pub mod errors;
+mod metrics;
 mod multipart;
 pub mod names;
 pub mod object;
@@ -20,6 +25,7 @@ mod s3;
 mod serve;
 mod stream;
 
-pub use config::{AccessKey, ConfigError, GatewayConfig};
+pub use config::{AccessKey, AuditConfig, ConfigError, GatewayConfig};
+pub use metrics::Metrics;
 pub use s3::Gateway;
 pub use serve::{start, RunningGateway};

@@ -8,7 +8,7 @@ use crate::errors::to_s3;
 use crate::names::object_name;
 use crate::object::{etag_of, ObjectMeta};
 use crate::s3::Gateway;
-use crate::stream::{body_stream, Piece, PutBody};
+use crate::stream::{Piece, PutBody};
 use md5::{Digest as _, Md5};
 use s3s::dto::{CompletedPart, ETag, MultipartUpload, Part, StreamingBlob, Timestamp};
 use s3s::{s3_error, S3ErrorCode, S3Result};
@@ -115,7 +115,7 @@ impl Gateway {
         }
         let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
         let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        let body: StreamingBlob = body_stream(self.client().clone(), pieces).await?;
+        let body: StreamingBlob = self.body(pieces).await?;
         let meta = self.put_body(&name, PutBody::new(Some(body), None).with_etag(etag), upload.meta).await?;
         self.forget_upload(id).await?;
         Ok(meta)

@@ -2,9 +2,11 @@
 //! was verified against the client's namespace root first.
 
 use crate::errors::to_s3;
+use crate::metrics::Metrics;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
 use crate::object::{ObjectMeta, TRAILER};
 use crate::stream::{body_stream, Piece, PutBody};
+use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use std::collections::HashMap;
@@ -64,6 +66,12 @@ macro_rules! object_output {
 /// The portal: one client (one namespace root) for every application behind it.
 pub struct Gateway {
     client: Arc<Client>,
+    metrics: Arc<Metrics>,
+    /// Objects are stored with retrievability (a PoR copy each).
+    por: bool,
+    /// Where the last ranged read of each version ended: a read starting there is sequential,
+    /// and the next stretch is fetched into the cache ahead of it.
+    read_ends: Mutex<HashMap<(String, u64), u64>>,
     /// What each stored version's tail says, by (name, version, root): read once.
     metas: Mutex<HashMap<VersionKey, (ObjectMeta, u64)>>,
     /// Serialises the writes whose outcome depends on what is there (conditional puts,
@@ -95,16 +103,62 @@ struct Listed {
 /// pruned) before its first read.
 const READ_ATTEMPTS: u32 = 3;
 
+/// Versions whose last ranged read is remembered (for read-ahead); past it, all are forgotten.
+const MAX_TRACKED_READS: usize = 4096;
+
+/// Objects looked up at once for a listing page (each a lookup, and a read of its tail when
+/// its metadata is not cached): the portal fetches paths in parallel (Iris Sec. 7.2).
+const LISTING_LOOKUPS: usize = 16;
+
 /// Bytes of a file's tail read at once to find its metadata.
 const TAIL_READ: u64 = 4096;
 
 impl Gateway {
-    pub fn new(client: Arc<Client>) -> Gateway {
-        Gateway { client, metas: Mutex::default(), writes: tokio::sync::Mutex::new(()) }
+    /// A portal for `client`, counting into `metrics`; `por`: objects get a PoR copy.
+    pub fn new(client: Arc<Client>, metrics: Arc<Metrics>, por: bool) -> Gateway {
+        Gateway {
+            client,
+            metrics,
+            por,
+            read_ends: Mutex::default(),
+            metas: Mutex::default(),
+            writes: tokio::sync::Mutex::new(()),
+        }
     }
 
     pub(crate) fn client(&self) -> &Arc<Client> {
         &self.client
+    }
+
+    /// The verified bytes of `pieces`, as a body (see [`body_stream`]).
+    pub(crate) async fn body(&self, pieces: Vec<Piece>) -> S3Result<StreamingBlob> {
+        body_stream(self.client.clone(), self.metrics.clone(), pieces).await
+    }
+
+    /// A ranged read of `name` version `version` that starts where the last one ended is
+    /// sequential: the next stretch as long (up to the object's end) is read into the portal
+    /// cache in the background, so the application's next request finds it there.
+    fn prefetch_after(&self, name: &str, version: u64, range: &std::ops::Range<u64>, body_len: u64) {
+        if self.client.cache_stats().capacity == 0 || range.is_empty() {
+            return;
+        }
+        let key = (name.to_string(), version);
+        let mut ends = self.read_ends.lock().expect("read ends");
+        if ends.len() >= MAX_TRACKED_READS {
+            ends.clear();
+        }
+        let sequential = ends.insert(key, range.end) == Some(range.start);
+        drop(ends);
+        let next = range.end..body_len.min(range.end + (range.end - range.start));
+        if !sequential || next.is_empty() {
+            return;
+        }
+        let (client, name) = (self.client.clone(), name.to_string());
+        tokio::spawn(async move {
+            if let Err(e) = client.get(&name, Some(version), Some(next), &mut std::io::sink()).await {
+                tracing::debug!("{name}: a read ahead failed (the application's own read will retry): {e}");
+            }
+        });
     }
 
     async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
@@ -189,15 +243,21 @@ impl Gateway {
             None => 0..stat.body_len,
             Some(r) => r.check(stat.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", stat.body_len))?,
         };
-        let body =
-            body_stream(self.client.clone(), vec![Piece { name, version: stat.version, range: range.clone() }]).await?;
+        if input.range.is_some() {
+            self.prefetch_after(&name, stat.version, &range, stat.body_len);
+        }
+        let body = self.body(vec![Piece { name, version: stat.version, range: range.clone() }]).await?;
         Ok((stat, range, body))
     }
 
     /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
     pub(crate) async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
         let (reader, done) = body.into_reader(meta);
-        let put = self.client.put(name, reader, None, |_| {}).await.map_err(|e| match done.failure() {
+        let put = match self.por {
+            true => self.client.put_por(name, reader, None, |_| {}).await,
+            false => self.client.put(name, reader, None, |_| {}).await,
+        };
+        let put = put.map_err(|e| match done.failure() {
             Some(failure) => failure,
             None => to_s3(e, S3ErrorCode::NoSuchKey),
         })?;
@@ -238,18 +298,25 @@ impl Gateway {
         self.need_bucket(bucket).await?;
         let keys = self.keys(bucket).await?;
         let page = names::list_page(&keys, prefix, delimiter, after, max);
-        let mut contents = Vec::with_capacity(page.keys.len());
-        for key in &page.keys {
-            let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-            let Some(stat) = self.stat(&name).await? else { continue };
-            contents.push(Object {
-                key: Some(key.clone()),
+        let stats: Vec<Option<(String, Stat)>> = futures::stream::iter(page.keys)
+            .map(|key: String| async move {
+                let name = object_name(bucket, &key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+                Ok::<_, S3Error>(self.stat(&name).await?.map(|stat| (key, stat)))
+            })
+            .buffered(LISTING_LOOKUPS)
+            .try_collect()
+            .await?;
+        let contents = stats
+            .into_iter()
+            .flatten()
+            .map(|(key, stat)| Object {
+                key: Some(key),
                 size: Some(stat.body_len as i64),
                 e_tag: Some(etag(&stat.meta)),
                 last_modified: Some(timestamp(stat.time)),
                 ..Object::default()
-            });
-        }
+            })
+            .collect();
         let common_prefixes = page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
         Ok(Listed { contents, common_prefixes, next: page.next })
     }
@@ -593,7 +660,7 @@ impl S3 for Gateway {
             false => ObjectMeta { etag: String::new(), ..stat.meta },
         };
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
-        let source = body_stream(self.client.clone(), vec![whole]).await?;
+        let source = self.body(vec![whole]).await?;
         let meta = self.put_body(&name, PutBody::new(Some(source), None), meta).await?;
         let result = CopyObjectResult {
             e_tag: Some(etag(&meta)),

@@ -1,12 +1,22 @@
-//! The gateway's HTTP server: s3s's service over hyper, one task per connection.
+//! The gateway's HTTP servers: s3s's service over hyper, one task per connection, each
+//! request timed and counted; `/metrics` on a listener of its own; the background audits.
 
 use crate::config::GatewayConfig;
+use crate::errors::VIOLATION_HEADER;
+use crate::metrics::Metrics;
 use crate::s3::Gateway;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use s3s::auth::SimpleAuth;
-use s3s::service::S3ServiceBuilder;
+use s3s::service::{S3Service, S3ServiceBuilder};
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use vouch_client::Client;
@@ -14,32 +24,110 @@ use vouch_client::Client;
 /// A gateway serving until [`RunningGateway::shutdown`].
 pub struct RunningGateway {
     pub addr: SocketAddr,
+    /// Where `/metrics` is served, when configured.
+    pub metrics_addr: Option<SocketAddr>,
+    pub metrics: Arc<Metrics>,
     stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl RunningGateway {
-    /// Stops accepting connections, closes each open one after its request in flight, and
-    /// waits for the accept loop to end.
+    /// Stops accepting connections, closes each open one after its request in flight, stops
+    /// the audits, and waits for all of it to end.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
+        for task in self.tasks {
+            let _ = task.await;
+        }
     }
 }
 
-/// Serves `client` as an S3 endpoint on `config.listen`.
+/// Serves `client` as an S3 endpoint on `config.listen` (and its metrics and audits, as
+/// configured). The client's cache is set to `config.cache_mb`.
 pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Result<RunningGateway> {
+    client.set_cache(config.cache_mb << 20);
+    let metrics = Arc::new(Metrics::new(client.clone()));
     let mut auth = SimpleAuth::new();
     for key in &config.keys {
         auth.register(key.access_key.clone(), key.secret_key.clone().into());
     }
-    let mut builder = S3ServiceBuilder::new(Gateway::new(client));
+    let mut builder = S3ServiceBuilder::new(Gateway::new(client.clone(), metrics.clone(), config.por));
     builder.set_auth(auth);
     let service = builder.build();
     let listener = TcpListener::bind(&config.listen).await?;
     let addr = listener.local_addr()?;
-    let (stop, mut stopped) = watch::channel(false);
-    let task = tokio::spawn(async move {
+    let (stop, stopped) = watch::channel(false);
+    let counted = metrics.clone();
+    let s3 = move |req| {
+        let (service, metrics) = (service.clone(), counted.clone());
+        async move { Ok::<_, Infallible>(counted_call(&service, &metrics, req).await) }
+    };
+    let mut tasks = vec![serve(listener, stopped.clone(), s3)];
+    let mut metrics_addr = None;
+    if let Some(listen) = &config.metrics_listen {
+        let listener = TcpListener::bind(listen).await?;
+        metrics_addr = Some(listener.local_addr()?);
+        let scraped = metrics.clone();
+        let handler = move |req: http::Request<Incoming>| {
+            let text = scraped.render();
+            async move { Ok::<_, Infallible>(metrics_response(req.uri().path(), text)) }
+        };
+        tasks.push(serve(listener, stopped.clone(), handler));
+    }
+    if let Some(audit) = &config.audit {
+        tasks.push(crate::audit::spawn(client, audit.clone(), metrics.clone(), stopped));
+    }
+    tracing::info!("vouch gateway listening on {addr}");
+    Ok(RunningGateway { addr, metrics_addr, metrics, stop, tasks })
+}
+
+/// One S3 request through s3s, timed and counted (with the violation its answer names).
+async fn counted_call(service: &S3Service, metrics: &Metrics, req: http::Request<Incoming>) -> s3s::HttpResponse {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let response = match service.call(req.map(s3s::Body::from)).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::error!("gateway: a request failed: {e:?}");
+            let mut response = http::Response::new(s3s::Body::empty());
+            *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        }
+    };
+    if let Some(kind) = response.headers().get(VIOLATION_HEADER).and_then(|v| v.to_str().ok()) {
+        metrics.violation(kind);
+    }
+    metrics.request(&method, response.status().as_u16(), started.elapsed().as_secs_f64());
+    response
+}
+
+fn metrics_response(path: &str, text: String) -> http::Response<Full<Bytes>> {
+    let (status, body) = match path {
+        "/metrics" => (http::StatusCode::OK, text),
+        _ => (http::StatusCode::NOT_FOUND, "GET /metrics\n".to_string()),
+    };
+    let mut response = http::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
+    response
+}
+
+/// Accepts connections on `listener` until `stopped`, serving each with `handler` on a task
+/// of its own; at the stop, each open connection closes after its request in flight.
+fn serve<F, Fut, B>(
+    listener: TcpListener,
+    mut stopped: watch::Receiver<bool>,
+    handler: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(http::Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<http::Response<B>, Infallible>> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::spawn(async move {
         loop {
             let (stream, _) = tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -51,10 +139,10 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
                 },
                 _ = stopped.changed() => break,
             };
-            let (service, mut stop) = (service.clone(), stopped.clone());
+            let (handler, mut stop) = (handler.clone(), stopped.clone());
             tokio::spawn(async move {
-                let connection =
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service_fn(handler));
                 tokio::pin!(connection);
                 let ended = tokio::select! {
                     ended = connection.as_mut() => ended,
@@ -69,7 +157,5 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
                 }
             });
         }
-    });
-    tracing::info!("vouch gateway listening on {addr}");
-    Ok(RunningGateway { addr, stop, task })
+    })
 }

@@ -4,6 +4,7 @@
 //! object in memory.
 
 use crate::errors::to_s3;
+use crate::metrics::Metrics;
 use crate::object::{etag_of, ObjectMeta};
 use base64::Engine as _;
 use bytes::Bytes;
@@ -254,7 +255,7 @@ pub struct Piece {
 /// to [`READ_CHUNK`] bytes, the whole of it) is an S3 error with the violation's code; a later
 /// read that fails verification ends the stream with an error: the application sees a broken
 /// transfer, never bytes that did not verify.
-pub async fn body_stream(client: Arc<Client>, pieces: Vec<Piece>) -> S3Result<StreamingBlob> {
+pub async fn body_stream(client: Arc<Client>, metrics: Arc<Metrics>, pieces: Vec<Piece>) -> S3Result<StreamingBlob> {
     let mut reads: std::collections::VecDeque<(String, u64, Range<u64>)> = pieces
         .into_iter()
         .flat_map(|Piece { name, version, range }| {
@@ -280,6 +281,9 @@ pub async fn body_stream(client: Arc<Client>, pieces: Vec<Piece>) -> S3Result<St
         for (name, version, range) in reads {
             let chunk = read(&client, &name, version, range).await.map_err(|e| {
                 tracing::error!("{name}: a read of the body failed: {e}");
+                if let Some(kind) = e.violation_kind() {
+                    metrics.violation(&kind.to_string());
+                }
                 std::io::Error::other(e.to_string())
             });
             let failed = chunk.is_err();

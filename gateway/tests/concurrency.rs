@@ -1,6 +1,8 @@
 //! Many applications at once through one gateway (one client, one root): 100 object_store
-//! clients each run a mixed workload on keys of their own and on keys they all share, and
-//! none sees an error or a byte it should not.
+//! clients each run a mixed workload (puts, whole and ranged gets, heads, listings, copies,
+//! deletes) on keys of their own and on keys they all share, for several minutes
+//! (`VOUCH_SOAK_SECS`, 180 by default), and none sees an error or a byte it should not: not
+//! a stale one from the portal's cache either.
 
 mod common;
 
@@ -10,8 +12,13 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 const CLIENTS: u64 = 100;
-const ROUNDS: u64 = 6;
 const SHARED: u64 = 4;
+
+/// How long the workload runs.
+fn soak() -> std::time::Duration {
+    let secs = std::env::var("VOUCH_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(180);
+    std::time::Duration::from_secs(secs)
+}
 
 /// The bytes writer `writer` puts in round `round` (any reader can tell whose they are).
 fn payload(writer: u64, round: u64) -> Vec<u8> {
@@ -32,17 +39,28 @@ fn is_a_payload(bytes: &[u8]) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hundred_clients_at_once_see_no_error_and_no_foreign_byte() {
+async fn a_hundred_clients_for_minutes_see_no_error_and_no_foreign_or_stale_byte() {
     let h = Harness::new(&["busy"]).await;
+    let deadline = std::time::Instant::now() + soak();
     let mut tasks = Vec::new();
     for writer in 0..CLIENTS {
         let store = h.store("busy");
         tasks.push(tokio::spawn(async move {
-            for round in 0..ROUNDS {
+            let mut round = 0;
+            while round < 2 || std::time::Instant::now() < deadline {
+                round += 1;
                 let own = Path::from(format!("own/{writer:03}"));
                 let data = payload(writer, round);
                 store.put(&own, PutPayload::from(data.clone())).await.unwrap();
                 assert_eq!(store.get(&own).await.unwrap().bytes().await.unwrap(), data, "{writer} reads its own");
+                let part = store.get_range(&own, 100..5_000).await.unwrap();
+                assert_eq!(&part[..], &data[100..5_000], "{writer}: a range of its own");
+                if round % 4 == 0 {
+                    let copy = Path::from(format!("copies/{writer:03}"));
+                    store.copy(&own, &copy).await.unwrap();
+                    assert_eq!(store.get(&copy).await.unwrap().bytes().await.unwrap(), data, "{writer}: its copy");
+                    store.delete(&copy).await.unwrap();
+                }
                 let shared = Path::from(format!("shared/{}", (writer + round) % SHARED));
                 if (writer + round) % 3 == 0 {
                     store.put(&shared, PutPayload::from(data)).await.unwrap();
@@ -58,11 +76,15 @@ async fn a_hundred_clients_at_once_see_no_error_and_no_foreign_byte() {
                 store.head(&own).await.unwrap();
             }
             store.delete(&Path::from(format!("own/{writer:03}"))).await.unwrap();
+            round
         }));
     }
+    let mut rounds = 0;
     for task in tasks {
-        task.await.unwrap();
+        rounds += task.await.unwrap();
     }
+    let stats = h.client.cache_stats();
+    println!("{rounds} rounds of {CLIENTS} clients; cache: {} hits, {} misses", stats.hits, stats.misses);
     let store = h.store("busy");
     let left: Vec<_> = store.list(None).try_collect().await.unwrap();
     assert!(left.iter().all(|m| m.location.as_ref().starts_with("shared/")), "every own key deleted");

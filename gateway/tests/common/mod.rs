@@ -17,14 +17,12 @@ pub struct Harness {
     pub server: Option<RunningServer>,
     pub gateway: Option<RunningGateway>,
     pub client: Arc<Client>,
+    pub config: GatewayConfig,
 }
 
 /// The gateway's configuration: loopback, any port, the test's key.
-fn config() -> GatewayConfig {
-    GatewayConfig {
-        listen: "127.0.0.1:0".into(),
-        keys: vec![AccessKey { access_key: ACCESS_KEY.into(), secret_key: SECRET_KEY.into() }],
-    }
+pub fn config() -> GatewayConfig {
+    GatewayConfig::new("127.0.0.1:0", vec![AccessKey { access_key: ACCESS_KEY.into(), secret_key: SECRET_KEY.into() }])
 }
 
 async fn provider(data: &std::path::Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer {
@@ -46,13 +44,18 @@ impl Harness {
 
     /// A gateway over an honest provider whose blobs are in `blocks` (e.g. a MinIO bucket).
     pub async fn on(blocks: Blocks, misbehave: Misbehave, buckets: &[&str]) -> Harness {
+        Harness::configured(blocks, misbehave, buckets, config()).await
+    }
+
+    /// A gateway configured as `config` says.
+    pub async fn configured(blocks: Blocks, misbehave: Misbehave, buckets: &[&str], config: GatewayConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let server = provider(&dir.path().join("provider"), &blocks, misbehave).await;
         let state = dir.path().join("client");
         Client::init(&state, &format!("http://{}", server.addr), TOKEN).unwrap();
         let client = Arc::new(Client::open(&state).unwrap());
-        let gateway = vouch_gateway::start(&config(), client.clone()).await.unwrap();
-        let harness = Harness { dir, server: Some(server), gateway: Some(gateway), client };
+        let gateway = vouch_gateway::start(&config, client.clone()).await.unwrap();
+        let harness = Harness { dir, server: Some(server), gateway: Some(gateway), client, config };
         for bucket in buckets {
             harness.make_bucket(bucket).await;
         }
@@ -67,8 +70,21 @@ impl Harness {
         old.shutdown().await;
         let state = self.dir.path().join("client");
         self.client = Arc::new(Client::open(&state).unwrap());
-        let config = GatewayConfig { listen, ..config() };
+        let config = GatewayConfig { listen, metrics_listen: None, ..self.config.clone() };
         self.gateway = Some(vouch_gateway::start(&config, self.client.clone()).await.unwrap());
+    }
+
+    /// Stops the provider, lets `damage` work on its blob store, and starts it again (and the
+    /// gateway and its client, which name its new port).
+    pub async fn restart_provider(&mut self, damage: impl AsyncFnOnce(&vouch_store::ObjectBlobs)) {
+        self.server.take().unwrap().shutdown().await.unwrap();
+        let data = self.dir.path().join("provider");
+        damage(&vouch_store::ObjectBlobs::local(&data.join("blobs")).unwrap()).await;
+        let server = provider(&data, &Blocks::Local, Misbehave::None).await;
+        let config = format!("server = \"http://{}\"\n", server.addr);
+        std::fs::write(self.dir.path().join("client").join("config.toml"), config).unwrap();
+        self.server = Some(server);
+        self.restart_gateway().await;
     }
 
     /// Makes a bucket the way `CreateBucket` does (object_store has no call for it).
