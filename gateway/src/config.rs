@@ -6,6 +6,8 @@
 //! cache_mb = 256          # verified data the portal keeps (Iris Sec. 7.2); 0 turns it off
 //! metrics_listen = "127.0.0.1:9100"   # GET /metrics (Prometheus); none by default
 //! por = false             # store each object with retrievability (a PoR copy)
+//! tls_cert = "cert.pem"   # serve https:// (both or neither; `vouch tls-cert` makes a pair)
+//! tls_key = "key.pem"
 //! [[keys]]
 //! access_key = "AKIAEXAMPLE"
 //! secret_key = "a long random secret"
@@ -39,6 +41,11 @@ pub struct GatewayConfig {
     /// erasure-coded PoR log, audited and repaired by the background audits.
     #[serde(default)]
     pub por: bool,
+    /// Serve `https://` with this certificate chain and private key (PEM files).
+    #[serde(default)]
+    pub tls_cert: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Background audits; none when absent.
     #[serde(default)]
     pub audit: Option<AuditConfig>,
@@ -108,6 +115,8 @@ impl GatewayConfig {
             cache_mb: default_cache_mb(),
             metrics_listen: None,
             por: false,
+            tls_cert: None,
+            tls_key: None,
             audit: None,
             keys,
         }
@@ -136,6 +145,9 @@ impl GatewayConfig {
         }
         if config.keys.iter().any(|k| k.access_key.is_empty() || k.secret_key.len() < 8) {
             return Err("each access key needs a name and a secret of at least 8 characters".into());
+        }
+        if config.tls_cert.is_some() != config.tls_key.is_some() {
+            return Err("tls_cert and tls_key go together".into());
         }
         if let Some(audit) = &config.audit {
             if audit.every_secs == 0 || audit.objects == 0 || audit.blocks == 0 || audit.por_lambda == 0 {

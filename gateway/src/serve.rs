@@ -62,7 +62,14 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
         let (service, metrics) = (service.clone(), counted.clone());
         async move { Ok::<_, Infallible>(counted_call(&service, &metrics, req).await) }
     };
-    let mut tasks = vec![serve(listener, stopped.clone(), s3)];
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => {
+            let loaded = vouch_proto::tls::load(cert, key).map_err(std::io::Error::other)?;
+            Some(tokio_rustls::TlsAcceptor::from(loaded))
+        }
+        _ => None,
+    };
+    let mut tasks = vec![serve(listener, tls, stopped.clone(), s3)];
     let mut metrics_addr = None;
     if let Some(listen) = &config.metrics_listen {
         let listener = TcpListener::bind(listen).await?;
@@ -72,7 +79,7 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
             let text = scraped.render();
             async move { Ok::<_, Infallible>(metrics_response(req.uri().path(), text)) }
         };
-        tasks.push(serve(listener, stopped.clone(), handler));
+        tasks.push(serve(listener, None, stopped.clone(), handler));
     }
     if let Some(audit) = &config.audit {
         tasks.push(crate::audit::spawn(client, audit.clone(), metrics.clone(), stopped));
@@ -114,10 +121,12 @@ fn metrics_response(path: &str, text: String) -> http::Response<Full<Bytes>> {
     response
 }
 
-/// Accepts connections on `listener` until `stopped`, serving each with `handler` on a task
-/// of its own; at the stop, each open connection closes after its request in flight.
+/// Accepts connections on `listener` until `stopped`, serving each (over TLS with `tls`) with
+/// `handler` on a task of its own; at the stop, each open connection closes after its request
+/// in flight.
 fn serve<F, Fut, B>(
     listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stopped: watch::Receiver<bool>,
     handler: F,
 ) -> tokio::task::JoinHandle<()>
@@ -139,23 +148,43 @@ where
                 },
                 _ = stopped.changed() => break,
             };
-            let (handler, mut stop) = (handler.clone(), stopped.clone());
+            // Small answers must not wait for a delayed ACK (Nagle).
+            let _ = stream.set_nodelay(true);
+            let (handler, stop, tls) = (handler.clone(), stopped.clone(), tls.clone());
             tokio::spawn(async move {
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service_fn(handler));
-                tokio::pin!(connection);
-                let ended = tokio::select! {
-                    ended = connection.as_mut() => ended,
-                    // Shut down: the request in flight finishes, then the connection closes.
-                    _ = stop.changed() => {
-                        connection.as_mut().graceful_shutdown();
-                        connection.await
-                    }
-                };
-                if let Err(e) = ended {
-                    tracing::debug!("gateway: a connection ended: {e}");
+                match tls {
+                    None => connection(stream, handler, stop).await,
+                    Some(tls) => match tls.accept(stream).await {
+                        Ok(stream) => connection(stream, handler, stop).await,
+                        Err(e) => tracing::debug!("gateway: a TLS handshake failed: {e}"),
+                    },
                 }
             });
         }
     })
+}
+
+/// Serves one connection with `handler` until it ends, or until `stop` (then after the
+/// request in flight).
+async fn connection<S, F, Fut, B>(stream: S, handler: F, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    F: Fn(http::Request<Incoming>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<http::Response<B>, Infallible>> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let connection =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handler));
+    tokio::pin!(connection);
+    let ended = tokio::select! {
+        ended = connection.as_mut() => ended,
+        _ = stop.changed() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!("gateway: a connection ended: {e}");
+    }
 }

@@ -40,6 +40,7 @@ use serde_bytes::ByteBuf;
 pub mod frame;
 pub mod por;
 mod shared;
+pub mod tls;
 
 pub use shared::{decode_shared, put_frame_parts, shared_or_copied};
 

@@ -15,7 +15,7 @@ mod listen;
 mod misbehave;
 mod open;
 mod provider;
-pub mod tls;
+pub use vouch_proto::tls;
 
 pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
 pub use limits::Limits;

@@ -1,9 +1,12 @@
 """boto3 against the vouch gateway: every operation an application makes, with the checksums
-current SDKs send by default. Usage: boto3_ops.py ENDPOINT ACCESS_KEY SECRET_KEY.
+current SDKs send by default. Usage: boto3_ops.py ENDPOINT ACCESS_KEY SECRET_KEY [CA_PEM].
+Over https (CA_PEM: the gateway's certificate), botocore sends the checksums of streamed
+bodies (PutObject, UploadPart) as aws-chunked trailers; the script checks that it did.
 Exits non-zero (with the failed assertion) when anything is not as S3 says."""
 import hashlib
 import io
 import os
+import ssl
 import sys
 import urllib.request
 
@@ -13,14 +16,28 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 endpoint, key, secret = sys.argv[1:4]
+ca = sys.argv[4] if len(sys.argv) > 4 else None
 s3 = boto3.client(
     "s3",
     endpoint_url=endpoint,
     aws_access_key_id=key,
     aws_secret_access_key=secret,
     region_name="us-east-1",
+    verify=ca if ca else True,
     config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
 )
+
+# The checksums' location in each body-carrying request: a header, or a trailer.
+trailers = []
+
+
+def seen(request, **_):
+    trailer = request.headers.get("x-amz-trailer")
+    trailers.append(trailer.decode() if isinstance(trailer, bytes) else trailer)
+
+
+s3.meta.events.register("before-send.s3.PutObject", seen)
+s3.meta.events.register("before-send.s3.UploadPart", seen)
 
 
 def error_code(call):
@@ -118,6 +135,9 @@ assert error_code(late) == "NoSuchUpload"
 
 # A presigned URL, fetched by a plain HTTP client.
 url = s3.generate_presigned_url("get_object", Params={"Bucket": "boto", "Key": "dir/a.bin"}, ExpiresIn=60)
-with urllib.request.urlopen(url) as answer:
+tls = ssl.create_default_context(cafile=ca) if ca else None
+with urllib.request.urlopen(url, context=tls) as answer:
     assert answer.read() == data
-print("boto3: every operation as S3 says")
+if ca:
+    assert any(t and t.startswith("x-amz-checksum-") for t in trailers), trailers
+print("boto3: every operation as S3 says", "(checksums in trailers)" if ca else "")

@@ -94,7 +94,8 @@ impl Harness {
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.gateway.as_ref().unwrap().addr)
+        let scheme = if self.config.tls_cert.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.gateway.as_ref().unwrap().addr)
     }
 
     /// An object_store client of `bucket` through the gateway, signing with `secret`.

@@ -1,9 +1,10 @@
-//! TLS for `vouch serve --tls-cert FILE --tls-key FILE`: rustls with the aws-lc-rs provider
-//! (the one the S3 client already builds), and self-signed pairs for `vouch tls-cert`.
+//! TLS for the servers (`vouch serve --tls-cert FILE --tls-key FILE`, and the gateway's
+//! `tls_cert` / `tls_key`): rustls with the aws-lc-rs provider (the one the S3 client already
+//! builds), and self-signed pairs for `vouch tls-cert`.
 //!
-//! Bearer tokens travel in every request: over `http://` anyone on the path reads them, so
-//! anything beyond loopback should be served over TLS. A client pins the provider's
-//! certificate (or its CA) and trusts nothing else.
+//! Bearer tokens and S3 signatures travel in every request: over `http://` anyone on the path
+//! reads them, so anything beyond loopback should be served over TLS. A client pins the
+//! server's certificate (or its CA) and trusts nothing else.
 
 use std::path::Path;
 use std::sync::Arc;
