@@ -6,6 +6,7 @@
 //! cache_mb = 256          # verified data the portal keeps (Iris Sec. 7.2); 0 turns it off
 //! metrics_listen = "127.0.0.1:9100"   # GET /metrics (Prometheus); none by default
 //! por = false             # store each object with retrievability (a PoR copy)
+//! keep_replaced_secs = 30 # a replaced version stays readable this long (reads in flight)
 //! tls_cert = "cert.pem"   # serve https:// (both or neither; `vouch tls-cert` makes a pair)
 //! tls_key = "key.pem"
 //! [[keys]]
@@ -41,6 +42,10 @@ pub struct GatewayConfig {
     /// erasure-coded PoR log, audited and repaired by the background audits.
     #[serde(default)]
     pub por: bool,
+    /// Seconds a replaced version stays readable before it is pruned, so that a long read
+    /// that began before an overwrite still ends; 0 prunes it at once.
+    #[serde(default = "default_keep_replaced_secs")]
+    pub keep_replaced_secs: u64,
     /// Serve `https://` with this certificate chain and private key (PEM files).
     #[serde(default)]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -107,6 +112,10 @@ fn default_cache_mb() -> u64 {
     256
 }
 
+fn default_keep_replaced_secs() -> u64 {
+    30
+}
+
 impl GatewayConfig {
     /// Listening on `listen` for applications signing with `keys`; the rest as by default.
     pub fn new(listen: impl Into<String>, keys: Vec<AccessKey>) -> GatewayConfig {
@@ -115,6 +124,7 @@ impl GatewayConfig {
             cache_mb: default_cache_mb(),
             metrics_listen: None,
             por: false,
+            keep_replaced_secs: default_keep_replaced_secs(),
             tls_cert: None,
             tls_key: None,
             audit: None,

@@ -167,7 +167,6 @@ impl Gateway {
                 });
             }
         }
-        uploads.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(uploads)
     }
 

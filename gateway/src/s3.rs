@@ -69,6 +69,8 @@ pub struct Gateway {
     metrics: Arc<Metrics>,
     /// Objects are stored with retrievability (a PoR copy each).
     por: bool,
+    /// How long a replaced version stays readable (for reads in flight) before it is pruned.
+    keep_replaced: Duration,
     /// Where the last ranged read of each version ended: a read starting there is sequential,
     /// and the next stretch is fetched into the cache ahead of it.
     read_ends: Mutex<HashMap<(String, u64), u64>>,
@@ -114,12 +116,14 @@ const LISTING_LOOKUPS: usize = 16;
 const TAIL_READ: u64 = 4096;
 
 impl Gateway {
-    /// A portal for `client`, counting into `metrics`; `por`: objects get a PoR copy.
-    pub fn new(client: Arc<Client>, metrics: Arc<Metrics>, por: bool) -> Gateway {
+    /// A portal for `client`, counting into `metrics`; `por`: objects get a PoR copy; a
+    /// replaced version is pruned after `keep_replaced`.
+    pub fn new(client: Arc<Client>, metrics: Arc<Metrics>, por: bool, keep_replaced: Duration) -> Gateway {
         Gateway {
             client,
             metrics,
             por,
+            keep_replaced,
             read_ends: Mutex::default(),
             metas: Mutex::default(),
             writes: tokio::sync::Mutex::new(()),
@@ -262,26 +266,18 @@ impl Gateway {
             None => to_s3(e, S3ErrorCode::NoSuchKey),
         })?;
         if put.version > 1 {
-            self.drop_older(name, put.version).await;
+            match self.keep_replaced.is_zero() {
+                true => drop_older(&self.client, name, put.version).await,
+                false => {
+                    let (client, name, wait) = (self.client.clone(), name.to_string(), self.keep_replaced);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(wait).await;
+                        drop_older(&client, &name, put.version).await;
+                    });
+                }
+            }
         }
         Ok(done.meta().expect("a finished put wrote its metadata"))
-    }
-
-    /// An overwrite replaces the object, as in S3: the versions of `name` before `version` are
-    /// pruned (vouch would keep them all). The put stands whatever happens here; a failure is
-    /// logged, and the next overwrite prunes what this one left.
-    async fn drop_older(&self, name: &str, version: u64) {
-        let older: Vec<u64> = match self.client.log(name).await {
-            Ok(log) => log.iter().map(|v| v.number).filter(|&n| n < version).collect(),
-            Err(e) => return tracing::warn!("{name}: its older versions stay for now: {e}"),
-        };
-        if older.is_empty() {
-            return;
-        }
-        match self.client.prune(name, &older).await {
-            Ok(()) | Err(ClientError::NotFound(_)) => {}
-            Err(e) => tracing::warn!("{name}: its older versions stay for now: {e}"),
-        }
     }
 
     /// One page of `bucket`'s keys under `prefix` after `after`, with each key's size, ETag
@@ -329,6 +325,24 @@ impl Gateway {
             listing.into_iter().filter_map(|e| e.name.strip_prefix(&prefix).map(str::to_string)).collect();
         keys.sort();
         Ok(keys)
+    }
+}
+
+/// An overwrite replaces the object, as in S3: the versions of `name` before `version` are
+/// pruned (vouch would keep them all). The put stands whatever happens here; a failure is
+/// logged, and the next overwrite prunes what this one left. (The latest version is never
+/// pruned, so a name removed and stored again meanwhile loses at most replaced versions.)
+async fn drop_older(client: &Client, name: &str, version: u64) {
+    let older: Vec<u64> = match client.log(name).await {
+        Ok(log) => log.iter().map(|v| v.number).filter(|&n| n < version).collect(),
+        Err(e) => return tracing::warn!("{name}: its older versions stay for now: {e}"),
+    };
+    if older.is_empty() {
+        return;
+    }
+    match client.prune(name, &older).await {
+        Ok(()) | Err(ClientError::NotFound(_)) => {}
+        Err(e) => tracing::warn!("{name}: its older versions stay for now: {e}"),
     }
 }
 
@@ -627,11 +641,30 @@ impl S3 for Gateway {
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         let input = req.input;
-        let uploads = self.list_uploads(&input.bucket, input.prefix.as_deref().unwrap_or("")).await?;
+        let mut uploads = self.list_uploads(&input.bucket, input.prefix.as_deref().unwrap_or("")).await?;
+        // Ordered by key, then upload id; a page starts after the markers.
+        uploads.sort_by(|a, b| (&a.key, &a.upload_id).cmp(&(&b.key, &b.upload_id)));
+        let (key_marker, id_marker) = (input.key_marker.clone(), input.upload_id_marker.clone());
+        if let Some(marker) = &key_marker {
+            uploads.retain(|u| {
+                let key = u.key.as_deref().unwrap_or_default();
+                key > marker.as_str()
+                    || (key == marker && id_marker.as_ref().is_some_and(|id| u.upload_id.as_ref() > Some(id)))
+            });
+        }
+        let max = input.max_uploads.map_or(1000, |m| m.clamp(1, 1000) as usize);
+        let truncated = uploads.len() > max;
+        uploads.truncate(max);
+        let last = uploads.last().filter(|_| truncated);
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(input.bucket),
             prefix: input.prefix,
-            is_truncated: Some(false),
+            key_marker,
+            upload_id_marker: id_marker,
+            max_uploads: Some(max as i32),
+            is_truncated: Some(truncated),
+            next_key_marker: last.and_then(|u| u.key.clone()),
+            next_upload_id_marker: last.and_then(|u| u.upload_id.clone()),
             uploads: Some(uploads),
             ..ListMultipartUploadsOutput::default()
         }))

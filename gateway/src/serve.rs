@@ -51,7 +51,12 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
     for key in &config.keys {
         auth.register(key.access_key.clone(), key.secret_key.clone().into());
     }
-    let mut builder = S3ServiceBuilder::new(Gateway::new(client.clone(), metrics.clone(), config.por));
+    let mut builder = S3ServiceBuilder::new(Gateway::new(
+        client.clone(),
+        metrics.clone(),
+        config.por,
+        std::time::Duration::from_secs(config.keep_replaced_secs),
+    ));
     builder.set_auth(auth);
     let service = builder.build();
     let listener = TcpListener::bind(&config.listen).await?;

@@ -3,15 +3,17 @@
 
 mod common;
 
-use common::{sample, Harness};
+use common::{config, sample, Harness};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use vouch_server::Misbehave;
+use vouch_gateway::GatewayConfig;
+use vouch_server::{Blocks, Misbehave};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_put_read_back_whole_and_in_ranges_and_go_away() {
-    let h = Harness::new(&["photos"]).await;
+    let at_once = GatewayConfig { keep_replaced_secs: 0, ..config() };
+    let h = Harness::configured(Blocks::Local, Misbehave::None, &["photos"], at_once).await;
     let store = h.store("photos");
     let data = sample(3_000_000, 1);
     let put = store.put(&Path::from("2024/a.bin"), PutPayload::from(data.clone())).await.unwrap();
@@ -144,4 +146,24 @@ async fn a_gateway_restart_keeps_everything() {
     let multi = store.get(&Path::from("multi")).await.unwrap().bytes().await.unwrap();
     assert_eq!(multi.len(), (6 << 20) + 1000);
     assert_eq!(&multi[..6 << 20], &sample(6 << 20, 5)[..]);
+}
+
+/// A long read that began before an overwrite still ends with the bytes it began with: the
+/// replaced version stays readable a while (`keep_replaced_secs`) before it is pruned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_in_flight_outlives_an_overwrite() {
+    let h = Harness::new(&["box"]).await;
+    let store = h.store("box");
+    let (old, new) = (sample(20_000_000, 31), sample(1_000, 32));
+    store.put(&Path::from("k"), PutPayload::from(old.clone())).await.unwrap();
+    let mut body = store.get(&Path::from("k")).await.unwrap().into_stream();
+    let mut got = body.try_next().await.unwrap().unwrap().to_vec();
+    store.put(&Path::from("k"), PutPayload::from(new.clone())).await.unwrap();
+    while let Some(chunk) = body.try_next().await.unwrap() {
+        got.extend_from_slice(&chunk);
+    }
+    assert!(got == old, "the read in flight ends with the version it began with");
+    assert_eq!(store.get(&Path::from("k")).await.unwrap().bytes().await.unwrap(), new);
+    let name = vouch_gateway::names::object_name("box", "k").unwrap();
+    assert_eq!(h.client.log(&name).await.unwrap().len(), 2, "the replaced version is kept for now");
 }

@@ -127,6 +127,18 @@ rest = s3.list_parts(Bucket="boto", Key="aborted", UploadId=up, PartNumberMarker
 assert [p["PartNumber"] for p in rest["Parts"]] == [3], rest
 uploads = s3.list_multipart_uploads(Bucket="boto").get("Uploads", [])
 assert [(u["Key"], u["UploadId"]) for u in uploads] == [("aborted", up)], uploads
+# Uploads come a page at a time (by key, then upload id).
+more = [s3.create_multipart_upload(Bucket="boto", Key="paged")["UploadId"] for _ in range(2)]
+seen_uploads, marker = [], {}
+while True:
+    page = s3.list_multipart_uploads(Bucket="boto", MaxUploads=1, **marker)
+    seen_uploads += [(u["Key"], u["UploadId"]) for u in page.get("Uploads", [])]
+    if not page["IsTruncated"]:
+        break
+    marker = {"KeyMarker": page["NextKeyMarker"], "UploadIdMarker": page["NextUploadIdMarker"]}
+assert seen_uploads == [("aborted", up)] + [("paged", u) for u in sorted(more)], seen_uploads
+for u in more:
+    s3.abort_multipart_upload(Bucket="boto", Key="paged", UploadId=u)
 s3.abort_multipart_upload(Bucket="boto", Key="aborted", UploadId=up)
 assert not s3.list_multipart_uploads(Bucket="boto").get("Uploads"), "aborted, yet listed"
 assert error_code(lambda: s3.head_object(Bucket="boto", Key="aborted")) in ("404", "NoSuchKey")
