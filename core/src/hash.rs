@@ -70,6 +70,16 @@ pub enum Domain {
     PorRawLeaf = 0x40,
     /// An inner node of U's Merkle tree: `0x41 || height:u8 || left:32 || right:32`.
     PorRawNode = 0x41,
+    /// The path of a key in the authenticated dictionary: `0x50 || key` (`crate::adict`).
+    AdictKey = 0x50,
+    /// A value in the authenticated dictionary: `0x51 || value`.
+    AdictValue = 0x51,
+    /// A leaf of the dictionary's tree: `0x52 || key path:32 || value hash:32`.
+    AdictLeaf = 0x52,
+    /// An inner node of the dictionary's tree: `0x53 || left:32 || right:32`.
+    AdictNode = 0x53,
+    /// An entry of AIP's hash chain (`crate::aip`).
+    AipChain = 0x58,
 }
 
 /// Hash of a FlexList leaf node: its own block's length and tag, and its after child's rank

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
+pub mod adict;
 pub mod codec;
 pub mod flexlist;
 #[doc(hidden)]

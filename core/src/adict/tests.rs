@@ -1,0 +1,143 @@
+//! ADICT against a plain map: every proof verifies and says what the map says, every root a
+//! client computes from a proof is the server's, and a proof bent in any way is refused.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(u8, u8),
+    Delete(u8),
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    // Few keys, so that puts overwrite and deletes hit.
+    let op = prop_oneof![(0u8..40, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)), (0u8..40).prop_map(Op::Delete)];
+    proptest::collection::vec(op, 0..120)
+}
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key-{k}").into_bytes()
+}
+
+proptest! {
+    #[test]
+    fn the_tree_and_a_client_agree_with_a_map_at_every_step(ops in ops()) {
+        let (mut tree, mut model) = (Tree::new(), BTreeMap::new());
+        for op in ops {
+            let root = tree.root();
+            match op {
+                Op::Put(k, v) => {
+                    let proof = tree.prove(&key(k));
+                    let client = proof.root_after_put(&root, &key(k), &value_hash(&[v])).unwrap();
+                    tree.put(&key(k), &[v]);
+                    model.insert(k, v);
+                    prop_assert_eq!(client, tree.root());
+                }
+                Op::Delete(k) => {
+                    let proof = tree.prove(&key(k));
+                    let client = proof.root_after_delete(&root, &key(k)).unwrap();
+                    tree.delete(&key(k));
+                    model.remove(&k);
+                    prop_assert_eq!(client, tree.root());
+                }
+            }
+            prop_assert_eq!(tree.len(), model.len());
+            for k in 0..40u8 {
+                let proven = tree.prove(&key(k)).verify(&tree.root(), &key(k)).unwrap();
+                prop_assert_eq!(proven, model.get(&k).map(|v| value_hash(&[*v])));
+                prop_assert_eq!(tree.get(&key(k)), model.get(&k).map(std::slice::from_ref));
+            }
+            let mut all: Vec<_> = tree.entries().iter().map(|(k, v)| (key_path(k), value_hash(v))).collect();
+            prop_assert_eq!(root_of_all(&mut all).unwrap(), tree.root(), "the listing's root");
+        }
+    }
+
+    /// The root is a function of the contents: any order of puts gives the same one.
+    #[test]
+    fn the_root_does_not_depend_on_the_order_of_puts(keys in proptest::collection::btree_set(any::<u16>(), 0..60)) {
+        let (mut up, mut down) = (Tree::new(), Tree::new());
+        for k in &keys {
+            up.put(&k.to_le_bytes(), b"v");
+        }
+        for k in keys.iter().rev() {
+            down.put(&k.to_le_bytes(), b"v");
+        }
+        prop_assert_eq!(up.root(), down.root());
+    }
+}
+
+fn sample_tree() -> Tree {
+    let mut tree = Tree::new();
+    for k in 0..200u8 {
+        tree.put(&key(k), &[k]);
+    }
+    tree
+}
+
+#[test]
+fn a_proof_bent_in_any_way_is_refused() {
+    let tree = sample_tree();
+    let root = tree.root();
+    let (present, absent) = (key(7), b"absent".to_vec());
+    let proof = tree.prove(&present);
+    assert_eq!(proof.verify(&root, &present).unwrap(), Some(value_hash(&[7])));
+    // Another value in the leaf.
+    let mut bent = proof.clone();
+    bent.end = Bottom::Leaf { path: key_path(&present), value_hash: value_hash(b"forged") };
+    assert_eq!(bent.verify(&root, &present), Err(ProofError::WrongRoot));
+    // A sibling changed, dropped, or one too many.
+    let mut bent = proof.clone();
+    bent.siblings[0].0[0] ^= 1;
+    assert!(bent.verify(&root, &present).is_err());
+    let mut bent = proof.clone();
+    bent.siblings.pop();
+    assert!(bent.verify(&root, &present).is_err());
+    let mut bent = proof.clone();
+    bent.siblings.push(Digest::ZERO);
+    assert!(bent.verify(&root, &present).is_err());
+    // The key said absent: the path ends at an empty subtree or at another key's leaf,
+    // neither of which leads to this root.
+    let mut bent = proof.clone();
+    bent.end = Bottom::Empty;
+    assert_eq!(bent.verify(&root, &present), Err(ProofError::WrongRoot));
+    let other = tree.prove(&key(8));
+    assert!(other.verify(&root, &present).is_err(), "another key's proof");
+    // A claimed deepest sibling that is not the one hashed in.
+    let mut bent = proof.clone();
+    bent.last_sibling = Some(Bottom::Leaf { path: key_path(b"x"), value_hash: value_hash(b"y") });
+    assert_eq!(bent.verify(&root, &present), Err(ProofError::Malformed("the deepest sibling is not what it claims")));
+    // Absence of a key that is absent is proven; of one that is present, never.
+    assert_eq!(tree.prove(&absent).verify(&root, &absent).unwrap(), None);
+    assert!(tree.prove(&absent).verify(&root, &present).is_err());
+    // A stale proof (from before a change) does not verify under the new root.
+    let mut later = tree.clone();
+    later.put(&present, b"new");
+    assert_eq!(proof.verify(&later.root(), &present), Err(ProofError::WrongRoot));
+}
+
+#[test]
+fn a_listing_must_hold_every_entry_once() {
+    let tree = sample_tree();
+    let mut all: Vec<_> = tree.entries().iter().map(|(k, v)| (key_path(k), value_hash(v))).collect();
+    let mut short = all[1..].to_vec();
+    assert_ne!(root_of_all(&mut short).unwrap(), tree.root(), "an entry left out");
+    let mut twice = all.clone();
+    twice.push(all[0]);
+    assert!(root_of_all(&mut twice).is_err());
+    all[3].1 = value_hash(b"other");
+    assert_ne!(root_of_all(&mut all).unwrap(), tree.root(), "a value changed");
+}
+
+#[test]
+fn an_empty_dictionary_and_a_single_key() {
+    let mut tree = Tree::new();
+    assert_eq!(tree.root(), Digest::ZERO);
+    assert_eq!(tree.prove(b"k").verify(&Digest::ZERO, b"k").unwrap(), None);
+    let proof = tree.prove(b"k");
+    let root = proof.root_after_put(&Digest::ZERO, b"k", &value_hash(b"v")).unwrap();
+    tree.put(b"k", b"v");
+    assert_eq!(root, tree.root());
+    assert_eq!(tree.prove(b"k").root_after_delete(&root, b"k").unwrap(), Digest::ZERO);
+}
