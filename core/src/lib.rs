@@ -16,6 +16,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod adict;
+pub mod aip;
 pub mod codec;
 pub mod flexlist;
 #[doc(hidden)]

@@ -1,0 +1,260 @@
+//! ADICT as AIP's functionality (paper 003, Alg. 4–5, Table 1): put, get, delete and list
+//! over [`crate::adict`], with the compatibility relation of Table 1 or, as the ACOP baseline,
+//! commutativity.
+
+use super::Functionality;
+use crate::adict::{key_path, root_of_all, value_hash, Proof, Tree};
+use crate::hash::Digest;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DictOp {
+    Put { key: Vec<u8>, value: Vec<u8> },
+    Get { key: Vec<u8> },
+    Delete { key: Vec<u8> },
+    List,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DictResponse {
+    /// A put's or a delete's (they return nothing).
+    Nothing,
+    Value(Option<Vec<u8>>),
+    /// Every key, in byte order.
+    Keys(Vec<Vec<u8>>),
+}
+
+/// What proves one operation: a key's proof, or (for a listing) every key and value hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DictStep {
+    Key(Proof),
+    All(Vec<(Vec<u8>, Digest)>),
+}
+
+/// The proofs of a sequence of operations, one each, each against the dictionary after the
+/// ones before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DictAux(pub Vec<DictStep>);
+
+/// Which pending operations an operation may run beside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Table 1: all but a get (or a list) after a pending change of its key (of any key).
+    Compatible,
+    /// ACOP's rule: only operations that commute.
+    Commutative,
+}
+
+/// ADICT in `mode`.
+#[derive(Clone, Copy, Debug)]
+pub struct Adict {
+    pub mode: Mode,
+}
+
+impl DictOp {
+    fn changed_key(&self) -> Option<&[u8]> {
+        match self {
+            DictOp::Put { key, .. } | DictOp::Delete { key } => Some(key),
+            _ => None,
+        }
+    }
+
+    fn read_key(&self) -> Option<&[u8]> {
+        match self {
+            DictOp::Get { key } => Some(key),
+            _ => None,
+        }
+    }
+
+    fn key(&self) -> Option<&[u8]> {
+        self.changed_key().or(self.read_key())
+    }
+}
+
+/// Whether `op`'s response is the same with `pending` before it (Table 1).
+fn compatible(pending: &DictOp, op: &DictOp) -> bool {
+    match (pending.changed_key(), op) {
+        (None, _) => true,
+        (Some(_), DictOp::List) => false,
+        (Some(changed), DictOp::Get { key }) => changed != key.as_slice(),
+        (Some(_), _) => true,
+    }
+}
+
+/// Whether `a` then `b` leaves the state and the responses as `b` then `a` (two deletes of
+/// a key do; two puts of it need not).
+fn commute(a: &DictOp, b: &DictOp) -> bool {
+    let updates = |o: &DictOp| o.changed_key().is_some();
+    match (a, b) {
+        (DictOp::Delete { key: x }, DictOp::Delete { key: y }) if x == y => true,
+        (DictOp::List, o) | (o, DictOp::List) => !updates(o),
+        _ => a.key() != b.key() || (!updates(a) && !updates(b)),
+    }
+}
+
+impl Functionality for Adict {
+    type Op = DictOp;
+    type Response = DictResponse;
+    type Auth = Digest;
+    type Aux = DictAux;
+    type State = Tree;
+
+    fn op_bytes(op: &DictOp) -> Vec<u8> {
+        let field = |out: &mut Vec<u8>, bytes: &[u8]| {
+            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            out.extend_from_slice(bytes);
+        };
+        let mut out = Vec::new();
+        match op {
+            DictOp::Put { key, value } => {
+                out.push(1);
+                field(&mut out, key);
+                field(&mut out, value);
+            }
+            DictOp::Get { key } => {
+                out.push(2);
+                field(&mut out, key);
+            }
+            DictOp::Delete { key } => {
+                out.push(3);
+                field(&mut out, key);
+            }
+            DictOp::List => out.push(4),
+        }
+        out
+    }
+
+    fn auth_bytes(auth: &Digest) -> Vec<u8> {
+        auth.0.to_vec()
+    }
+
+    fn query(state: &Tree, ops: &[DictOp]) -> (DictResponse, DictAux) {
+        let mut tree = state.clone();
+        let (mut steps, mut response) = (Vec::with_capacity(ops.len()), DictResponse::Nothing);
+        for op in ops {
+            match op {
+                DictOp::Put { key, value } => {
+                    steps.push(DictStep::Key(tree.prove(key)));
+                    tree.put(key, value);
+                    response = DictResponse::Nothing;
+                }
+                DictOp::Delete { key } => {
+                    steps.push(DictStep::Key(tree.prove(key)));
+                    tree.delete(key);
+                    response = DictResponse::Nothing;
+                }
+                DictOp::Get { key } => {
+                    steps.push(DictStep::Key(tree.prove(key)));
+                    response = DictResponse::Value(tree.get(key).map(<[u8]>::to_vec));
+                }
+                DictOp::List => {
+                    let all: Vec<_> = tree.entries().into_iter().map(|(k, v)| (k.to_vec(), value_hash(v))).collect();
+                    let mut keys: Vec<_> = all.iter().map(|(k, _)| k.clone()).collect();
+                    keys.sort();
+                    steps.push(DictStep::All(all));
+                    response = DictResponse::Keys(keys);
+                }
+            }
+        }
+        (response, DictAux(steps))
+    }
+
+    fn authexec(ops: &[DictOp], auth: &Digest, response: &DictResponse, aux: &DictAux) -> Option<Digest> {
+        if ops.len() != aux.0.len() || ops.is_empty() {
+            return None;
+        }
+        let mut root = *auth;
+        for (k, (op, step)) in ops.iter().zip(&aux.0).enumerate() {
+            let last = k + 1 == ops.len();
+            root = match (op, step) {
+                (DictOp::Put { key, value }, DictStep::Key(proof)) => {
+                    if last && *response != DictResponse::Nothing {
+                        return None;
+                    }
+                    proof.root_after_put(&root, key, &value_hash(value)).ok()?
+                }
+                (DictOp::Delete { key }, DictStep::Key(proof)) => {
+                    if last && *response != DictResponse::Nothing {
+                        return None;
+                    }
+                    proof.root_after_delete(&root, key).ok()?
+                }
+                (DictOp::Get { key }, DictStep::Key(proof)) => {
+                    let proven = proof.verify(&root, key).ok()?;
+                    if last {
+                        match response {
+                            DictResponse::Value(v) if v.as_deref().map(value_hash) == proven => {}
+                            _ => return None,
+                        }
+                    }
+                    root
+                }
+                (DictOp::List, DictStep::All(all)) => {
+                    let mut entries: Vec<_> = all.iter().map(|(k, v)| (key_path(k), *v)).collect();
+                    if root_of_all(&mut entries).ok()? != root {
+                        return None;
+                    }
+                    let mut keys: Vec<_> = all.iter().map(|(k, _)| k.clone()).collect();
+                    keys.sort();
+                    if last && *response != DictResponse::Keys(keys) {
+                        return None;
+                    }
+                    root
+                }
+                _ => return None,
+            };
+        }
+        Some(root)
+    }
+
+    fn refresh(state: &mut Tree, op: &DictOp) {
+        match op {
+            DictOp::Put { key, value } => state.put(key, value),
+            DictOp::Delete { key } => state.delete(key),
+            DictOp::Get { .. } | DictOp::List => {}
+        }
+    }
+
+    fn auth_of(state: &Tree) -> Digest {
+        state.root()
+    }
+
+    fn compatible(&self, pending: &[DictOp], op: &DictOp) -> bool {
+        match self.mode {
+            Mode::Compatible => pending.iter().all(|p| compatible(p, op)),
+            Mode::Commutative => pending.iter().all(|p| commute(p, op)),
+        }
+    }
+
+    fn is_query(op: &DictOp) -> bool {
+        matches!(op, DictOp::Get { .. } | DictOp::List)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Table 1 (8 of the 49 pairs are not compatible) and the commutativity baseline (22 of
+    /// the 49 do not commute).
+    #[test]
+    fn the_relations_match_the_papers_counts() {
+        let (x, y) = (b"x".to_vec(), b"y".to_vec());
+        let ops = [
+            DictOp::Put { key: x.clone(), value: b"1".to_vec() },
+            DictOp::Put { key: y.clone(), value: b"2".to_vec() },
+            DictOp::Get { key: x.clone() },
+            DictOp::Get { key: y.clone() },
+            DictOp::Delete { key: x },
+            DictOp::Delete { key: y },
+            DictOp::List,
+        ];
+        let count = |rule: fn(&DictOp, &DictOp) -> bool| {
+            ops.iter().flat_map(|a| ops.iter().map(move |b| (a, b))).filter(|(a, b)| !rule(a, b)).count()
+        };
+        assert_eq!(count(compatible), 8);
+        assert_eq!(count(commute), 22);
+        assert!(!compatible(&ops[0], &ops[2]), "a get after a pending put of its key");
+        assert!(compatible(&ops[2], &ops[0]), "a put after a pending get");
+        assert!(compatible(&ops[0], &ops[0]), "two puts of a key: a blind write");
+    }
+}
