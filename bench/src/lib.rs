@@ -8,6 +8,7 @@
 
 pub mod e2e;
 pub mod flexlist;
+pub mod gateway;
 mod measure;
 mod names;
 pub mod pdp;

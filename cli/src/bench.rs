@@ -19,6 +19,10 @@ pub enum Which {
     /// replay of 20 KB commits to a large file (papers 000 and 001); with `--repo`, also a real
     /// repository's history.
     E2e(E2e),
+    /// S3 gateway (Iris, paper 004): sequential and random throughput and latency through the
+    /// gateway with 1-100 clients beside the same S3 client on the raw backend (S3 when
+    /// `VOUCH_S3_*` names a server), hot and cold 10 KB latency, a cache-size sweep.
+    Gateway(Common),
 }
 
 #[derive(Args)]
@@ -65,6 +69,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             let source = repo.map(|path| vouch_bench::repo::Source { path, commits });
             let report =
                 vouch_bench::e2e::run(vouch_bench::Options { quick: common.quick }, source.as_ref(), progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+        Which::Gateway(common) => {
+            let report = vouch_bench::gateway::run(vouch_bench::Options { quick: common.quick }, progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }
