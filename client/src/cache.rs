@@ -208,6 +208,27 @@ impl ReadCache {
         }
     }
 
+    /// The most bytes of a version the client is writing it keeps for the cache (a quarter of
+    /// it); `None` when the cache is off.
+    pub(crate) fn written_limit(&self) -> Option<u64> {
+        let capacity = self.lock().capacity;
+        (capacity > 0).then_some(capacity / 4)
+    }
+
+    /// Keeps the blocks of a version this client wrote (and whose commit it accepted): they
+    /// are its own bytes, the version's root computed from them.
+    pub(crate) fn keep_written(&self, version: &VersionRecord, blocks: &[crate::por::TaggedData]) {
+        let covered: u64 = blocks.iter().map(|b| b.data.len() as u64).sum();
+        if covered != version.len {
+            return; // not kept whole (past the limit)
+        }
+        let mut start = 0;
+        for block in blocks {
+            self.keep_block(version.root.0, start, &block.data);
+            start += block.data.len() as u64;
+        }
+    }
+
     fn keep_block(&self, key: [u8; 32], start: u64, block: &[u8]) {
         let mut inner = self.lock();
         if inner.capacity == 0 || block.len() as u64 > inner.capacity / 4 {

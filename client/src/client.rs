@@ -384,7 +384,8 @@ impl Client {
             cutting,
             frames: tx,
             attempt: new_attempt(),
-            keep_blocks: por_file,
+            // A PoR copy needs every block; the cache takes a version that fits it.
+            keep_blocks: if por_file { Some(u64::MAX) } else { self.cache.written_limit() },
         };
         let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
         let answer =
@@ -394,6 +395,7 @@ impl Client {
         let answer = answer.map_err(|e| e.absence_unproven(name))?;
         let (record, blocks, kept) = produced?;
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
+        self.cache.keep_written(&record, &kept);
         if por_file {
             self.por_pay_copy(commit, name, &record, Some(kept)).await?;
         }

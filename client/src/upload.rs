@@ -60,8 +60,9 @@ pub(crate) struct PutUpload {
     pub frames: FrameSender,
     /// Named by the head and by the intent (see [`crate::Intent`]).
     pub attempt: Attempt,
-    /// Keep the tagged blocks for the version's PoR copy.
-    pub keep_blocks: bool,
+    /// Keep the tagged blocks (for the version's PoR copy, or the portal cache) while they
+    /// are no more than this many bytes; past it, none are kept.
+    pub keep_blocks: Option<u64>,
 }
 
 /// What an upload sent: the version record, its block count, and the blocks when kept.
@@ -84,7 +85,11 @@ impl PutUpload {
         };
         // A fresh salt per attempt: a retry after a refused commit reuses the nonces.
         let mut upload = Upload::continuing(key, rand::random(), file, block_size, first_nonce).map_err(bad_input)?;
-        let mut batch = Batch { kept: self.keep_blocks.then(Vec::new), ..Batch::default() };
+        let mut batch = Batch {
+            kept: self.keep_blocks.map(|_| Vec::new()),
+            keep_limit: self.keep_blocks.unwrap_or(0),
+            ..Batch::default()
+        };
         let total = self.send_blocks(&mut upload, reader, &mut batch, &progress)?;
         let (state, _list) = upload.finish(|t, d| batch.add(t, Bytes::copy_from_slice(d))).map_err(bad_input)?;
         self.flush(&mut batch)?;
@@ -172,13 +177,19 @@ impl PutUpload {
 struct Batch {
     blocks: Vec<WireBlock>,
     bytes: usize,
-    /// Every block sent, when kept (their bytes shared, not copied).
+    /// Every block sent, when kept (their bytes shared, not copied), up to `keep_limit` bytes.
     kept: Option<Vec<TaggedData>>,
+    keep_limit: u64,
+    kept_bytes: u64,
 }
 
 impl Batch {
     fn add(&mut self, t: &TaggedBlock, data: Bytes) {
         self.bytes += data.len();
+        self.kept_bytes += data.len() as u64;
+        if self.kept_bytes > self.keep_limit {
+            self.kept = None;
+        }
         if let Some(kept) = &mut self.kept {
             kept.push(TaggedData { nonce: t.nonce, tag: t.tag.clone(), data: data.clone() });
         }

@@ -87,11 +87,29 @@ async fn a_commit_drops_its_name_and_carries_every_other_answer() {
 async fn an_answer_that_fails_its_check_is_never_kept() {
     let setup = Setup::new(Misbehave::CorruptBlock).await;
     let client = setup.client();
-    client.set_cache(64 << 20);
     put(&client, "a", &sample(100_000, 6)).await;
+    // On after the put: its blocks are not written through, every read goes to the provider.
+    client.set_cache(64 << 20);
     for _ in 0..2 {
         let mut out = Vec::new();
         assert_violation(client.get("a", None, None, &mut out).await, ViolationKind::AlteredBlock, "a corrupt block");
     }
     assert_eq!(client.cache_stats().bytes, 0, "no block of a refused read kept");
+}
+
+#[tokio::test]
+async fn what_the_client_wrote_is_kept_when_it_fits() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    client.set_cache(4 << 20);
+    let (small, large) = (sample(500_000, 7), sample(3_000_000, 8));
+    put(&client, "small", &small).await;
+    put(&client, "large", &large).await;
+    // A quarter of the cache at most: the small one fits, the large one does not.
+    assert!(client.cache_stats().bytes >= small.len() as u64 && client.cache_stats().bytes < 2_000_000);
+    // Its lookup too must come from somewhere: ask once, with the provider up.
+    client.version("small", None).await.unwrap();
+    setup.server.take().unwrap().shutdown().await.unwrap();
+    assert_eq!(get(&client, "small", None, None).await, small, "written through, never read");
+    assert!(client.get("large", None, None, &mut Vec::new()).await.is_err());
 }

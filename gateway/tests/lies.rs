@@ -4,12 +4,13 @@
 
 mod common;
 
-use common::{sample, Harness};
+use common::{config, sample, Harness};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use vouch_gateway::errors::VIOLATION_CODE;
-use vouch_server::Misbehave;
+use vouch_gateway::GatewayConfig;
+use vouch_server::{Blocks, Misbehave};
 
 /// What one application saw: how many answers carried the violation code.
 #[derive(Default)]
@@ -32,8 +33,10 @@ impl Seen {
     }
 }
 
-async fn tell(lie: Misbehave) -> Seen {
-    let h = Harness::lying(lie, &[]).await;
+/// What an application sees of `lie` through a gateway with `cache_mb` of cache.
+async fn tell(lie: Misbehave, cache_mb: u64) -> Seen {
+    let config = GatewayConfig { cache_mb, ..config() };
+    let h = Harness::configured(Blocks::Local, lie, &[], config).await;
     let mut seen = Seen::default();
     let empty = std::io::Cursor::new(Vec::new());
     if let Err(e) = h.client.put(&vouch_gateway::names::bucket_name("box"), empty, None, |_| {}).await {
@@ -101,9 +104,14 @@ async fn each_lie_behind_the_gateway_reaches_the_application_as_an_error() {
         PastRange,
         WrongCount,
     ] {
-        let seen = tell(lie).await;
+        // No cache: every answer is the provider's, and each lie is caught.
+        let seen = tell(lie, 0).await;
         assert!(seen.caught > 0, "{lie}: never caught");
+        // The portal's cache (its writes kept): a lie is caught or never consulted; either
+        // way no altered byte reaches the application (`tell` checks every answer).
+        tell(lie, 256).await;
     }
     // An honest provider: nothing is caught, and everything reads back.
-    assert_eq!(tell(Misbehave::None).await.caught, 0);
+    assert_eq!(tell(Misbehave::None, 0).await.caught, 0);
+    assert_eq!(tell(Misbehave::None, 256).await.caught, 0);
 }
