@@ -6,6 +6,7 @@
 //! and serialises to one JSON object. Nothing here asserts a time: a benchmark prints.
 #![forbid(unsafe_code)]
 
+pub mod aip;
 pub mod e2e;
 pub mod flexlist;
 pub mod gateway;

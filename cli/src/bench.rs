@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum Which {
+    /// ADICT, VICOS's authenticated dictionary, in memory beside the raw hash rate (paper 003).
+    Aip(Common),
     /// FlexList: build, multi-proofs, batched updates (paper 000).
     Flexlist(Common),
     /// Provable data possession: tagging, proofs over a 1 GB file at 1-64 KB blocks (paper 001).
@@ -52,6 +54,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Flexlist(common) => {
             let report = vouch_bench::flexlist::run(vouch_bench::flexlist::Options { quick: common.quick }, progress)?;
+            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
+            writeln!(std::io::stdout(), "{text}")?;
+        }
+        Which::Aip(common) => {
+            let report = vouch_bench::aip::run(vouch_bench::Options { quick: common.quick }, progress)?;
             let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
             writeln!(std::io::stdout(), "{text}")?;
         }

@@ -71,18 +71,20 @@ impl Node {
     }
 }
 
-fn with_leaf(node: &Node, depth: usize, leaf: Arc<Leaf>) -> Node {
+/// `node` with `leaf` in it, and whether it replaced a leaf of the same key.
+fn with_leaf(node: &Node, depth: usize, leaf: Arc<Leaf>) -> (Node, bool) {
     match node {
-        Node::Empty => Node::Leaf(leaf),
-        Node::Leaf(old) if old.path == leaf.path => Node::Leaf(leaf),
-        Node::Leaf(old) => split(depth, old.clone(), leaf),
+        Node::Empty => (Node::Leaf(leaf), false),
+        Node::Leaf(old) if old.path == leaf.path => (Node::Leaf(leaf), true),
+        Node::Leaf(old) => (split(depth, old.clone(), leaf), false),
         Node::Inner(inner) => {
             let (near, far) = match bit(&leaf.path, depth) {
                 false => (&inner.left, &inner.right),
                 true => (&inner.right, &inner.left),
             };
             let path = leaf.path;
-            Node::join(&path, depth, with_leaf(near, depth + 1, leaf), far.clone())
+            let (below, replaced) = with_leaf(near, depth + 1, leaf);
+            (Node::join(&path, depth, below, far.clone()), replaced)
         }
     }
 }
@@ -176,9 +178,9 @@ impl Tree {
             value_hash,
             hash: leaf_hash(&path, &value_hash),
         });
-        let had = self.get(key).is_some();
-        self.root = with_leaf(&self.root, 0, leaf);
-        self.len += usize::from(!had);
+        let (root, replaced) = with_leaf(&self.root, 0, leaf);
+        self.root = root;
+        self.len += usize::from(!replaced);
     }
 
     /// Removes `key` (nothing when it is absent).
