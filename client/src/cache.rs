@@ -200,11 +200,9 @@ impl ReadCache {
     /// Keeps the blocks of `parts` (each one's start and bytes), checked against `version`'s
     /// root.
     pub(crate) fn keep_blocks(&self, version: &VersionRecord, parts: &RangeParts<'_>) {
-        if self.lock().capacity == 0 {
-            return;
-        }
+        let mut inner = self.lock();
         for (_, (start, block)) in parts {
-            self.keep_block(version.root.0, *start, block);
+            inner.keep(version.root.0, *start, block);
         }
     }
 
@@ -222,33 +220,35 @@ impl ReadCache {
         if covered != version.len {
             return; // not kept whole (past the limit)
         }
+        let mut inner = self.lock();
         let mut start = 0;
         for block in blocks {
-            self.keep_block(version.root.0, start, &block.data);
+            inner.keep(version.root.0, start, &block.data);
             start += block.data.len() as u64;
         }
-    }
-
-    fn keep_block(&self, key: [u8; 32], start: u64, block: &[u8]) {
-        let mut inner = self.lock();
-        if inner.capacity == 0 || block.len() as u64 > inner.capacity / 4 {
-            return;
-        }
-        if let Some((old, used)) = inner.blocks.get(&key).and_then(|b| b.get(&start)).cloned() {
-            // Kept already (a block's bytes at its start never change): a use.
-            debug_assert_eq!(old.len(), block.len());
-            inner.touch(key, start, used);
-            return;
-        }
-        let now = inner.tick();
-        inner.blocks.entry(key).or_default().insert(start, (Bytes::copy_from_slice(block), now));
-        inner.uses.insert(now, (key, start));
-        inner.bytes += block.len() as u64;
-        inner.evict();
     }
 }
 
 impl Inner {
+    /// Keeps `block`, at `start` of the version whose root is `key` (nothing when the cache is
+    /// off or the block takes more than a quarter of it).
+    fn keep(&mut self, key: [u8; 32], start: u64, block: &[u8]) {
+        if self.capacity == 0 || block.len() as u64 > self.capacity / 4 {
+            return;
+        }
+        if let Some(&(ref old, used)) = self.blocks.get(&key).and_then(|b| b.get(&start)) {
+            // Kept already (a block's bytes at its start never change): a use.
+            debug_assert_eq!(old.len(), block.len());
+            self.touch(key, start, used);
+            return;
+        }
+        let now = self.tick();
+        self.blocks.entry(key).or_default().insert(start, (Bytes::copy_from_slice(block), now));
+        self.uses.insert(now, (key, start));
+        self.bytes += block.len() as u64;
+        self.evict();
+    }
+
     fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock
@@ -333,11 +333,11 @@ mod tests {
         let cache = ReadCache::default();
         cache.resize(1 << 20);
         let v = version(1, 30);
-        cache.keep_block(v.record.root.0, 0, &[1; 10]);
-        cache.keep_block(v.record.root.0, 20, &[3; 10]);
+        cache.lock().keep(v.record.root.0, 0, &[1; 10]);
+        cache.lock().keep(v.record.root.0, 20, &[3; 10]);
         assert_eq!(read(&cache, &v, 2..8), Some(vec![1; 6]));
         assert_eq!(read(&cache, &v, 5..25), None, "the block at 10 is missing");
-        cache.keep_block(v.record.root.0, 10, &[2; 10]);
+        cache.lock().keep(v.record.root.0, 10, &[2; 10]);
         let whole = read(&cache, &v, 0..u64::MAX).unwrap();
         assert_eq!(whole, [[1; 10], [2; 10], [3; 10]].concat());
         assert_eq!(read(&cache, &v, 30..30), Some(vec![]));
@@ -351,10 +351,10 @@ mod tests {
         cache.resize(40);
         let v = version(1, 100);
         for start in [0, 10, 20, 30] {
-            cache.keep_block(v.record.root.0, start, &[start as u8; 10]);
+            cache.lock().keep(v.record.root.0, start, &[start as u8; 10]);
         }
         assert!(read(&cache, &v, 0..10).is_some());
-        cache.keep_block(v.record.root.0, 40, &[4; 10]);
+        cache.lock().keep(v.record.root.0, 40, &[4; 10]);
         assert_eq!(cache.stats().bytes, 40);
         assert!(read(&cache, &v, 0..10).is_some(), "used last, kept");
         assert!(read(&cache, &v, 10..20).is_none(), "the least recently used went");

@@ -81,8 +81,8 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
         metrics_addr = Some(listener.local_addr()?);
         let scraped = metrics.clone();
         let handler = move |req: http::Request<Incoming>| {
-            let text = scraped.render();
-            async move { Ok::<_, Infallible>(metrics_response(req.uri().path(), text)) }
+            let answer = metrics_response(req.uri().path(), || scraped.render());
+            async move { Ok::<_, Infallible>(answer) }
         };
         tasks.push(serve(listener, None, stopped.clone(), handler));
     }
@@ -113,9 +113,9 @@ async fn counted_call(service: &S3Service, metrics: &Metrics, req: http::Request
     response
 }
 
-fn metrics_response(path: &str, text: String) -> http::Response<Full<Bytes>> {
+fn metrics_response(path: &str, render: impl FnOnce() -> String) -> http::Response<Full<Bytes>> {
     let (status, body) = match path {
-        "/metrics" => (http::StatusCode::OK, text),
+        "/metrics" => (http::StatusCode::OK, render()),
         _ => (http::StatusCode::NOT_FOUND, "GET /metrics\n".to_string()),
     };
     let mut response = http::Response::new(Full::new(Bytes::from(body)));

@@ -49,8 +49,9 @@ fn fold(path: &Digest, siblings: &[Digest], mut node: Digest) -> Digest {
 }
 
 impl Proof {
-    /// The value hash of `key` under `root`, or `None` when the proof shows it absent.
-    pub fn verify(&self, root: &Digest, key: &[u8]) -> Result<Option<Digest>, ProofError> {
+    /// `key`'s path and value hash (`None`: absent), from the proof's shape alone; the root
+    /// is checked by the caller.
+    fn locate(&self, key: &[u8]) -> Result<(Digest, Option<Digest>), ProofError> {
         let path = key_path(key);
         let depth = self.siblings.len();
         if depth > 256 {
@@ -73,16 +74,22 @@ impl Proof {
             }
             Bottom::Inner { .. } => return Err(ProofError::Malformed("a way ends at an inner node")),
         };
+        Ok((path, found))
+    }
+
+    /// The value hash of `key` under `root`, or `None` when the proof shows it absent.
+    pub fn verify(&self, root: &Digest, key: &[u8]) -> Result<Option<Digest>, ProofError> {
+        let (path, found) = self.locate(key)?;
         match fold(&path, &self.siblings, self.end.hash()) == *root {
             true => Ok(found),
             false => Err(ProofError::WrongRoot),
         }
     }
 
-    /// The root after `key` is set to a value hashing to `value_hash`.
+    /// The root after `key` is set to a value hashing to `value_hash`: the old root and the
+    /// new one folded up the same siblings at once.
     pub fn root_after_put(&self, root: &Digest, key: &[u8], value_hash: &Digest) -> Result<Digest, ProofError> {
-        self.verify(root, key)?;
-        let path = key_path(key);
+        let (path, _) = self.locate(key)?;
         let leaf = leaf_hash(&path, value_hash);
         let depth = self.siblings.len();
         let node = match &self.end {
@@ -97,7 +104,15 @@ impl Proof {
             }
             _ => leaf,
         };
-        Ok(fold(&path, &self.siblings, node))
+        let (mut old, mut new) = (self.end.hash(), node);
+        for (d, sibling) in self.siblings.iter().enumerate().rev() {
+            old = parent(&path, d, &old, sibling);
+            new = parent(&path, d, &new, sibling);
+        }
+        match old == *root {
+            true => Ok(new),
+            false => Err(ProofError::WrongRoot),
+        }
     }
 
     /// The root after `key` is removed (the same root when it is absent).
