@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+mod background;
 mod config;
 pub mod errors;
 mod metrics;

@@ -1,6 +1,7 @@
 //! The S3 operations, on a vouch client: every byte, ETag and listing an application gets
 //! was verified against the client's namespace root first.
 
+use crate::background::Background;
 use crate::errors::to_s3;
 use crate::metrics::Metrics;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
@@ -71,6 +72,7 @@ pub struct Gateway {
     por: bool,
     /// How long a replaced version stays readable (for reads in flight) before it is pruned.
     keep_replaced: Duration,
+    background: Background,
     /// Where the last ranged read of each version ended: a read starting there is sequential,
     /// and the next stretch is fetched into the cache ahead of it.
     read_ends: Mutex<HashMap<(String, u64), u64>>,
@@ -117,13 +119,19 @@ const TAIL_READ: u64 = 4096;
 
 impl Gateway {
     /// A portal for `client`, counting into `metrics`; `por`: objects get a PoR copy; a
-    /// replaced version is pruned after `keep_replaced`.
-    pub fn new(client: Arc<Client>, metrics: Arc<Metrics>, por: bool, keep_replaced: Duration) -> Gateway {
+    /// replaced version is pruned after `keep_replaced`; its own tasks run in `background`.
+    pub(crate) fn new(
+        client: Arc<Client>,
+        metrics: Arc<Metrics>,
+        (por, keep_replaced): (bool, Duration),
+        background: Background,
+    ) -> Gateway {
         Gateway {
             client,
             metrics,
             por,
             keep_replaced,
+            background,
             read_ends: Mutex::default(),
             metas: Mutex::default(),
             writes: tokio::sync::Mutex::new(()),
@@ -158,7 +166,7 @@ impl Gateway {
             return;
         }
         let (client, name) = (self.client.clone(), name.to_string());
-        tokio::spawn(async move {
+        self.background.spawn_until_stop(async move {
             if let Err(e) = client.get(&name, Some(version), Some(next), &mut std::io::sink()).await {
                 tracing::debug!("{name}: a read ahead failed (the application's own read will retry): {e}");
             }
@@ -270,9 +278,14 @@ impl Gateway {
                 true => drop_older(&self.client, name, put.version).await,
                 false => {
                     let (client, name, wait) = (self.client.clone(), name.to_string(), self.keep_replaced);
-                    tokio::spawn(async move {
-                        tokio::time::sleep(wait).await;
-                        drop_older(&client, &name, put.version).await;
+                    let mut stopping = self.background.stopping();
+                    // The wait ends at shutdown (the next overwrite prunes what is left); a
+                    // prune begun runs to its end, and shutdown waits for it.
+                    self.background.spawn(async move {
+                        tokio::select! {
+                            () = tokio::time::sleep(wait) => drop_older(&client, &name, put.version).await,
+                            _ = stopping.changed() => {}
+                        }
                     });
                 }
             }

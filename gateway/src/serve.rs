@@ -1,6 +1,7 @@
 //! The gateway's HTTP servers: s3s's service over hyper, one task per connection, each
 //! request timed and counted; `/metrics` on a listener of its own; the background audits.
 
+use crate::background::Background;
 use crate::config::GatewayConfig;
 use crate::errors::VIOLATION_HEADER;
 use crate::metrics::Metrics;
@@ -29,16 +30,21 @@ pub struct RunningGateway {
     pub metrics: Arc<Metrics>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    background: Background,
 }
 
 impl RunningGateway {
     /// Stops accepting connections, closes each open one after its request in flight, stops
-    /// the audits, and waits for all of it to end.
+    /// the audits, and waits for all of it to end: no commit of this gateway's runs after
+    /// this returns, so a client opened next on the same state finds the provider where it
+    /// left it.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         for task in self.tasks {
             let _ = task.await;
         }
+        // Connections end after their request in flight; a delayed prune begun ends too.
+        self.background.finish().await;
     }
 }
 
@@ -51,17 +57,14 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
     for key in &config.keys {
         auth.register(key.access_key.clone(), key.secret_key.clone().into());
     }
-    let mut builder = S3ServiceBuilder::new(Gateway::new(
-        client.clone(),
-        metrics.clone(),
-        config.por,
-        std::time::Duration::from_secs(config.keep_replaced_secs),
-    ));
+    let (stop, stopped) = watch::channel(false);
+    let background = Background::new(stopped.clone());
+    let options = (config.por, std::time::Duration::from_secs(config.keep_replaced_secs));
+    let mut builder = S3ServiceBuilder::new(Gateway::new(client.clone(), metrics.clone(), options, background.clone()));
     builder.set_auth(auth);
     let service = builder.build();
     let listener = TcpListener::bind(&config.listen).await?;
     let addr = listener.local_addr()?;
-    let (stop, stopped) = watch::channel(false);
     let counted = metrics.clone();
     let s3 = move |req| {
         let (service, metrics) = (service.clone(), counted.clone());
@@ -74,7 +77,7 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
         }
         _ => None,
     };
-    let mut tasks = vec![serve(listener, tls, stopped.clone(), s3)];
+    let mut tasks = vec![serve(listener, tls, background.clone(), s3)];
     let mut metrics_addr = None;
     if let Some(listen) = &config.metrics_listen {
         let listener = TcpListener::bind(listen).await?;
@@ -84,13 +87,13 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
             let answer = metrics_response(req.uri().path(), || scraped.render());
             async move { Ok::<_, Infallible>(answer) }
         };
-        tasks.push(serve(listener, None, stopped.clone(), handler));
+        tasks.push(serve(listener, None, background.clone(), handler));
     }
     if let Some(audit) = &config.audit {
         tasks.push(crate::audit::spawn(client, audit.clone(), metrics.clone(), stopped));
     }
     tracing::info!("vouch gateway listening on {addr}");
-    Ok(RunningGateway { addr, metrics_addr, metrics, stop, tasks })
+    Ok(RunningGateway { addr, metrics_addr, metrics, stop, tasks, background })
 }
 
 /// One S3 request through s3s, timed and counted (with the violation its answer names).
@@ -132,7 +135,7 @@ fn metrics_response(path: &str, render: impl FnOnce() -> String) -> http::Respon
 fn serve<F, Fut, B>(
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    mut stopped: watch::Receiver<bool>,
+    background: Background,
     handler: F,
 ) -> tokio::task::JoinHandle<()>
 where
@@ -141,6 +144,7 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let mut stopped = background.stopping();
     tokio::spawn(async move {
         loop {
             let (stream, _) = tokio::select! {
@@ -155,14 +159,20 @@ where
             };
             // Small answers must not wait for a delayed ACK (Nagle).
             let _ = stream.set_nodelay(true);
-            let (handler, stop, tls) = (handler.clone(), stopped.clone(), tls.clone());
-            tokio::spawn(async move {
+            let (handler, mut stop, tls) = (handler.clone(), stopped.clone(), tls.clone());
+            background.spawn(async move {
                 match tls {
                     None => connection(stream, handler, stop).await,
-                    Some(tls) => match tls.accept(stream).await {
-                        Ok(stream) => connection(stream, handler, stop).await,
-                        Err(e) => tracing::debug!("gateway: a TLS handshake failed: {e}"),
-                    },
+                    Some(tls) => {
+                        let handshake = tokio::select! {
+                            done = tls.accept(stream) => done,
+                            _ = stop.changed() => return,
+                        };
+                        match handshake {
+                            Ok(stream) => connection(stream, handler, stop).await,
+                            Err(e) => tracing::debug!("gateway: a TLS handshake failed: {e}"),
+                        }
+                    }
                 }
             });
         }

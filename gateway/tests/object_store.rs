@@ -167,3 +167,23 @@ async fn a_read_in_flight_outlives_an_overwrite() {
     let name = vouch_gateway::names::object_name("box", "k").unwrap();
     assert_eq!(h.client.log(&name).await.unwrap().len(), 2, "the replaced version is kept for now");
 }
+
+/// A prune waiting at shutdown is dropped, not left to run beside the next gateway's client:
+/// the restarted gateway finds the provider where its state says, and no honest answer looks
+/// like a lie.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_while_a_prune_waits_leaves_nothing_behind() {
+    let soon = GatewayConfig { keep_replaced_secs: 1, ..config() };
+    let mut h = Harness::configured(Blocks::Local, Misbehave::None, &["box"], soon).await;
+    let store = h.store("box");
+    store.put(&Path::from("k"), PutPayload::from(b"first".to_vec())).await.unwrap();
+    store.put(&Path::from("k"), PutPayload::from(b"second".to_vec())).await.unwrap();
+    h.restart_gateway().await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let name = vouch_gateway::names::object_name("box", "k").unwrap();
+    assert_eq!(h.client.log(&name).await.unwrap().len(), 2, "the old gateway's prune did not run");
+    assert_eq!(&store.get(&Path::from("k")).await.unwrap().bytes().await.unwrap()[..], b"second");
+    store.put(&Path::from("k"), PutPayload::from(b"third".to_vec())).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(h.client.log(&name).await.unwrap().len(), 1, "the next overwrite prunes what was left");
+}
