@@ -83,6 +83,7 @@ impl Serve {
             max_put_blocks: self.max_put_blocks,
             max_audit_bytes: self.max_audit_bytes,
             stream_idle_secs: self.stream_idle_secs,
+            ..LimitSettings::default()
         };
         Ok(flags.over(config.limits.over(Limits::default())?)?)
     }

@@ -11,6 +11,7 @@ use crate::ledger::{Committing, Ledger, Snapshot};
 use crate::persist::{MemoryState, StateStore};
 use crate::por::is_por_file;
 use crate::remote::Remote;
+use crate::staged::NameLocks;
 use crate::state::{Root, StateDir};
 use crate::upload::{NewVersion, PutUpload};
 use crate::verify::{self, valid_name, RangeParts, Verified};
@@ -74,6 +75,8 @@ pub struct Client {
     pub(crate) keys: Arc<Keys>,
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) cache: ReadCache,
+    /// Names with a put in progress (see `crate::staged`).
+    pub(crate) uploading: NameLocks,
     dir: Option<PathBuf>,
 }
 
@@ -114,7 +117,14 @@ impl Client {
         dir: Option<PathBuf>,
     ) -> Result<Client, ClientError> {
         let ledger = Arc::new(Ledger::load(store)?);
-        Ok(Client { remote, keys: Arc::new(keys), ledger, cache: ReadCache::default(), dir })
+        Ok(Client {
+            remote,
+            keys: Arc::new(keys),
+            ledger,
+            cache: ReadCache::default(),
+            uploading: NameLocks::default(),
+            dir,
+        })
     }
 
     /// Opens the client whose state is in `dir` (and holds its lock while it lives). Open a
@@ -339,6 +349,9 @@ impl Client {
         let started = Instant::now();
         valid_name(name)?;
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
+        if !por {
+            return self.put_staged(name, reader, cutting, progress, started).await;
+        }
         let commit = self.begin_commit().await?;
         self.put_locked(&commit, name, reader, (cutting, por), progress, started).await
     }
@@ -386,6 +399,7 @@ impl Client {
             attempt: new_attempt(),
             // A PoR copy needs every block; the cache takes a version that fits it.
             keep_blocks: if por_file { Some(u64::MAX) } else { self.cache.written_limit() },
+            commits: true,
         };
         let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
         let answer =

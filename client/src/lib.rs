@@ -48,6 +48,7 @@ mod por;
 pub mod public;
 mod remote;
 mod settle;
+mod staged;
 pub mod state;
 mod transport;
 mod upload;

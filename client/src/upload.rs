@@ -63,6 +63,9 @@ pub(crate) struct PutUpload {
     /// Keep the tagged blocks (for the version's PoR copy, or the portal cache) while they
     /// are no more than this many bytes; past it, none are kept.
     pub keep_blocks: Option<u64>,
+    /// Whether the last frame commits (`put`: its intent is recorded first) or only stages
+    /// the upload (`stage`: the caller commits it, see [`crate::Client::put`]).
+    pub commits: bool,
 }
 
 /// What an upload sent: the version record, its block count, and the blocks when kept.
@@ -103,10 +106,12 @@ impl PutUpload {
             next_nonce: state.next_nonce,
             time: now(),
         };
-        // From the last frame on the commit may happen: its intent is recorded first.
-        let intent =
-            Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record), attempt: self.attempt };
-        self.ledger.intend(intent)?;
+        if self.commits {
+            // From the last frame on the commit may happen: its intent is recorded first.
+            let intent =
+                Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record), attempt: self.attempt };
+            self.ledger.intend(intent)?;
+        }
         self.send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
         Ok((record, state.next_nonce - first_nonce, batch.kept.unwrap_or_default()))
     }

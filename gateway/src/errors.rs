@@ -4,6 +4,7 @@
 
 use s3s::{S3Error, S3ErrorCode};
 use vouch_client::ClientError;
+use vouch_proto::ErrorCode;
 
 /// The S3 error code of a provider caught misbehaving (an answer that failed verification:
 /// altered, stale, withheld or forked data). HTTP 502. The message names the violation's kind
@@ -37,6 +38,11 @@ pub fn to_s3(e: ClientError, missing: S3ErrorCode) -> S3Error {
         | ClientError::TimedOut { .. }
         | ClientError::Unavailable(_)
         | ClientError::Busy { .. }) => S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string()),
+        // A change that raced another of the same name, or an upload the provider dropped
+        // (a restart): trying again succeeds, and SDKs retry a 503 by themselves.
+        e @ ClientError::Refused { code: ErrorCode::Conflict, .. } => {
+            S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
+        }
         e => {
             tracing::error!("{e}");
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())

@@ -18,6 +18,8 @@
 //! | `log` | [`LogRequest`] | [`Log`] |
 //! | `read` | [`ReadRequest`] | frames: [`Located`], then [`ReadChunk`]s |
 //! | `put` | frames: [`PutHead`], [`BlockBatch`]es, [`PutTail`] | [`Committed`] |
+//! | `stage` | the frames of `put` | [`StagedUpload`] |
+//! | `commit-staged` | [`CommitStagedRequest`] | [`Committed`] |
 //! | `edit` | [`EditRequest`] | [`Committed`] |
 //! | `remove` | [`RemoveRequest`] | [`Committed`] |
 //! | `prune` | [`PruneRequest`] | [`Committed`] |
@@ -54,6 +56,8 @@ pub enum Op {
     Log,
     Read,
     Put,
+    Stage,
+    CommitStaged,
     Edit,
     Remove,
     Prune,
@@ -73,13 +77,15 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 22] = [
+    pub const ALL: [Op; 24] = [
         Op::Health,
         Op::Lookup,
         Op::List,
         Op::Log,
         Op::Read,
         Op::Put,
+        Op::Stage,
+        Op::CommitStaged,
         Op::Edit,
         Op::Remove,
         Op::Prune,
@@ -107,6 +113,8 @@ impl Op {
             Op::Log => "log",
             Op::Read => "read",
             Op::Put => "put",
+            Op::Stage => "stage",
+            Op::CommitStaged => "commit-staged",
             Op::Edit => "edit",
             Op::Remove => "remove",
             Op::Prune => "prune",
@@ -305,6 +313,24 @@ pub struct PutTail {
     pub record: ByteBuf,
 }
 
+/// The answer to a `stage`: the upload's blocks are stored and checked against its record
+/// (they build its root and length); it waits for its `commit-staged` under its attempt. It
+/// proves nothing (the commit's answer does): a provider that lies here is caught there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StagedUpload {
+    pub blocks: u64,
+}
+
+/// Commits the upload staged under `attempt`: a put whose blocks went up outside the client's
+/// commit lock (so that many uploads of one client run at once) and whose commit is sent
+/// under it. `name` and `record` repeat what was staged; the provider refuses a mismatch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitStagedRequest {
+    pub name: String,
+    pub attempt: Attempt,
+    pub record: ByteBuf,
+}
+
 /// A frame of a put stream.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PutFrame {
@@ -482,6 +508,8 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<BlockList>(data);
     reencode::<LastCommit>(data);
     reencode::<EditRequest>(data);
+    reencode::<CommitStagedRequest>(data);
+    reencode::<StagedUpload>(data);
     reencode::<ErrorBody>(data);
     reencode::<por::PorWriteRequest>(data);
     reencode::<por::PorContext>(data);

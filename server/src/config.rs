@@ -12,6 +12,8 @@
 //! max_put_blocks = 16777216       # blocks one put may upload
 //! max_audit_bytes = 536870912     # challenged block bytes one audit may hold
 //! stream_idle_secs = 60           # a stream that stalls this long loses its connection
+//! max_staged = 1024               # uploads one client may have waiting for their commits
+//! staged_secs = 600               # how long a staged upload waits for its commit
 //!
 //! [[client]]
 //! name = "alice"
@@ -47,6 +49,8 @@ pub struct LimitSettings {
     pub max_put_blocks: Option<u64>,
     pub max_audit_bytes: Option<u64>,
     pub stream_idle_secs: Option<u64>,
+    pub max_staged: Option<u64>,
+    pub staged_secs: Option<u64>,
 }
 
 impl LimitSettings {
@@ -62,6 +66,9 @@ impl LimitSettings {
             max_put_blocks: positive(self.max_put_blocks, "max_put_blocks")?.unwrap_or(base.max_put_blocks),
             max_audit_bytes: positive(self.max_audit_bytes, "max_audit_bytes")?.unwrap_or(base.max_audit_bytes),
             stream_idle: idle.map_or(base.stream_idle, std::time::Duration::from_secs),
+            max_staged: positive(self.max_staged, "max_staged")?.map_or(base.max_staged, |n| n as usize),
+            staged_for: positive(self.staged_secs, "staged_secs")?
+                .map_or(base.staged_for, std::time::Duration::from_secs),
         })
     }
 }

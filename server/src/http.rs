@@ -24,9 +24,9 @@ use vouch_proto::por::{
     PorRestoreRequest, PorStatusRequest, PorWriteRequest,
 };
 use vouch_proto::{
-    decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, EditRequest, ErrorBody, ErrorCode,
-    Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest, PutFrame, ReadFrame,
-    ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
+    decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, CommitStagedRequest, EditRequest,
+    ErrorBody, ErrorCode, Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest,
+    PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Longest time a non-streaming request may take.
@@ -58,6 +58,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::Log.path(), post(log))
         .route(&Op::Read.path(), post(read))
         .route(&Op::Put.path(), post(put))
+        .route(&Op::Stage.path(), post(stage))
+        .route(&Op::CommitStaged.path(), post(commit_staged))
         .route(&Op::Edit.path(), post(edit))
         .route(&Op::Remove.path(), post(remove))
         .route(&Op::Prune.path(), post(prune))
@@ -340,8 +342,32 @@ fn error_frame(f: Failure) -> Bytes {
     Bytes::from(encode_frame(&ReadFrame::Error(ErrorBody { code: f.0, message: f.1 })))
 }
 
-/// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive.
+/// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive, then
+/// committed.
 async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    upload(app, headers, body, Upload::Commit).await
+}
+
+/// A `stage`: a put's frames, stored and kept for its `commit-staged`.
+async fn stage(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    upload(app, headers, body, Upload::Stage).await
+}
+
+async fn commit_staged(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: CommitStagedRequest| async move {
+        app.provider.commit_staged(&c, &r, &app.limits).await
+    })
+    .await
+}
+
+/// What an upload's last frame does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Upload {
+    Commit,
+    Stage,
+}
+
+async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> Response {
     let started = std::time::Instant::now();
     let work = async {
         let client = authenticate(&app, &headers)?;
@@ -371,9 +397,13 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
                 (PutFrame::Head(head), None) => {
                     let scheme = SchemeId::from_byte(head.scheme)
                         .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;
-                    state = Some(
-                        app.provider.begin_put(&client, &head.name, FileId(head.file), scheme, head.attempt).await?,
-                    );
+                    let file = FileId(head.file);
+                    state = Some(match then {
+                        Upload::Commit => {
+                            app.provider.begin_put(&client, &head.name, file, scheme, head.attempt).await?
+                        }
+                        Upload::Stage => app.provider.begin_stage(&client, &head.name, file, scheme, head.attempt)?,
+                    });
                 }
                 (PutFrame::Blocks(batch), Some(put)) => {
                     // Checked before the batch is stored; the put's segments so far are deleted
@@ -384,7 +414,10 @@ async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Res
                 (PutFrame::Tail(tail), Some(_)) => {
                     let record = VersionRecord::from_bytes(&tail.record).map_err(|e| bad(e.to_string()))?;
                     let put = state.take().expect("matched Some");
-                    return Ok(ok(&app.provider.finish_put(put, record).await?));
+                    return Ok(match then {
+                        Upload::Commit => ok(&app.provider.finish_put(put, record).await?),
+                        Upload::Stage => ok(&app.provider.stage_upload(put, record, &app.limits).await?),
+                    });
                 }
                 _ => return Err(bad("put frames out of order".into())),
             }

@@ -21,6 +21,12 @@ pub struct Limits {
     /// Longest a stream may stall: an upload that sends nothing, or a reader that consumes
     /// nothing, for this long loses its connection.
     pub stream_idle: Duration,
+    /// Most uploads one client may have staged, waiting for their commits (`stage`, then
+    /// `commit-staged`): each keeps its block list in memory until then.
+    pub max_staged: usize,
+    /// How long a staged upload waits for its commit before it is dropped (its blocks
+    /// deleted; the commit is then refused as a conflict).
+    pub staged_for: Duration,
 }
 
 /// 256 GiB: a large file; the store's disk, not the provider's memory, is what it costs.
@@ -30,6 +36,10 @@ pub const DEFAULT_MAX_PUT_BLOCKS: u64 = 16 << 20;
 /// 512 MiB: covers the default audit (460 offsets) even when every block has the largest
 /// allowed size (1 MiB).
 pub const DEFAULT_MAX_AUDIT_BYTES: u64 = 512 << 20;
+/// 1024 uploads waiting: a portal's worth of applications writing at once.
+pub const DEFAULT_MAX_STAGED: usize = 1024;
+/// 10 minutes: a client commits its staged upload as soon as it holds its commit lock.
+pub const DEFAULT_STAGED_FOR: Duration = Duration::from_secs(600);
 /// 60 s without progress ends a stream.
 pub const DEFAULT_STREAM_IDLE: Duration = Duration::from_secs(60);
 
@@ -40,6 +50,8 @@ impl Default for Limits {
             max_put_blocks: DEFAULT_MAX_PUT_BLOCKS,
             max_audit_bytes: DEFAULT_MAX_AUDIT_BYTES,
             stream_idle: DEFAULT_STREAM_IDLE,
+            max_staged: DEFAULT_MAX_STAGED,
+            staged_for: DEFAULT_STAGED_FOR,
         }
     }
 }

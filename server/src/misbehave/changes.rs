@@ -2,11 +2,14 @@
 
 use super::{Misbehave, Misbehaving};
 use crate::provider::{ProviderError, PutState, Staged};
+use crate::Limits;
 use std::sync::atomic::Ordering;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_core::Edit;
-use vouch_proto::{Attempt, Committed, EditRequest, PruneRequest, RemoveRequest, WireBlock};
+use vouch_proto::{
+    Attempt, CommitStagedRequest, Committed, EditRequest, PruneRequest, RemoveRequest, StagedUpload, WireBlock,
+};
 use vouch_store::StoreError;
 
 impl Misbehaving {
@@ -29,6 +32,37 @@ impl Misbehaving {
     pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
         self.refuse_once()?;
         let staged = self.honest.stage_put(put, record).await?;
+        self.commit(staged).await
+    }
+
+    pub fn begin_stage(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+        attempt: Attempt,
+    ) -> Result<PutState, ProviderError> {
+        self.honest.begin_stage(client, name, file, scheme, attempt)
+    }
+
+    pub async fn stage_upload(
+        &self,
+        put: PutState,
+        record: VersionRecord,
+        limits: &Limits,
+    ) -> Result<StagedUpload, ProviderError> {
+        self.honest.stage_upload(put, record, limits).await
+    }
+
+    pub async fn commit_staged(
+        &self,
+        client: &str,
+        req: &CommitStagedRequest,
+        limits: &Limits,
+    ) -> Result<Committed, ProviderError> {
+        self.refuse_once()?;
+        let staged = self.honest.stage_staged(client, req, limits).await?;
         self.commit(staged).await
     }
 

@@ -19,7 +19,8 @@ use vouch_core::pdp::{self, Challenge, FileId, Held, PossessionProof, SchemeId};
 use vouch_core::{hash, Block, Edit, FlexList};
 use vouch_proto::{
     Attempt, AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
-    PruneRequest, ReadChunk, RemoveRequest, WireBlock, WireEdit, WireLookup, WireVersion, READ_CHUNK_BYTES,
+    PruneRequest, ReadChunk, RemoveRequest, StagedUpload, WireBlock, WireEdit, WireLookup, WireVersion,
+    READ_CHUNK_BYTES,
 };
 use vouch_store::{Commit, MetaDb, ObjectBlobs, Repository, StoreError, StoredBlocks, Upload};
 
@@ -27,6 +28,9 @@ mod commit;
 mod por;
 mod read;
 mod settle;
+mod staged;
+#[cfg(test)]
+mod staged_tests;
 mod write;
 
 pub(crate) use commit::Staged;
@@ -98,6 +102,8 @@ pub struct Provider {
     applying: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
     /// Per client, its PoR log (see `por`).
     por: por::PorLogs,
+    /// Per client, the uploads waiting for their commits (see `staged`).
+    staged: staged::StagedUploads,
 }
 
 impl std::fmt::Debug for Provider {
@@ -122,6 +128,7 @@ impl Provider {
             changes: Mutex::new(HashMap::new()),
             applying: Mutex::new(HashMap::new()),
             por: std::sync::Mutex::new(HashMap::new()),
+            staged: staged::StagedUploads::default(),
         })
     }
 

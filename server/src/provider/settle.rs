@@ -65,6 +65,7 @@ impl Provider {
         vouch_core::namespace::check_name(name).map_err(bad)?;
         let mut gate = self.gate(client).write_owned().await;
         gate.settle(attempt);
+        self.drop_staged(client, &attempt);
         let (answer, _) = self.lookup(client, name)?;
         let committed = match self.repo.record(&keys::last_commit(client))? {
             None => None,

@@ -16,18 +16,39 @@ impl Provider {
         scheme: SchemeId,
         attempt: Attempt,
     ) -> Result<PutState, ProviderError> {
-        let mut put = self.begin(client, name, file, scheme)?;
+        let mut put = self.begin(client, name, file, scheme, attempt)?;
         put.in_flight = Some(self.changing(client, attempt).await?);
         Ok(put)
     }
 
-    fn begin(&self, client: &str, name: &str, file: FileId, scheme: SchemeId) -> Result<PutState, ProviderError> {
+    /// Starts a `stage` (see `staged`): [`Provider::begin_put`] without the change gate, as
+    /// a staged upload cannot commit by itself; end it with [`Provider::stage_upload`].
+    pub fn begin_stage(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+        attempt: Attempt,
+    ) -> Result<PutState, ProviderError> {
+        self.begin(client, name, file, scheme, attempt)
+    }
+
+    fn begin(
+        &self,
+        client: &str,
+        name: &str,
+        file: FileId,
+        scheme: SchemeId,
+        attempt: Attempt,
+    ) -> Result<PutState, ProviderError> {
         vouch_core::namespace::check_name(name).map_err(bad)?;
         Ok(PutState {
             client: client.to_string(),
             name: name.to_string(),
             file,
             scheme,
+            attempt,
             upload: self.repo.upload(&keys::owner(client, &file))?,
             leaves: Vec::new(),
             nonces: HashSet::new(),
@@ -63,6 +84,29 @@ impl Provider {
         mut put: PutState,
         record: VersionRecord,
     ) -> Result<Staged<'_>, ProviderError> {
+        let in_flight = put.in_flight.take();
+        let client = put.client.clone();
+        let (name, list, blocks) = self.seal_put(put, &record).await?;
+        let write = self.write.lock().await;
+        Ok(Staged {
+            client,
+            name,
+            change: Change::Append(record),
+            new_list: Some(NewList { list, base: None }),
+            file_update: None,
+            blocks: Some(blocks),
+            _write: write,
+            _in_flight: in_flight,
+        })
+    }
+
+    /// A put's blocks checked against its record (they build its root and length) and
+    /// written: its name, list and stored blocks.
+    pub(super) async fn seal_put(
+        &self,
+        mut put: PutState,
+        record: &VersionRecord,
+    ) -> Result<(String, FlexList, StoredBlocks), ProviderError> {
         if record.file != put.file || record.scheme != put.scheme {
             return Err(bad("the version record names another file or scheme than the upload"));
         }
@@ -76,21 +120,9 @@ impl Provider {
             return Err(bad("the uploaded blocks do not build the version record's root and length"));
         }
         let built = started.elapsed();
-        let PutState { client, name, upload, in_flight, .. } = put;
-        let blocks = upload.finish().await?;
-        let written = started.elapsed();
-        let write = self.write.lock().await;
-        tracing::debug!(?built, ?written, total = ?started.elapsed(), "put staged");
-        Ok(Staged {
-            client,
-            name,
-            change: Change::Append(record),
-            new_list: Some(NewList { list, base: None }),
-            file_update: None,
-            blocks: Some(blocks),
-            _write: write,
-            _in_flight: in_flight,
-        })
+        let blocks = put.upload.finish().await?;
+        tracing::debug!(?built, written = ?started.elapsed(), "put sealed");
+        Ok((put.name, list, blocks))
     }
 
     /// Applies a batch of edits to the latest version, making a new version.
@@ -118,7 +150,7 @@ impl Provider {
         if req.blocks.iter().enumerate().any(|(i, b)| b.nonce != base.next_nonce + i as u64) {
             return Err(bad("new blocks take the version's next nonces in order"));
         }
-        let mut put = self.begin(client, &req.name, base.file, base.scheme)?;
+        let mut put = self.begin(client, &req.name, base.file, base.scheme, req.attempt)?;
         let blocks = req.blocks.len() as u64;
         self.put_blocks(&mut put, req.blocks).await?;
         // A large edit's segments are written while the lists are updated (a small edit's
@@ -238,10 +270,11 @@ pub(crate) struct NewList {
 /// A put in progress.
 #[derive(Debug)]
 pub struct PutState {
-    client: String,
+    pub(super) client: String,
     name: String,
     file: FileId,
     scheme: SchemeId,
+    pub(super) attempt: Attempt,
     /// The blocks, packed by the repository (an abandoned put's segments are deleted when it
     /// is dropped).
     upload: Upload,
@@ -253,7 +286,7 @@ pub struct PutState {
 }
 
 /// The FlexList leaf of an uploaded block.
-fn leaf_of(scheme: SchemeId, b: &WireBlock) -> Block {
+pub(super) fn leaf_of(scheme: SchemeId, b: &WireBlock) -> Block {
     Block::new(hash::pdp_leaf(scheme as u8, b.nonce, &b.tag), b.data.len() as u32, b.nonce)
 }
 
