@@ -1,9 +1,12 @@
-//! AIP's client (paper 003, Alg. 1–2): `aip-invoke`, the REPLY and UPDATE-AUTH handlers,
-//! `check-view`, `check-pending` and `extend-chain`.
+//! AIP's client (paper 003, Alg. 1–2): `aip-invoke`, the REPLY handler, `check-view`,
+//! `check-pending` and `extend-chain`. The passive phase (UPDATE-AUTH, delegated batches)
+//! and the takeover of a failed client (Sec. 3.7) are in [`passive`].
+
+mod passive;
 
 use super::{
-    auth_statement, chain, commit_statement, invoke_statement, separate_pending, ClientId, Commit, CommitAuth,
-    Committed, Functionality, Invoke, Keyring, Reply, Signed, Status, UpdateAuth, Violation,
+    auth_statement, chain, commit_statement, invoke_statement, separate_pending, ClientId, Commit, Committed,
+    Functionality, Invoke, Keyring, Pending, Reply, Signature, Signed, Status, View, Violation,
 };
 use crate::hash::Digest;
 use std::collections::BTreeMap;
@@ -19,6 +22,14 @@ pub enum Outcome<R> {
 /// What a REPLY leads to: the operation's outcome, and the COMMIT to send.
 pub type Replied<F> = (Outcome<<F as Functionality>::Response>, Commit<<F as Functionality>::Op>);
 
+/// `H[l]`, and whether operation `l` is an update (a query has no passive phase, so no
+/// authenticator is ever signed at its position: Sec. 3.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Link {
+    hash: Digest,
+    update: bool,
+}
+
 /// Client `C_i`'s state: `c`, the hash chain `H`, the status map `Z`, and `u`.
 #[derive(Debug)]
 pub struct Client<F: Functionality> {
@@ -28,24 +39,36 @@ pub struct Client<F: Functionality> {
     /// `c`: the sequence number of the last cleared operation.
     cleared: u64,
     /// `H`, from `H[0]` (the genesis, zero) on; entries below what is still needed are dropped.
-    chain: BTreeMap<u64, Digest>,
+    chain: BTreeMap<u64, Link>,
+    /// `d` and `H[d]`: the last update at or before `c` (the genesis counts as one), kept
+    /// apart from the chain because the chain below `c` is dropped and `A[d]` may still come.
+    authenticated: (u64, Digest),
     /// `Z`: the status of this client's own operations that are not cleared yet (an
     /// authenticated one stays pending in the replies until the server applied it).
     status: BTreeMap<u64, Status>,
     /// `u`: the operation invoked and not completed.
     current: Option<F::Op>,
+    /// Clients taken over (Sec. 3.7), and the last position an operation of theirs may hold.
+    retired: BTreeMap<ClientId, u64>,
+    /// The operations this client aborted in place of a failed client, until cleared: the
+    /// server may show no other COMMIT for them.
+    aborted_for: BTreeMap<u64, ClientId>,
 }
 
 impl<F: Functionality> Client<F> {
     pub fn new(me: ClientId, keys: Keyring, functionality: F) -> Client<F> {
+        let genesis = Link { hash: Digest::ZERO, update: true };
         Client {
             me,
             keys,
             functionality,
             cleared: 0,
-            chain: BTreeMap::from([(0, Digest::ZERO)]),
+            chain: BTreeMap::from([(0, genesis)]),
+            authenticated: (0, Digest::ZERO),
             status: BTreeMap::new(),
             current: None,
+            retired: BTreeMap::new(),
+            aborted_for: BTreeMap::new(),
         }
     }
 
@@ -58,8 +81,14 @@ impl<F: Functionality> Client<F> {
         self.cleared
     }
 
-    fn sign(&self, statement: &[u8]) -> Result<Vec<u8>, Violation> {
-        self.keys.sign(self.me, statement).map_err(|_| Violation::Malformed("this client cannot sign"))
+    /// Whether an operation is invoked and not completed.
+    pub fn busy(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn sign(&self, statement: &[u8]) -> Result<Signature, Violation> {
+        let bytes = self.keys.sign(self.me, statement).map_err(|_| Violation::Malformed("this client cannot sign"))?;
+        Ok(Signature { by: self.me, bytes })
     }
 
     fn check(&self, ok: bool, what: &'static str, client: ClientId, at: u64) -> Result<(), Violation> {
@@ -74,18 +103,26 @@ impl<F: Functionality> Client<F> {
         if self.current.is_some() {
             return Err(Violation::Malformed("an operation is already in progress"));
         }
-        let tau = self.sign(&invoke_statement(&F::op_bytes(&op), self.me))?;
+        let tau = self.sign(&invoke_statement(&F::op_bytes(&op), self.me))?.bytes;
         self.current = Some(op.clone());
         Ok(Invoke { op, tau, cleared: self.cleared })
     }
 
+    /// `H[l]`, from the chain or, for the last cleared update, from where it is kept.
+    fn hash_at(&self, l: u64) -> Option<Digest> {
+        match self.chain.get(&l) {
+            Some(link) => Some(link.hash),
+            None => (l == self.authenticated.0).then_some(self.authenticated.1),
+        }
+    }
+
     /// `extend-chain(o, l, j)`: `H[l]` is computed, or checked when it is known already.
-    fn extend_chain(&mut self, op: &[u8], l: u64, client: ClientId) -> Result<(), Violation> {
+    fn extend_chain(&mut self, op: &F::Op, l: u64, client: ClientId) -> Result<(), Violation> {
         if l == 0 {
             return Ok(()); // the genesis: H[0] is fixed
         }
         let previous = self.chain.get(&(l - 1)).ok_or(Violation::Malformed("a gap in the history"))?;
-        let next = chain(previous, op, l, client);
+        let next = Link { hash: chain(&previous.hash, &F::op_bytes(op), l, client), update: !F::is_query(op) };
         match self.chain.get(&l) {
             None => {
                 self.chain.insert(l, next);
@@ -96,43 +133,112 @@ impl<F: Functionality> Client<F> {
         }
     }
 
-    /// `check-view(δ, b, a, ψ)`: clears the operations authenticated since the last one.
-    fn check_view(&mut self, delta: &[Committed<F::Op>], b: u64, alpha: &Signed<F::Auth>) -> Result<(), Violation> {
-        let Some(last) = delta.last() else { return Err(Violation::Malformed("no authenticated operation")) };
-        // When nothing new was authenticated, δ repeats the last cleared operation.
-        let before = match b == self.cleared {
-            true => self.cleared.checked_sub(1),
-            false => Some(self.cleared),
-        };
-        let first = before.map_or(0, |d| d + 1);
-        if first + delta.len() as u64 - 1 != b {
-            return Err(Violation::Malformed("the authenticated operations do not end at b"));
+    /// `verify_j(φ, COMMIT || l || o || j || z || H[l])`, `H[l]` known. A COMMIT signed by
+    /// another member than the operation's client is a takeover's (Sec. 3.7): it may only
+    /// abort, and no later operation of the failed client may follow it.
+    fn check_commit(&mut self, committed: &Committed<F::Op>, l: u64) -> Result<(), Violation> {
+        let hash = self.hash_at(l).ok_or(Violation::Malformed("a COMMIT for an operation not in this view"))?;
+        let client = committed.client;
+        let statement = commit_statement(l, &F::op_bytes(&committed.op), client, committed.status, &hash);
+        let by = committed.phi.by;
+        self.check(self.keys.verify(by, &statement, &committed.phi.bytes), "COMMIT", by, l)?;
+        if by != client {
+            if committed.status != Status::Abort {
+                return Err(Violation::Signature { what: "COMMIT (takeover, not an abort)", client: by, at: l });
+            }
+            let last = self.retired.entry(client).or_insert(l);
+            *last = (*last).min(l);
         }
-        for (k, committed) in delta.iter().enumerate() {
-            let l = first + k as u64;
-            let op = F::op_bytes(&committed.op);
-            self.extend_chain(&op, l, committed.client)?;
-            let statement = commit_statement(l, &op, committed.client, committed.status, &self.chain[&l]);
-            self.check(self.keys.verify(committed.client, &statement, &committed.phi), "COMMIT", committed.client, l)?;
-        }
-        let statement = auth_statement(&F::op_bytes(&last.op), b, &self.chain[&b], &F::auth_bytes(&alpha.auth));
-        self.check(self.keys.verify(last.client, &statement, &alpha.psi), "AUTH", last.client, b)?;
-        self.cleared = b;
         Ok(())
     }
 
-    /// `check-pending(ω)`: every pending operation was invoked by its client, on this chain,
-    /// and the last is this client's current one.
-    fn check_pending(&mut self, omega: &[super::Invoked<F::Op>]) -> Result<(), Violation> {
-        let Some(last) = omega.last() else { return Err(Violation::Pending("none, not even this client's own")) };
-        for (k, invoked) in omega.iter().enumerate() {
-            let l = self.cleared + 1 + k as u64;
+    /// No operation of a client taken over may follow its takeover.
+    fn check_not_retired(&self, client: ClientId, l: u64) -> Result<(), Violation> {
+        match self.retired.get(&client) {
+            Some(&last) if l > last => Err(Violation::TakenOver { client, at: l }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The first half of `check-view`: extends the chain over `δ` and checks each COMMIT;
+    /// returns the last update among them, or before them, and its `H` (Sec. 3.7: queries are
+    /// never authenticated, so `d` may lie before `b`; this client finds `d` itself).
+    fn check_delta(&mut self, view: &View<F>) -> Result<(u64, Digest), Violation> {
+        let (delta, b) = (&view.delta, view.b);
+        if delta.is_empty() {
+            return Err(Violation::Malformed("no authenticated operation"));
+        }
+        // When nothing new was authenticated, δ repeats the last cleared operation.
+        let first = match b == self.cleared {
+            true => self.cleared,
+            false => self.cleared + 1,
+        };
+        if b < self.cleared || first + delta.len() as u64 - 1 != b {
+            return Err(Violation::Malformed("the authenticated operations do not end at b"));
+        }
+        let mut authenticated = self.authenticated;
+        for (k, committed) in delta.iter().enumerate() {
+            let l = first + k as u64;
+            self.check_not_retired(committed.client, l)?;
+            self.extend_chain(&committed.op, l, committed.client)?;
+            self.check_commit(committed, l)?;
+            if let Some(&failed) = self.aborted_for.get(&l) {
+                if committed.phi.by != self.me || committed.client != failed {
+                    return Err(Violation::TakenOver { client: failed, at: l });
+                }
+            }
+            let link = self.chain[&l];
+            if link.update && l >= authenticated.0 {
+                authenticated = (l, link.hash);
+            }
+        }
+        Ok(authenticated)
+    }
+
+    /// `check-view(δ, b, a, ψ)`: clears the operations authenticated since the last view, and
+    /// checks `α`'s AUTH signature over the last update among them, `O[d]`.
+    fn check_view(&mut self, view: &View<F>) -> Result<(), Violation> {
+        let (d, hash) = self.check_delta(view)?;
+        let op = F::op_bytes(&view.authenticated.op);
+        let statement = auth_statement(&op, d, &hash, &F::auth_bytes(&view.alpha.auth));
+        let by = view.alpha.psi.by;
+        self.check(self.keys.verify(by, &statement, &view.alpha.psi.bytes), "AUTH", by, d)?;
+        self.cleared = view.b;
+        self.authenticated = (d, hash);
+        self.aborted_for = self.aborted_for.split_off(&(view.b + 1));
+        Ok(())
+    }
+
+    /// `check-pending(ω)`: every pending operation (the first at position `first`) was
+    /// invoked by its client, on this chain, and each abort mark is its COMMIT with status
+    /// ABORT (Sec. 3.7). In a REPLY (`own_last`), the last is this client's current
+    /// operation, and is not marked.
+    fn check_pending(&mut self, omega: &[Pending<F::Op>], first: u64, own_last: bool) -> Result<(), Violation> {
+        for (k, pending) in omega.iter().enumerate() {
+            let (l, invoked) = (first + k as u64, &pending.invoked);
+            self.check_not_retired(invoked.client, l)?;
             let op = F::op_bytes(&invoked.op);
-            self.extend_chain(&op, l, invoked.client)?;
+            self.extend_chain(&invoked.op, l, invoked.client)?;
             let statement = invoke_statement(&op, invoked.client);
             self.check(self.keys.verify(invoked.client, &statement, &invoked.tau), "INVOKE", invoked.client, l)?;
+            if let Some(phi) = &pending.aborted {
+                let committed = Committed {
+                    op: invoked.op.clone(),
+                    status: Status::Abort,
+                    phi: phi.clone(),
+                    client: invoked.client,
+                };
+                self.check_commit(&committed, l)?;
+            }
         }
-        match (last.client == self.me, Some(&last.op) == self.current.as_ref()) {
+        if !own_last {
+            return Ok(());
+        }
+        let Some(last) = omega.last() else { return Err(Violation::Pending("none, not even this client's own")) };
+        if last.aborted.is_some() {
+            return Err(Violation::Pending("this client's current operation is marked aborted"));
+        }
+        match (last.invoked.client == self.me, Some(&last.invoked.op) == self.current.as_ref()) {
             (true, true) => Ok(()),
             _ => Err(Violation::Pending("the last is not this client's current operation")),
         }
@@ -141,52 +247,37 @@ impl<F: Functionality> Client<F> {
     /// The REPLY handler: the response (or ABORT), and the COMMIT message to send.
     pub fn on_reply(&mut self, reply: Reply<F>) -> Result<Replied<F>, Violation> {
         let Some(op) = self.current.clone() else { return Err(Violation::Malformed("a reply with nothing invoked")) };
-        self.check_view(&reply.delta, reply.b, &reply.alpha)?;
-        self.check_pending(&reply.omega)?;
-        let t = reply.b + reply.omega.len() as u64;
+        let view = &reply.view;
+        self.check_view(view)?;
+        self.check_pending(&view.omega, view.b + 1, true)?;
+        let t = view.b + view.omega.len() as u64;
         if reply.t != t {
             return Err(Violation::Pending("the sequence number does not follow the pending operations"));
         }
-        let status = |k: usize| self.status.get(&(reply.b + 1 + k as u64)).copied();
-        let (mine, others) = separate_pending(self.me, &reply.omega, status);
+        let status = |k: usize| match &view.omega[k] {
+            p if p.invoked.client == self.me => self.status.get(&(view.b + 1 + k as u64)).copied(),
+            p => p.aborted.as_ref().map(|_| Status::Abort),
+        };
+        let (mine, others) = separate_pending(self.me, &view.omega, status);
         let (outcome, status) = match self.functionality.compatible(&others, &op) {
             true => {
-                F::authexec(&mine, &reply.alpha.auth, &reply.response, &reply.aux).ok_or(Violation::Response)?;
+                F::authexec(&mine, &view.alpha.auth, &reply.response, &reply.aux).ok_or(Violation::Response)?;
                 (Outcome::Done(reply.response), Status::Success)
             }
             false => (Outcome::Abort, Status::Abort),
         };
         self.status.insert(t, status);
-        let phi = self.sign(&commit_statement(t, &F::op_bytes(&op), self.me, status, &self.chain[&t]))?;
+        let phi = self.sign(&commit_statement(t, &F::op_bytes(&op), self.me, status, &self.chain[&t].hash))?;
         self.current = None;
         self.forget_old();
-        Ok((outcome, Commit { op, t, status, phi }))
+        Ok((outcome, Commit { op, t, status, client: self.me, phi }))
     }
 
-    /// The UPDATE-AUTH handler: this client authenticates its operation `q` on top of the
-    /// signed authenticator of `q - 1`.
-    pub fn on_update_auth(&mut self, m: UpdateAuth<F>) -> Result<CommitAuth<F::Auth>, Violation> {
-        let q = m.q;
-        let (Some(&status), Some(chain_q), Some(chain_before)) =
-            (self.status.get(&q), self.chain.get(&q), q.checked_sub(1).and_then(|p| self.chain.get(&p)))
-        else {
-            return Err(Violation::Malformed("an UPDATE-AUTH for no operation of this client"));
-        };
-        let op = F::op_bytes(&m.op);
-        let mine = commit_statement(q, &op, self.me, status, chain_q);
-        self.check(self.keys.verify(self.me, &mine, &m.phi), "COMMIT", self.me, q)?;
-        let statement =
-            auth_statement(&F::op_bytes(&m.previous.op), q - 1, chain_before, &F::auth_bytes(&m.alpha.auth));
-        self.check(self.keys.verify(m.previous.client, &statement, &m.alpha.psi), "AUTH", m.previous.client, q - 1)?;
-        let auth = match (status, &m.response, &m.aux) {
-            (Status::Success, Some(response), Some(aux)) => {
-                F::authexec(std::slice::from_ref(&m.op), &m.alpha.auth, response, aux).ok_or(Violation::Response)?
-            }
-            (Status::Success, _, _) => return Err(Violation::Malformed("an update without its proof")),
-            (Status::Abort, _, _) => m.alpha.auth.clone(),
-        };
-        let psi = self.sign(&auth_statement(&op, q, chain_q, &F::auth_bytes(&auth)))?;
-        Ok(CommitAuth { q, signed: Signed { auth, psi } })
+    /// The signed authenticator `alpha` of update `base`, `O[base]` being `previous`.
+    fn check_auth(&self, previous: &F::Op, base: u64, alpha: &Signed<F::Auth>) -> Result<(), Violation> {
+        let hash = self.hash_at(base).ok_or(Violation::Malformed("an authenticator of an operation not in view"))?;
+        let statement = auth_statement(&F::op_bytes(previous), base, &hash, &F::auth_bytes(&alpha.auth));
+        self.check(self.keys.verify(alpha.psi.by, &statement, &alpha.psi.bytes), "AUTH", alpha.psi.by, base)
     }
 
     /// Drops what no later message can need: the status of cleared operations, and the chain

@@ -45,7 +45,7 @@ pub enum Mode {
 }
 
 /// ADICT in `mode`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Adict {
     pub mode: Mode,
 }

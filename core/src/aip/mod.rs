@@ -19,18 +19,41 @@
 //! Both sides are message handlers with no I/O: a test can deliver messages in any order.
 //! The operations are any [`Functionality`]'s (Sec. 2.3–2.4); [`Adict`] is VICOS's
 //! dictionary.
+//!
+//! The extensions of Sec. 3.7 and Sec. 5.2 are built in:
+//! * aborted operations: once the server holds an aborted operation's COMMIT, later replies
+//!   carry its signature as an abort mark and clients leave it out of the compatibility
+//!   test ([`Pending`]);
+//! * queries have no passive phase: the server applies a committed query at once, and an
+//!   authenticator is the last update's, `A[d]`, sent with `O[d]` ([`View::authenticated`]);
+//! * any member may authenticate: the server may delegate a batch of committed updates to
+//!   one client ([`Server::delegate_auth`]), which authenticates them one after another;
+//! * a member may take over for a failed one ([`Server::take_over`], [`Client::take_over`]):
+//!   it aborts the failed client's hanging operations and authenticates in its place;
+//! * the server bounds its pending list ([`ServerConfig::max_pending`], 128 as in Sec. 5.2)
+//!   and an [`Inbox`] serves COMMIT, UPDATE-AUTH and COMMIT-AUTH before INVOKE and REPLY,
+//!   holding INVOKEs back while the pending list is full;
+//! * the server forgets `O` and `I` entries once every member has moved past them
+//!   (Sec. 3.3), so its memory stays bounded.
 
 mod client;
 mod dict;
 mod functionality;
+mod inbox;
 mod keys;
+mod messages;
 mod server;
 
 pub use client::{Client, Outcome, Replied};
 pub use dict::{Adict, DictAux, DictOp, DictResponse, DictStep, Mode};
 pub use functionality::Functionality;
+pub use inbox::{Inbox, ToClient, ToServer, Urgency};
 pub use keys::{Keyring, KeyringError};
-pub use server::{Server, ServerError};
+pub use messages::{
+    Commit, CommitAuth, Committed, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
+    ToAuthenticate, UpdateAuth, View,
+};
+pub use server::{Server, ServerConfig, ServerError};
 
 use crate::hash::{Digest, Domain};
 use sha2::{Digest as _, Sha256};
@@ -38,102 +61,7 @@ use sha2::{Digest as _, Sha256};
 /// A client's identity in its group.
 pub type ClientId = u32;
 
-/// Whether an operation took effect (its pending operations of others were compatible with
-/// it) or was aborted (it must be retried).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Success,
-    Abort,
-}
-
-impl Status {
-    fn byte(self) -> u8 {
-        match self {
-            Status::Success => 1,
-            Status::Abort => 2,
-        }
-    }
-}
-
-/// `I[l]`: an invoked operation, its INVOKE signature, and its client.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Invoked<O> {
-    pub op: O,
-    pub tau: Vec<u8>,
-    pub client: ClientId,
-}
-
-/// `O[l]`: a committed operation, its status, its COMMIT signature, and its client.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Committed<O> {
-    pub op: O,
-    pub status: Status,
-    pub phi: Vec<u8>,
-    pub client: ClientId,
-}
-
-/// `A[l]`: the authenticator after operation `l`, and the AUTH signature over it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Signed<A> {
-    pub auth: A,
-    pub psi: Vec<u8>,
-}
-
-/// `[INVOKE, o, τ, c]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Invoke<O> {
-    pub op: O,
-    pub tau: Vec<u8>,
-    /// The sequence number of the client's last cleared operation.
-    pub cleared: u64,
-}
-
-/// `[REPLY, δ, b, α, ω, t, r, σ_o]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reply<F: Functionality> {
-    /// The operations authenticated since the client's last one (`O[c+1..=b]`, or `O[b]`).
-    pub delta: Vec<Committed<F::Op>>,
-    pub b: u64,
-    pub alpha: Signed<F::Auth>,
-    /// Every pending operation, `I[b+1..=t]`, the client's own last.
-    pub omega: Vec<Invoked<F::Op>>,
-    pub t: u64,
-    pub response: F::Response,
-    pub aux: F::Aux,
-}
-
-/// `[COMMIT, o, t, z, φ]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Commit<O> {
-    pub op: O,
-    pub t: u64,
-    pub status: Status,
-    pub phi: Vec<u8>,
-}
-
-/// `[UPDATE-AUTH, o, r, σ_o, φ, q, δ, α]`: the server asks the client of operation `q` to
-/// authenticate it on top of `A[q-1]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpdateAuth<F: Functionality> {
-    pub op: F::Op,
-    pub response: Option<F::Response>,
-    pub aux: Option<F::Aux>,
-    pub phi: Vec<u8>,
-    pub q: u64,
-    /// `O[q-1]` and `A[q-1]`.
-    pub previous: Committed<F::Op>,
-    pub alpha: Signed<F::Auth>,
-}
-
-/// `[COMMIT-AUTH, a', σ'_o, ψ']` (the server keeps the whole structure and applies the
-/// operation itself, so no `σ'_o` travels).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommitAuth<A> {
-    pub q: u64,
-    pub signed: Signed<A>,
-}
-
-/// What a client caught the server doing.
+/// What a client caught the server doing (or, for `Malformed`, a message it cannot use).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Violation {
     #[error("the server's history disagrees with this client's at operation {0} (a fork, or a changed operation)")]
@@ -144,6 +72,10 @@ pub enum Violation {
     Pending(&'static str),
     #[error("the response does not verify against the last authenticator")]
     Response,
+    #[error("operation {q} is to be authenticated on top of operation {base}, not on the last update before it")]
+    Stale { q: u64, base: u64 },
+    #[error("operation {at} of client {client} shown after that client was taken over (Sec. 3.7)")]
+    TakenOver { client: ClientId, at: u64 },
     #[error("a message out of order or malformed: {0}")]
     Malformed(&'static str),
 }
@@ -186,18 +118,22 @@ fn auth_statement(op: &[u8], q: u64, chain: &Digest, auth: &[u8]) -> Vec<u8> {
 }
 
 /// `separate-pending(i, ω)`: `μ`, the client's own pending operations that succeeded and its
-/// current one (last), and `γ`, the other clients' pending operations. `status(k)` is the
-/// status of the client's own `k`-th pending operation (it committed it before this one).
+/// current one (last), and `γ`, the other clients' pending operations, less those known to
+/// have aborted (Sec. 3.7 "Eliminating aborted operations"). `status(k)` is what is known of
+/// the `k`-th pending operation's status: for the client's own ones, what it committed
+/// before this one (FIFO); for the others', a checked abort mark.
 fn separate_pending<O: Clone>(
     me: ClientId,
-    omega: &[Invoked<O>],
+    omega: &[Pending<O>],
     status: impl Fn(usize) -> Option<Status>,
 ) -> (Vec<O>, Vec<O>) {
     let (mut mine, mut others) = (Vec::new(), Vec::new());
-    for (k, invoked) in omega.iter().enumerate() {
-        let last = k + 1 == omega.len();
+    for (k, pending) in omega.iter().enumerate() {
+        let (last, invoked) = (k + 1 == omega.len(), &pending.invoked);
         if invoked.client != me {
-            others.push(invoked.op.clone());
+            if status(k) != Some(Status::Abort) {
+                others.push(invoked.op.clone());
+            }
         } else if last || status(k) == Some(Status::Success) {
             mine.push(invoked.op.clone());
         }

@@ -1,43 +1,85 @@
 //! AIP's server (paper 003, Alg. 3): it orders operations, answers each INVOKE from its state,
-//! and applies operations in their order as their clients authenticate them.
+//! and applies operations in their order as they are authenticated. The passive phase, its
+//! delegation and the takeover of a failed client (Sec. 3.7) are in [`passive`].
+
+mod passive;
 
 use super::{
-    auth_statement, commit_statement, separate_pending, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke,
-    Invoked, Keyring, KeyringError, Reply, Signed, Status, UpdateAuth,
+    auth_statement, commit_statement, separate_pending, ClientId, Commit, Committed, Functionality, Invoke, Invoked,
+    Keyring, KeyringError, Pending, Reply, Signature, Signed, Status, View,
 };
 use crate::hash::Digest;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Why the server refused a client's message (a client out of step, or a buggy one; never a
-/// reason to change state).
+/// Why the server refused a client's message (a client out of step, a buggy one, or one to
+/// retry later; never a reason to change state).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ServerError {
     #[error("client {client} says it cleared operation {cleared}, past the last applied one ({applied})")]
     ClearedTooFar { client: ClientId, cleared: u64, applied: u64 },
     #[error("client {client} has no operation {q} to commit (or committed it already)")]
     NoSuchOperation { client: ClientId, q: u64 },
-    #[error("operation {q} is not the next to authenticate (that is {next}), or not client {client}'s")]
+    #[error("operation {q} is not the next to authenticate (that is {next})")]
     NotNext { client: ClientId, q: u64, next: u64 },
+    #[error("operation {q} is authenticated already (another member was faster)")]
+    AlreadyAuthenticated { q: u64 },
     #[error("the authenticator for operation {q} is not the state's after it")]
     WrongAuthenticator { q: u64 },
     #[error("operation {0} is no longer kept")]
     Forgotten(u64),
+    #[error("a message from client {client} carries a signature of client {by}")]
+    SignedByAnother { client: ClientId, by: ClientId },
+    #[error("the pending list is full ({pending} of {max}): retry once operations have completed")]
+    PendingFull { pending: u64, max: u64 },
+    #[error("client {0} was taken over: it may not take part any more")]
+    Retired(ClientId),
+    #[error("client {client} cannot take over for client {failed}")]
+    CannotTakeOver { client: ClientId, failed: ClientId },
 }
 
-/// The server's state: `t`, `b`, the maps `I`, `O`, `A`, and `s`.
+/// How the server runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The most operations that may be pending (`t - b`, at least 1); an INVOKE beyond is
+    /// refused with [`ServerError::PendingFull`] (Sec. 5.2 "Bounded pending list": 128 in the
+    /// paper).
+    pub max_pending: u64,
+    /// The group's members. Known, the server forgets the committed operations every member
+    /// has cleared (Sec. 3.3); unknown (`None`), it keeps them all, since a member it has not
+    /// heard from yet may need the whole history.
+    pub members: Option<BTreeSet<ClientId>>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig { max_pending: 128, members: None }
+    }
+}
+
+/// The server's state: `t`, `b`, `d`, the maps `I`, `O`, `A`, and `s`.
 #[derive(Debug)]
 pub struct Server<F: Functionality> {
+    config: ServerConfig,
     /// `t`: the last invoked operation's sequence number.
     invoked_up_to: u64,
-    /// `b`: the last applied (authenticated) operation's.
+    /// `b`: the last applied operation's.
     applied: u64,
+    /// `d`: the last applied update's (Sec. 3.7: queries are applied unauthenticated).
+    last_update: u64,
     /// `I[b+1..=t]`.
     invoked: BTreeMap<u64, Invoked<F::Op>>,
-    /// `O`, from the oldest any client may still need.
+    /// `O`, from the oldest any member may still need.
     committed: BTreeMap<u64, Committed<F::Op>>,
-    /// `A[b]` (older authenticators are never sent again).
+    /// `A[d]` (older authenticators are never sent again).
     auth: Signed<F::Auth>,
     state: F::State,
+    /// Each client's `c` in its last INVOKE; its next one says as much or more.
+    cleared: BTreeMap<ClientId, u64>,
+    /// Clients taken over (Sec. 3.7), and who took over each.
+    retired: BTreeMap<ClientId, ClientId>,
+    /// The last position each client sent a COMMIT for: it has seen the history up to there,
+    /// so it can authenticate that far (Sec. 3.7 delegation).
+    seen_up_to: BTreeMap<ClientId, u64>,
 }
 
 impl<F: Functionality> Server<F> {
@@ -45,12 +87,17 @@ impl<F: Functionality> Server<F> {
     /// the group's creator over `state`.
     pub fn new(genesis: Committed<F::Op>, auth: Signed<F::Auth>, state: F::State) -> Server<F> {
         Server {
+            config: ServerConfig::default(),
             invoked_up_to: 0,
             applied: 0,
+            last_update: 0,
             invoked: BTreeMap::new(),
             committed: BTreeMap::from([(0, genesis)]),
             auth,
             state,
+            cleared: BTreeMap::new(),
+            retired: BTreeMap::new(),
+            seen_up_to: BTreeMap::new(),
         }
     }
 
@@ -62,8 +109,14 @@ impl<F: Functionality> Server<F> {
         let phi = keys.sign(creator, &commit_statement(0, &bytes, creator, Status::Success, &chain))?;
         let auth = F::auth_of(&state);
         let psi = keys.sign(creator, &auth_statement(&bytes, 0, &chain, &F::auth_bytes(&auth)))?;
-        let genesis = Committed { op, status: Status::Success, phi, client: creator };
-        Ok(Server::new(genesis, Signed { auth, psi }, state))
+        let genesis =
+            Committed { op, status: Status::Success, phi: Signature { by: creator, bytes: phi }, client: creator };
+        Ok(Server::new(genesis, Signed { auth, psi: Signature { by: creator, bytes: psi } }, state))
+    }
+
+    pub fn with_config(mut self, config: ServerConfig) -> Server<F> {
+        self.config = config;
+        self
     }
 
     /// `b`.
@@ -80,84 +133,117 @@ impl<F: Functionality> Server<F> {
         &self.state
     }
 
-    /// The INVOKE handler: assigns the next sequence number and answers with the REPLY.
-    pub fn on_invoke(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<Reply<F>, ServerError> {
-        let (b, c) = (self.applied, m.cleared);
-        if c > b {
-            return Err(ServerError::ClearedTooFar { client: from, cleared: c, applied: b });
-        }
-        let from_l = if b == c { b } else { c + 1 };
-        let delta: Vec<_> = (from_l..=b)
-            .map(|l| self.committed.get(&l).cloned().ok_or(ServerError::Forgotten(l)))
-            .collect::<Result<_, _>>()?;
-        self.invoked_up_to += 1;
-        let t = self.invoked_up_to;
-        self.invoked.insert(t, Invoked { op: m.op, tau: m.tau, client: from });
-        let omega: Vec<_> = self.invoked.range(b + 1..=t).map(|(_, i)| i.clone()).collect();
-        // The client committed its earlier operations before this one (FIFO): their status.
-        let status = |k: usize| self.committed.get(&(b + 1 + k as u64)).map(|c| c.status);
-        let (mine, _) = separate_pending(from, &omega, status);
-        let (response, aux) = F::query(&self.state, &mine);
-        Ok(Reply { delta, b, alpha: self.auth.clone(), omega, t, response, aux })
+    /// How many operations the server keeps in `O` and `I` (bounded once members are known).
+    pub fn retained(&self) -> usize {
+        self.committed.len() + self.invoked.len()
     }
 
-    /// The COMMIT handler: `O[q]`.
+    /// Whether the pending list is at its bound: an INVOKE now would be refused.
+    pub fn pending_full(&self) -> bool {
+        self.invoked_up_to - self.applied >= self.max_pending()
+    }
+
+    /// The bound on the pending list; 0 would refuse every operation for ever.
+    fn max_pending(&self) -> u64 {
+        self.config.max_pending.max(1)
+    }
+
+    fn refuse_retired(&self, client: ClientId) -> Result<(), ServerError> {
+        match self.retired.contains_key(&client) {
+            true => Err(ServerError::Retired(client)),
+            false => Ok(()),
+        }
+    }
+
+    /// `δ` for a client that cleared `c`: `O[c+1..=b]`, or `O[b]`; then `O[d]` and `A[d]`.
+    fn view(&self, client: ClientId, c: u64) -> Result<View<F>, ServerError> {
+        let b = self.applied;
+        if c > b {
+            return Err(ServerError::ClearedTooFar { client, cleared: c, applied: b });
+        }
+        let kept = |l: u64| self.committed.get(&l).cloned().ok_or(ServerError::Forgotten(l));
+        let delta = (if b == c { b } else { c + 1 }..=b).map(kept).collect::<Result<_, _>>()?;
+        // An aborted operation committed already goes with its COMMIT signature (Sec. 3.7).
+        let mark = |l: u64| self.committed.get(&l).filter(|c| c.status == Status::Abort).map(|c| c.phi.clone());
+        let omega = self.invoked.range(b + 1..).map(|(&l, i)| Pending { invoked: i.clone(), aborted: mark(l) });
+        let (authenticated, alpha) = (kept(self.last_update)?, self.auth.clone());
+        Ok(View { delta, b, authenticated, alpha, omega: omega.collect() })
+    }
+
+    /// The INVOKE handler: assigns the next sequence number and answers with the REPLY. A full
+    /// pending list refuses the operation, changing nothing (Sec. 5.2; an [`super::Inbox`]
+    /// holds INVOKEs back instead, as the paper's server buffers them).
+    pub fn on_invoke(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<Reply<F>, ServerError> {
+        self.refuse_retired(from)?;
+        if self.pending_full() {
+            let pending = self.invoked_up_to - self.applied;
+            return Err(ServerError::PendingFull { pending, max: self.max_pending() });
+        }
+        let mut view = self.view(from, m.cleared)?;
+        self.invoked_up_to += 1;
+        let t = self.invoked_up_to;
+        let invoked = Invoked { op: m.op, tau: m.tau, client: from };
+        self.invoked.insert(t, invoked.clone());
+        view.omega.push(Pending { invoked, aborted: None });
+        self.cleared.insert(from, m.cleared);
+        // The client committed its earlier operations before this one (FIFO): their status.
+        let b = view.b;
+        let status = |k: usize| self.committed.get(&(b + 1 + k as u64)).map(|c| c.status);
+        let (mine, _) = separate_pending(from, &view.omega, status);
+        let (response, aux) = F::query(&self.state, &mine);
+        self.forget_old();
+        Ok(Reply { view, t, response, aux })
+    }
+
+    /// The COMMIT handler: `O[q]`. A query needs no passive phase (Sec. 3.7): once it is the
+    /// next operation, it is applied as it is. A member that took over for a failed client may
+    /// commit the failed client's operations, as aborted only.
     pub fn on_commit(&mut self, from: ClientId, m: Commit<F::Op>) -> Result<(), ServerError> {
-        let Commit { op, t: q, status, phi } = m;
+        self.refuse_retired(from)?;
+        let Commit { op, t: q, status, client, phi } = m;
+        if phi.by != from {
+            return Err(ServerError::SignedByAnother { client: from, by: phi.by });
+        }
+        let may_commit = client == from || (self.retired.get(&client) == Some(&from) && status == Status::Abort);
         match self.invoked.get(&q) {
-            Some(i) if i.client == from && i.op == op && !self.committed.contains_key(&q) => {
-                self.committed.insert(q, Committed { op, status, phi, client: from });
+            Some(i) if may_commit && i.client == client && i.op == op && !self.committed.contains_key(&q) => {
+                self.committed.insert(q, Committed { op, status, phi, client });
+                let seen = self.seen_up_to.entry(from).or_insert(q);
+                *seen = (*seen).max(q);
+                self.apply_queries();
                 Ok(())
             }
             _ => Err(ServerError::NoSuchOperation { client: from, q }),
         }
     }
 
-    /// "upon `O[b+1] ≠ ⊥ ∧ A[b+1] = ⊥`": the UPDATE-AUTH for the next operation to apply, and
-    /// the client to send it to; `None` until that operation is committed. Asking again
-    /// gives the same message (for a client that reconnects).
-    pub fn update_auth(&self) -> Option<(ClientId, UpdateAuth<F>)> {
-        let q = self.applied + 1;
-        let next = self.committed.get(&q)?;
-        let (response, aux) = match next.status {
-            Status::Success => {
-                let (r, aux) = F::query(&self.state, std::slice::from_ref(&next.op));
-                (Some(r), Some(aux))
+    /// Applies the committed queries next in line (Sec. 3.7): `b` moves past them, `d` and
+    /// `A[d]` stay.
+    fn apply_queries(&mut self) {
+        while let Some(next) = self.committed.get(&(self.applied + 1)) {
+            if !F::is_query(&next.op) {
+                break;
             }
-            Status::Abort => (None, None),
-        };
-        let previous = self.committed.get(&self.applied).cloned()?;
-        let m = UpdateAuth {
-            op: next.op.clone(),
-            response,
-            aux,
-            phi: next.phi.clone(),
-            q,
-            previous,
-            alpha: self.auth.clone(),
-        };
-        Some((next.client, m))
+            self.applied += 1;
+        }
+        self.forget_old();
     }
 
-    /// The COMMIT-AUTH handler: `b ← b + 1`, `A[b]`, and the operation applied when it
-    /// succeeded. An authenticator that is not the state's after the operation is refused.
-    pub fn on_commit_auth(&mut self, from: ClientId, m: CommitAuth<F::Auth>) -> Result<(), ServerError> {
-        let q = self.applied + 1;
-        let next = match self.committed.get(&q) {
-            Some(c) if m.q == q && c.client == from => c,
-            _ => return Err(ServerError::NotNext { client: from, q: m.q, next: q }),
-        };
-        let mut state = self.state.clone();
-        if next.status == Status::Success {
-            F::refresh(&mut state, &next.op);
-        }
-        if F::auth_of(&state) != m.signed.auth {
-            return Err(ServerError::WrongAuthenticator { q });
-        }
-        self.state = state;
-        self.applied = q;
-        self.auth = m.signed;
-        self.invoked.remove(&q);
-        Ok(())
+    /// Garbage collection (Sec. 3.3): `I` keeps the pending operations only; `O` keeps what
+    /// a member's next view may need (from the `c` of its last INVOKE on: its next `c` is no
+    /// smaller), `O[d]`, and the pending ones. Members are known from the configuration; one
+    /// never heard from needs everything, a retired one nothing.
+    fn forget_old(&mut self) {
+        let b = self.applied;
+        self.invoked = self.invoked.split_off(&(b + 1));
+        let Some(members) = &self.config.members else { return };
+        let oldest_needed = members
+            .iter()
+            .filter(|m| !self.retired.contains_key(m))
+            .map(|m| self.cleared.get(m).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(b);
+        let keep_from = oldest_needed.min(self.last_update);
+        self.committed = self.committed.split_off(&keep_from);
     }
 }

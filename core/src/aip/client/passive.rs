@@ -1,0 +1,111 @@
+//! The client's passive phase (paper 003, Alg. 1, UPDATE-AUTH), for its own updates or for
+//! a batch delegated to it (Sec. 3.7 "Batching and delegating operation authentication"), and
+//! the takeover of a failed client (Sec. 3.7 "Tolerate client crashes").
+
+use super::{Client, Link};
+use crate::aip::{
+    auth_statement, commit_statement, ClientId, Commit, CommitAuth, Functionality, Signed, Status, TakeOver,
+    UpdateAuth, Violation,
+};
+use crate::hash::Digest;
+
+impl<F: Functionality> Client<F> {
+    /// The last update before `q` and its `H`: the authenticator `q` builds on. `None` when
+    /// `q` is not in this client's view, or cleared already (authenticated by someone).
+    fn previous_update(&self, q: u64) -> Option<(u64, Digest)> {
+        if q <= self.cleared || !self.chain.contains_key(&q) {
+            return None;
+        }
+        // Every position after `c` is in the chain; at or before it, `d` is the last update.
+        let later = self.chain.range(self.cleared + 1..q).rev().find(|(_, link)| link.update);
+        Some(later.map_or(self.authenticated, |(&p, link)| (p, link.hash)))
+    }
+
+    /// The UPDATE-AUTH handler (Alg. 1), for a batch (Sec. 3.7): each update is checked
+    /// against its COMMIT (signed on this client's chain), executed with `authexec` on top of
+    /// the one before it (the first on top of `A[d]`, whose AUTH signature is checked), and
+    /// its new authenticator signed by this client, whoever's operation it is. The server
+    /// cannot skip an update: each must build on the last update before it in this client's
+    /// view. Queries never come here (they have no passive phase).
+    pub fn on_update_auth(&mut self, m: UpdateAuth<F>) -> Result<Vec<CommitAuth<F::Auth>>, Violation> {
+        let (mut base, mut auth) = (m.base, m.alpha.auth.clone());
+        let mut out = Vec::with_capacity(m.ops.len());
+        for entry in m.ops {
+            let (q, committed) = (entry.q, &entry.committed);
+            if F::is_query(&committed.op) {
+                return Err(Violation::Malformed("an UPDATE-AUTH for a query (queries have no passive phase)"));
+            }
+            let (previous, _) = self
+                .previous_update(q)
+                .ok_or(Violation::Malformed("an UPDATE-AUTH for an operation not pending in this view"))?;
+            if previous != base {
+                return Err(Violation::Stale { q, base });
+            }
+            if out.is_empty() {
+                // Only now is `d` known to be the right base: this client may have dropped an
+                // older one's `H`.
+                self.check_auth(&m.previous.op, m.base, &m.alpha)?;
+            }
+            self.check_commit(committed, q)?;
+            let next = match (committed.status, &entry.response, &entry.aux) {
+                (Status::Success, Some(response), Some(aux)) => {
+                    F::authexec(std::slice::from_ref(&committed.op), &auth, response, aux).ok_or(Violation::Response)?
+                }
+                (Status::Success, _, _) => return Err(Violation::Malformed("an update without its proof")),
+                (Status::Abort, _, _) => auth,
+            };
+            let hash = self.chain[&q].hash;
+            let psi = self.sign(&auth_statement(&F::op_bytes(&committed.op), q, &hash, &F::auth_bytes(&next)))?;
+            out.push(CommitAuth { q, signed: Signed { auth: next.clone(), psi } });
+            (base, auth) = (q, next);
+        }
+        Ok(out)
+    }
+
+    /// Takes over for `m.failed`, which the group has reliably found crashed (Sec. 3.7):
+    /// extends this client's chain over the history in `m.view` (checking it as a REPLY's,
+    /// but without clearing it, so that an operation this client has in flight is not
+    /// disturbed), then aborts the failed client's hanging operations in its place (a COMMIT
+    /// with status ABORT, signed by this client); the server then sends this client the
+    /// failed client's passive phases (its committed updates and these aborts).
+    ///
+    /// Reliability assumption: the failed client never sends another message. A client that
+    /// may come back needs a new identity; this client refuses any operation of the failed
+    /// one placed after this view (and so does every client that clears one of these aborts).
+    /// The taker relies on the server for which operations are hanging: a server that hides a
+    /// COMMIT the failed client sent gets that operation aborted, which this client catches
+    /// if the server later shows it that COMMIT, but others need not (the paper leaves crashes
+    /// outside its model).
+    pub fn take_over(&mut self, m: TakeOver<F>) -> Result<Vec<Commit<F::Op>>, Violation> {
+        if m.failed == self.me {
+            return Err(Violation::Malformed("a takeover of this client itself"));
+        }
+        self.check_delta(&m.view)?;
+        self.check_pending(&m.view.omega, m.view.b + 1, false)?;
+        let (b, t) = (m.view.b, m.view.b + m.view.omega.len() as u64);
+        let mut commits = Vec::with_capacity(m.hanging.len());
+        for &l in &m.hanging {
+            let pending = l
+                .checked_sub(b + 1)
+                .and_then(|k| m.view.omega.get(k as usize))
+                .ok_or(Violation::Malformed("a hanging operation outside the pending ones"))?;
+            if pending.invoked.client != m.failed || pending.aborted.is_some() {
+                return Err(Violation::Malformed("a hanging operation not the failed client's, or committed"));
+            }
+            let Link { hash, .. } = self.chain[&l];
+            let op = pending.invoked.op.clone();
+            let phi = self.sign(&commit_statement(l, &F::op_bytes(&op), m.failed, Status::Abort, &hash))?;
+            self.aborted_for.insert(l, m.failed);
+            commits.push(Commit { op, t: l, status: Status::Abort, client: m.failed, phi });
+        }
+        let last = self.retired.entry(m.failed).or_insert(t);
+        *last = (*last).min(t);
+        self.forget_old();
+        Ok(commits)
+    }
+
+    /// Whether this client knows `client` was taken over.
+    pub fn knows_taken_over(&self, client: ClientId) -> bool {
+        self.retired.contains_key(&client)
+    }
+}
