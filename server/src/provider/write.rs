@@ -16,7 +16,7 @@ impl Provider {
         scheme: SchemeId,
         attempt: Attempt,
     ) -> Result<PutState, ProviderError> {
-        let mut put = self.begin(client, name, file, scheme, attempt)?;
+        let mut put = self.begin_stage(client, name, file, scheme, attempt)?;
         put.in_flight = Some(self.changing(client, attempt).await?);
         Ok(put)
     }
@@ -24,17 +24,6 @@ impl Provider {
     /// Starts a `stage` (see `staged`): [`Provider::begin_put`] without the change gate, as
     /// a staged upload cannot commit by itself; end it with [`Provider::stage_upload`].
     pub fn begin_stage(
-        &self,
-        client: &str,
-        name: &str,
-        file: FileId,
-        scheme: SchemeId,
-        attempt: Attempt,
-    ) -> Result<PutState, ProviderError> {
-        self.begin(client, name, file, scheme, attempt)
-    }
-
-    fn begin(
         &self,
         client: &str,
         name: &str,
@@ -150,7 +139,7 @@ impl Provider {
         if req.blocks.iter().enumerate().any(|(i, b)| b.nonce != base.next_nonce + i as u64) {
             return Err(bad("new blocks take the version's next nonces in order"));
         }
-        let mut put = self.begin(client, &req.name, base.file, base.scheme, req.attempt)?;
+        let mut put = self.begin_stage(client, &req.name, base.file, base.scheme, req.attempt)?;
         let blocks = req.blocks.len() as u64;
         self.put_blocks(&mut put, req.blocks).await?;
         // A large edit's segments are written while the lists are updated (a small edit's
