@@ -10,6 +10,10 @@ use crate::pdp::linear::LinearKey;
 use crate::pdp::{prove, verify_possession, Challenge, ClientFile, FileId, Held, PossessionProof, SchemeId};
 use std::sync::OnceLock;
 
+mod aip;
+
+pub use aip::{adict_group, aip_messages, aip_seeds, namespace_group, Group};
+
 /// A small fixed list that fuzzed proofs are checked against (seed proofs come from it).
 pub fn reference_list() -> &'static FlexList {
     static LIST: OnceLock<FlexList> = OnceLock::new();
@@ -276,4 +280,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("por_audit_proof", por_audit_proof),
     ("por_raw_proof", por_raw_proof),
     ("por_messages", por_messages),
+    ("aip_messages", aip_messages),
 ];

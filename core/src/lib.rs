@@ -6,7 +6,10 @@
 //! * [`pdp`]: provable data possession over FlexList: homomorphic tags, challenges, proofs.
 //! * [`namespace`]: names and versions under one root: the client's checks, the provider's
 //!   [`namespace::NamespaceTree`] (a change is proven first, as a batch its caller persists,
-//!   then applied), and the [`namespace::Functionality`] trait (VICOS Sec. 2.3) that AIP runs over.
+//!   then applied), and [`namespace::NamespaceOps`], the namespace as an [`aip::Functionality`]
+//!   (VICOS Sec. 2.3) that AIP runs over.
+//! * [`aip`]: AIP, VICOS's protocol for many clients of one untrusted server (Alg. 1–3), its
+//!   wire format ([`aip::wire`]), and ADICT ([`adict`]) as its dictionary.
 //! * [`por`]: dynamic proofs of retrievability (paper 002): the code, checksums, replayed rebuilds, audits.
 //! * [`codec`]: the canonical byte layouts everything above is hashed and sent in.
 //!

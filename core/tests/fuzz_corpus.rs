@@ -64,6 +64,45 @@ fn seed_proofs_are_valid() {
     assert_eq!(std::fs::read(corpus("namespace_record").join("seed-version")).unwrap(), version);
 }
 
+/// The AIP seeds are what the current code writes, and each is accepted where the target
+/// delivers it, so the fuzzer starts from messages that pass every signature check.
+#[test]
+fn aip_seeds_are_current_and_accepted() {
+    use vouch_core::aip::{Adict, DictResponse, Outcome, ToClient, ToServer, Wire};
+    use vouch_core::fuzz_targets::{adict_group, aip_seeds, namespace_group};
+    use vouch_core::namespace::{NamespaceOps, NamespaceResponse};
+    let seed = |name: &str| std::fs::read(corpus("aip_messages").join(name)).unwrap();
+    for (name, bytes) in aip_seeds() {
+        assert_eq!(seed(name), bytes, "{name} is stale: run write_seeds");
+    }
+    let mut g = adict_group();
+    let reply = vouch_core::aip::Reply::<Adict>::from_wire(&seed("seed-reply-bare")).unwrap();
+    assert_eq!(ToClient::<Adict>::from_wire(&seed("seed-reply")), Ok(ToClient::Reply(Box::new(reply.clone()))));
+    let (outcome, _) = g.clients[1].on_reply(reply).unwrap();
+    assert_eq!(outcome, Outcome::Done(DictResponse::Value(Some(b"1".to_vec()))));
+    let Ok(ToClient::UpdateAuth(m)) = ToClient::<Adict>::from_wire(&seed("seed-update-auth")) else { panic!() };
+    for answer in g.clients[0].on_update_auth(*m).unwrap() {
+        g.server.on_commit_auth(0, answer).unwrap();
+    }
+    let Ok(ToClient::TakeOver(m)) = ToClient::<Adict>::from_wire(&seed("seed-takeover")) else { panic!() };
+    assert_eq!(adict_group().clients[2].take_over(*m), Ok(vec![]), "nothing hanging");
+    let mut g = adict_group();
+    for (from, name) in [(2, "seed-invoke"), (1, "seed-commit"), (0, "seed-commit-auth")] {
+        let m = ToServer::<Adict>::from_wire(&seed(name)).unwrap();
+        assert!(g.server.deliver(from, m).is_ok(), "{name}");
+    }
+    assert_eq!((g.server.applied(), g.server.invoked()), (4, 5));
+    let mut n = namespace_group();
+    let Ok(ToClient::Reply(reply)) = ToClient::<NamespaceOps>::from_wire(&seed("seed-namespace-reply")) else {
+        panic!()
+    };
+    let (outcome, _) = n.clients[1].on_reply(*reply).unwrap();
+    assert!(matches!(outcome, Outcome::Done(NamespaceResponse::Value(Some(_)))));
+    let m = ToClient::<NamespaceOps>::from_wire(&seed("seed-namespace-update-auth"));
+    let Ok(ToClient::UpdateAuth(m)) = m else { panic!() };
+    assert_eq!(n.clients[0].on_update_auth(*m).unwrap().len(), 1);
+}
+
 /// Writes the seeds again after a deliberate change of a hash or record layout:
 /// `cargo test -p vouch-core --test fuzz_corpus -- --ignored write_seeds`. Each proof target
 /// gets a valid seed, the same with one bit flipped a third of the way in, and its first half.
@@ -82,6 +121,9 @@ fn write_seeds() {
         ("seed-region", m.region.to_bytes()),
     ] {
         std::fs::write(corpus("por_messages").join(name), bytes).unwrap();
+    }
+    for (name, bytes) in vouch_core::fuzz_targets::aip_seeds() {
+        std::fs::write(corpus("aip_messages").join(name), bytes).unwrap();
     }
     let list = reference_list();
     let valid = [

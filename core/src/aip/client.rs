@@ -6,7 +6,7 @@ mod passive;
 
 use super::{
     auth_statement, chain, commit_statement, invoke_statement, separate_pending, ClientId, Commit, Committed,
-    Functionality, Invoke, Keyring, Pending, Reply, Signature, Signed, Status, View, Violation,
+    Functionality, Invoke, Keyring, Pending, Reply, Signature, Signed, Status, View, Violation, Wire,
 };
 use crate::hash::Digest;
 use std::collections::BTreeMap;
@@ -103,9 +103,19 @@ impl<F: Functionality> Client<F> {
         if self.current.is_some() {
             return Err(Violation::Malformed("an operation is already in progress"));
         }
-        let tau = self.sign(&invoke_statement(&F::op_bytes(&op), self.me))?.bytes;
+        let tau = self.sign(&invoke_statement(&op.to_wire(), self.me))?.bytes;
         self.current = Some(op.clone());
         Ok(Invoke { op, tau, cleared: self.cleared })
+    }
+
+    /// Gives up the operation in progress without its REPLY (the server refused its INVOKE,
+    /// or the answer was lost), so that this client may invoke another. This client's checks
+    /// stay sound: an INVOKE the server did order shows up in later replies as this client's
+    /// own pending operation with no known status, so it is left out of `μ`, as the server
+    /// leaves it out of its responses. But no COMMIT ever follows it, so the server applies
+    /// nothing past it until a member takes over for this client (Sec. 3.7) and aborts it.
+    pub fn abandon(&mut self) {
+        self.current = None;
     }
 
     /// `H[l]`, from the chain or, for the last cleared update, from where it is kept.
@@ -122,7 +132,7 @@ impl<F: Functionality> Client<F> {
             return Ok(()); // the genesis: H[0] is fixed
         }
         let previous = self.chain.get(&(l - 1)).ok_or(Violation::Malformed("a gap in the history"))?;
-        let next = Link { hash: chain(&previous.hash, &F::op_bytes(op), l, client), update: !F::is_query(op) };
+        let next = Link { hash: chain(&previous.hash, &op.to_wire(), l, client), update: !F::is_query(op) };
         match self.chain.get(&l) {
             None => {
                 self.chain.insert(l, next);
@@ -139,7 +149,7 @@ impl<F: Functionality> Client<F> {
     fn check_commit(&mut self, committed: &Committed<F::Op>, l: u64) -> Result<(), Violation> {
         let hash = self.hash_at(l).ok_or(Violation::Malformed("a COMMIT for an operation not in this view"))?;
         let client = committed.client;
-        let statement = commit_statement(l, &F::op_bytes(&committed.op), client, committed.status, &hash);
+        let statement = commit_statement(l, &committed.op.to_wire(), client, committed.status, &hash);
         let by = committed.phi.by;
         self.check(self.keys.verify(by, &statement, &committed.phi.bytes), "COMMIT", by, l)?;
         if by != client {
@@ -199,8 +209,8 @@ impl<F: Functionality> Client<F> {
     /// checks `α`'s AUTH signature over the last update among them, `O[d]`.
     fn check_view(&mut self, view: &View<F>) -> Result<(), Violation> {
         let (d, hash) = self.check_delta(view)?;
-        let op = F::op_bytes(&view.authenticated.op);
-        let statement = auth_statement(&op, d, &hash, &F::auth_bytes(&view.alpha.auth));
+        let op = view.authenticated.op.to_wire();
+        let statement = auth_statement(&op, d, &hash, &view.alpha.auth.to_wire());
         let by = view.alpha.psi.by;
         self.check(self.keys.verify(by, &statement, &view.alpha.psi.bytes), "AUTH", by, d)?;
         self.cleared = view.b;
@@ -217,7 +227,7 @@ impl<F: Functionality> Client<F> {
         for (k, pending) in omega.iter().enumerate() {
             let (l, invoked) = (first + k as u64, &pending.invoked);
             self.check_not_retired(invoked.client, l)?;
-            let op = F::op_bytes(&invoked.op);
+            let op = invoked.op.to_wire();
             self.extend_chain(&invoked.op, l, invoked.client)?;
             let statement = invoke_statement(&op, invoked.client);
             self.check(self.keys.verify(invoked.client, &statement, &invoked.tau), "INVOKE", invoked.client, l)?;
@@ -261,13 +271,13 @@ impl<F: Functionality> Client<F> {
         let (mine, others) = separate_pending(self.me, &view.omega, status);
         let (outcome, status) = match self.functionality.compatible(&others, &op) {
             true => {
-                F::authexec(&mine, &view.alpha.auth, &reply.response, &reply.aux).ok_or(Violation::Response)?;
+                F::authexec(&mine, &view.alpha.auth, &reply.response, &reply.aux).map_err(|_| Violation::Response)?;
                 (Outcome::Done(reply.response), Status::Success)
             }
             false => (Outcome::Abort, Status::Abort),
         };
         self.status.insert(t, status);
-        let phi = self.sign(&commit_statement(t, &F::op_bytes(&op), self.me, status, &self.chain[&t].hash))?;
+        let phi = self.sign(&commit_statement(t, &op.to_wire(), self.me, status, &self.chain[&t].hash))?;
         self.current = None;
         self.forget_old();
         Ok((outcome, Commit { op, t, status, client: self.me, phi }))
@@ -276,7 +286,7 @@ impl<F: Functionality> Client<F> {
     /// The signed authenticator `alpha` of update `base`, `O[base]` being `previous`.
     fn check_auth(&self, previous: &F::Op, base: u64, alpha: &Signed<F::Auth>) -> Result<(), Violation> {
         let hash = self.hash_at(base).ok_or(Violation::Malformed("an authenticator of an operation not in view"))?;
-        let statement = auth_statement(&F::op_bytes(previous), base, &hash, &F::auth_bytes(&alpha.auth));
+        let statement = auth_statement(&previous.to_wire(), base, &hash, &alpha.auth.to_wire());
         self.check(self.keys.verify(alpha.psi.by, &statement, &alpha.psi.bytes), "AUTH", alpha.psi.by, base)
     }
 

@@ -3,8 +3,9 @@
 //! commutativity.
 
 use super::Functionality;
-use crate::adict::{key_path, root_of_all, value_hash, Proof, Tree};
+use crate::adict::{key_path, root_of_all, value_hash, Proof, ProofError, Tree};
 use crate::hash::Digest;
+use std::convert::Infallible;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DictOp {
@@ -34,6 +35,17 @@ pub enum DictStep {
 /// ones before it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DictAux(pub Vec<DictStep>);
+
+/// Why a client refuses ADICT's answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DictError {
+    #[error(transparent)]
+    Proof(#[from] ProofError),
+    #[error("the dictionary proofs do not fit the operations: {0}")]
+    Mismatch(&'static str),
+    #[error("the response is not what the dictionary proofs show")]
+    Response,
+}
 
 /// Which pending operations an operation may run beside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,37 +109,10 @@ impl Functionality for Adict {
     type Auth = Digest;
     type Aux = DictAux;
     type State = Tree;
+    type StateError = Infallible;
+    type VerifyError = DictError;
 
-    fn op_bytes(op: &DictOp) -> Vec<u8> {
-        let field = |out: &mut Vec<u8>, bytes: &[u8]| {
-            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            out.extend_from_slice(bytes);
-        };
-        let mut out = Vec::new();
-        match op {
-            DictOp::Put { key, value } => {
-                out.push(1);
-                field(&mut out, key);
-                field(&mut out, value);
-            }
-            DictOp::Get { key } => {
-                out.push(2);
-                field(&mut out, key);
-            }
-            DictOp::Delete { key } => {
-                out.push(3);
-                field(&mut out, key);
-            }
-            DictOp::List => out.push(4),
-        }
-        out
-    }
-
-    fn auth_bytes(auth: &Digest) -> Vec<u8> {
-        auth.0.to_vec()
-    }
-
-    fn query(state: &Tree, ops: &[DictOp]) -> (DictResponse, DictAux) {
+    fn query(state: &Tree, ops: &[DictOp]) -> Result<(DictResponse, DictAux), Infallible> {
         let mut tree = state.clone();
         let (mut steps, mut response) = (Vec::with_capacity(ops.len()), DictResponse::Nothing);
         for op in ops {
@@ -155,12 +140,12 @@ impl Functionality for Adict {
                 }
             }
         }
-        (response, DictAux(steps))
+        Ok((response, DictAux(steps)))
     }
 
-    fn authexec(ops: &[DictOp], auth: &Digest, response: &DictResponse, aux: &DictAux) -> Option<Digest> {
+    fn authexec(ops: &[DictOp], auth: &Digest, response: &DictResponse, aux: &DictAux) -> Result<Digest, DictError> {
         if ops.len() != aux.0.len() || ops.is_empty() {
-            return None;
+            return Err(DictError::Mismatch("not one proof per operation"));
         }
         let mut root = *auth;
         for (k, (op, step)) in ops.iter().zip(&aux.0).enumerate() {
@@ -168,50 +153,51 @@ impl Functionality for Adict {
             root = match (op, step) {
                 (DictOp::Put { key, value }, DictStep::Key(proof)) => {
                     if last && *response != DictResponse::Nothing {
-                        return None;
+                        return Err(DictError::Response);
                     }
-                    proof.root_after_put(&root, key, &value_hash(value)).ok()?
+                    proof.root_after_put(&root, key, &value_hash(value))?
                 }
                 (DictOp::Delete { key }, DictStep::Key(proof)) => {
                     if last && *response != DictResponse::Nothing {
-                        return None;
+                        return Err(DictError::Response);
                     }
-                    proof.root_after_delete(&root, key).ok()?
+                    proof.root_after_delete(&root, key)?
                 }
                 (DictOp::Get { key }, DictStep::Key(proof)) => {
-                    let proven = proof.verify(&root, key).ok()?;
+                    let proven = proof.verify(&root, key)?;
                     if last {
                         match response {
                             DictResponse::Value(v) if v.as_deref().map(value_hash) == proven => {}
-                            _ => return None,
+                            _ => return Err(DictError::Response),
                         }
                     }
                     root
                 }
                 (DictOp::List, DictStep::All(all)) => {
                     let mut entries: Vec<_> = all.iter().map(|(k, v)| (key_path(k), *v)).collect();
-                    if root_of_all(&mut entries).ok()? != root {
-                        return None;
+                    if root_of_all(&mut entries)? != root {
+                        return Err(ProofError::WrongRoot.into());
                     }
                     let mut keys: Vec<_> = all.iter().map(|(k, _)| k.clone()).collect();
                     keys.sort();
                     if last && *response != DictResponse::Keys(keys) {
-                        return None;
+                        return Err(DictError::Response);
                     }
                     root
                 }
-                _ => return None,
+                _ => return Err(DictError::Mismatch("a proof of another kind of operation")),
             };
         }
-        Some(root)
+        Ok(root)
     }
 
-    fn refresh(state: &mut Tree, op: &DictOp) {
+    fn refresh(state: &mut Tree, op: &DictOp) -> Result<(), Infallible> {
         match op {
             DictOp::Put { key, value } => state.put(key, value),
             DictOp::Delete { key } => state.delete(key),
             DictOp::Get { .. } | DictOp::List => {}
         }
+        Ok(())
     }
 
     fn auth_of(state: &Tree) -> Digest {

@@ -10,12 +10,12 @@
 //! before its next INVOKE (it was sent first, and is served first), and a COMMIT-AUTH never
 //! overtakes the COMMIT it follows (same queue).
 
-use super::{ClientId, Commit, CommitAuth, Functionality, Invoke, Reply, Server, ServerError, UpdateAuth};
+use super::{ClientId, Commit, CommitAuth, Functionality, Invoke, Refusal, Reply, Server, TakeOver, UpdateAuth};
 use std::collections::VecDeque;
 
 /// Which messages go first.
 pub trait Urgency {
-    /// COMMIT, UPDATE-AUTH, COMMIT-AUTH (and a takeover's COMMITs): the passive phase.
+    /// COMMIT, UPDATE-AUTH, COMMIT-AUTH (and a takeover and its COMMITs): the passive phase.
     fn urgent(&self) -> bool;
 }
 
@@ -32,6 +32,9 @@ pub enum ToServer<F: Functionality> {
 pub enum ToClient<F: Functionality> {
     Reply(Box<Reply<F>>),
     UpdateAuth(Box<UpdateAuth<F>>),
+    /// To the taker of a failed client (Sec. 3.7): it goes before the UPDATE-AUTHs routed to
+    /// the taker from then on, which concern that history (so it is urgent, as they are).
+    TakeOver(Box<TakeOver<F>>),
 }
 
 impl<F: Functionality> Urgency for ToServer<F> {
@@ -42,7 +45,7 @@ impl<F: Functionality> Urgency for ToServer<F> {
 
 impl<F: Functionality> Urgency for ToClient<F> {
     fn urgent(&self) -> bool {
-        matches!(self, ToClient::UpdateAuth(_))
+        matches!(self, ToClient::UpdateAuth(_) | ToClient::TakeOver(_))
     }
 }
 
@@ -95,7 +98,7 @@ impl<F: Functionality> Inbox<ToServer<F>> {
 
 impl<F: Functionality> Server<F> {
     /// Hands `m` from `from` to its handler; a REPLY comes back for an INVOKE.
-    pub fn deliver(&mut self, from: ClientId, m: ToServer<F>) -> Result<Option<Reply<F>>, ServerError> {
+    pub fn deliver(&mut self, from: ClientId, m: ToServer<F>) -> Result<Option<Reply<F>>, Refusal<F>> {
         match m {
             ToServer::Invoke(m) => self.on_invoke(from, m).map(Some),
             ToServer::Commit(m) => self.on_commit(from, m).map(|()| None),

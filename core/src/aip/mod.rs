@@ -17,8 +17,9 @@
 //!   the other again without being caught.
 //!
 //! Both sides are message handlers with no I/O: a test can deliver messages in any order.
+//! Every message has one canonical encoding ([`wire`]) whose decoders take hostile bytes.
 //! The operations are any [`Functionality`]'s (Sec. 2.3–2.4); [`Adict`] is VICOS's
-//! dictionary.
+//! dictionary, and [`crate::namespace::NamespaceOps`] vouch's namespace.
 //!
 //! The extensions of Sec. 3.7 and Sec. 5.2 are built in:
 //! * aborted operations: once the server holds an aborted operation's COMMIT, later replies
@@ -43,9 +44,10 @@ mod inbox;
 mod keys;
 mod messages;
 mod server;
+pub mod wire;
 
 pub use client::{Client, Outcome, Replied};
-pub use dict::{Adict, DictAux, DictOp, DictResponse, DictStep, Mode};
+pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode};
 pub use functionality::Functionality;
 pub use inbox::{Inbox, ToClient, ToServer, Urgency};
 pub use keys::{Keyring, KeyringError};
@@ -53,7 +55,8 @@ pub use messages::{
     Commit, CommitAuth, Committed, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
     ToAuthenticate, UpdateAuth, View,
 };
-pub use server::{Server, ServerConfig, ServerError};
+pub use server::{genesis, Genesis, Refusal, Server, ServerConfig, ServerError};
+pub use wire::{Wire, WireError};
 
 use crate::hash::{Digest, Domain};
 use sha2::{Digest as _, Sha256};

@@ -6,15 +6,16 @@ mod passive;
 
 use super::{
     auth_statement, commit_statement, separate_pending, ClientId, Commit, Committed, Functionality, Invoke, Invoked,
-    Keyring, KeyringError, Pending, Reply, Signature, Signed, Status, View,
+    Keyring, KeyringError, Pending, Reply, Signature, Signed, Status, View, Wire,
 };
 use crate::hash::Digest;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why the server refused a client's message (a client out of step, a buggy one, or one to
-/// retry later; never a reason to change state).
+/// retry later; never a reason to change state). `E` is the functionality's
+/// [`Functionality::StateError`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ServerError {
+pub enum ServerError<E> {
     #[error("client {client} says it cleared operation {cleared}, past the last applied one ({applied})")]
     ClearedTooFar { client: ClientId, cleared: u64, applied: u64 },
     #[error("client {client} has no operation {q} to commit (or committed it already)")]
@@ -35,7 +36,35 @@ pub enum ServerError {
     Retired(ClientId),
     #[error("client {client} cannot take over for client {failed}")]
     CannotTakeOver { client: ClientId, failed: ClientId },
+    /// The functionality cannot answer operation `q` (an operation no state takes) or apply
+    /// it (a state that does not hold together).
+    #[error("the functionality cannot answer or apply operation {q}: {error}")]
+    Functionality { q: u64, error: E },
 }
+
+/// A new group's genesis, made by its creator: operation 0 (`op`, a no-op) committed, and
+/// `state`'s authenticator signed after it; `O[0]` and `A[0]`, what [`Server::new`] starts from.
+pub fn genesis<F: Functionality>(
+    keys: &Keyring,
+    creator: ClientId,
+    op: F::Op,
+    state: &F::State,
+) -> Result<Genesis<F>, KeyringError> {
+    let bytes = op.to_wire();
+    let chain = Digest::ZERO;
+    let phi = keys.sign(creator, &commit_statement(0, &bytes, creator, Status::Success, &chain))?;
+    let auth = F::auth_of(state);
+    let psi = keys.sign(creator, &auth_statement(&bytes, 0, &chain, &auth.to_wire()))?;
+    let genesis =
+        Committed { op, status: Status::Success, phi: Signature { by: creator, bytes: phi }, client: creator };
+    Ok((genesis, Signed { auth, psi: Signature { by: creator, bytes: psi } }))
+}
+
+/// `O[0]` and `A[0]`: a group's first operation, committed, and the authenticator after it.
+pub type Genesis<F> = (Committed<<F as Functionality>::Op>, Signed<<F as Functionality>::Auth>);
+
+/// A message the server refused, for functionality `F`.
+pub type Refusal<F> = ServerError<<F as Functionality>::StateError>;
 
 /// How the server runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,16 +131,10 @@ impl<F: Functionality> Server<F> {
     }
 
     /// A new group's server: operation 0 (`op`, a no-op) committed and authenticated over
-    /// `state` by the group's creator, whose keyring signs both.
+    /// `state` by the group's creator, whose keyring signs both ([`genesis`]).
     pub fn genesis(keys: &Keyring, creator: ClientId, op: F::Op, state: F::State) -> Result<Server<F>, KeyringError> {
-        let bytes = F::op_bytes(&op);
-        let chain = Digest::ZERO;
-        let phi = keys.sign(creator, &commit_statement(0, &bytes, creator, Status::Success, &chain))?;
-        let auth = F::auth_of(&state);
-        let psi = keys.sign(creator, &auth_statement(&bytes, 0, &chain, &F::auth_bytes(&auth)))?;
-        let genesis =
-            Committed { op, status: Status::Success, phi: Signature { by: creator, bytes: phi }, client: creator };
-        Ok(Server::new(genesis, Signed { auth, psi: Signature { by: creator, bytes: psi } }, state))
+        let (genesis, auth) = genesis::<F>(keys, creator, op, &state)?;
+        Ok(Server::new(genesis, auth, state))
     }
 
     pub fn with_config(mut self, config: ServerConfig) -> Server<F> {
@@ -148,7 +171,7 @@ impl<F: Functionality> Server<F> {
         self.config.max_pending.max(1)
     }
 
-    fn refuse_retired(&self, client: ClientId) -> Result<(), ServerError> {
+    fn refuse_retired(&self, client: ClientId) -> Result<(), Refusal<F>> {
         match self.retired.contains_key(&client) {
             true => Err(ServerError::Retired(client)),
             false => Ok(()),
@@ -156,7 +179,7 @@ impl<F: Functionality> Server<F> {
     }
 
     /// `δ` for a client that cleared `c`: `O[c+1..=b]`, or `O[b]`; then `O[d]` and `A[d]`.
-    fn view(&self, client: ClientId, c: u64) -> Result<View<F>, ServerError> {
+    fn view(&self, client: ClientId, c: u64) -> Result<View<F>, Refusal<F>> {
         let b = self.applied;
         if c > b {
             return Err(ServerError::ClearedTooFar { client, cleared: c, applied: b });
@@ -172,25 +195,27 @@ impl<F: Functionality> Server<F> {
 
     /// The INVOKE handler: assigns the next sequence number and answers with the REPLY. A full
     /// pending list refuses the operation, changing nothing (Sec. 5.2; an [`super::Inbox`]
-    /// holds INVOKEs back instead, as the paper's server buffers them).
-    pub fn on_invoke(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<Reply<F>, ServerError> {
+    /// holds INVOKEs back instead, as the paper's server buffers them); so does an operation
+    /// the functionality cannot answer, before it takes a position.
+    pub fn on_invoke(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<Reply<F>, Refusal<F>> {
         self.refuse_retired(from)?;
         if self.pending_full() {
             let pending = self.invoked_up_to - self.applied;
             return Err(ServerError::PendingFull { pending, max: self.max_pending() });
         }
         let mut view = self.view(from, m.cleared)?;
-        self.invoked_up_to += 1;
-        let t = self.invoked_up_to;
+        let t = self.invoked_up_to + 1;
         let invoked = Invoked { op: m.op, tau: m.tau, client: from };
-        self.invoked.insert(t, invoked.clone());
-        view.omega.push(Pending { invoked, aborted: None });
-        self.cleared.insert(from, m.cleared);
+        view.omega.push(Pending { invoked: invoked.clone(), aborted: None });
         // The client committed its earlier operations before this one (FIFO): their status.
         let b = view.b;
         let status = |k: usize| self.committed.get(&(b + 1 + k as u64)).map(|c| c.status);
         let (mine, _) = separate_pending(from, &view.omega, status);
-        let (response, aux) = F::query(&self.state, &mine);
+        let (response, aux) =
+            F::query(&self.state, &mine).map_err(|error| ServerError::Functionality { q: t, error })?;
+        self.invoked_up_to = t;
+        self.invoked.insert(t, invoked);
+        self.cleared.insert(from, m.cleared);
         self.forget_old();
         Ok(Reply { view, t, response, aux })
     }
@@ -198,7 +223,7 @@ impl<F: Functionality> Server<F> {
     /// The COMMIT handler: `O[q]`. A query needs no passive phase (Sec. 3.7): once it is the
     /// next operation, it is applied as it is. A member that took over for a failed client may
     /// commit the failed client's operations, as aborted only.
-    pub fn on_commit(&mut self, from: ClientId, m: Commit<F::Op>) -> Result<(), ServerError> {
+    pub fn on_commit(&mut self, from: ClientId, m: Commit<F::Op>) -> Result<(), Refusal<F>> {
         self.refuse_retired(from)?;
         let Commit { op, t: q, status, client, phi } = m;
         if phi.by != from {

@@ -1,54 +1,20 @@
-//! An authenticated data structure as VICOS states it (paper 003, Sec. 2.3-2.4), and the
-//! namespace as one: the shape AIP runs over, so that AIP's authenticated dictionary can be
-//! this structure or sit beside it.
+//! The namespace as an authenticated data structure for AIP (paper 003, Sec. 2.3–2.4): a
+//! dictionary from names to entries, with ADICT's operations (Alg. 4–5) and Table 1's
+//! compatibility, so that AIP runs the namespace as it runs [`crate::aip::Adict`].
 //!
-//! The server holds a state `s`; for an operation `o` it computes a response and auxiliary
-//! data, `(r, σ) = query(s, o)`; the client, holding only the authenticator `a`, checks them
-//! and derives the next authenticator, `a' = authexec(o, a, r, σ)` (the paper's third output,
-//! "valid", is the `Result`); the server then applies the operation, `s' = refresh(s, o, σ)`.
-//! `compatible(μ, o)` says whether pending operations `μ` may come before `o` without
-//! changing its response (Table 1 for a dictionary).
-//!
-//! Here σ' = σ: the namespace's update proof is both what the client checks and what the
-//! server needs to refresh, so authexec gives back only the new authenticator.
+//! A lookup proves where a name is, or the neighbours around its gap; a put or a delete that
+//! changes the namespace adds its update proof, from which the client computes the next
+//! authenticator alone. `σ'_o` never travels: the server recomputes the edit from its state.
+//! For a sequence `μ`, each update before the last operation is proven against the namespace
+//! after the ones before it; a query before the last changes nothing, so it has no step.
 
 use super::{
     check_name, verify_listing, verify_lookup, EntryRecord, Found, LookupProof, NamespaceError, NamespaceTree,
     TreeError,
 };
+use crate::aip::Functionality;
 use crate::flexlist::{verify_multi_update_len, Edit, MultiProof, UpdateProof};
 use crate::hash::Digest;
-
-/// An authenticated data structure: the server's side (`query`, `refresh`) and the client's
-/// (`authexec`), with the compatibility relation of its operations.
-pub trait Functionality {
-    /// What the server holds (`s`).
-    type State;
-    /// What the client holds (`a`).
-    type Authenticator;
-    type Operation;
-    type Response;
-    /// The proof that comes with a response (`σ`).
-    type Aux;
-    /// Why the server cannot answer.
-    type ServerError;
-    /// Why the client rejects an answer.
-    type ClientError;
-
-    fn query(state: &Self::State, op: &Self::Operation) -> Result<(Self::Response, Self::Aux), Self::ServerError>;
-
-    fn authexec(
-        op: &Self::Operation,
-        auth: &Self::Authenticator,
-        response: &Self::Response,
-        aux: &Self::Aux,
-    ) -> Result<Self::Authenticator, Self::ClientError>;
-
-    fn refresh(state: &mut Self::State, op: &Self::Operation, aux: &Self::Aux) -> Result<(), Self::ServerError>;
-
-    /// Whether every operation of `pending` may precede `op` without changing `op`'s response.
-    fn compatible(pending: &[Self::Operation], op: &Self::Operation) -> bool;
-}
 
 /// An operation on a namespace seen as a dictionary from names to entries (ADICT's
 /// operations, paper 003 Alg. 4-5).
@@ -86,19 +52,24 @@ pub enum NamespaceResponse {
     Done,
 }
 
-/// The proof of a response: the name's lookup, and for a change that alters the namespace,
-/// its update proof; or a listing's proof.
+/// The proof of one operation: the name's lookup, and for a change that alters the
+/// namespace, its update proof; or a listing's proof.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NamespaceAux {
+pub enum NamespaceStep {
     Lookup { lookup: LookupProof, update: Option<UpdateProof> },
     Listing(Option<MultiProof>),
 }
 
+/// `σ_o` for a sequence of operations: a step for each update before the last operation,
+/// each against the namespace after the ones before it, then the last operation's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceAux(pub Vec<NamespaceStep>);
+
 /// The client's authenticator: the namespace root and size.
 pub type NamespaceAuth = (Digest, u64);
 
-/// The namespace as a [`Functionality`].
-#[derive(Debug)]
+/// The namespace as AIP's [`Functionality`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NamespaceOps;
 
 /// The namespace edit that sets or deletes a name found as `found` (none: nothing changes).
@@ -118,71 +89,113 @@ fn put_entry(op: &NamespaceOp) -> Option<&EntryRecord> {
     }
 }
 
-impl Functionality for NamespaceOps {
-    type State = NamespaceTree;
-    type Authenticator = NamespaceAuth;
-    type Operation = NamespaceOp;
-    type Response = NamespaceResponse;
-    type Aux = NamespaceAux;
-    type ServerError = TreeError;
-    type ClientError = NamespaceError;
+/// `op`'s response and proof against `state`.
+fn answer(state: &NamespaceTree, op: &NamespaceOp) -> Result<(NamespaceResponse, NamespaceStep), TreeError> {
+    op.name().map(check_name).transpose()?;
+    let Some(name) = op.name() else {
+        let entries = state.entries().map(|e| e.cloned()).collect::<Result<Vec<_>, _>>()?;
+        return Ok((NamespaceResponse::Listing(entries), NamespaceStep::Listing(state.listing_proof()?)));
+    };
+    let (lookup, found) = state.lookup(name)?;
+    let update = match edit_for(op, &found) {
+        Some(edit) => Some(state.prove_update(&[edit], put_entry(op))?.0),
+        None => None,
+    };
+    let response = match found {
+        _ if op.writes() => NamespaceResponse::Done,
+        Found::At { entry, .. } => NamespaceResponse::Value(Some(entry)),
+        Found::Absent { .. } => NamespaceResponse::Value(None),
+    };
+    Ok((response, NamespaceStep::Lookup { lookup, update }))
+}
 
-    fn query(state: &NamespaceTree, op: &NamespaceOp) -> Result<(NamespaceResponse, NamespaceAux), TreeError> {
-        op.name().map(check_name).transpose()?;
-        let Some(name) = op.name() else {
-            let entries = state.entries().map(|e| e.cloned()).collect::<Result<Vec<_>, _>>()?;
-            return Ok((NamespaceResponse::Listing(entries), NamespaceAux::Listing(state.listing_proof()?)));
+/// The authenticator after `op` from `(root, len)`, when `step` proves that `op` answers
+/// `response` there.
+fn check(
+    op: &NamespaceOp,
+    &(root, len): &NamespaceAuth,
+    response: &NamespaceResponse,
+    step: &NamespaceStep,
+) -> Result<NamespaceAuth, NamespaceError> {
+    op.name().map(check_name).transpose()?;
+    let inconsistent = |why| Err(NamespaceError::Inconsistent(why));
+    match (op.name(), step) {
+        (None, NamespaceStep::Listing(proof)) => {
+            let NamespaceResponse::Listing(entries) = response else { return inconsistent("not a listing") };
+            verify_listing(&root, len, entries, proof.as_ref())?;
+            Ok((root, len))
+        }
+        (Some(name), NamespaceStep::Lookup { lookup, update }) => {
+            let found = verify_lookup(&root, len, name, lookup)?;
+            let value = match &found {
+                Found::At { entry, .. } => Some(entry),
+                Found::Absent { .. } => None,
+            };
+            match (op.writes(), response) {
+                (false, NamespaceResponse::Value(claimed)) if claimed.as_ref() == value => {}
+                (true, NamespaceResponse::Done) => {}
+                _ => return inconsistent("the response is not what the proof shows"),
+            }
+            match (edit_for(op, &found), update) {
+                (None, None) => Ok((root, len)),
+                (Some(edit), Some(update)) => Ok(verify_multi_update_len(&root, &[edit], update)?),
+                _ => inconsistent("an update proof missing or superfluous"),
+            }
+        }
+        _ => inconsistent("the proof is not of this operation's kind"),
+    }
+}
+
+impl Functionality for NamespaceOps {
+    type Op = NamespaceOp;
+    type Response = NamespaceResponse;
+    type Auth = NamespaceAuth;
+    type Aux = NamespaceAux;
+    /// Cloning copies the FlexList: O(n) in the names, where ADICT's tree costs O(1).
+    type State = NamespaceTree;
+    type StateError = TreeError;
+    type VerifyError = NamespaceError;
+
+    fn query(state: &NamespaceTree, ops: &[NamespaceOp]) -> Result<(NamespaceResponse, NamespaceAux), TreeError> {
+        let Some((last, before)) = ops.split_last() else {
+            return Ok((NamespaceResponse::Done, NamespaceAux(Vec::new())));
         };
-        let (lookup, found) = state.lookup(name)?;
-        let update = match edit_for(op, &found) {
-            Some(edit) => Some(state.prove_update(&[edit], put_entry(op))?.0),
-            None => None,
-        };
-        let response = match found {
-            _ if op.writes() => NamespaceResponse::Done,
-            Found::At { entry, .. } => NamespaceResponse::Value(Some(entry)),
-            Found::Absent { .. } => NamespaceResponse::Value(None),
-        };
-        Ok((response, NamespaceAux::Lookup { lookup, update }))
+        let mut steps = Vec::new();
+        // Copied only when an update comes before the last operation.
+        let mut after: Option<NamespaceTree> = None;
+        for op in before.iter().filter(|op| op.writes()) {
+            let state = after.get_or_insert_with(|| state.clone());
+            steps.push(answer(state, op)?.1);
+            Self::refresh(state, op)?;
+        }
+        let (response, step) = answer(after.as_ref().unwrap_or(state), last)?;
+        steps.push(step);
+        Ok((response, NamespaceAux(steps)))
     }
 
     fn authexec(
-        op: &NamespaceOp,
-        &(root, len): &NamespaceAuth,
+        ops: &[NamespaceOp],
+        auth: &NamespaceAuth,
         response: &NamespaceResponse,
         aux: &NamespaceAux,
     ) -> Result<NamespaceAuth, NamespaceError> {
-        op.name().map(check_name).transpose()?;
-        let inconsistent = |why| Err(NamespaceError::Inconsistent(why));
-        match (op.name(), aux) {
-            (None, NamespaceAux::Listing(proof)) => {
-                let NamespaceResponse::Listing(entries) = response else { return inconsistent("not a listing") };
-                verify_listing(&root, len, entries, proof.as_ref())?;
-                Ok((root, len))
-            }
-            (Some(name), NamespaceAux::Lookup { lookup, update }) => {
-                let found = verify_lookup(&root, len, name, lookup)?;
-                let value = match &found {
-                    Found::At { entry, .. } => Some(entry),
-                    Found::Absent { .. } => None,
-                };
-                match (op.writes(), response) {
-                    (false, NamespaceResponse::Value(claimed)) if claimed.as_ref() == value => {}
-                    (true, NamespaceResponse::Done) => {}
-                    _ => return inconsistent("the response is not what the proof shows"),
-                }
-                match (edit_for(op, &found), update) {
-                    (None, None) => Ok((root, len)),
-                    (Some(edit), Some(update)) => Ok(verify_multi_update_len(&root, &[edit], update)?),
-                    _ => inconsistent("an update proof missing or superfluous"),
-                }
-            }
-            _ => inconsistent("the proof is not of this operation's kind"),
+        let Some((last, before)) = ops.split_last() else {
+            return Err(NamespaceError::Inconsistent("no operation to check"));
+        };
+        let updates = before.iter().filter(|op| op.writes());
+        let Some((last_step, steps)) = aux.0.split_last().filter(|(_, s)| s.len() == updates.clone().count()) else {
+            return Err(NamespaceError::Inconsistent("not one proof per update and one for the last operation"));
+        };
+        let mut auth = *auth;
+        for (op, step) in updates.zip(steps) {
+            auth = check(op, &auth, &NamespaceResponse::Done, step)?;
         }
+        check(last, &auth, response, last_step)
     }
 
-    fn refresh(state: &mut NamespaceTree, op: &NamespaceOp, _: &NamespaceAux) -> Result<(), TreeError> {
+    fn refresh(state: &mut NamespaceTree, op: &NamespaceOp) -> Result<(), TreeError> {
         if let Some(name) = op.name().filter(|_| op.writes()) {
+            check_name(name)?;
             if let Some(edit) = edit_for(op, &state.find(name)?) {
                 state.apply(&[edit], put_entry(op))?;
             }
@@ -190,13 +203,21 @@ impl Functionality for NamespaceOps {
         Ok(())
     }
 
+    fn auth_of(state: &NamespaceTree) -> NamespaceAuth {
+        (state.root(), state.len())
+    }
+
     /// Table 1 of paper 003: a pending put or delete of a name is incompatible with a later
     /// get of the same name and with a listing; every other pair is compatible.
-    fn compatible(pending: &[NamespaceOp], op: &NamespaceOp) -> bool {
+    fn compatible(&self, pending: &[NamespaceOp], op: &NamespaceOp) -> bool {
         pending.iter().all(|u| {
             !u.writes()
                 || !(matches!(op, NamespaceOp::List) || (matches!(op, NamespaceOp::Get(_)) && u.name() == op.name()))
         })
+    }
+
+    fn is_query(op: &NamespaceOp) -> bool {
+        !op.writes()
     }
 }
 

@@ -1,10 +1,28 @@
 //! The namespace as a VICOS functionality: honest rounds keep the client's authenticator equal
 //! to the server's state, lying answers are refused, and `compatible` is Table 1 of paper 003.
+//! Most rounds are of one operation (`query1`, `authexec1`); sequences `μ` are at the end.
 
 use super::super::tree::tests::entry;
 use super::*;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+
+/// `query` of one operation: its response and its one step.
+fn query1(state: &NamespaceTree, op: &NamespaceOp) -> Result<(NamespaceResponse, NamespaceStep), TreeError> {
+    let (response, NamespaceAux(mut steps)) = NamespaceOps::query(state, std::slice::from_ref(op))?;
+    assert_eq!(steps.len(), 1, "one operation, one step");
+    Ok((response, steps.pop().unwrap()))
+}
+
+/// `authexec` of one operation with one step.
+fn authexec1(
+    op: &NamespaceOp,
+    auth: &NamespaceAuth,
+    response: &NamespaceResponse,
+    step: &NamespaceStep,
+) -> Result<NamespaceAuth, NamespaceError> {
+    NamespaceOps::authexec(std::slice::from_ref(op), auth, response, &NamespaceAux(vec![step.clone()]))
+}
 
 fn state(names: &[&str]) -> NamespaceTree {
     NamespaceTree::load(names.iter().enumerate().map(|(i, n)| entry(n, i as u8 + 1)).collect()).unwrap()
@@ -17,11 +35,11 @@ fn auth(state: &NamespaceTree) -> NamespaceAuth {
 /// One honest round: query, authexec, refresh; the client's new authenticator is the
 /// server's new state. Returns the response.
 fn round(state: &mut NamespaceTree, client: &mut NamespaceAuth, op: &NamespaceOp) -> NamespaceResponse {
-    let (response, aux) = NamespaceOps::query(state, op).unwrap();
+    let (response, aux) = query1(state, op).unwrap();
     let before = auth(state);
-    let next = NamespaceOps::authexec(op, client, &response, &aux).unwrap();
+    let next = authexec1(op, client, &response, &aux).unwrap();
     assert_eq!(auth(state), before, "query changed the state");
-    NamespaceOps::refresh(state, op, &aux).unwrap();
+    NamespaceOps::refresh(state, op).unwrap();
     assert_eq!(next, auth(state), "{op:?}");
     *client = next;
     response
@@ -112,14 +130,14 @@ proptest! {
 
 // ---- lies ----
 
-fn refused(op: &NamespaceOp, auth: &NamespaceAuth, response: &NamespaceResponse, aux: &NamespaceAux) {
-    let r = NamespaceOps::authexec(op, auth, response, aux);
+fn refused(op: &NamespaceOp, auth: &NamespaceAuth, response: &NamespaceResponse, aux: &NamespaceStep) {
+    let r = authexec1(op, auth, response, aux);
     assert!(r.is_err(), "accepted {op:?} -> {response:?}: {r:?}");
 }
 
-fn honest(server: &NamespaceTree, op: &NamespaceOp) -> (NamespaceResponse, NamespaceAux) {
-    let (response, aux) = NamespaceOps::query(server, op).unwrap();
-    assert!(NamespaceOps::authexec(op, &auth(server), &response, &aux).is_ok(), "{op:?}");
+fn honest(server: &NamespaceTree, op: &NamespaceOp) -> (NamespaceResponse, NamespaceStep) {
+    let (response, aux) = query1(server, op).unwrap();
+    assert!(authexec1(op, &auth(server), &response, &aux).is_ok(), "{op:?}");
     (response, aux)
 }
 
@@ -162,20 +180,20 @@ fn a_put_with_the_proof_of_another_change_is_refused() {
         let op = NamespaceOp::Put(put.clone());
         let (response, honest_aux) = honest(&server, &op);
         // The proof of putting another entry under the same name.
-        let (_, aux) = NamespaceOps::query(&server, &NamespaceOp::Put(other)).unwrap();
+        let (_, aux) = query1(&server, &NamespaceOp::Put(other)).unwrap();
         refused(&op, &a, &response, &aux);
         // The honest lookup with the other entry's update proof.
-        let NamespaceAux::Lookup { lookup, .. } = &honest_aux else { panic!("not a lookup") };
-        let NamespaceAux::Lookup { update, .. } = aux else { panic!("not a lookup") };
-        refused(&op, &a, &response, &NamespaceAux::Lookup { lookup: lookup.clone(), update });
+        let NamespaceStep::Lookup { lookup, .. } = &honest_aux else { panic!("not a lookup") };
+        let NamespaceStep::Lookup { update, .. } = aux else { panic!("not a lookup") };
+        refused(&op, &a, &response, &NamespaceStep::Lookup { lookup: lookup.clone(), update });
         // The proof of deleting the name instead.
-        let (_, aux) = NamespaceOps::query(&server, &NamespaceOp::Delete(put.name.clone())).unwrap();
+        let (_, aux) = query1(&server, &NamespaceOp::Delete(put.name.clone())).unwrap();
         refused(&op, &a, &response, &aux);
     }
     // A put of "c" with the lookup and update of a put of "e" (another gap).
     let op = NamespaceOp::Put(entry("c", 1));
     let (response, _) = honest(&server, &op);
-    let (_, aux) = NamespaceOps::query(&server, &NamespaceOp::Put(entry("e", 1))).unwrap();
+    let (_, aux) = query1(&server, &NamespaceOp::Put(entry("e", 1))).unwrap();
     refused(&op, &a, &response, &aux);
 }
 
@@ -184,23 +202,23 @@ fn an_update_proof_missing_or_superfluous_is_refused() {
     let server = state(&["b", "d", "f"]);
     let a = auth(&server);
     let some_update = {
-        let (_, aux) = NamespaceOps::query(&server, &NamespaceOp::Put(entry("c", 1))).unwrap();
-        let NamespaceAux::Lookup { update, .. } = aux else { panic!("not a lookup") };
+        let (_, aux) = query1(&server, &NamespaceOp::Put(entry("c", 1))).unwrap();
+        let NamespaceStep::Lookup { update, .. } = aux else { panic!("not a lookup") };
         update.unwrap()
     };
     // Missing: a put (new or present name), a delete of a present name.
     for op in [NamespaceOp::Put(entry("c", 3)), NamespaceOp::Put(entry("d", 3)), NamespaceOp::Delete("d".into())] {
         let (response, aux) = honest(&server, &op);
-        let NamespaceAux::Lookup { lookup, update } = aux else { panic!("not a lookup") };
+        let NamespaceStep::Lookup { lookup, update } = aux else { panic!("not a lookup") };
         assert!(update.is_some());
-        refused(&op, &a, &response, &NamespaceAux::Lookup { lookup, update: None });
+        refused(&op, &a, &response, &NamespaceStep::Lookup { lookup, update: None });
     }
     // Superfluous: a delete of an absent name.
     let op = NamespaceOp::Delete("c".into());
     let (response, aux) = honest(&server, &op);
-    let NamespaceAux::Lookup { lookup, update } = aux else { panic!("not a lookup") };
+    let NamespaceStep::Lookup { lookup, update } = aux else { panic!("not a lookup") };
     assert!(update.is_none());
-    refused(&op, &a, &response, &NamespaceAux::Lookup { lookup, update: Some(some_update) });
+    refused(&op, &a, &response, &NamespaceStep::Lookup { lookup, update: Some(some_update) });
 }
 
 #[test]
@@ -208,13 +226,13 @@ fn a_get_with_an_update_proof_is_refused() {
     // A get changes nothing, so an update proof that comes with it is superfluous.
     let server = state(&["b", "d", "f"]);
     let a = auth(&server);
-    let (_, aux) = NamespaceOps::query(&server, &NamespaceOp::Put(entry("d", 3))).unwrap();
-    let NamespaceAux::Lookup { update, .. } = aux else { panic!("not a lookup") };
+    let (_, aux) = query1(&server, &NamespaceOp::Put(entry("d", 3))).unwrap();
+    let NamespaceStep::Lookup { update, .. } = aux else { panic!("not a lookup") };
     for name in ["d", "c"] {
         let op = NamespaceOp::Get(name.into());
         let (response, aux) = honest(&server, &op);
-        let NamespaceAux::Lookup { lookup, update: None } = aux else { panic!("a get with an update") };
-        refused(&op, &a, &response, &NamespaceAux::Lookup { lookup, update: update.clone() });
+        let NamespaceStep::Lookup { lookup, update: None } = aux else { panic!("a get with an update") };
+        refused(&op, &a, &response, &NamespaceStep::Lookup { lookup, update: update.clone() });
     }
 }
 
@@ -237,7 +255,7 @@ fn a_listing_that_leaves_out_a_name_is_refused() {
     let mut more = all.clone();
     more.push(entry("g", 1));
     refused(&NamespaceOp::List, &a, &NamespaceResponse::Listing(more), &aux);
-    refused(&NamespaceOp::List, &a, &response, &NamespaceAux::Listing(None));
+    refused(&NamespaceOp::List, &a, &response, &NamespaceStep::Listing(None));
     // Claims the namespace is empty.
     let empty = NamespaceTree::default();
     let (nothing, aux_nothing) = honest(&empty, &NamespaceOp::List);
@@ -315,7 +333,7 @@ fn compatible_is_table_1() {
         let ops = table_ops(x, y);
         for (i, u) in ops.iter().enumerate() {
             for (j, o) in ops.iter().enumerate() {
-                assert_eq!(NamespaceOps::compatible(std::slice::from_ref(u), o), TABLE_1[i][j], "u = {u:?}, o = {o:?}");
+                assert_eq!(NamespaceOps.compatible(std::slice::from_ref(u), o), TABLE_1[i][j], "u = {u:?}, o = {o:?}");
             }
         }
     }
@@ -325,17 +343,17 @@ fn compatible_is_table_1() {
 fn compatible_with_several_pending_needs_each() {
     let [put_x, put_y, get_x, get_y, del_x, _, list] = table_ops("x", "y");
     for o in table_ops("x", "y") {
-        assert!(NamespaceOps::compatible(&[], &o));
+        assert!(NamespaceOps.compatible(&[], &o));
         // Reads pending are compatible with everything.
-        assert!(NamespaceOps::compatible(&[get_x.clone(), get_y.clone(), list.clone()], &o));
+        assert!(NamespaceOps.compatible(&[get_x.clone(), get_y.clone(), list.clone()], &o));
     }
-    assert!(NamespaceOps::compatible(&[put_y.clone(), get_x.clone()], &get_x));
-    assert!(!NamespaceOps::compatible(&[put_y.clone(), put_x.clone()], &get_x));
-    assert!(!NamespaceOps::compatible(&[get_y.clone(), del_x.clone()], &get_x));
-    assert!(!NamespaceOps::compatible(&[put_y.clone(), get_x.clone()], &list));
-    assert!(NamespaceOps::compatible(&[put_x.clone(), put_y.clone(), del_x], &put_y));
+    assert!(NamespaceOps.compatible(&[put_y.clone(), get_x.clone()], &get_x));
+    assert!(!NamespaceOps.compatible(&[put_y.clone(), put_x.clone()], &get_x));
+    assert!(!NamespaceOps.compatible(&[get_y.clone(), del_x.clone()], &get_x));
+    assert!(!NamespaceOps.compatible(&[put_y.clone(), get_x.clone()], &list));
+    assert!(NamespaceOps.compatible(&[put_x.clone(), put_y.clone(), del_x], &put_y));
     // Puts of the same name with different entries are one name.
-    assert!(!NamespaceOps::compatible(&[NamespaceOp::Put(entry("x", 99))], &get_x));
+    assert!(!NamespaceOps.compatible(&[NamespaceOp::Put(entry("x", 99))], &get_x));
 }
 
 /// What a response says about the dictionary (responses carry no list positions).
@@ -353,13 +371,13 @@ fn compatible_pairs_commute_in_the_dictionary() {
     for s in &states {
         for (i, u) in ops.iter().enumerate() {
             let mut after = s.clone();
-            NamespaceOps::refresh(&mut after, u, &NamespaceOps::query(s, u).unwrap().1).unwrap();
+            NamespaceOps::refresh(&mut after, u).unwrap();
             for (j, o) in ops.iter().enumerate() {
-                let before = value(&NamespaceOps::query(s, o).unwrap().0);
-                let later = value(&NamespaceOps::query(&after, o).unwrap().0);
+                let before = value(&query1(s, o).unwrap().0);
+                let later = value(&query1(&after, o).unwrap().0);
                 if before != later {
                     changed[i][j] = true;
-                    assert!(!NamespaceOps::compatible(std::slice::from_ref(u), o), "u = {u:?} changes o = {o:?}");
+                    assert!(!NamespaceOps.compatible(std::slice::from_ref(u), o), "u = {u:?} changes o = {o:?}");
                 }
             }
         }
@@ -380,9 +398,12 @@ fn a_name_that_cannot_be_a_name_is_refused_on_both_sides() {
         let mut put = entry("a", 3);
         put.name = bad.to_string();
         for op in [NamespaceOp::Get(bad.into()), NamespaceOp::Delete(bad.into()), NamespaceOp::Put(put)] {
-            assert!(matches!(NamespaceOps::query(&server, &op), Err(TreeError::Name(_))), "{op:?}");
-            let r = NamespaceOps::authexec(&op, &auth(&server), &response, &aux);
+            assert!(matches!(query1(&server, &op), Err(TreeError::Name(_))), "{op:?}");
+            let r = authexec1(&op, &auth(&server), &response, &aux);
             assert!(matches!(r, Err(NamespaceError::Name(_))), "{op:?}: {r:?}");
         }
     }
 }
+
+#[path = "sequence_tests.rs"]
+mod sequences;

@@ -16,8 +16,9 @@
 //! hides a name, serves an old version, or reorders versions is caught.
 //!
 //! Pure: the provider computes proofs with a [`NamespaceTree`] (its side), the client checks
-//! them with the `verify_*` functions here (its side). [`Functionality`] states both sides as
-//! one authenticated data structure, the shape AIP (VICOS Sec. 2.3) runs over.
+//! them with the `verify_*` functions here (its side). [`NamespaceOps`] states both sides as
+//! one authenticated data structure, a [`crate::aip::Functionality`] (VICOS Sec. 2.3) that AIP
+//! runs over.
 
 use crate::codec::{put_varint, CodecError, Reader};
 use crate::flexlist::{
@@ -30,8 +31,9 @@ use crate::FlexList;
 
 mod functionality;
 mod tree;
+mod wire;
 
-pub use functionality::{Functionality, NamespaceAuth, NamespaceAux, NamespaceOp, NamespaceOps, NamespaceResponse};
+pub use functionality::{NamespaceAuth, NamespaceAux, NamespaceOp, NamespaceOps, NamespaceResponse, NamespaceStep};
 pub use tree::{EntryBatch, NamespaceTree, TreeError};
 
 /// Longest name, in bytes.

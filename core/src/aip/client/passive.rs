@@ -5,7 +5,7 @@
 use super::{Client, Link};
 use crate::aip::{
     auth_statement, commit_statement, ClientId, Commit, CommitAuth, Functionality, Signed, Status, TakeOver,
-    UpdateAuth, Violation,
+    UpdateAuth, Violation, Wire,
 };
 use crate::hash::Digest;
 
@@ -49,13 +49,14 @@ impl<F: Functionality> Client<F> {
             self.check_commit(committed, q)?;
             let next = match (committed.status, &entry.response, &entry.aux) {
                 (Status::Success, Some(response), Some(aux)) => {
-                    F::authexec(std::slice::from_ref(&committed.op), &auth, response, aux).ok_or(Violation::Response)?
+                    F::authexec(std::slice::from_ref(&committed.op), &auth, response, aux)
+                        .map_err(|_| Violation::Response)?
                 }
                 (Status::Success, _, _) => return Err(Violation::Malformed("an update without its proof")),
                 (Status::Abort, _, _) => auth,
             };
             let hash = self.chain[&q].hash;
-            let psi = self.sign(&auth_statement(&F::op_bytes(&committed.op), q, &hash, &F::auth_bytes(&next)))?;
+            let psi = self.sign(&auth_statement(&committed.op.to_wire(), q, &hash, &next.to_wire()))?;
             out.push(CommitAuth { q, signed: Signed { auth: next.clone(), psi } });
             (base, auth) = (q, next);
         }
@@ -94,7 +95,7 @@ impl<F: Functionality> Client<F> {
             }
             let Link { hash, .. } = self.chain[&l];
             let op = pending.invoked.op.clone();
-            let phi = self.sign(&commit_statement(l, &F::op_bytes(&op), m.failed, Status::Abort, &hash))?;
+            let phi = self.sign(&commit_statement(l, &op.to_wire(), m.failed, Status::Abort, &hash))?;
             self.aborted_for.insert(l, m.failed);
             commits.push(Commit { op, t: l, status: Status::Abort, client: m.failed, phi });
         }

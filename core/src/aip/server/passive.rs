@@ -2,7 +2,7 @@
 //! delegation of batches to any member (Sec. 3.7 "Batching and delegating operation
 //! authentication") and the takeover of a failed client (Sec. 3.7 "Tolerate client crashes").
 
-use super::{Server, ServerError};
+use super::{Refusal, Server, ServerError};
 use crate::aip::{ClientId, CommitAuth, Functionality, Status, TakeOver, ToAuthenticate, UpdateAuth};
 
 impl<F: Functionality> Server<F> {
@@ -10,7 +10,7 @@ impl<F: Functionality> Server<F> {
     /// against the state after the ones before it, on top of `O[d]`, `A[d]`. Committed
     /// queries in between are applied already or will be (no passive phase); the batch stops
     /// at the first operation not committed yet (its status is unknown).
-    fn batch(&self, up_to: u64) -> Option<UpdateAuth<F>> {
+    fn batch(&self, up_to: u64) -> Result<Option<UpdateAuth<F>>, Refusal<F>> {
         let mut state = self.state.clone();
         let mut ops = Vec::new();
         for q in self.applied + 1..=up_to {
@@ -20,27 +20,32 @@ impl<F: Functionality> Server<F> {
             }
             let (response, aux) = match committed.status {
                 Status::Success => {
-                    let (response, aux) = F::query(&state, std::slice::from_ref(&committed.op));
-                    F::refresh(&mut state, &committed.op);
+                    let failed = |error| ServerError::Functionality { q, error };
+                    let (response, aux) = F::query(&state, std::slice::from_ref(&committed.op)).map_err(failed)?;
+                    F::refresh(&mut state, &committed.op).map_err(failed)?;
                     (Some(response), Some(aux))
                 }
                 Status::Abort => (None, None),
             };
             ops.push(ToAuthenticate { q, committed: committed.clone(), response, aux });
         }
-        let previous = self.committed.get(&self.last_update)?.clone();
-        (!ops.is_empty()).then(|| UpdateAuth { base: self.last_update, previous, alpha: self.auth.clone(), ops })
+        if ops.is_empty() {
+            return Ok(None);
+        }
+        let previous = self.committed.get(&self.last_update).ok_or(ServerError::Forgotten(self.last_update))?.clone();
+        Ok(Some(UpdateAuth { base: self.last_update, previous, alpha: self.auth.clone(), ops }))
     }
 
     /// "upon `O[b+1] ≠ ⊥ ∧ A[b+1] = ⊥`": the UPDATE-AUTH for the next operation to apply, and
     /// the client to send it to (its own, or the member that took over for it); `None` until
     /// that operation is committed. Asking again gives the same message (for a client that
     /// reconnects). The next operation is never a committed query: those are applied at once.
-    pub fn update_auth(&self) -> Option<(ClientId, UpdateAuth<F>)> {
+    /// An error: the functionality cannot prove an update on the server's state.
+    pub fn update_auth(&self) -> Result<Option<(ClientId, UpdateAuth<F>)>, Refusal<F>> {
         let q = self.applied + 1;
-        let client = self.committed.get(&q)?.client;
-        let to = self.retired.get(&client).copied().unwrap_or(client);
-        Some((to, self.batch(q)?))
+        let Some(committed) = self.committed.get(&q) else { return Ok(None) };
+        let to = self.retired.get(&committed.client).copied().unwrap_or(committed.client);
+        Ok(self.batch(q)?.map(|m| (to, m)))
     }
 
     /// Sec. 3.7: delegates to `to` the authentication of every committed update from `b + 1`
@@ -49,17 +54,17 @@ impl<F: Functionality> Server<F> {
     /// this UPDATE-AUTH can reach it). `None` when there is none, or `to` was taken over.
     /// Members may answer for the same operation: the first answer counts, the others are
     /// refused as [`ServerError::AlreadyAuthenticated`] and need no more help.
-    pub fn delegate_auth(&self, to: ClientId) -> Option<UpdateAuth<F>> {
-        if self.retired.contains_key(&to) {
-            return None;
+    pub fn delegate_auth(&self, to: ClientId) -> Result<Option<UpdateAuth<F>>, Refusal<F>> {
+        match self.seen_up_to.get(&to) {
+            Some(&up_to) if !self.retired.contains_key(&to) => self.batch(up_to),
+            _ => Ok(None),
         }
-        self.batch(*self.seen_up_to.get(&to)?)
     }
 
     /// The COMMIT-AUTH handler: `b ← b + 1`, `A[b]`, and the operation applied when it
     /// succeeded, from any member (delegation). An authenticator that is not the state's after
     /// the operation is refused. Committed queries next in line are applied after it.
-    pub fn on_commit_auth(&mut self, from: ClientId, m: CommitAuth<F::Auth>) -> Result<(), ServerError> {
+    pub fn on_commit_auth(&mut self, from: ClientId, m: CommitAuth<F::Auth>) -> Result<(), Refusal<F>> {
         self.refuse_retired(from)?;
         if m.signed.psi.by != from {
             return Err(ServerError::SignedByAnother { client: from, by: m.signed.psi.by });
@@ -74,7 +79,7 @@ impl<F: Functionality> Server<F> {
         };
         let mut state = self.state.clone();
         if next.status == Status::Success {
-            F::refresh(&mut state, &next.op);
+            F::refresh(&mut state, &next.op).map_err(|error| ServerError::Functionality { q, error })?;
         }
         if F::auth_of(&state) != m.signed.auth {
             return Err(ServerError::WrongAuthenticator { q });
@@ -94,7 +99,7 @@ impl<F: Functionality> Server<F> {
     /// nothing, so `taker` may have an operation in flight) and the positions of `failed`'s
     /// operations no COMMIT came for: [`crate::aip::Client::take_over`] aborts them. Deliver
     /// it to `taker` before the UPDATE-AUTHs now routed to it: they concern that history.
-    pub fn take_over(&mut self, failed: ClientId, taker: ClientId, cleared: u64) -> Result<TakeOver<F>, ServerError> {
+    pub fn take_over(&mut self, failed: ClientId, taker: ClientId, cleared: u64) -> Result<TakeOver<F>, Refusal<F>> {
         let member = |c: &ClientId| self.config.members.as_ref().is_none_or(|m| m.contains(c));
         if failed == taker || self.retired.contains_key(&taker) || !member(&failed) || !member(&taker) {
             return Err(ServerError::CannotTakeOver { client: taker, failed });

@@ -15,7 +15,7 @@ fn an_aborted_operation_marked_by_the_server_no_longer_forces_an_abort() {
         let reply = s.on_invoke(1, invoke).unwrap();
         let (outcome, late_commit) = c[1].on_reply(reply).unwrap();
         assert_eq!(outcome, Outcome::Abort);
-        let (_, m) = s.update_auth().unwrap(); // operation 1 authenticated, 2 still pending
+        let (_, m) = s.update_auth().unwrap().unwrap(); // operation 1 authenticated, 2 still pending
         for answer in c[0].on_update_auth(m).unwrap() {
             s.on_commit_auth(0, answer).unwrap();
         }
@@ -54,13 +54,13 @@ fn queries_have_no_passive_phase() {
     for (i, op) in [(1, get("x")), (2, DictOp::List), (0, get("y"))] {
         active(&mut s, &mut c[i], op).unwrap(); // 2, 3, 4
         assert_eq!(s.applied(), s.invoked(), "applied on its COMMIT");
-        assert!(s.update_auth().is_none(), "no UPDATE-AUTH for a query");
+        assert!(s.update_auth().unwrap().is_none(), "no UPDATE-AUTH for a query");
     }
     // A query behind a pending update waits for it, then goes without a passive phase.
     active(&mut s, &mut c[1], put("y", "2")).unwrap(); // 5
     active(&mut s, &mut c[2], get("x")).unwrap(); // 6
     assert_eq!(s.applied(), 4);
-    let (j, m) = s.update_auth().unwrap();
+    let (j, m) = s.update_auth().unwrap().unwrap();
     assert_eq!((j, m.base, m.previous.op.clone(), m.ops.len()), (1, 1, put("x", "1"), 1));
     for answer in c[1].on_update_auth(m).unwrap() {
         s.on_commit_auth(1, answer).unwrap();
@@ -83,9 +83,9 @@ fn a_delegate_authenticates_a_batch_and_the_slower_answers_are_not_needed() {
     let invoke = c[0].invoke(put("w", "0")).unwrap(); // 4: invoked, not committed yet
     let late = s.on_invoke(0, invoke).unwrap();
     active(&mut s, &mut c[2], put("z", "3")).unwrap(); // 5
-    let batch = s.delegate_auth(2).unwrap();
+    let batch = s.delegate_auth(2).unwrap().unwrap();
     assert_eq!(batch.ops.iter().map(|o| o.q).collect::<Vec<_>>(), [1, 3], "the query skipped, 4 not committed");
-    let (_, own) = s.update_auth().unwrap(); // what client 0 would be asked for operation 1
+    let (_, own) = s.update_auth().unwrap().unwrap(); // what client 0 would be asked for operation 1
     let answers = c[2].on_update_auth(batch).unwrap();
     assert!(answers.iter().all(|a| a.signed.psi.by == 2));
     for answer in answers {
@@ -96,15 +96,15 @@ fn a_delegate_authenticates_a_batch_and_the_slower_answers_are_not_needed() {
     assert_eq!(s.on_commit_auth(0, slower), Err(ServerError::AlreadyAuthenticated { q: 1 }));
     let (_, commit) = c[0].on_reply(late).unwrap();
     s.on_commit(0, commit).unwrap();
-    let up_to_own = s.delegate_auth(0).unwrap();
+    let up_to_own = s.delegate_auth(0).unwrap().unwrap();
     assert_eq!(up_to_own.ops.iter().map(|o| o.q).collect::<Vec<_>>(), [4], "client 0 has not seen 5");
-    let batch = s.delegate_auth(2).unwrap();
+    let batch = s.delegate_auth(2).unwrap().unwrap();
     assert_eq!(batch.ops.iter().map(|o| o.q).collect::<Vec<_>>(), [4, 5]);
     for answer in c[2].on_update_auth(batch).unwrap() {
         s.on_commit_auth(2, answer).unwrap();
     }
     assert_eq!((s.applied(), s.invoked()), (5, 5));
-    assert!(s.delegate_auth(2).is_none(), "nothing left");
+    assert!(s.delegate_auth(2).unwrap().is_none(), "nothing left");
     assert_eq!(
         run(&mut s, &mut c, 0, DictOp::List),
         Outcome::Done(DictResponse::Keys(vec![b"w".into(), b"x".into(), b"y".into(), b"z".into()]))
@@ -127,7 +127,7 @@ fn a_full_pending_list_refuses_invokes_and_an_inbox_holds_them_back() {
     let mut inbox = Inbox::default();
     inbox.push(2, ToServer::Invoke(invoke));
     assert!(inbox.next_for(&s).is_none(), "held back while full");
-    let (j, m) = s.update_auth().unwrap();
+    let (j, m) = s.update_auth().unwrap().unwrap();
     for answer in c[j as usize].on_update_auth(m).unwrap() {
         inbox.push(j, ToServer::CommitAuth(answer));
     }
@@ -165,7 +165,7 @@ fn the_inbox_serves_the_passive_phase_first() {
     for priority in [false, true] {
         let (mut s, mut c) = (server(), clients(2, Mode::Compatible));
         active(&mut s, &mut c[0], put("x", "1")).unwrap();
-        let (_, m) = s.update_auth().unwrap();
+        let (_, m) = s.update_auth().unwrap().unwrap();
         let answer = c[0].on_update_auth(m.clone()).unwrap().pop().unwrap();
         let arrivals = [(1, ToServer::Invoke(c[1].invoke(get("x")).unwrap())), (0, ToServer::CommitAuth(answer))];
         let mut inbox = Inbox::default();
@@ -227,4 +227,54 @@ fn the_server_forgets_what_every_member_has_cleared() {
     assert_eq!(active(&mut s, &mut late, get("k1")).unwrap(), value("38"));
     run(&mut s, &mut c, 0, put("k0", "x"));
     assert!(s.retained() <= 10, "kept {}", s.retained());
+}
+
+/// An INVOKE refused, or answered with a REPLY that was lost: the client abandons it and goes
+/// on. One the server did order stays pending with no COMMIT, outside the client's `μ` (on
+/// both sides), and holds the passive phase back until a member takes over for the client.
+#[test]
+fn an_abandoned_operation_lets_its_client_go_on_until_a_takeover() {
+    let config = ServerConfig { max_pending: 1, ..ServerConfig::default() };
+    let (mut s, mut c) = (server().with_config(config), clients(2, Mode::Compatible));
+    active(&mut s, &mut c[0], put("x", "1")).unwrap();
+    let invoke = c[1].invoke(get("x")).unwrap();
+    assert!(matches!(s.on_invoke(1, invoke), Err(ServerError::PendingFull { .. })));
+    assert!(c[1].invoke(get("y")).is_err(), "busy until it gives up");
+    c[1].abandon();
+    authenticate_all(&mut s, &mut c);
+    assert_eq!(active(&mut s, &mut c[1], get("x")).unwrap(), value("1"));
+
+    let (mut s, mut c) = (server(), clients(3, Mode::Compatible));
+    run(&mut s, &mut c, 0, put("x", "1")); // 1
+    let _lost = reply_for(&mut s, &mut c[1], put("y", "2")); // 2
+    c[1].abandon();
+    let reply = reply_for(&mut s, &mut c[1], get("y")); // 3
+    assert_eq!(reply.view.omega.len(), 2, "the abandoned put is pending");
+    let (outcome, commit) = c[1].on_reply(reply).unwrap();
+    assert_eq!(outcome, Outcome::Done(DictResponse::Value(None)), "and not in μ");
+    s.on_commit(1, commit).unwrap();
+    authenticate_all(&mut s, &mut c);
+    assert_eq!(s.applied(), 1, "nothing applied past the abandoned put");
+    let m = s.take_over(1, 2, c[2].cleared()).unwrap();
+    assert_eq!(m.hanging, [2]);
+    for commit in c[2].take_over(m).unwrap() {
+        s.on_commit(2, commit).unwrap();
+    }
+    authenticate_all(&mut s, &mut c);
+    assert_eq!((s.applied(), s.invoked()), (3, 3));
+    assert_eq!(s.state().get(b"y"), None, "aborted");
+}
+
+/// A group's creator signs its genesis alone ([`genesis`]); a server started from it is the
+/// one [`Server::genesis`] makes.
+#[test]
+fn a_server_starts_from_a_genesis_its_creator_signed() {
+    let (op, auth) = genesis::<Adict>(&keys(), 0, DictOp::List, &Tree::new()).unwrap();
+    assert_eq!((op.client, op.phi.by, auth.psi.by, auth.auth), (0, 0, 0, Tree::new().root()));
+    let mut s = Server::new(op, auth, Tree::new());
+    let mut c = clients(2, Mode::Compatible);
+    run(&mut s, &mut c, 1, put("x", "1"));
+    assert_eq!(run(&mut s, &mut c, 0, get("x")), value("1"));
+    let ed25519 = Keyring::Ed25519 { me: None, members: BTreeMap::new() };
+    assert_eq!(genesis::<Adict>(&ed25519, 0, DictOp::List, &Tree::new()), Err(KeyringError::CannotSign(0)));
 }

@@ -179,14 +179,14 @@ fn an_update_auth_that_skips_an_update_or_holds_a_query_is_caught() {
     active(&mut s, &mut c[1], get("x")).unwrap(); // 2, a query: applied at once
     active(&mut s, &mut c[1], put("y", "2")).unwrap(); // 3
     assert_eq!(s.applied(), 2, "the query needed no passive phase");
-    let (j, for_3) = s.update_auth().unwrap();
+    let (j, for_3) = s.update_auth().unwrap().unwrap();
     assert_eq!((j, for_3.base, for_3.ops[0].q), (1, 1, 3), "put y builds on put x, past the query");
     let stale_base = (for_3.base, for_3.previous.clone(), for_3.alpha.clone());
     for answer in c[1].on_update_auth(for_3).unwrap() {
         s.on_commit_auth(1, answer).unwrap();
     }
     active(&mut s, &mut c[2], put("z", "3")).unwrap(); // 4
-    let (j, mut for_4) = s.update_auth().unwrap();
+    let (j, mut for_4) = s.update_auth().unwrap().unwrap();
     assert_eq!((j, for_4.base), (2, 3));
     let query_commit = Committed { op: get("x"), ..for_4.ops[0].committed.clone() };
     let honest = for_4.clone();
@@ -208,7 +208,7 @@ fn a_bent_delegated_batch_is_caught() {
         active(&mut s, &mut c[1], put("y", "2")).unwrap();
         active(&mut s, &mut c[0], DictOp::Delete { key: b"x".to_vec() }).unwrap();
         active(&mut s, &mut c[2], put("z", "3")).unwrap();
-        let batch = s.delegate_auth(2).unwrap();
+        let batch = s.delegate_auth(2).unwrap().unwrap();
         assert_eq!(batch.ops.iter().map(|o| o.q).collect::<Vec<_>>(), [1, 2, 3, 4]);
         (c, batch)
     };

@@ -7,12 +7,16 @@
 //! * [`extensions`]: the extensions of Sec. 3.7 and Sec. 5.2, step by step;
 //! * [`takeover`]: a crashed client taken over (Sec. 3.7), honestly or not;
 //! * [`schedule`]: random message schedules with all the extensions, and a long run that
-//!   keeps the server's memory bounded.
+//!   keeps the server's memory bounded;
+//! * [`namespace`]: the same protocol over vouch's namespace ([`crate::namespace::NamespaceOps`]);
+//! * [`wire`]: honest runs with every message through its encoding.
 
 mod extensions;
 mod lies;
+mod namespace;
 mod schedule;
 mod takeover;
+mod wire;
 
 use super::*;
 use crate::adict::Tree;
@@ -47,8 +51,8 @@ fn value(v: &str) -> Outcome<DictResponse> {
 const NOTHING: Outcome<DictResponse> = Outcome::Done(DictResponse::Nothing);
 
 /// Runs the passive phase until the server has nothing left to authenticate.
-fn authenticate_all(server: &mut Server<Adict>, clients: &mut [Client<Adict>]) {
-    while let Some((j, m)) = server.update_auth() {
+fn authenticate_all<F: Functionality>(server: &mut Server<F>, clients: &mut [Client<F>]) {
+    while let Some((j, m)) = server.update_auth().unwrap() {
         for answer in clients[j as usize].on_update_auth(m).unwrap() {
             server.on_commit_auth(j, answer).unwrap();
         }
@@ -56,7 +60,11 @@ fn authenticate_all(server: &mut Server<Adict>, clients: &mut [Client<Adict>]) {
 }
 
 /// Client `i`'s operation through its active phase (the passive phase left for later).
-fn active(server: &mut Server<Adict>, client: &mut Client<Adict>, op: Op) -> Result<Outcome<DictResponse>, Violation> {
+fn active<F: Functionality>(
+    server: &mut Server<F>,
+    client: &mut Client<F>,
+    op: F::Op,
+) -> Result<Outcome<F::Response>, Violation> {
     let invoke = client.invoke(op).unwrap();
     let reply = server.on_invoke(client.id(), invoke).unwrap();
     let (outcome, commit) = client.on_reply(reply)?;
@@ -65,14 +73,19 @@ fn active(server: &mut Server<Adict>, client: &mut Client<Adict>, op: Op) -> Res
 }
 
 /// One operation, both phases.
-fn run(server: &mut Server<Adict>, clients: &mut [Client<Adict>], i: usize, op: Op) -> Outcome<DictResponse> {
+fn run<F: Functionality>(
+    server: &mut Server<F>,
+    clients: &mut [Client<F>],
+    i: usize,
+    op: F::Op,
+) -> Outcome<F::Response> {
     let outcome = active(server, &mut clients[i], op).unwrap();
     authenticate_all(server, clients);
     outcome
 }
 
 /// A reply to client `i`'s `op`, for a test to bend before the client sees it.
-fn reply_for(s: &mut Server<Adict>, client: &mut Client<Adict>, op: Op) -> Reply<Adict> {
+fn reply_for<F: Functionality>(s: &mut Server<F>, client: &mut Client<F>, op: F::Op) -> Reply<F> {
     let invoke = client.invoke(op).unwrap();
     s.on_invoke(client.id(), invoke).unwrap()
 }
@@ -143,7 +156,7 @@ fn the_server_refuses_out_of_step_messages() {
     );
     s.on_commit(0, commit.clone()).unwrap();
     assert!(s.on_commit(0, commit).is_err(), "committed twice");
-    let (j, m) = s.update_auth().unwrap();
+    let (j, m) = s.update_auth().unwrap().unwrap();
     let mut answer = c[j as usize].on_update_auth(m).unwrap().pop().unwrap();
     assert!(s.on_commit_auth(1, answer.clone()).is_err(), "signed by another than its sender");
     let early = CommitAuth { q: 2, ..answer.clone() };
@@ -172,7 +185,7 @@ fn a_group_with_a_key_per_client() {
     // others accept its AUTH signature.
     active(&mut s, &mut c[0], put("z", "3")).unwrap();
     active(&mut s, &mut c[1], get("w")).unwrap();
-    let batch = s.delegate_auth(1).unwrap();
+    let batch = s.delegate_auth(1).unwrap().unwrap();
     for answer in c[1].on_update_auth(batch).unwrap() {
         assert_eq!(answer.signed.psi.by, 1);
         s.on_commit_auth(1, answer).unwrap();

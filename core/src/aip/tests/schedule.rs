@@ -139,7 +139,8 @@ impl Sim {
                 self.replied[from as usize] = true;
             }
             Ok(None) => {
-                let delegated = committed.filter(|_| self.setup.delegate).and_then(|_| self.s.delegate_auth(from));
+                let delegated =
+                    committed.filter(|_| self.setup.delegate).and_then(|_| self.s.delegate_auth(from).unwrap());
                 if let Some(batch) = delegated {
                     self.seen.delegated += batch.ops.len();
                     self.down[from as usize].push(from, ToClient::UpdateAuth(Box::new(batch)));
@@ -170,11 +171,18 @@ impl Sim {
                     self.up[i].push_back(ToServer::CommitAuth(answer));
                 }
             }
+            ToClient::TakeOver(m) => {
+                for commit in self.c[i].take_over(*m).expect("an honest server is never blamed") {
+                    self.seen.takeover_aborts += 1;
+                    self.done.insert(commit.t, (commit.op.clone(), Outcome::Abort));
+                    self.up[i].push_back(ToServer::Commit(commit));
+                }
+            }
         }
     }
 
     fn passive(&mut self) {
-        if let Some((j, m)) = self.s.update_auth() {
+        if let Some((j, m)) = self.s.update_auth().unwrap() {
             if m.ops[0].q > self.asked {
                 self.asked = m.ops[0].q;
                 self.down[j as usize].push(j, ToClient::UpdateAuth(Box::new(m)));
@@ -182,15 +190,12 @@ impl Sim {
         }
     }
 
-    /// Client `i` takes over for the crashed one (found crashed, reliably, by now).
+    /// Client `i` takes over for the crashed one (found crashed, reliably, by now); the view
+    /// goes to it as a message, ahead of the UPDATE-AUTHs routed to it from now on.
     fn take_over(&mut self, i: usize) {
         let Some(failed) = self.crashed.filter(|&f| f != i && !self.taken_over) else { return };
         let m = self.s.take_over(failed as u32, i as u32, self.c[i].cleared()).unwrap();
-        for commit in self.c[i].take_over(m).expect("an honest server is never blamed") {
-            self.seen.takeover_aborts += 1;
-            self.done.insert(commit.t, (commit.op.clone(), Outcome::Abort));
-            self.up[i].push_back(ToServer::Commit(commit));
-        }
+        self.down[i].push(i as u32, ToClient::TakeOver(Box::new(m)));
         self.in_flight.remove(&failed);
         self.taken_over = true;
         self.seen.takeovers += 1;

@@ -28,11 +28,11 @@ fn take_over(s: &mut Server<Adict>, c: &mut [Client<Adict>]) {
 #[test]
 fn a_crashed_clients_operations_are_aborted_and_authenticated_by_another() {
     let (mut s, mut c, never_sent) = crashed();
-    let (j, _) = s.update_auth().unwrap();
+    let (j, _) = s.update_auth().unwrap().unwrap();
     assert_eq!((j, s.applied()), (0, 0), "stuck on the crashed client");
     take_over(&mut s, &mut c);
     // Its passive phases now go to the taker: its committed put x, its aborted put y.
-    while let Some((j, m)) = s.update_auth() {
+    while let Some((j, m)) = s.update_auth().unwrap() {
         let expected = if m.ops[0].q == 3 { 1 } else { 2 };
         assert_eq!(j, expected);
         for answer in c[j as usize].on_update_auth(m).unwrap() {
@@ -47,7 +47,7 @@ fn a_crashed_clients_operations_are_aborted_and_authenticated_by_another() {
     let mut back = Client::new(0, keys(), Adict { mode: Mode::Compatible });
     let invoke = back.invoke(get("x")).unwrap();
     assert_eq!(s.on_invoke(0, invoke).map(|_| ()), Err(ServerError::Retired(0)));
-    assert!(s.delegate_auth(0).is_none());
+    assert!(s.delegate_auth(0).unwrap().is_none());
     // The others see the takeover when they clear it.
     assert!(!c[1].knows_taken_over(0));
     assert_eq!(run(&mut s, &mut c, 1, get("y")), Outcome::Done(DictResponse::Value(None)));

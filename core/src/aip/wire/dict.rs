@@ -1,0 +1,163 @@
+//! The layouts of ADICT's operations, responses and proofs (paper 003, Alg. 4–5), with keys,
+//! values, listings and proof depths bounded.
+
+use super::{bytes, list, put_bytes, put_list, tag, Wire, WireError, MAX_ENTRIES, MAX_KEY_LEN, MAX_OPERATIONS};
+use super::{MAX_PROOF_DEPTH, MAX_VALUE_LEN};
+use crate::adict::{Bottom, Proof};
+use crate::aip::{DictAux, DictOp, DictResponse, DictStep};
+use crate::codec::Reader;
+use crate::hash::Digest;
+
+fn key(r: &mut Reader<'_>) -> Result<Vec<u8>, WireError> {
+    Ok(bytes(r, "key bytes", MAX_KEY_LEN)?.to_vec())
+}
+
+fn value(r: &mut Reader<'_>) -> Result<Vec<u8>, WireError> {
+    Ok(bytes(r, "value bytes", MAX_VALUE_LEN)?.to_vec())
+}
+
+/// `1` put key value, `2` get key, `3` delete key, `4` list.
+impl Wire for DictOp {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            DictOp::Put { key, value } => {
+                out.push(1);
+                put_bytes(out, key);
+                put_bytes(out, value);
+            }
+            DictOp::Get { key } => {
+                out.push(2);
+                put_bytes(out, key);
+            }
+            DictOp::Delete { key } => {
+                out.push(3);
+                put_bytes(out, key);
+            }
+            DictOp::List => out.push(4),
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<DictOp, WireError> {
+        Ok(match tag(r, "dictionary operation", 4)? {
+            1 => DictOp::Put { key: key(r)?, value: value(r)? },
+            2 => DictOp::Get { key: key(r)? },
+            3 => DictOp::Delete { key: key(r)? },
+            _ => DictOp::List,
+        })
+    }
+}
+
+/// `1` nothing, `2` an optional value, `3` the keys.
+impl Wire for DictResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            DictResponse::Nothing => out.push(1),
+            DictResponse::Value(v) => {
+                out.push(2);
+                match v {
+                    None => out.push(0),
+                    Some(v) => {
+                        out.push(1);
+                        put_bytes(out, v);
+                    }
+                }
+            }
+            DictResponse::Keys(keys) => {
+                out.push(3);
+                put_list(out, keys, |out, k| put_bytes(out, k));
+            }
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<DictResponse, WireError> {
+        Ok(match tag(r, "dictionary response", 3)? {
+            1 => DictResponse::Nothing,
+            2 => match r.u8()? {
+                0 => DictResponse::Value(None),
+                1 => DictResponse::Value(Some(value(r)?)),
+                tag => return Err(WireError::UnknownTag { what: "option", tag }),
+            },
+            _ => DictResponse::Keys(list(r, "listed keys", MAX_ENTRIES, key)?),
+        })
+    }
+}
+
+/// `1` empty, `2` leaf path value-hash, `3` inner left right.
+impl Wire for Bottom {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Bottom::Empty => out.push(1),
+            Bottom::Leaf { path, value_hash } => {
+                out.push(2);
+                path.encode(out);
+                value_hash.encode(out);
+            }
+            Bottom::Inner { left, right } => {
+                out.push(3);
+                left.encode(out);
+                right.encode(out);
+            }
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Bottom, WireError> {
+        Ok(match tag(r, "proof bottom", 3)? {
+            1 => Bottom::Empty,
+            2 => Bottom::Leaf { path: Digest::decode(r)?, value_hash: Digest::decode(r)? },
+            _ => Bottom::Inner { left: Digest::decode(r)?, right: Digest::decode(r)? },
+        })
+    }
+}
+
+/// `siblings (at most 256), end, last sibling?`.
+impl Wire for Proof {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_list(out, &self.siblings, |out, d| d.encode(out));
+        self.end.encode(out);
+        self.last_sibling.encode(out);
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Proof, WireError> {
+        Ok(Proof {
+            siblings: list(r, "proof siblings", MAX_PROOF_DEPTH, Digest::decode)?,
+            end: Bottom::decode(r)?,
+            last_sibling: Option::decode(r)?,
+        })
+    }
+}
+
+/// `1` a key's proof, `2` every (key, value hash).
+impl Wire for DictStep {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            DictStep::Key(proof) => {
+                out.push(1);
+                proof.encode(out);
+            }
+            DictStep::All(all) => {
+                out.push(2);
+                put_list(out, all, |out, (k, v)| {
+                    put_bytes(out, k);
+                    v.encode(out);
+                });
+            }
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<DictStep, WireError> {
+        Ok(match tag(r, "dictionary proof", 2)? {
+            1 => DictStep::Key(Proof::decode(r)?),
+            _ => DictStep::All(list(r, "listed entries", MAX_ENTRIES, |r| Ok((key(r)?, Digest::decode(r)?)))?),
+        })
+    }
+}
+
+impl Wire for DictAux {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_list(out, &self.0, |out, step| step.encode(out));
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<DictAux, WireError> {
+        Ok(DictAux(list(r, "proof steps", MAX_OPERATIONS, DictStep::decode)?))
+    }
+}
