@@ -4,7 +4,8 @@
 //! token (`Authorization: Bearer <token>`) and stamped with the protocol version
 //! (`vouch-protocol: 3`; version 2 hashed every rank into the FlexList nodes and put a salt in each
 //! linear tag, so its proofs and tags do not verify under version 1; version 3 names each change's
-//! [`Attempt`], so that a change settled as not applied can never apply later). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
+//! [`Attempt`], so that a change settled as not applied can never apply later; version 9 adds
+//! `stage` / `commit-staged` and VICOS's `aip-*` / `cos-*`). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
 //! this crate; proofs and records inside them are the canonical byte layouts of `vouch-core`
 //! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`put`,
 //! `read`) are streams of [`frame`]s: `len:u32le || message`, each at most [`MAX_FRAME`]
@@ -27,6 +28,7 @@
 //! | `blocks` | [`BlocksRequest`] | [`BlockList`] |
 //! | `last-commit` | [`LastCommitRequest`] | [`LastCommit`] |
 //! | `por-*` | the PoR log's messages ([`por`]) | |
+//! | `aip-*`, `cos-*` | VICOS's messages ([`vicos`]) | |
 //!
 //! Errors are an HTTP status with an [`ErrorBody`].
 //!
@@ -43,6 +45,7 @@ pub mod frame;
 pub mod por;
 mod shared;
 pub mod tls;
+pub mod vicos;
 
 pub use shared::{decode_shared, put_frame_parts, shared_or_copied};
 
@@ -74,10 +77,18 @@ pub enum Op {
     PorRestore,
     PorLabel,
     PorFree,
+    AipCreate,
+    AipInvoke,
+    AipCommit,
+    AipCommitAuth,
+    AipWork,
+    CosPut,
+    CosGet,
+    CosDelete,
 }
 
 impl Op {
-    pub const ALL: [Op; 24] = [
+    pub const ALL: [Op; 32] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -102,6 +113,14 @@ impl Op {
         Op::PorRestore,
         Op::PorLabel,
         Op::PorFree,
+        Op::AipCreate,
+        Op::AipInvoke,
+        Op::AipCommit,
+        Op::AipCommitAuth,
+        Op::AipWork,
+        Op::CosPut,
+        Op::CosGet,
+        Op::CosDelete,
     ];
 
     /// The operation's name, the last segment of its path.
@@ -131,6 +150,14 @@ impl Op {
             Op::PorRestore => "por-restore",
             Op::PorLabel => "por-label",
             Op::PorFree => "por-free",
+            Op::AipCreate => "aip-create",
+            Op::AipInvoke => "aip-invoke",
+            Op::AipCommit => "aip-commit",
+            Op::AipCommitAuth => "aip-commit-auth",
+            Op::AipWork => "aip-work",
+            Op::CosPut => "cos-put",
+            Op::CosGet => "cos-get",
+            Op::CosDelete => "cos-del",
         }
     }
 
@@ -147,7 +174,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 8;
+pub const PROTOCOL_VERSION: u16 = 9;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -510,6 +537,12 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<EditRequest>(data);
     reencode::<CommitStagedRequest>(data);
     reencode::<StagedUpload>(data);
+    reencode::<vicos::AipInvoke>(data);
+    reencode::<vicos::AipReply>(data);
+    reencode::<vicos::AipWork>(data);
+    reencode::<vicos::CosPutFrame>(data);
+    reencode::<vicos::CosGetFrame>(data);
+    reencode::<vicos::CosDelete>(data);
     reencode::<ErrorBody>(data);
     reencode::<por::PorWriteRequest>(data);
     reencode::<por::PorContext>(data);

@@ -1,4 +1,7 @@
 //! The provider over HTTP: routes, authentication, limits, streaming (protocol in `vouch-proto`).
+//! VICOS's routes are in [`vicos`].
+
+mod vicos;
 
 use crate::limits::{Limits, PutBudget};
 use crate::misbehave::Misbehaving;
@@ -76,6 +79,14 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::PorRestore.path(), post(por_restore))
         .route(&Op::PorLabel.path(), post(por_label))
         .route(&Op::PorFree.path(), post(por_free))
+        .route(&Op::AipCreate.path(), post(vicos::aip_create))
+        .route(&Op::AipInvoke.path(), post(vicos::aip_invoke))
+        .route(&Op::AipCommit.path(), post(vicos::aip_commit))
+        .route(&Op::AipCommitAuth.path(), post(vicos::aip_commit_auth))
+        .route(&Op::AipWork.path(), post(vicos::aip_work))
+        .route(&Op::CosPut.path(), post(vicos::cos_put))
+        .route(&Op::CosGet.path(), post(vicos::cos_get))
+        .route(&Op::CosDelete.path(), post(vicos::cos_delete))
         .with_state(app)
 }
 

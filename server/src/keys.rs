@@ -11,11 +11,18 @@
 //! The blocks of a file are the repository's blocks of owner `c/<file>`, by nonce, with their
 //! tags; the block list of a version is the list `c.<file>.<number>` (an edit's saved as a
 //! delta of the version before).
+//!
+//! Per VICOS group `g` (shared by clients, not one client's: see `crate::vicos`):
+//! * records `vicos/g/log/<n:016x>`: the group sequencer's journal, entry `n` (entry 0 creates
+//!   the group);
+//! * blob objects `vicos/g/<key>/<nonce>`: the object `k || x` of its store (COS), `<key>`
+//!   naming `k` ([`cos_key`]) and `<nonce>` the hex of `x`; the objects of one key share a
+//!   folder, so that `cos-del(k||*)` lists only them.
 
 use vouch_core::pdp::FileId;
 
 pub fn hex(file: &FileId) -> String {
-    file.0.iter().map(|b| format!("{b:02x}")).collect()
+    hex_of(&file.0)
 }
 
 pub fn entry_prefix(client: &str) -> Vec<u8> {
@@ -54,4 +61,36 @@ pub fn list(client: &str, file: &FileId, number: u64) -> String {
 /// Client names are used inside keys: letters, digits, `-` and `_`, at most 64.
 pub fn valid_client(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The journal of VICOS group `group` (a valid group name: see [`valid_client`]).
+pub fn vicos_log_prefix(group: &str) -> Vec<u8> {
+    format!("vicos/{group}/log/").into_bytes()
+}
+
+pub fn vicos_log(group: &str, n: u64) -> Vec<u8> {
+    format!("vicos/{group}/log/{n:016x}").into_bytes()
+}
+
+/// Object keys up to this many bytes are named by their hex; longer ones by the hex of their
+/// SHA-256 (a file name holds at most 255 bytes, an S3 key 1024).
+const SHORT_OBJECT_KEY: usize = 100;
+
+/// The blob folder of object key `key` of group `group`: `k<hex(key)>`, or `h<hex(SHA-256)>`
+/// for a long key (the letters keep the two forms apart).
+pub fn cos_key(group: &str, key: &[u8]) -> String {
+    use sha2::Digest as _;
+    match key.len() <= SHORT_OBJECT_KEY {
+        true => format!("vicos/{group}/k{}", hex_of(key)),
+        false => format!("vicos/{group}/h{}", hex_of(&sha2::Sha256::digest(key))),
+    }
+}
+
+/// The blob object `key || nonce` of group `group`.
+pub fn cos_object(group: &str, key: &[u8], nonce: &[u8; 16]) -> String {
+    format!("{}/{}", cos_key(group, key), hex_of(nonce))
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -15,6 +15,7 @@ mod listen;
 mod misbehave;
 mod open;
 mod provider;
+mod vicos;
 pub use vouch_proto::tls;
 
 pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
@@ -22,6 +23,7 @@ pub use limits::Limits;
 pub use misbehave::{Misbehave, Misbehaving};
 pub use open::{check_dir, rebuild_dir, Blocks, OpenError};
 pub use provider::{Provider, ProviderError, PutState, ReadPlan, MAX_CHALLENGE};
+pub use vicos::{CosReader, CosUpload};
 pub use vouch_store::{CheckReport, Compaction, CompactionPolicy, Problem, RebuildReport};
 
 use std::collections::HashMap;

@@ -47,7 +47,7 @@ pub use blobs::BlobStore;
 pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
-pub use object::ObjectBlobs;
+pub use object::{BlobWriter, ObjectBlobs};
 pub use por::{PorLog, PorStoreError};
 pub use repository::{
     CheckReport, Commit, Compaction, CompactionPolicy, Problem, RebuildReport, Repository, StoredBlock, StoredBlocks,

@@ -1,4 +1,9 @@
 //! [`BlobStore`] over the `object_store` crate: a local directory or any S3-compatible store.
+//! Objects too large to hold whole are written and read as streams ([`stream`]).
+
+mod stream;
+
+pub use stream::BlobWriter;
 
 use crate::error::{chain, from_io, io_cause};
 use crate::{BlobStore, S3Config, StoreError};

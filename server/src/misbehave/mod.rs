@@ -13,6 +13,7 @@
 mod changes;
 mod por;
 mod reads;
+mod vicos;
 
 use crate::provider::Provider;
 use std::collections::HashMap;

@@ -31,6 +31,7 @@ mod settle;
 mod staged;
 #[cfg(test)]
 mod staged_tests;
+mod vicos;
 mod write;
 
 pub(crate) use commit::Staged;
@@ -104,6 +105,8 @@ pub struct Provider {
     por: por::PorLogs,
     /// Per client, the uploads waiting for their commits (see `staged`).
     staged: staged::StagedUploads,
+    /// The VICOS groups' sequencers (see `crate::vicos`; groups are shared, not per client).
+    vicos: crate::vicos::Sequencer,
 }
 
 impl std::fmt::Debug for Provider {
@@ -129,6 +132,7 @@ impl Provider {
             applying: Mutex::new(HashMap::new()),
             por: std::sync::Mutex::new(HashMap::new()),
             staged: staged::StagedUploads::default(),
+            vicos: crate::vicos::Sequencer::default(),
         })
     }
 

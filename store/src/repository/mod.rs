@@ -204,7 +204,10 @@ impl Repository {
 
     // ---- for the PoR logs (`crate::por`), which keep their own layout beside the blocks ----
 
-    pub(crate) fn blobs(&self) -> &ObjectBlobs {
+    /// The blob store under the repository. Also for a caller's own objects kept beside the
+    /// repository's (VICOS's object store, under `vicos/`): never under the repository's
+    /// prefixes `segments/`, `log/`, `snapshot/` and `por/`, which it lists and deletes in.
+    pub fn blobs(&self) -> &ObjectBlobs {
         &self.blobs
     }
 

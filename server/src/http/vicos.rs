@@ -1,0 +1,152 @@
+//! VICOS's routes (paper 003, Sec. 4; messages in `vouch_proto::vicos`): the AIP sequencer's
+//! `aip-*`, one request one answer, and the object store's `cos-*`, whose objects stream in
+//! and out as frames. Authenticated like every route; the group, not the client, names what
+//! is addressed (groups are shared: `crate::vicos`).
+
+use super::{answer, authenticate, message, ok, with_timing, App, Failure};
+use crate::vicos::{CosReader, CosUpload};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_bytes::ByteBuf;
+use std::sync::Arc;
+use vouch_proto::frame::Decoder;
+use vouch_proto::vicos::{
+    AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipWorkRequest, CosDelete, CosGetFrame, CosObject, CosPutFrame,
+};
+use vouch_proto::{decode, encode_frame, ErrorBody, ErrorCode};
+
+/// Bytes of an object per `cos-get` frame (the store's pieces are gathered up to this).
+const GET_FRAME_BYTES: usize = 1 << 20;
+
+pub(super) async fn aip_create(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, _, r: AipCreate| async move { app.provider.aip_create(&r).await }).await
+}
+
+pub(super) async fn aip_invoke(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, _, r: AipInvoke| async move { app.provider.aip_invoke(&r).await }).await
+}
+
+pub(super) async fn aip_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, _, r: AipCommit| async move { app.provider.aip_commit(&r).await }).await
+}
+
+pub(super) async fn aip_commit_auth(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, _, r: AipCommitAuth| async move { app.provider.aip_commit_auth(&r).await }).await
+}
+
+pub(super) async fn aip_work(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, _, r: AipWorkRequest| async move { app.provider.aip_work(&r).await }).await
+}
+
+pub(super) async fn cos_delete(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, _, r: CosDelete| async move { app.provider.cos_delete(&r).await }).await
+}
+
+/// `cos-put`: frames [`CosPutFrame::Head`], `Data`..., `End`; the bytes go to the store as
+/// they arrive, bounded by `Limits::max_put_bytes`. An upload that fails or breaks off
+/// leaves no object behind.
+pub(super) async fn cos_put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let started = std::time::Instant::now();
+    let mut upload = None;
+    let result = receive(&app, &headers, body, &mut upload).await;
+    if let Some(upload) = upload {
+        app.provider.cos_abort(upload).await;
+    }
+    with_timing(result.unwrap_or_else(IntoResponse::into_response), started)
+}
+
+/// The frames of a `cos-put`, into `upload` (left there for the caller to abort on an error).
+async fn receive(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+    upload: &mut Option<CosUpload>,
+) -> Result<Response, Failure> {
+    authenticate(app, headers)?;
+    let bad = |why: String| Failure(ErrorCode::BadRequest, why);
+    let mut stream = body.into_data_stream();
+    let mut decoder = Decoder::new();
+    loop {
+        let frame = loop {
+            if let Some(f) = decoder.next_frame().map_err(|e| bad(e.to_string()))? {
+                break f;
+            }
+            match tokio::time::timeout(app.limits.stream_idle, stream.next()).await {
+                Err(_) => return Err(bad("upload stalled".into())),
+                Ok(None) => {
+                    decoder.finish().map_err(|e| bad(e.to_string()))?;
+                    return Err(bad("upload ended before its last frame".into()));
+                }
+                Ok(Some(Err(e))) => return Err(bad(format!("upload broke off: {e}"))),
+                Ok(Some(Ok(bytes))) => decoder.extend(&bytes),
+            }
+        };
+        match (decode::<CosPutFrame>(&frame).map_err(|e| bad(e.to_string()))?, upload.as_mut()) {
+            (CosPutFrame::Head(object), None) => {
+                *upload = Some(app.provider.cos_begin_put(&object, app.limits.max_put_bytes)?);
+            }
+            (CosPutFrame::Data(data), Some(up)) => {
+                app.provider.cos_write(up, Bytes::from(data.into_vec())).await?;
+            }
+            (CosPutFrame::End, Some(_)) => {
+                let up = upload.take().expect("matched Some");
+                return Ok(ok(&app.provider.cos_finish(up).await?));
+            }
+            _ => return Err(bad("cos-put frames out of order".into())),
+        }
+    }
+}
+
+/// `cos-get`: the object as [`CosGetFrame::Data`] frames then `End`; a missing object is
+/// `NotFound` before the stream, a failure after it began is an `Error` frame.
+pub(super) async fn cos_get(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let started = async {
+        authenticate(&app, &headers)?;
+        let object: CosObject = message(body).await?;
+        Ok::<_, Failure>(app.provider.cos_get(&object).await?)
+    };
+    let reader = match started.await {
+        Ok(reader) => reader,
+        Err(f) => return f.into_response(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    tokio::spawn(send(reader, tx));
+    Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)).into_response()
+}
+
+/// Gathers the object's pieces into frames of [`GET_FRAME_BYTES`] and sends them; stops when
+/// the reader goes away.
+async fn send(mut reader: CosReader, tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>) {
+    let frame = |f: &CosGetFrame| Ok(Bytes::from(encode_frame(f)));
+    let mut held: Vec<u8> = Vec::with_capacity(GET_FRAME_BYTES);
+    while let Some(piece) = reader.bytes.next().await {
+        let piece = match piece {
+            Ok(piece) => piece,
+            Err(e) => {
+                let f = Failure::from(crate::provider::ProviderError::Store(e));
+                let _ = tx.send(frame(&CosGetFrame::Error(ErrorBody { code: f.0, message: f.1 }))).await;
+                return;
+            }
+        };
+        let mut piece = &piece[..];
+        while !piece.is_empty() {
+            let take = piece.len().min(GET_FRAME_BYTES - held.len());
+            held.extend_from_slice(&piece[..take]);
+            piece = &piece[take..];
+            if held.len() == GET_FRAME_BYTES {
+                let data = ByteBuf::from(std::mem::replace(&mut held, Vec::with_capacity(GET_FRAME_BYTES)));
+                if tx.send(frame(&CosGetFrame::Data(data))).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    if !held.is_empty() && tx.send(frame(&CosGetFrame::Data(ByteBuf::from(held)))).await.is_err() {
+        return;
+    }
+    let _ = tx.send(frame(&CosGetFrame::End)).await;
+}

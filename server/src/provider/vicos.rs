@@ -1,0 +1,75 @@
+//! VICOS's requests (paper 003, Sec. 4), over the provider's repository: the groups'
+//! sequencers journal in its metadata store, their objects live in its blob store. The work
+//! is in `crate::vicos`; here is what it needs of the provider.
+
+use super::{Provider, ProviderError};
+use crate::vicos::{cos, CosReader, CosUpload};
+use bytes::Bytes;
+use vouch_proto::vicos::{
+    AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosObject,
+};
+
+impl Provider {
+    pub async fn aip_create(&self, req: &AipCreate) -> Result<AipAck, ProviderError> {
+        self.vicos.create(&self.repo, req).await
+    }
+
+    pub async fn aip_invoke(&self, req: &AipInvoke) -> Result<AipReply, ProviderError> {
+        self.vicos.invoke(&self.repo, req).await
+    }
+
+    pub async fn aip_commit(&self, req: &AipCommit) -> Result<AipWork, ProviderError> {
+        self.vicos.commit(&self.repo, req).await
+    }
+
+    pub async fn aip_commit_auth(&self, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
+        self.vicos.commit_auth(&self.repo, req).await
+    }
+
+    pub async fn aip_work(&self, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
+        self.vicos.work(&self.repo, req).await
+    }
+
+    /// `(b, t)` of a group: its last applied and last invoked operation (for tests and logs).
+    pub async fn aip_progress(&self, group: &str) -> Result<(u64, u64), ProviderError> {
+        self.vicos.progress(&self.repo, group).await
+    }
+
+    /// Objects belong to a group that exists: a name nobody created stores nothing.
+    fn known_group(&self, group: &str) -> Result<(), ProviderError> {
+        match self.vicos.exists(&self.repo, group)? {
+            true => Ok(()),
+            false => Err(ProviderError::NotFound(format!("no VICOS group {group}"))),
+        }
+    }
+
+    /// Starts a `cos-put` of at most `max` bytes.
+    pub fn cos_begin_put(&self, object: &CosObject, max: u64) -> Result<CosUpload, ProviderError> {
+        self.known_group(&object.group)?;
+        cos::begin_put(self.repo.blobs(), object, max)
+    }
+
+    pub async fn cos_write(&self, upload: &mut CosUpload, bytes: Bytes) -> Result<(), ProviderError> {
+        upload.write(bytes).await
+    }
+
+    pub async fn cos_finish(&self, upload: CosUpload) -> Result<AipAck, ProviderError> {
+        upload.finish().await.map(|()| AipAck {})
+    }
+
+    pub async fn cos_abort(&self, upload: CosUpload) {
+        upload.abort().await
+    }
+
+    pub async fn cos_get(&self, object: &CosObject) -> Result<CosReader, ProviderError> {
+        self.known_group(&object.group)?;
+        cos::get(self.repo.blobs(), object).await
+    }
+
+    pub async fn cos_delete(&self, req: &CosDelete) -> Result<AipAck, ProviderError> {
+        self.known_group(&req.group)?;
+        let deleted = cos::delete(self.repo.blobs(), req).await?;
+        tracing::debug!(group = req.group, deleted, "cos-del");
+        Ok(AipAck {})
+    }
+}

@@ -1,0 +1,132 @@
+//! A group sequencer's journal: every message that changed its AIP server, durable before
+//! the message is answered, and replayed into a fresh server when the group is next used
+//! after a restart (or after a step that was cut short).
+//!
+//! Why a journal and not the server's state: `aip::Server` is a deterministic state machine
+//! (Alg. 3 is written reactively: a state changes only by a message it accepts; a refused
+//! one changes nothing), so the accepted messages in their order rebuild it exactly: the
+//! same `t`, `b`, `I`, `O`, `A` and ADICT state. After a restart the next INVOKE therefore
+//! gets the next sequence number and the REPLYs continue the same history; reusing a
+//! sequence number would show a member two operations at one position, which its hash chain
+//! catches as a fork (Sec. 3.6), so an honest provider must never forget an accepted
+//! message it answered.
+//!
+//! Bound: a replay reads and re-runs the whole history, so opening a group costs time and
+//! memory linear in its number of operations (and `aip::Server` keeps every committed
+//! operation, since the provider does not know the members: `ServerConfig::members`).
+//! Future work: a snapshot of the server's state at some `n` (it needs an export of
+//! `aip::Server` from core), after which the entries before `n` are deleted.
+
+use super::refused;
+use crate::keys;
+use crate::provider::ProviderError;
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+use vouch_core::adict::Tree;
+use vouch_core::aip::{self, Adict, Commit, CommitAuth, Committed, DictOp, Invoke, ServerConfig, Signed, Wire};
+use vouch_core::Digest;
+use vouch_store::{Repository, StoreError};
+
+/// The bound on a group's pending list (Sec. 5.2 "Bounded pending list": 128 in the paper);
+/// an INVOKE beyond is refused, and retried by its client (the paper's "more robust
+/// solution": signal the clients to wait, instead of buffering at the server).
+pub(crate) const MAX_PENDING: u64 = 128;
+
+/// An accepted message, as it arrived (each byte field is its canonical `aip::wire`
+/// encoding, checked when it arrived and again when replayed).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) enum Entry {
+    /// The group's genesis (always entry 0): `Committed<DictOp>` and `Signed<Digest>`.
+    Create {
+        genesis: ByteBuf,
+        auth: ByteBuf,
+    },
+    Invoke {
+        from: u32,
+        invoke: ByteBuf,
+    },
+    Commit {
+        from: u32,
+        commit: ByteBuf,
+    },
+    CommitAuth {
+        from: u32,
+        commit_auth: ByteBuf,
+    },
+}
+
+/// A group's server and the number of its journal's next entry.
+#[derive(Debug)]
+pub(super) struct Loaded {
+    pub(super) server: aip::Server<Adict>,
+    pub(super) next: u64,
+}
+
+/// A group's server from its genesis: an empty dictionary, its members unknown.
+pub(super) fn server(genesis: Committed<DictOp>, auth: Signed<Digest>) -> aip::Server<Adict> {
+    aip::Server::new(genesis, auth, Tree::new()).with_config(ServerConfig { max_pending: MAX_PENDING, members: None })
+}
+
+impl Entry {
+    /// Applies an accepted message to `server` (at replay: it was accepted before, so it is
+    /// accepted again, or the journal is damaged).
+    fn replay(&self, group: &str, server: &mut aip::Server<Adict>) -> Result<(), ProviderError> {
+        let malformed = |e: aip::WireError| corrupt(group, e);
+        let accepted = match self {
+            Entry::Create { .. } => return Err(corrupt(group, "a second genesis")),
+            Entry::Invoke { from, invoke } => {
+                server.on_invoke(*from, Invoke::from_wire(invoke).map_err(malformed)?).map(drop)
+            }
+            Entry::Commit { from, commit } => server.on_commit(*from, Commit::from_wire(commit).map_err(malformed)?),
+            Entry::CommitAuth { from, commit_auth } => {
+                server.on_commit_auth(*from, CommitAuth::from_wire(commit_auth).map_err(malformed)?)
+            }
+        };
+        accepted.map_err(|e| corrupt(group, format!("an accepted message is refused at replay: {}", refused(group, e))))
+    }
+}
+
+fn corrupt(group: &str, why: impl ToString) -> ProviderError {
+    ProviderError::Store(StoreError::Corrupt { at: format!("the journal of group {group}"), detail: why.to_string() })
+}
+
+/// Whether the group has been created (its genesis is durable).
+pub(super) fn exists(repo: &Repository, group: &str) -> Result<bool, ProviderError> {
+    Ok(repo.record(&keys::vicos_log(group, 0))?.is_some())
+}
+
+/// Makes entry `n` of the group's journal durable.
+pub(super) async fn append(repo: &Repository, group: &str, n: u64, entry: &Entry) -> Result<(), ProviderError> {
+    let mut commit = repo.begin();
+    commit.put_record(&keys::vicos_log(group, n), vouch_proto::encode(entry));
+    Ok(repo.commit(commit).await?)
+}
+
+/// The group's server, rebuilt from its journal; `None` when the group was never created.
+pub(super) fn load(repo: &Repository, group: &str) -> Result<Option<Loaded>, ProviderError> {
+    let started = std::time::Instant::now();
+    let entries = repo.records(&keys::vicos_log_prefix(group))?;
+    let mut loaded: Option<Loaded> = None;
+    for (n, (key, bytes)) in entries.iter().enumerate() {
+        if *key != keys::vicos_log(group, n as u64) {
+            return Err(corrupt(group, format!("entry {n} is missing")));
+        }
+        let entry: Entry = vouch_proto::decode(bytes).map_err(|e| corrupt(group, e))?;
+        match (&mut loaded, &entry) {
+            (None, Entry::Create { genesis, auth }) => {
+                let genesis = Committed::from_wire(genesis).map_err(|e| corrupt(group, e))?;
+                let auth = Signed::from_wire(auth).map_err(|e| corrupt(group, e))?;
+                loaded = Some(Loaded { server: server(genesis, auth), next: 1 });
+            }
+            (None, _) => return Err(corrupt(group, "the first entry is not the genesis")),
+            (Some(l), entry) => {
+                entry.replay(group, &mut l.server)?;
+                l.next += 1;
+            }
+        }
+    }
+    if let Some(l) = &loaded {
+        tracing::info!(group, entries = l.next, took = ?started.elapsed(), "VICOS group replayed from its journal");
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,86 @@
+//! VICOS at the provider (paper 003, Sec. 4, Fig. 2): the two untrusted components a group of
+//! clients uses, side by side in one provider.
+//!
+//! * [`sequencer`]: the AIP server of each group (Alg. 3, with the extensions of Sec. 3.7 and
+//!   the bounded pending list of Sec. 5.2), running ADICT (Sec. 4.2, Alg. 4–5) over the
+//!   hashes of the group's objects; each message handled atomically, as the paper's actor
+//!   (Sec. 5.1), and journaled before it is answered ([`journal`]).
+//! * [`cos`]: the group's cloud object store (Sec. 4.1): whole objects under translated keys
+//!   `k || x` (Sec. 4.3), streamed in and out of the provider's blob store.
+//!
+//! A group is named by its creator and shared by several provider clients (several bearer
+//! tokens): any authenticated client may address any group by name. The provider does not
+//! decide who is a member, and checks no signature: AIP's signatures, which the members check
+//! (Alg. 1–2), are the group's security, and the object hashes in ADICT are its objects'.
+
+pub(crate) mod cos;
+mod journal;
+pub(crate) mod sequencer;
+
+pub use cos::{CosReader, CosUpload};
+pub(crate) use sequencer::Sequencer;
+
+use crate::provider::ProviderError;
+use std::convert::Infallible;
+use vouch_core::aip::ServerError;
+use vouch_proto::vicos::MAX_GROUP_NAME;
+
+/// A group's name: 1 to [`MAX_GROUP_NAME`] bytes of `[A-Za-z0-9_-]` (it names records and blob
+/// folders).
+pub(crate) fn check_group(name: &str) -> Result<(), ProviderError> {
+    let valid = !name.is_empty()
+        && name.len() <= MAX_GROUP_NAME
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    match valid {
+        true => Ok(()),
+        false => Err(ProviderError::BadRequest(format!(
+            "invalid group name {name:?}: 1 to {MAX_GROUP_NAME} letters, digits, '-' or '_'"
+        ))),
+    }
+}
+
+/// What an AIP refusal means to the client that sent the message (nothing changed either
+/// way: a refusal never changes the server's state).
+/// * Conflict: the message is out of step with the group's progress and may make sense later
+///   or not at all (a full pending list, Sec. 5.2: retry the INVOKE once operations have
+///   completed; an operation authenticated already by a faster member, Sec. 3.7: no more help
+///   needed; a COMMIT sent twice).
+/// * Bad request: the message cannot be right (signed by another than its sender, a wrong
+///   authenticator, a `c` past what was applied, a client taken over).
+/// * Not found: the history it needs is no longer kept.
+pub(crate) fn refused(group: &str, e: ServerError<Infallible>) -> ProviderError {
+    let why = format!("group {group}: {e}");
+    match e {
+        ServerError::PendingFull { .. }
+        | ServerError::NoSuchOperation { .. }
+        | ServerError::NotNext { .. }
+        | ServerError::AlreadyAuthenticated { .. } => ProviderError::Conflict(why),
+        ServerError::ClearedTooFar { .. }
+        | ServerError::WrongAuthenticator { .. }
+        | ServerError::SignedByAnother { .. }
+        | ServerError::Retired(_)
+        | ServerError::CannotTakeOver { .. } => ProviderError::BadRequest(why),
+        ServerError::Forgotten(_) => ProviderError::NotFound(why),
+        // ADICT answers and applies every operation (its state error is `Infallible`).
+        ServerError::Functionality { error, .. } => match error {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_names_are_checked_and_refusals_typed() {
+        for good in ["g", "team-1_B", &"x".repeat(MAX_GROUP_NAME)] {
+            assert!(check_group(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a/b", "..", "a b", "é", &"x".repeat(MAX_GROUP_NAME + 1)] {
+            assert!(matches!(check_group(bad), Err(ProviderError::BadRequest(_))), "{bad:?}");
+        }
+        let full = refused("g", ServerError::PendingFull { pending: 128, max: 128 });
+        assert!(matches!(&full, ProviderError::Conflict(m) if m.contains("retry")), "{full}");
+        assert!(matches!(refused("g", ServerError::Retired(3)), ProviderError::BadRequest(_)));
+        assert!(matches!(refused("g", ServerError::Forgotten(3)), ProviderError::NotFound(_)));
+    }
+}

@@ -1,0 +1,182 @@
+//! The AIP sequencer: one `aip::Server<Adict>` per group (paper 003, Alg. 3), each message
+//! handled alone under the group's lock, as the paper's server actor handles its mailbox
+//! (Sec. 5.1: "execute each protocol step atomically"), and journaled before it is answered
+//! ([`super::journal`]).
+//!
+//! The passive phase never waits on a member that went away: each COMMIT and COMMIT-AUTH is
+//! answered with the work its sender may do now, a batch of the committed updates up to its
+//! own last COMMIT (Sec. 3.7 "Batching and delegating operation authentication",
+//! `aip::Server::delegate_auth`); whichever member answers first authenticates them, the
+//! others are refused as no longer needed. `aip-work` asks for the same at any time.
+//!
+//! Memory never runs ahead of the journal: a group's server is taken out of its slot for a
+//! step and put back only once the step's entry is durable. A step that fails to write, or a
+//! request dropped in the middle (a timeout, a closed connection), leaves the slot empty, and
+//! the group's next message replays the journal: the server then holds exactly what is
+//! durable (the entry, if its write completed; a client that got no answer settles that).
+
+use super::journal::{self, Entry, Loaded};
+use super::{check_group, refused};
+use crate::provider::ProviderError;
+use serde_bytes::ByteBuf;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use vouch_core::adict::Tree;
+use vouch_core::aip::{self, Adict, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke, Signed, Wire};
+use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
+use vouch_store::Repository;
+
+/// A group's place: its server while loaded, `None` before its first use in this process
+/// or after a step cut short (see the module's doc).
+type Slot = Arc<tokio::sync::Mutex<Option<Loaded>>>;
+
+/// The groups of one provider. Groups stay loaded once used (idle groups are not evicted yet).
+#[derive(Debug, Default)]
+pub(crate) struct Sequencer {
+    groups: Mutex<HashMap<String, Slot>>,
+}
+
+fn bad(what: &str, e: aip::WireError) -> ProviderError {
+    ProviderError::BadRequest(format!("{what}: {e}"))
+}
+
+fn unknown(group: &str) -> ProviderError {
+    ProviderError::NotFound(format!("no VICOS group {group}"))
+}
+
+/// The passive-phase work `from` may do now (Sec. 3.7 delegation), encoded.
+fn work(server: &aip::Server<Adict>, group: &str, from: ClientId) -> Result<AipWork, ProviderError> {
+    let batch = server.delegate_auth(from).map_err(|e| refused(group, e))?;
+    Ok(AipWork { update_auth: batch.map(|m| ByteBuf::from(m.to_wire())) })
+}
+
+impl Sequencer {
+    /// The group's slot; a group neither loaded nor durable is unknown unless `creating`
+    /// (so that messages for groups that do not exist leave nothing behind).
+    fn slot(&self, repo: &Repository, group: &str, creating: bool) -> Result<Slot, ProviderError> {
+        check_group(group)?;
+        let mut groups = self.groups.lock().expect("VICOS groups");
+        if let Some(slot) = groups.get(group) {
+            return Ok(slot.clone());
+        }
+        if !creating && !journal::exists(repo, group)? {
+            return Err(unknown(group));
+        }
+        Ok(groups.entry(group.to_string()).or_default().clone())
+    }
+
+    /// Whether the group exists (for its object store's requests).
+    pub(crate) fn exists(&self, repo: &Repository, group: &str) -> Result<bool, ProviderError> {
+        self.slot(repo, group, false).map(|_| true).or_else(|e| match e {
+            ProviderError::NotFound(_) => Ok(false),
+            e => Err(e),
+        })
+    }
+
+    /// `aip-create`: the group's server from its creator's genesis (`O[0]`, `A[0]`), over an
+    /// empty dictionary. A group that exists is a conflict.
+    pub(crate) async fn create(&self, repo: &Repository, req: &AipCreate) -> Result<AipAck, ProviderError> {
+        check_group(&req.group)?;
+        let genesis: Committed<aip::DictOp> = Committed::from_wire(&req.genesis).map_err(|e| bad("genesis", e))?;
+        let auth: Signed<vouch_core::Digest> = Signed::from_wire(&req.auth).map_err(|e| bad("auth", e))?;
+        // The server starts from an empty dictionary: a genesis authenticator of any other
+        // state would make every proof it sends fail at the members, who would blame it.
+        if auth.auth != Adict::auth_of(&Tree::new()) {
+            return Err(ProviderError::BadRequest("the genesis authenticator is not the empty dictionary's".into()));
+        }
+        let slot = self.slot(repo, &req.group, true)?;
+        let mut loaded = slot.lock().await;
+        if loaded.is_some() || journal::exists(repo, &req.group)? {
+            return Err(ProviderError::Conflict(format!("VICOS group {} exists already", req.group)));
+        }
+        let server = journal::server(genesis, auth);
+        let entry = Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() };
+        journal::append(repo, &req.group, 0, &entry).await?;
+        *loaded = Some(Loaded { server, next: 1 });
+        tracing::info!(group = req.group, "VICOS group created");
+        Ok(AipAck {})
+    }
+
+    /// One message that may change the group's server: `apply` runs it; when accepted, its
+    /// `entry` is made durable, then `answer` reads the server. A refused message changes
+    /// nothing (AIP's server checks before it changes anything), so its server goes back.
+    async fn step<R, A>(
+        &self,
+        repo: &Repository,
+        group: &str,
+        entry: Entry,
+        apply: impl FnOnce(&mut aip::Server<Adict>) -> Result<R, aip::ServerError<std::convert::Infallible>>,
+        answer: impl FnOnce(&aip::Server<Adict>, R) -> Result<A, ProviderError>,
+    ) -> Result<A, ProviderError> {
+        let slot = self.slot(repo, group, false)?;
+        let mut held = slot.lock().await;
+        let mut loaded = match held.take() {
+            Some(loaded) => loaded,
+            None => journal::load(repo, group)?.ok_or_else(|| unknown(group))?,
+        };
+        let result = match apply(&mut loaded.server) {
+            Ok(result) => result,
+            Err(e) => {
+                *held = Some(loaded);
+                return Err(refused(group, e));
+            }
+        };
+        // Out of the slot until durable: cut short here, the next message replays.
+        journal::append(repo, group, loaded.next, &entry).await?;
+        loaded.next += 1;
+        let answered = answer(&loaded.server, result);
+        *held = Some(loaded);
+        answered
+    }
+
+    /// `aip-invoke`: the REPLY (Alg. 3); refused with a conflict while the pending list is
+    /// full (Sec. 5.2).
+    pub(crate) async fn invoke(&self, repo: &Repository, req: &AipInvoke) -> Result<AipReply, ProviderError> {
+        let invoke: Invoke<aip::DictOp> = Invoke::from_wire(&req.invoke).map_err(|e| bad("invoke", e))?;
+        let entry = Entry::Invoke { from: req.from, invoke: req.invoke.clone() };
+        self.step(repo, &req.group, entry, |s| s.on_invoke(req.from, invoke), |_, reply| Ok(reply))
+            .await
+            .map(|reply| AipReply { reply: ByteBuf::from(reply.to_wire()) })
+    }
+
+    /// `aip-commit`: `O[q]`, then the passive-phase work of its sender.
+    pub(crate) async fn commit(&self, repo: &Repository, req: &AipCommit) -> Result<AipWork, ProviderError> {
+        let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
+        let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
+        let group = &req.group;
+        self.step(repo, group, entry, |s| s.on_commit(req.from, commit), |s, ()| work(s, group, req.from)).await
+    }
+
+    /// `aip-commit-auth`: `A[q]` and the operation applied, then the sender's next work.
+    pub(crate) async fn commit_auth(&self, repo: &Repository, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
+        let m: CommitAuth<vouch_core::Digest> =
+            CommitAuth::from_wire(&req.commit_auth).map_err(|e| bad("commit-auth", e))?;
+        let entry = Entry::CommitAuth { from: req.from, commit_auth: req.commit_auth.clone() };
+        let group = &req.group;
+        self.step(repo, group, entry, |s| s.on_commit_auth(req.from, m), |s, ()| work(s, group, req.from)).await
+    }
+
+    /// `aip-work`: the passive-phase work the sender may do now (changes nothing).
+    pub(crate) async fn work(&self, repo: &Repository, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
+        self.read(repo, &req.group, |s| work(s, &req.group, req.from)).await
+    }
+
+    /// `(b, t)` of the group: the last applied and the last invoked operation.
+    pub(crate) async fn progress(&self, repo: &Repository, group: &str) -> Result<(u64, u64), ProviderError> {
+        self.read(repo, group, |s| Ok((s.applied(), s.invoked()))).await
+    }
+
+    async fn read<T>(
+        &self,
+        repo: &Repository,
+        group: &str,
+        read: impl FnOnce(&aip::Server<Adict>) -> Result<T, ProviderError>,
+    ) -> Result<T, ProviderError> {
+        let slot = self.slot(repo, group, false)?;
+        let mut held = slot.lock().await;
+        if held.is_none() {
+            *held = Some(journal::load(repo, group)?.ok_or_else(|| unknown(group))?);
+        }
+        read(&held.as_ref().expect("loaded above").server)
+    }
+}

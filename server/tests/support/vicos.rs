@@ -1,0 +1,176 @@
+//! What the VICOS tests share: a provider served over a data directory, the protocol's calls,
+//! and members of a group driven by real `aip::Client`s (paper 003, Alg. 1–2), each through
+//! the HTTP API as a provider client (a bearer token; several members may share one).
+#![allow(dead_code)] // each test file uses some of it
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_bytes::ByteBuf;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use vouch_core::adict::Tree;
+use vouch_core::aip::{self, Adict, ClientId, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire};
+use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
+use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
+use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
+
+pub const ALICE: &str = "alice-token";
+pub const BOB: &str = "bob-token";
+
+/// The provider over `data`, for two provider clients (alice and bob), without housekeeping.
+pub async fn serve(data: &Path, limits: Limits) -> RunningServer {
+    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
+    let clients = HashMap::from([(token_hash(ALICE), "alice".to_string()), (token_hash(BOB), "bob".to_string())]);
+    let options = ServeOptions { limits, maintenance: None, ..ServeOptions::default() };
+    vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
+}
+
+/// One request's raw answer: status and body.
+pub async fn post(addr: SocketAddr, token: &str, op: Op, body: Vec<u8>) -> (u16, bytes::Bytes) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}{}", op.path()))
+        .bearer_auth(token)
+        .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.bytes().await.unwrap())
+}
+
+/// One request, its answer decoded: the message, or the error body.
+pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
+    addr: SocketAddr,
+    token: &str,
+    op: Op,
+    req: &Req,
+) -> Result<Resp, ErrorBody> {
+    let (status, body) = post(addr, token, op, encode(req)).await;
+    match status {
+        200 => Ok(decode(&body).unwrap()),
+        _ => Err(decode(&body).unwrap()),
+    }
+}
+
+/// Asserts a refusal with `code`; returns its message.
+pub fn refused<T: std::fmt::Debug>(answer: Result<T, ErrorBody>, code: ErrorCode) -> String {
+    match answer {
+        Err(e) if e.code == code => e.message,
+        other => panic!("expected {code:?}, got {other:?}"),
+    }
+}
+
+pub fn keys() -> Keyring {
+    Keyring::Hmac { key: [42; 32] }
+}
+
+pub fn put(key: &str, value: &str) -> DictOp {
+    DictOp::Put { key: key.into(), value: value.into() }
+}
+
+pub fn get(key: &str) -> DictOp {
+    DictOp::Get { key: key.into() }
+}
+
+pub fn value(v: &str) -> Outcome<DictResponse> {
+    Outcome::Done(DictResponse::Value(Some(v.into())))
+}
+
+pub const NOTHING: Outcome<DictResponse> = Outcome::Done(DictResponse::Nothing);
+
+/// Creates `group` with member 0's genesis over the empty dictionary.
+pub async fn create(addr: SocketAddr, token: &str, group: &str) -> Result<AipAck, ErrorBody> {
+    let (genesis, auth) = aip::genesis::<Adict>(&keys(), 0, DictOp::List, &Tree::new()).unwrap();
+    let req = AipCreate {
+        group: group.into(),
+        genesis: ByteBuf::from(genesis.to_wire()),
+        auth: ByteBuf::from(auth.to_wire()),
+    };
+    call(addr, token, Op::AipCreate, &req).await
+}
+
+/// A member of a group: its AIP client, and the provider it talks to as which client.
+pub struct Member {
+    pub aip: aip::Client<Adict>,
+    pub addr: SocketAddr,
+    pub token: &'static str,
+    pub group: String,
+}
+
+impl Member {
+    pub fn new(id: ClientId, addr: SocketAddr, token: &'static str, group: &str) -> Member {
+        Member { aip: aip::Client::new(id, keys(), Adict { mode: Mode::Compatible }), addr, token, group: group.into() }
+    }
+
+    async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
+        call(self.addr, self.token, op, req).await
+    }
+
+    /// INVOKE; the REPLY, checked by the client (a violation panics), and its position `t`.
+    pub async fn invoke(&mut self, op: DictOp) -> Result<(Reply<Adict>, u64), ErrorBody> {
+        let invoke = self.aip.invoke(op).unwrap();
+        let req = AipInvoke { group: self.group.clone(), from: self.aip.id(), invoke: ByteBuf::from(invoke.to_wire()) };
+        match self.call::<_, AipReply>(Op::AipInvoke, &req).await {
+            Ok(r) => {
+                let reply = Reply::<Adict>::from_wire(&r.reply).unwrap();
+                let t = reply.t;
+                Ok((reply, t))
+            }
+            Err(e) => {
+                self.aip.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    /// The active phase (INVOKE, REPLY, COMMIT): the outcome, its position, and the work the
+    /// provider hands over for the passive phase (left undone).
+    pub async fn active(&mut self, op: DictOp) -> Result<(Outcome<DictResponse>, u64, AipWork), ErrorBody> {
+        let (reply, t) = self.invoke(op).await?;
+        let (outcome, commit) = self.aip.on_reply(reply).expect("an honest provider's REPLY verifies");
+        let req = AipCommit { group: self.group.clone(), from: self.aip.id(), commit: ByteBuf::from(commit.to_wire()) };
+        let work = self.call(Op::AipCommit, &req).await?;
+        Ok((outcome, t, work))
+    }
+
+    /// The passive phase: authenticates what the provider hands over until nothing is left;
+    /// returns how many operations this member authenticated.
+    pub async fn passive(&mut self, mut work: AipWork) -> usize {
+        let mut done = 0;
+        while let Some(bytes) = work.update_auth.take() {
+            let update = UpdateAuth::<Adict>::from_wire(&bytes).unwrap();
+            let answers = self.aip.on_update_auth(update).expect("an honest provider's UPDATE-AUTH verifies");
+            assert!(!answers.is_empty(), "work handed over is never empty");
+            for answer in answers {
+                let req = AipCommitAuth {
+                    group: self.group.clone(),
+                    from: self.aip.id(),
+                    commit_auth: ByteBuf::from(answer.to_wire()),
+                };
+                work = self.call(Op::AipCommitAuth, &req).await.unwrap();
+                done += 1;
+            }
+        }
+        done
+    }
+
+    /// `aip-work`: what this member may authenticate now.
+    pub async fn work(&self) -> AipWork {
+        let req = AipWorkRequest { group: self.group.clone(), from: self.aip.id() };
+        self.call(Op::AipWork, &req).await.unwrap()
+    }
+
+    /// One operation, both phases.
+    pub async fn run(&mut self, op: DictOp) -> Outcome<DictResponse> {
+        let (outcome, _, work) = self.active(op).await.unwrap();
+        self.passive(work).await;
+        outcome
+    }
+}
+
+/// `(b, t)` of the group at the provider.
+pub async fn progress(server: &RunningServer, group: &str) -> (u64, u64) {
+    server.provider().honest().aip_progress(group).await.unwrap()
+}

@@ -1,0 +1,169 @@
+//! The VICOS sequencer over HTTP (paper 003, Alg. 3, Sec. 3.7 and 5.2), driven by real AIP
+//! clients (Alg. 1–2) that check every REPLY and UPDATE-AUTH: a provider that reused a
+//! sequence number or changed a history would fail their checks here.
+
+#[path = "support/vicos.rs"]
+mod support;
+
+use serde_bytes::ByteBuf;
+use support::*;
+use vouch_core::adict::Tree;
+use vouch_core::aip::{self, Adict, Commit, DictOp, DictResponse, Outcome, Signature, Wire};
+use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork};
+use vouch_proto::{ErrorCode, Op};
+use vouch_server::Limits;
+
+#[tokio::test]
+async fn members_of_two_provider_clients_share_a_group_and_finish_every_passive_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    let addr = server.addr;
+    create(addr, ALICE, "team").await.unwrap();
+    let again = create(addr, BOB, "team").await;
+    assert!(refused(again, ErrorCode::Conflict).contains("exists"), "a group is created once");
+
+    // Members 0 and 2 speak as provider client alice, member 1 as bob: one group.
+    let mut m: Vec<Member> = [(0, ALICE), (1, BOB), (2, ALICE)].map(|(i, t)| Member::new(i, addr, t, "team")).into();
+    assert_eq!(m[0].run(put("k", "v1")).await, NOTHING);
+    assert_eq!(m[1].run(get("k")).await, value("v1"), "another member reads the put");
+    assert_eq!(m[2].run(DictOp::List).await, Outcome::Done(DictResponse::Keys(vec![b"k".to_vec()])));
+    assert_eq!(m[1].run(put("k", "v2")).await, NOTHING);
+    assert_eq!(m[0].run(get("k")).await, value("v2"));
+    assert_eq!(progress(&server, "team").await, (5, 5), "every operation applied: no passive phase left");
+    for member in &m {
+        assert_eq!(member.work().await, AipWork::default(), "nothing left to authenticate");
+    }
+
+    // Groups are addressed by valid names of groups that exist.
+    let mut stranger = Member::new(0, addr, BOB, "nobody");
+    assert!(refused(stranger.invoke(get("k")).await, ErrorCode::NotFound).contains("nobody"));
+    let mut invalid = Member::new(0, addr, BOB, "no/such");
+    refused(invalid.invoke(get("k")).await, ErrorCode::BadRequest);
+    refused(create(addr, BOB, &"x".repeat(65)).await, ErrorCode::BadRequest);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_member_that_went_away_is_authenticated_for_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    create(server.addr, ALICE, "g").await.unwrap();
+    let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, server.addr, ALICE, "g")).collect();
+    // Member 0 commits its put and leaves without authenticating it.
+    let (outcome, _, work) = m[0].active(put("a", "1")).await.unwrap();
+    assert_eq!(outcome, NOTHING);
+    assert!(work.update_auth.is_some(), "its own update was handed to it");
+    // Member 1's COMMIT is answered with both updates (Sec. 3.7 delegation).
+    let (outcome, _, work) = m[1].active(put("b", "2")).await.unwrap();
+    assert_eq!(outcome, NOTHING);
+    assert_eq!(m[1].passive(work).await, 2, "member 1 authenticated member 0's update and its own");
+    assert_eq!(progress(&server, "g").await, (2, 2));
+    assert_eq!(m[2].run(get("a")).await, value("1"));
+    assert_eq!(m[0].work().await, AipWork::default(), "the member that left has nothing to do on return");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_restart_keeps_the_history_and_continues_its_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    create(server.addr, ALICE, "g").await.unwrap();
+    let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, server.addr, BOB, "g")).collect();
+    assert_eq!(m[0].run(put("x", "1")).await, NOTHING);
+    assert_eq!(m[1].run(get("x")).await, value("1"));
+    // Member 0's put of y is committed and not authenticated when the provider stops.
+    let (_, t, _) = m[0].active(put("y", "2")).await.unwrap();
+    assert_eq!((t, progress(&server, "g").await), (3, (2, 3)));
+    server.shutdown().await.unwrap();
+
+    let server = serve(dir.path(), Limits::default()).await;
+    m.iter_mut().for_each(|member| member.addr = server.addr);
+    assert_eq!(progress(&server, "g").await, (2, 3), "the journal replays to the same place");
+    // The next INVOKE gets the next position, and its REPLY continues the history member 1
+    // holds (its hash chain over positions 1..=3 would catch a reused or changed one).
+    let (outcome, t, work) = m[1].active(get("y")).await.unwrap();
+    assert_eq!((outcome, t), (Outcome::Abort, 4), "member 0's pending put of y, as before the restart");
+    assert_eq!(m[1].passive(work).await, 1, "member 1 authenticates member 0's put (its get is a query)");
+    assert_eq!(m[1].run(get("y")).await, value("2"));
+    // A member that never took part clears the whole history, signatures and all.
+    assert_eq!(m[2].run(DictOp::List).await, Outcome::Done(DictResponse::Keys(vec![b"x".to_vec(), b"y".to_vec()])));
+    assert_eq!(m[0].run(put("z", "3")).await, NOTHING, "member 0 goes on after its operation of before");
+    assert_eq!(progress(&server, "g").await, (7, 7));
+
+    // And again, with nothing pending: the same history once more.
+    server.shutdown().await.unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    m.iter_mut().for_each(|member| member.addr = server.addr);
+    assert_eq!(m[2].run(get("z")).await, value("3"));
+    assert_eq!(progress(&server, "g").await, (8, 8));
+    refused(create(server.addr, ALICE, "g").await, ErrorCode::Conflict);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_full_pending_list_is_refused_as_a_conflict_until_operations_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    create(server.addr, ALICE, "g").await.unwrap();
+    let mut m: Vec<Member> = (0..2).map(|i| Member::new(i, server.addr, ALICE, "g")).collect();
+    // 128 updates committed and none authenticated: the pending list is full (Sec. 5.2).
+    for i in 0..128 {
+        m[0].active(put(&format!("p{i}"), "v")).await.unwrap();
+    }
+    assert_eq!(progress(&server, "g").await, (0, 128));
+    let full = m[1].invoke(get("p1")).await.map(drop);
+    assert!(refused(full, ErrorCode::Conflict).contains("pending list is full"));
+    assert_eq!(progress(&server, "g").await, (0, 128), "the refused INVOKE took no position");
+    // Once the operations complete, the same operation goes through.
+    let work = m[0].work().await;
+    assert_eq!(m[0].passive(work).await, 128, "one batch of every pending update");
+    assert_eq!(m[1].run(get("p1")).await, value("v"));
+    assert_eq!(progress(&server, "g").await, (129, 129));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    let addr = server.addr;
+    create(addr, ALICE, "g").await.unwrap();
+    let garbage = ByteBuf::from(vec![0xff; 40]);
+    let bad = |answer: Result<AipWork, _>| refused(answer, ErrorCode::BadRequest);
+    let invoke = AipInvoke { group: "g".into(), from: 0, invoke: garbage.clone() };
+    refused(call::<_, AipReply>(addr, BOB, Op::AipInvoke, &invoke).await, ErrorCode::BadRequest);
+    bad(call(addr, BOB, Op::AipCommit, &AipCommit { group: "g".into(), from: 0, commit: garbage.clone() }).await);
+    let commit_auth = AipCommitAuth { group: "g".into(), from: 0, commit_auth: garbage.clone() };
+    bad(call(addr, BOB, Op::AipCommitAuth, &commit_auth).await);
+    let (status, _) = post(addr, BOB, Op::AipInvoke, vec![0xff; 7]).await;
+    assert_eq!(status, 400, "a body that is no message");
+    let create_garbage = AipCreate { group: "h".into(), genesis: garbage.clone(), auth: garbage };
+    refused(call::<_, AipAck>(addr, BOB, Op::AipCreate, &create_garbage).await, ErrorCode::BadRequest);
+    // A genesis authenticating another state than the empty dictionary's.
+    let mut full = Tree::new();
+    full.put(b"k", b"v");
+    let (genesis, auth) = aip::genesis::<Adict>(&keys(), 0, DictOp::List, &full).unwrap();
+    let other = AipCreate { group: "h".into(), genesis: genesis.to_wire().into(), auth: auth.to_wire().into() };
+    assert!(refused(call::<_, AipAck>(addr, BOB, Op::AipCreate, &other).await, ErrorCode::BadRequest).contains("empty"));
+
+    // Messages out of step: a COMMIT of an operation never invoked, one sent as another member.
+    let mut m = Member::new(0, addr, ALICE, "g");
+    let (reply, _) = m.invoke(put("k", "v")).await.unwrap();
+    let (_, commit) = m.aip.on_reply(reply).unwrap();
+    let as_member_1 = AipCommit { group: "g".into(), from: 1, commit: commit.to_wire().into() };
+    assert!(bad(call(addr, ALICE, Op::AipCommit, &as_member_1).await).contains("signature of client 0"));
+    let never = Commit { t: 9, ..commit.clone() };
+    let never = AipCommit { group: "g".into(), from: 0, commit: never.to_wire().into() };
+    refused(call::<_, AipWork>(addr, ALICE, Op::AipCommit, &never).await, ErrorCode::Conflict);
+    let forged = Commit { phi: Signature { by: 0, bytes: vec![1; 32] }, ..commit.clone() };
+    let forged = AipCommit { group: "g".into(), from: 0, commit: forged.to_wire().into() };
+    call::<_, AipWork>(addr, ALICE, Op::AipCommit, &forged).await.expect("the provider checks no signature");
+    let twice = AipCommit { group: "g".into(), from: 0, commit: commit.to_wire().into() };
+    refused(call::<_, AipWork>(addr, ALICE, Op::AipCommit, &twice).await, ErrorCode::Conflict);
+    assert_eq!(progress(&server, "g").await, (0, 1), "nothing refused changed the group");
+    // The journal holds what was accepted (the forged COMMIT too: members catch it, Alg. 1).
+    server.shutdown().await.unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    assert_eq!(progress(&server, "g").await, (0, 1));
+    server.shutdown().await.unwrap();
+}
