@@ -1,8 +1,12 @@
 //! AIP's client (paper 003, Alg. 1–2): `aip-invoke`, the REPLY handler, `check-view`,
 //! `check-pending` and `extend-chain`. The passive phase (UPDATE-AUTH, delegated batches)
-//! and the takeover of a failed client (Sec. 3.7) are in [`passive`].
+//! and the takeover of a failed client (Sec. 3.7) are in [`passive`]; saving and restoring
+//! the state, for a member that runs as one process per operation, in [`state`].
 
 mod passive;
+mod state;
+
+pub use state::{RestoreError, MAX_SAVED_POSITION};
 
 use super::{
     auth_statement, chain, commit_statement, invoke_statement, separate_pending, ClientId, Commit, Committed,

@@ -36,17 +36,22 @@
 //!   holding INVOKEs back while the pending list is full;
 //! * the server forgets `O` and `I` entries once every member has moved past them
 //!   (Sec. 3.3), so its memory stays bounded.
+//!
+//! A client's state saves to bytes and restores ([`Client::save`], [`Client::restore`]), for
+//! a member that runs as one process per operation. [`history`] checks recorded histories
+//! for linearizability and fork-linearizability (Sec. 2.1), for tests here and elsewhere.
 
 mod client;
 mod dict;
 mod functionality;
+pub mod history;
 mod inbox;
 mod keys;
 mod messages;
 mod server;
 pub mod wire;
 
-pub use client::{Client, Outcome, Replied};
+pub use client::{Client, Outcome, Replied, RestoreError, MAX_SAVED_POSITION};
 pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode};
 pub use functionality::Functionality;
 pub use inbox::{Inbox, ToClient, ToServer, Urgency};

@@ -4,17 +4,23 @@
 //!
 //! * here: the helpers, and the protocol of Alg. 1–3 run step by step;
 //! * [`lies`]: a lying server, caught;
+//! * [`fork`]: a server that forks its clients in two: fork-linearizable, and caught when
+//!   a client is shown the other fork;
 //! * [`extensions`]: the extensions of Sec. 3.7 and Sec. 5.2, step by step;
 //! * [`takeover`]: a crashed client taken over (Sec. 3.7), honestly or not;
 //! * [`schedule`]: random message schedules with all the extensions, and a long run that
 //!   keeps the server's memory bounded;
+//! * [`persist`]: a client saved and restored, carrying on and still catching a fork;
 //! * [`namespace`]: the same protocol over vouch's namespace ([`crate::namespace::NamespaceOps`]);
 //! * [`wire`]: honest runs with every message through its encoding.
 
 mod extensions;
+mod fork;
 mod lies;
 mod namespace;
+mod persist;
 mod schedule;
+mod sim;
 mod takeover;
 mod wire;
 

@@ -5,7 +5,7 @@ use super::*;
 
 /// Client 0 crashes with one update committed and not authenticated (1) and one invoked and
 /// answered but never committed (2); client 1's update (3) waits behind them.
-fn crashed() -> (Server<Adict>, Vec<Client<Adict>>, Commit<Op>) {
+pub(super) fn crashed() -> (Server<Adict>, Vec<Client<Adict>>, Commit<Op>) {
     let (mut s, mut c) = (server(), clients(3, Mode::Compatible));
     active(&mut s, &mut c[0], put("x", "1")).unwrap(); // 1
     let invoke = c[0].invoke(put("y", "1")).unwrap(); // 2
@@ -16,7 +16,7 @@ fn crashed() -> (Server<Adict>, Vec<Client<Adict>>, Commit<Op>) {
 }
 
 /// Client 2 takes over for client 0, aborts its hanging operation, and authenticates.
-fn take_over(s: &mut Server<Adict>, c: &mut [Client<Adict>]) {
+pub(super) fn take_over(s: &mut Server<Adict>, c: &mut [Client<Adict>]) {
     let m = s.take_over(0, 2, c[2].cleared()).unwrap();
     assert_eq!(m.hanging, [2]);
     for commit in c[2].take_over(m).unwrap() {
