@@ -162,7 +162,7 @@ fn parse_range(text: &str) -> Result<Range<u64>, String> {
     Ok(a..b)
 }
 
-fn read_input(path: &Path) -> Result<Box<dyn std::io::Read + Send>, ClientError> {
+pub(crate) fn read_input(path: &Path) -> Result<Box<dyn std::io::Read + Send>, ClientError> {
     if path == Path::new("-") {
         return Ok(Box::new(std::io::stdin()));
     }

@@ -22,6 +22,9 @@ pub const NOT_FOUND: i32 = 5;
 pub const STATE: i32 = 6;
 /// The provider refused the credentials.
 pub const UNAUTHORIZED: i32 = 7;
+/// A VICOS operation aborted: another member's incompatible operation was pending. Nothing
+/// changed; run the command again.
+pub const ABORTED: i32 = 8;
 
 /// The exit code for a client error.
 pub fn exit_code(e: &ClientError) -> i32 {

@@ -13,6 +13,7 @@ mod exit;
 mod gateway;
 mod output;
 mod serve;
+mod vicos;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -66,6 +67,14 @@ enum Command {
         #[command(subcommand)]
         which: commands::KeyCommand,
     },
+    /// A VICOS group: clients sharing one object store through the provider, each checking
+    /// that the provider shows them all one history.
+    Group {
+        #[command(subcommand)]
+        which: vicos::GroupCommand,
+    },
+    /// Objects of a VICOS group: put, get, rm, ls (ABORT exits 8: run it again).
+    Obj(vicos::ObjArgs),
     /// Run a provider server (untrusted side).
     Serve(serve::Serve),
     /// Serve this client's namespace as an S3 endpoint on the user's side (the trusted
@@ -109,6 +118,8 @@ fn main() -> ExitCode {
         Command::TlsCert(args) => serve::tls_cert(args, &out).map_err(Failure::Other),
         Command::Demo(args) => run(demo::demo(args, out)),
         Command::Gateway(args) => run(gateway::gateway(args, state_dir(cli.state))),
+        Command::Group { which } => run(vicos::group(which, state_dir(cli.state), out)),
+        Command::Obj(args) => run(vicos::obj(args, state_dir(cli.state), out)),
         command => {
             let dir = state_dir(cli.state);
             run(commands::run(command, dir, out))
@@ -120,6 +131,10 @@ fn main() -> ExitCode {
             eprintln!("vouch: {e}");
             ExitCode::from(exit::exit_code(&e) as u8)
         }
+        Err(Failure::Aborted(why)) => {
+            eprintln!("vouch: {why}");
+            ExitCode::from(exit::ABORTED as u8)
+        }
         Err(Failure::Other(e)) => {
             eprintln!("vouch: {e:#}");
             ExitCode::from(exit::FAILURE as u8)
@@ -130,6 +145,8 @@ fn main() -> ExitCode {
 /// A command's failure: a typed client error (with its exit code) or anything else.
 pub enum Failure {
     Client(ClientError),
+    /// A VICOS operation aborted (retryable).
+    Aborted(String),
     Other(anyhow::Error),
 }
 

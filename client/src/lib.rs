@@ -53,6 +53,7 @@ pub mod state;
 mod transport;
 mod upload;
 pub mod verify;
+pub mod vicos;
 mod violation;
 
 pub use cache::CacheStats;

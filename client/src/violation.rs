@@ -102,11 +102,19 @@ pub enum ViolationKind {
     /// A part of a PoR audit (a level of H, or C) does not verify for the client's fresh
     /// challenge, or the answer has other parts than the client's schedule.
     BadPorAudit,
+    /// An answer of the group's AIP sequencer (VICOS) that does not check: a history that
+    /// disagrees with this client's hash chain (a fork), a forged or replayed operation, a
+    /// signature that does not verify, a response that does not verify against the last
+    /// authenticator, pending operations other than announced.
+    BadAipAnswer,
+    /// A VICOS object whose bytes do not hash to the value the group's history holds for its
+    /// key.
+    AlteredObject,
 }
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 25] = [
+    pub const ALL: [ViolationKind; 27] = [
         ViolationKind::AlteredBlock,
         ViolationKind::MissingBlock,
         ViolationKind::MisplacedBlock,
@@ -132,6 +140,8 @@ impl ViolationKind {
         ViolationKind::BadPorRead,
         ViolationKind::BadPorCopy,
         ViolationKind::BadPorAudit,
+        ViolationKind::BadAipAnswer,
+        ViolationKind::AlteredObject,
     ];
 
     /// The kind's stable kebab-case name (logs, JSON output, error-code mappings).
@@ -162,6 +172,8 @@ impl ViolationKind {
             ViolationKind::BadPorRead => "bad-por-read",
             ViolationKind::BadPorCopy => "bad-por-copy",
             ViolationKind::BadPorAudit => "bad-por-audit",
+            ViolationKind::BadAipAnswer => "bad-aip-answer",
+            ViolationKind::AlteredObject => "altered-object",
         }
     }
 
@@ -193,6 +205,8 @@ impl ViolationKind {
             ViolationKind::BadPorRead => "slots of U do not verify against U's root",
             ViolationKind::BadPorCopy => "a PoR copy is not the version it should hold",
             ViolationKind::BadPorAudit => "a PoR audit does not verify",
+            ViolationKind::BadAipAnswer => "an AIP answer does not check against the group's history",
+            ViolationKind::AlteredObject => "an object does not hash to the group's value for its key",
         }
     }
 }

@@ -103,13 +103,20 @@ pub enum Misbehave {
     /// Answer each request for a PoR label with the first value the label held (a label sealed
     /// again since, by a consolidation that moved the copy, is served as it was).
     StalePorLabel,
+    /// Fork every VICOS group at its creation: members with odd ids run AIP on a second copy
+    /// of the history, each copy honest in itself, for their first [`FORK_OPERATIONS`]
+    /// operations; then the forks meet (those members are shown the real history again).
+    ForkAip,
 }
+
+/// How many operations each member on [`Misbehave::ForkAip`]'s second history runs there.
+pub const FORK_OPERATIONS: u64 = 3;
 
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 26] = [
+    pub const ALL: [Misbehave; 27] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -136,6 +143,7 @@ impl Misbehave {
         Misbehave::FailPorWrites,
         Misbehave::FlakyPorWrites,
         Misbehave::StalePorLabel,
+        Misbehave::ForkAip,
     ];
 
     pub fn name(self) -> &'static str {
@@ -166,6 +174,7 @@ impl Misbehave {
             Misbehave::FailPorWrites => "fail-por-writes",
             Misbehave::FlakyPorWrites => "flaky-por-writes",
             Misbehave::StalePorLabel => "stale-por-label",
+            Misbehave::ForkAip => "fork-aip",
         }
     }
 }
@@ -210,6 +219,8 @@ pub struct Misbehaving {
     por_writes: AtomicU64,
     /// For [`Misbehave::StalePorLabel`]: the first value of each (client, label key).
     por_first_labels: Mutex<HashMap<LabelOf, Vec<u8>>>,
+    /// For [`Misbehave::ForkAip`]: per (group, member), the operations it invoked so far.
+    fork_invokes: Mutex<HashMap<(String, u32), u64>>,
 }
 
 impl Misbehaving {
@@ -224,6 +235,7 @@ impl Misbehaving {
             por_handed: Mutex::default(),
             por_writes: AtomicU64::default(),
             por_first_labels: Mutex::default(),
+            fork_invokes: Mutex::default(),
         }
     }
 

@@ -2,33 +2,63 @@
 //! sequencer or object store (a forked history, a replayed REPLY, an altered object) goes,
 //! through the honest provider's steps as the other lies do.
 
-use super::Misbehaving;
+use super::{Misbehave, Misbehaving, FORK_OPERATIONS};
 use crate::provider::ProviderError;
 use crate::vicos::{CosReader, CosUpload};
 use bytes::Bytes;
+
+/// The second history of a forked group (a test double's: the name could be a real group's).
+fn fork_of(group: &str) -> String {
+    format!("{group}--fork")
+}
 use vouch_proto::vicos::{
     AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosObject,
 };
 
 impl Misbehaving {
     pub async fn aip_create(&self, req: &AipCreate) -> Result<AipAck, ProviderError> {
-        self.honest.aip_create(req).await
+        let ack = self.honest.aip_create(req).await?;
+        if self.lie == Misbehave::ForkAip {
+            self.honest.aip_create(&AipCreate { group: fork_of(&req.group), ..req.clone() }).await?;
+        }
+        Ok(ack)
     }
 
     pub async fn aip_invoke(&self, req: &AipInvoke) -> Result<AipReply, ProviderError> {
-        self.honest.aip_invoke(req).await
+        if self.lie == Misbehave::ForkAip && !req.from.is_multiple_of(2) {
+            // Counted at INVOKE: a member's operation runs wholly on the history it began on.
+            let mut counts = self.fork_invokes.lock().expect("fork counts");
+            let count = counts.entry((req.group.clone(), req.from)).or_default();
+            *count += 1;
+        }
+        self.honest.aip_invoke(&AipInvoke { group: self.routed(&req.group, req.from), ..req.clone() }).await
     }
 
     pub async fn aip_commit(&self, req: &AipCommit) -> Result<AipWork, ProviderError> {
-        self.honest.aip_commit(req).await
+        self.honest.aip_commit(&AipCommit { group: self.routed(&req.group, req.from), ..req.clone() }).await
     }
 
     pub async fn aip_commit_auth(&self, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
-        self.honest.aip_commit_auth(req).await
+        let group = self.routed(&req.group, req.from);
+        self.honest.aip_commit_auth(&AipCommitAuth { group, ..req.clone() }).await
     }
 
     pub async fn aip_work(&self, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
-        self.honest.aip_work(req).await
+        self.honest.aip_work(&AipWorkRequest { group: self.routed(&req.group, req.from), ..req.clone() }).await
+    }
+
+    /// The group a member's AIP message goes to: under [`Misbehave::ForkAip`], an odd
+    /// member's messages go to the fork until it invokes its operation number
+    /// `FORK_OPERATIONS + 1` (counted at INVOKE, so an operation runs wholly on one history).
+    fn routed(&self, group: &str, from: u32) -> String {
+        if self.lie != Misbehave::ForkAip || from.is_multiple_of(2) {
+            return group.to_string();
+        }
+        let counts = self.fork_invokes.lock().expect("fork counts");
+        match counts.get(&(group.to_string(), from)).copied().unwrap_or(0) <= FORK_OPERATIONS {
+            true => fork_of(group),
+            false => group.to_string(),
+        }
     }
 
     pub fn cos_begin_put(&self, object: &CosObject, max: u64) -> Result<CosUpload, ProviderError> {

@@ -1,0 +1,196 @@
+//! `vouch group` and `vouch obj`: a VICOS group of clients sharing one object store through
+//! the provider (paper 003, Sec. 4). ABORT (another member's incompatible operation was
+//! pending) exits with [`crate::exit::ABORTED`]: run the command again.
+
+use crate::commands::read_input;
+use crate::output::{human, Output};
+use crate::Failure;
+use clap::{Args, Subcommand, ValueEnum};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use vouch_client::vicos::{groups, Group};
+use vouch_client::ClientError;
+use vouch_core::aip::{Mode, Outcome};
+
+#[derive(Subcommand)]
+pub enum GroupCommand {
+    /// Create a group on this client's provider, this client its first member; writes the
+    /// key file that lets others join (it lets its holder sign for the group: keep it private).
+    Init {
+        name: String,
+        /// Where to write the group key file for the next member.
+        #[arg(long, value_name = "FILE")]
+        key_out: PathBuf,
+        /// `compatible` (VICOS's Table 1, the default) or `commutative` (the ACOP baseline).
+        #[arg(long, value_enum, default_value_t = ModeArg::Compatible)]
+        mode: ModeArg,
+    },
+    /// Join a group with the key file its creator wrote.
+    Join {
+        key_file: PathBuf,
+        /// This member's id in the group (default: the key file's; every member needs its own).
+        #[arg(long)]
+        id: Option<u32>,
+    },
+    /// List the groups this client is a member of.
+    Ls,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Compatible,
+    Commutative,
+}
+
+#[derive(Args)]
+pub struct ObjArgs {
+    /// The group (default: the only group this client is a member of).
+    #[arg(long, global = true)]
+    group: Option<String>,
+    #[command(subcommand)]
+    which: ObjCommand,
+}
+
+#[derive(Subcommand)]
+pub enum ObjCommand {
+    /// Store FILE (`-` for standard input) as object KEY.
+    Put { file: PathBuf, key: String },
+    /// Fetch object KEY, verified, to standard output or (whole or not at all) to a file.
+    Get {
+        key: String,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Delete object KEY.
+    Rm { key: String },
+    /// List the group's keys.
+    Ls,
+}
+
+#[derive(Serialize)]
+struct Report {
+    /// A get to standard output prints nothing else there.
+    #[serde(skip)]
+    quiet: bool,
+    group: String,
+    op: &'static str,
+    key: Option<String>,
+    bytes: Option<u64>,
+    keys: Option<Vec<String>>,
+}
+
+pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(), Failure> {
+    match which {
+        GroupCommand::Init { name, key_out, mode } => {
+            let mode = match mode {
+                ModeArg::Compatible => Mode::Compatible,
+                ModeArg::Commutative => Mode::Commutative,
+            };
+            let next = Group::init(&state, &name, mode).await?;
+            next.write(&key_out)?;
+            out.print(&next.group, || {
+                format!("created group {name}; others join with: vouch group join {}", key_out.display())
+            });
+        }
+        GroupCommand::Join { key_file, id } => {
+            let file = Group::join_with(&state, &key_file, id)?;
+            out.print(&file.group, || format!("joined group {} as member {}", file.group, file.id));
+        }
+        GroupCommand::Ls => {
+            let names = groups(&state)?;
+            out.print(&names, || names.join("\n"));
+        }
+    }
+    Ok(())
+}
+
+/// The group named, or the only one.
+fn chosen(state: &Path, group: Option<String>) -> Result<String, ClientError> {
+    if let Some(g) = group {
+        return Ok(g);
+    }
+    match groups(state)?.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(ClientError::BadInput("not a member of any group (vouch group init / join)".into())),
+        _ => Err(ClientError::BadInput("a member of several groups: name one with --group".into())),
+    }
+}
+
+/// An operation's result, ABORT as the retryable failure it is.
+fn done<T>(name: &str, r: Outcome<T>) -> Result<T, Failure> {
+    match r {
+        Outcome::Done(t) => Ok(t),
+        Outcome::Abort => {
+            Err(Failure::Aborted(format!("{name} aborted: another member's operation on it was pending; run it again")))
+        }
+    }
+}
+
+pub async fn obj(args: ObjArgs, state: PathBuf, out: Output) -> Result<(), Failure> {
+    let name = chosen(&state, args.group)?;
+    let group = Group::open(&state, &name)?;
+    let result = run(&group, args.which).await;
+    // The AIP state moves on with every answer checked, aborted or not: keep it.
+    group.save(&state).await?;
+    let report = result?;
+    let text = || match (&report.keys, report.op) {
+        (Some(keys), _) => keys.join("\n"),
+        (None, op) => format!("{op} {} ({})", report.key.as_deref().unwrap_or(""), human(report.bytes.unwrap_or(0))),
+    };
+    if !report.quiet {
+        out.print(&report, text);
+    }
+    Ok(())
+}
+
+async fn run(group: &Group, which: ObjCommand) -> Result<Report, Failure> {
+    let report =
+        |op, key: Option<String>| Report { quiet: false, group: group.name().into(), op, key, bytes: None, keys: None };
+    match which {
+        ObjCommand::Put { file, key } => {
+            let input = read_input(&file)?;
+            done(&key, group.put(key.as_bytes(), input).await?)?;
+            Ok(report("put", Some(key)))
+        }
+        ObjCommand::Get { key, output } => {
+            let bytes = get(group, &key, output.as_deref()).await?;
+            Ok(Report { quiet: output.is_none(), bytes: Some(bytes), ..report("get", Some(key)) })
+        }
+        ObjCommand::Rm { key } => {
+            done(&key, group.delete(key.as_bytes()).await?)?;
+            Ok(report("rm", Some(key)))
+        }
+        ObjCommand::Ls => {
+            let keys = done("the listing", group.list().await?)?;
+            let keys = keys.into_iter().map(|k| String::from_utf8_lossy(&k).into_owned()).collect();
+            Ok(Report { keys: Some(keys), ..report("ls", None) })
+        }
+    }
+}
+
+/// A verified get: whole or not at all to `path`; or to standard output as the bytes come,
+/// checked against the object's hash at their end (a failed check exits 3 after them).
+async fn get(group: &Group, key: &str, path: Option<&Path>) -> Result<u64, Failure> {
+    let missing = || Failure::Client(ClientError::NotFound(format!("object {key} (proven absent)")));
+    let Some(path) = path else {
+        let mut stdout = std::io::BufWriter::new(std::io::stdout());
+        let got = done(key, group.get(key.as_bytes(), &mut stdout).await?)?.ok_or_else(missing)?;
+        stdout.flush().map_err(ClientError::io("writing the output"))?;
+        return Ok(got);
+    };
+    let tmp = path.with_extension("vouch-partial");
+    let file = std::fs::File::create(&tmp).map_err(ClientError::io(format!("creating {}", tmp.display())))?;
+    let mut w = std::io::BufWriter::new(file);
+    let got = async {
+        let got = done(key, group.get(key.as_bytes(), &mut w).await?)?.ok_or_else(missing)?;
+        w.flush().map_err(ClientError::io("writing the output"))?;
+        std::fs::rename(&tmp, path).map_err(ClientError::io(format!("renaming to {}", path.display())))?;
+        Ok(got)
+    }
+    .await;
+    if got.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    got
+}

@@ -1,0 +1,241 @@
+//! VICOS end to end (paper 003, Sec. 4): members of one group over a real provider, its AIP
+//! sequencer and its object store. Honest runs complete and agree; an object tampered with,
+//! rolled back or swapped in the store is caught by the member that reads it.
+
+mod common;
+
+use common::{sample, Setup, TOKEN, TOKEN_BOB};
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use vouch_client::vicos::Group;
+use vouch_client::{ClientError, Remote, ViolationKind};
+use vouch_core::aip::{ClientId, Keyring, Mode, Outcome};
+use vouch_server::Misbehave;
+
+const GROUP: &str = "team";
+
+fn keys() -> Keyring {
+    Keyring::Hmac { key: [7; 32] }
+}
+
+/// Member `me` of [`GROUP`] with the provider token `token`.
+fn member(setup: &Setup, token: &str, me: ClientId) -> Group {
+    Group::join(Remote::new(&setup.url(), token).unwrap(), GROUP, me, keys(), Mode::Compatible)
+}
+
+async fn create(setup: &Setup) -> Group {
+    Group::create(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 0, keys(), Mode::Compatible).await.unwrap()
+}
+
+fn done<T: std::fmt::Debug>(r: Result<Outcome<T>, ClientError>) -> T {
+    match r {
+        Ok(Outcome::Done(t)) => t,
+        other => panic!("expected the operation done, got {other:?}"),
+    }
+}
+
+async fn put(g: &Group, key: &str, data: &[u8]) {
+    done(g.put(key.as_bytes(), Cursor::new(data.to_vec())).await);
+}
+
+async fn get(g: &Group, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
+    let mut out = Vec::new();
+    match g.get(key.as_bytes(), &mut out).await? {
+        Outcome::Done(Some(len)) => {
+            assert_eq!(len as usize, out.len());
+            Ok(Some(out))
+        }
+        Outcome::Done(None) => Ok(None),
+        Outcome::Abort => panic!("a sequential get aborted"),
+    }
+}
+
+async fn list(g: &Group) -> Vec<String> {
+    done(g.list().await).into_iter().map(|k| String::from_utf8(k).unwrap()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_of_a_group_see_each_others_objects() {
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    let bob = member(&setup, TOKEN_BOB, 1);
+    let big = sample(5 << 20, 1);
+    put(&alice, "big.bin", &big).await;
+    put(&alice, "small", b"hello").await;
+    assert_eq!(get(&bob, "big.bin").await.unwrap().unwrap(), big);
+    assert_eq!(list(&bob).await, ["big.bin", "small"]);
+    put(&bob, "small", b"hello again").await;
+    assert_eq!(get(&alice, "small").await.unwrap().unwrap(), b"hello again");
+    done(alice.delete(b"small").await);
+    assert_eq!(get(&bob, "small").await.unwrap(), None, "deleted, and proven absent");
+    assert_eq!(list(&alice).await, ["big.bin"]);
+    assert_eq!(get(&alice, "never").await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_members_all_complete_and_agree() {
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    let members: Vec<Group> = (1..4).map(|i| member(&setup, if i % 2 == 0 { TOKEN } else { TOKEN_BOB }, i)).collect();
+    let members = std::sync::Arc::new(members);
+    let mut tasks = Vec::new();
+    for i in 0..3 {
+        let members = members.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = &members[i];
+            for round in 0..5 {
+                let key = format!("m{i}-{round}");
+                // Each member writes its own keys: compatible operations, none aborts.
+                done(g.put(key.as_bytes(), Cursor::new(sample(10_000, (i * 10 + round) as u64))).await);
+                assert!(get(g, &key).await.unwrap().is_some());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let all = list(&alice).await;
+    assert_eq!(all.len(), 15);
+    for i in 0..3 {
+        for round in 0..5 {
+            let got = get(&alice, &format!("m{i}-{round}")).await.unwrap().unwrap();
+            assert_eq!(got, sample(10_000, (i * 10 + round) as u64));
+        }
+    }
+}
+
+/// The files of the provider's object store holding exactly `bytes`.
+fn stored_as(root: &Path, bytes: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if std::fs::metadata(&path).unwrap().len() == bytes.len() as u64
+                && std::fs::read(&path).unwrap() == bytes
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+fn assert_caught<T: std::fmt::Debug>(r: Result<T, ClientError>, kind: ViolationKind, what: &str) {
+    match &r {
+        Err(e) if e.violation_kind() == Some(kind) => {}
+        other => panic!("{what}: expected {kind}, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_tampered_with_rolled_back_or_swapped_in_the_store_is_caught() {
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    let bob = member(&setup, TOKEN_BOB, 1);
+    let (one, two, other) = (sample(100_000, 2), sample(100_000, 3), sample(100_000, 4));
+    put(&alice, "f", &one).await;
+    put(&alice, "f", &two).await;
+    put(&alice, "g", &other).await;
+    let file_of = |bytes: &[u8]| {
+        let files = stored_as(&setup.data, bytes);
+        assert_eq!(files.len(), 1, "one stored copy");
+        files.into_iter().next().unwrap()
+    };
+    let (f_two, f_one, g) = (file_of(&two), file_of(&one), file_of(&other));
+
+    // Rolled back: the key's current object holds the old bytes.
+    std::fs::write(&f_two, &one).unwrap();
+    assert_caught(get(&bob, "f").await, ViolationKind::AlteredObject, "a rolled-back object");
+    // Swapped: each key's object holds the other's bytes.
+    std::fs::write(&f_two, &other).unwrap();
+    std::fs::write(&g, &two).unwrap();
+    assert_caught(get(&bob, "f").await, ViolationKind::AlteredObject, "a swapped object");
+    assert_caught(get(&alice, "g").await, ViolationKind::AlteredObject, "a swapped object");
+    // Tampered with: one byte flipped.
+    let mut flipped = two.clone();
+    flipped[5000] ^= 1;
+    std::fs::write(&f_two, &flipped).unwrap();
+    std::fs::write(&g, &other).unwrap();
+    assert_caught(get(&bob, "f").await, ViolationKind::AlteredObject, "a tampered object");
+    assert_eq!(get(&bob, "g").await.unwrap().unwrap(), other, "an untouched object still reads");
+    // Gone: a "not found" for an object the history names is a lie.
+    std::fs::remove_file(&f_two).unwrap();
+    assert_caught(get(&alice, "f").await, ViolationKind::UnprovenNotFound, "a deleted object");
+    // The old object of a key may go (it is garbage); nothing reads it.
+    let _ = f_one;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_history_goes_unseen_apart_and_is_caught_when_the_forks_meet() {
+    let setup = Setup::new(Misbehave::ForkAip).await;
+    let alice = create(&setup).await;
+    let bob = member(&setup, TOKEN_BOB, 1);
+    for i in 0..6 {
+        put(&alice, &format!("a{i}"), b"alice's").await;
+    }
+    // Bob's first operations run on a second history, honest in itself: each fork alone is
+    // linearizable, so nothing can tell yet (fork linearizability allows exactly this).
+    put(&bob, "b", b"bob's").await;
+    assert_eq!(list(&bob).await, ["b"], "bob sees his fork");
+    assert_eq!(get(&bob, "a0").await.unwrap(), None);
+    assert_eq!(get(&alice, "b").await.unwrap(), None, "alice never sees bob's put");
+    // The forks meet: bob is shown alice's history, which does not extend his.
+    assert_caught(bob.list().await, ViolationKind::BadAipAnswer, "forks that meet");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_go_on_across_a_provider_restart() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    put(&alice, "before", b"1").await;
+    setup.restart(Misbehave::None).await;
+    // Members keep their AIP state; the sequencer replayed its journal: the history goes on
+    // where it was, and each member's chain accepts it.
+    let alice = Group::join(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 0, keys(), Mode::Compatible);
+    let bob = member(&setup, TOKEN_BOB, 1);
+    put(&alice, "after", b"2").await;
+    assert_eq!(list(&bob).await, ["after", "before"]);
+    assert_eq!(get(&bob, "before").await.unwrap().unwrap(), b"1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_of_one_key_at_once_abort_or_land_and_retries_finish() {
+    let setup = Setup::new(Misbehave::None).await;
+    let remote = || Remote::new(&setup.url(), TOKEN_BOB).unwrap();
+    // The commutative mode (the ACOP baseline): two puts of one key do not commute, so a put
+    // with another pending aborts.
+    Group::create(remote(), GROUP, 0, keys(), Mode::Commutative).await.unwrap();
+    let members: Vec<std::sync::Arc<Group>> =
+        (1..5).map(|i| std::sync::Arc::new(Group::join(remote(), GROUP, i, keys(), Mode::Commutative))).collect();
+    let data = |i: usize, round: usize| sample(20_000, 50 + (i * 10 + round) as u64);
+    let mut tasks = Vec::new();
+    for (i, g) in members.iter().enumerate() {
+        let g = g.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut aborts = 0;
+            for round in 0..3 {
+                while let Outcome::Abort = g.put(b"hot", Cursor::new(data(i, round))).await.unwrap() {
+                    aborts += 1;
+                }
+            }
+            aborts
+        }));
+    }
+    let mut aborts = 0;
+    for t in tasks {
+        aborts += t.await.unwrap();
+    }
+    let last = get(&members[0], "hot").await.unwrap().unwrap();
+    assert!((0..4).any(|i| last == data(i, 2)), "the key holds a member's last whole object");
+    // An aborted put deletes its object (Alg. 6): the store holds each landed put once,
+    // however often it aborted first.
+    for i in 0..4 {
+        for round in 0..3 {
+            assert_eq!(stored_as(&setup.data, &data(i, round)).len(), 1, "member {i}'s put {round}");
+        }
+    }
+    println!("{aborts} aborts");
+}
