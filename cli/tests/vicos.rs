@@ -1,0 +1,103 @@
+//! `vouch group` and `vouch obj` as users run them: two clients of one provider share a
+//! VICOS group, each command a process of its own (the AIP state is saved between them).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+
+use common::{Server, VOUCH};
+
+fn serve(data: &Path, misbehave: &str) -> Server {
+    common::serve(data, &["--client", "bob=bob-token", "--misbehave", misbehave])
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+struct Member {
+    state: PathBuf,
+}
+
+impl Member {
+    fn new(dir: &Path, who: &str, server: &Server, token: &str) -> Member {
+        let member = Member { state: dir.join(who) };
+        member.ok(&["init", "--server", &server.url, "--token", token]);
+        member
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(VOUCH).arg("--state").arg(&self.state).args(args).env("RUST_LOG", "off").output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+}
+
+fn sample(len: usize) -> Vec<u8> {
+    (0..len as u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as u8).collect()
+}
+
+#[test]
+fn two_clients_share_a_group_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("provider"), "none");
+    let alice = Member::new(dir.path(), "alice", &server, "secret-token");
+    let bob = Member::new(dir.path(), "bob", &server, "bob-token");
+    let key = dir.path().join("team.key");
+    alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
+    bob.ok(&["group", "join", key.to_str().unwrap()]);
+    assert_eq!(bob.ok(&["group", "ls"]).trim(), "team");
+
+    let file = dir.path().join("report.bin");
+    std::fs::write(&file, sample(300_000)).unwrap();
+    alice.ok(&["obj", "put", file.to_str().unwrap(), "reports/q3"]);
+    let got = dir.path().join("got.bin");
+    bob.ok(&["obj", "get", "reports/q3", "-o", got.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&got).unwrap(), sample(300_000));
+    // To standard output, the object itself and nothing else.
+    assert_eq!(bob.run(&["obj", "get", "reports/q3"]).stdout, sample(300_000));
+    let listed: serde_json::Value = serde_json::from_str(&alice.ok(&["--json", "obj", "ls"])).unwrap();
+    assert_eq!(listed["keys"], serde_json::json!(["reports/q3"]));
+
+    bob.ok(&["obj", "rm", "reports/q3"]);
+    let missing = alice.run(&["obj", "get", "reports/q3", "-o", got.to_str().unwrap()]);
+    assert_eq!(code(&missing), 5, "{}", text(&missing.stderr));
+    // One state directory is one member of a group: joining again is refused.
+    let again = bob.run(&["group", "join", key.to_str().unwrap()]);
+    assert_eq!(code(&again), 6, "{}", text(&again.stderr));
+    let no_group = Member::new(dir.path(), "carol", &server, "secret-token");
+    assert_eq!(code(&no_group.run(&["obj", "ls"])), 2, "not a member of any group");
+}
+
+#[test]
+fn a_fork_is_caught_across_separate_runs_of_a_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("provider"), "fork-aip");
+    let alice = Member::new(dir.path(), "alice", &server, "secret-token");
+    let bob = Member::new(dir.path(), "bob", &server, "bob-token");
+    let key = dir.path().join("team.key");
+    alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
+    bob.ok(&["group", "join", key.to_str().unwrap()]);
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"data").unwrap();
+    for i in 0..5 {
+        alice.ok(&["obj", "put", file.to_str().unwrap(), &format!("a{i}")]);
+    }
+    // Bob's first three runs are shown a second history; each run restores the chain of the
+    // one before, so the fourth, shown alice's history, catches the fork (exit 3).
+    bob.ok(&["obj", "put", file.to_str().unwrap(), "b"]);
+    assert_eq!(bob.ok(&["obj", "ls"]).trim(), "b");
+    bob.ok(&["obj", "ls"]);
+    let caught = bob.run(&["obj", "ls"]);
+    assert_eq!(code(&caught), 3, "{}", text(&caught.stderr));
+    assert!(text(&caught.stderr).contains("bad-aip-answer") || text(&caught.stderr).contains("history"));
+}
