@@ -2,7 +2,7 @@
 //! original would, its hash chain still catches a fork (Sec. 3.6, case 2), and bytes that
 //! are not a state it could be in are refused with their typed error.
 
-use super::sim::{Setup, Sim};
+use super::sim::{random_op, Setup, Sim};
 use super::*;
 use crate::aip::wire::{MAX_MESSAGE_LEN, MAX_OPERATIONS};
 use crate::codec::{put_varint, CodecError};
@@ -25,16 +25,6 @@ fn busy_client() -> Client<Adict> {
     super::takeover::take_over(&mut s, &mut c);
     c[2].invoke(get("x")).unwrap();
     c.swap_remove(2)
-}
-
-fn random_op() -> impl Strategy<Value = Op> {
-    let key = (0u8..4).prop_map(|k| vec![b'k', b'0' + k]);
-    prop_oneof![
-        (key.clone(), any::<u8>()).prop_map(|(key, v)| DictOp::Put { key, value: vec![v] }),
-        key.clone().prop_map(|key| DictOp::Get { key }),
-        key.prop_map(|key| DictOp::Delete { key }),
-        Just(DictOp::List),
-    ]
 }
 
 proptest! {

@@ -4,19 +4,9 @@
 //! client ever blames the server, and the completed operations replay in sequence order
 //! and are linearizable in real time ([`crate::aip::history`]). The simulator is [`super::sim`].
 
-use super::sim::{Setup, Sim};
+use super::sim::{random_op, Setup, Sim};
 use super::*;
 use proptest::prelude::*;
-
-fn random_op() -> impl Strategy<Value = Op> {
-    let key = (0u8..4).prop_map(|k| vec![b'k', b'0' + k]);
-    prop_oneof![
-        (key.clone(), any::<u8>()).prop_map(|(key, v)| DictOp::Put { key, value: vec![v] }),
-        key.clone().prop_map(|key| DictOp::Get { key }),
-        key.prop_map(|key| DictOp::Delete { key }),
-        Just(DictOp::List),
-    ]
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]

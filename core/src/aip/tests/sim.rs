@@ -309,3 +309,15 @@ impl Sim {
         h
     }
 }
+
+/// A random ADICT operation over four keys.
+pub(super) fn random_op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let key = (0u8..4).prop_map(|k| vec![b'k', b'0' + k]);
+    prop_oneof![
+        (key.clone(), any::<u8>()).prop_map(|(key, v)| DictOp::Put { key, value: vec![v] }),
+        key.clone().prop_map(|key| DictOp::Get { key }),
+        key.prop_map(|key| DictOp::Delete { key }),
+        Just(DictOp::List),
+    ]
+}
