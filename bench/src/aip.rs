@@ -7,8 +7,8 @@
 //! * Baseline: SHA-256 of a 65-byte node input, per second; `updates per second x hashes
 //!   per update / hash rate` says how close the tree is to hashing alone.
 //!
-//! The rest of the benchmark (VICOS over MinIO against the native store, 1-128
-//! clients, success rates) needs the VICOS client end to end, which a later increment adds.
+//! * VICOS (Sec. 6): members of a group over a provider beside native `object_store` clients
+//!   on the same S3 server, over N, object sizes and Zipf skew; see [`crate::vicos`].
 
 use crate::measure::{check, min_time, targets_text, Options, SelfCheckFailed, Target};
 use serde::Serialize;
@@ -25,6 +25,7 @@ pub struct Report {
     pub sizes: Vec<Size>,
     /// SHA-256 of one 65-byte node input, per second.
     pub hashes_per_s: f64,
+    pub vicos: crate::vicos::Report,
     pub targets: Vec<Target>,
 }
 
@@ -43,7 +44,17 @@ fn key(i: usize) -> Vec<u8> {
     format!("objects/{i:012}").into_bytes()
 }
 
-pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
+pub fn run(opts: Options, progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
+    let s3 = vouch_store::S3Config::from_env(Some("vouch")).map_err(|why| why.to_string());
+    run_with(opts, &crate::vicos::Sizes::of(opts.quick), s3, progress)
+}
+
+pub(crate) fn run_with(
+    opts: Options,
+    vicos_sizes: &crate::vicos::Sizes,
+    s3: Result<vouch_store::S3Config, String>,
+    mut progress: impl FnMut(&str),
+) -> Result<Report, SelfCheckFailed> {
     let runs = if opts.quick { 3 } else { 5 };
     let batch = if opts.quick { 20_000 } else { 100_000 };
     let sizes: &[usize] = if opts.quick { &[1_000, 100_000] } else { &[1_000, 100_000, 1_000_000] };
@@ -97,14 +108,32 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     let hashes_per_s = hashes as f64 / hashing.as_secs_f64();
     let slowest = figures.iter().map(|f| f.server_puts_per_s.min(f.client_puts_per_s)).fold(f64::MAX, f64::min);
     let largest = figures.last().map_or(0, |f| f.keys);
-    let targets = vec![Target::at_least(
+    let mut targets = vec![Target::at_least(
         &format!("ADICT updates, up to {largest} keys, one core"),
         slowest,
         UPDATES_TARGET,
         "ops/s",
         None,
     )];
-    Ok(Report { quick: opts.quick, sizes: figures, hashes_per_s, targets })
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let vicos = crate::vicos::run_with(&rt, vicos_sizes, s3, &mut progress)?;
+    let (n, overhead) = vicos.overhead();
+    let overhead = Target::at_most(
+        &format!("VICOS overhead, 1 - VICOS/native ops/s, 10 KB, {n} clients"),
+        overhead,
+        0.10,
+        "",
+        Some("+16-24% latency (Fig. 5)"),
+    );
+    targets.push(if vicos.native.is_some() { overhead } else { overhead.unmeasured() });
+    targets.push(Target::at_least(
+        "VICOS writes done/attempted, compatible, theta 0.99",
+        vicos.compatible_writes_at_99(),
+        1.0,
+        "",
+        Some("100% (Fig. 8)"),
+    ));
+    Ok(Report { quick: opts.quick, sizes: figures, hashes_per_s, vicos, targets })
 }
 
 impl Report {
@@ -118,6 +147,36 @@ impl Report {
             );
         }
         out += &format!("  baseline: SHA-256 of a 65-byte node {:.0}/s\n", self.hashes_per_s);
+        out += &self.vicos.to_text();
         out + &targets_text(&self.targets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tiny_run_over_the_local_backend_has_every_part() {
+        let sizes = crate::vicos::Sizes {
+            clients: vec![1, 3],
+            object_bytes: vec![10_000, 100_000],
+            size_clients: 2,
+            ops: 40,
+            success_clients: 3,
+            thetas: vec![0.0, 0.99],
+        };
+        let report = run_with(Options { quick: true }, &sizes, Err("no S3 here".into()), |_| {}).unwrap();
+        let v = &report.vicos;
+        assert_eq!(v.provider_backend, "local");
+        assert_eq!(v.scaling.iter().map(|p| p.clients).collect::<Vec<_>>(), [1, 3]);
+        assert!(v.scaling.iter().all(|p| p.vicos.ops >= 40 && p.vicos.ops_s > 0.0 && p.native.is_none()));
+        assert_eq!(v.sizes.len(), 2);
+        assert_eq!(v.success.len(), 4);
+        assert!(v.success.iter().all(|p| p.vicos.writes.done + p.vicos.reads.done == p.vicos.ops));
+        assert_eq!(v.skipped.len(), 1);
+        assert_eq!(report.targets.len(), 3);
+        assert!(report.targets[1].met.is_none());
+        assert!(report.to_text().contains("success rate"));
     }
 }

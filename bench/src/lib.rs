@@ -19,5 +19,6 @@ pub mod por_edit;
 pub mod por_writes;
 pub mod repo;
 pub mod store;
+pub mod vicos;
 
 pub use measure::{Options, SelfCheckFailed, Target};

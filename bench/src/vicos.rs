@@ -1,0 +1,549 @@
+//! The VICOS part of `vouch bench aip` (paper 003, Sec. 6): a COSBench-like closed loop of
+//! members of one VICOS group over a real provider, beside the same workload run by as many
+//! `object_store` clients straight on the same S3 server (native COS, a key prefix of its own).
+//!
+//! A provider (its blobs on S3 when `VOUCH_S3_*` names a server, else local); per object size
+//! and mode one group of members (HMAC keys, each its own [`Group`]) over [`KEYS`] keys written
+//! once before (untimed). Each client then runs its share of a fixed number of operations:
+//! a read with probability `reads_pct`, else a write, of a key drawn from a Zipf distribution
+//! of factor θ (Gray et al., as YCSB). An ABORT (or a full pending list) is retried until the
+//! operation is done; success rate = done / attempted, per kind. Latency counts the retries.
+//!
+//! Every object carries its seed in its first 8 bytes; a read must return exactly the bytes
+//! of a seed written to that key.
+
+use crate::e2e::data;
+use crate::measure::{ms, SelfCheckFailed};
+use bytes::Bytes;
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::io::Cursor;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use vouch_client::vicos::{is_busy, Group};
+use vouch_client::Remote;
+use vouch_core::aip::{Keyring, Mode, Outcome};
+
+/// The key space (the paper's 64 objects, Sec. 6).
+pub(crate) const KEYS: usize = 64;
+/// Retries of one operation before the bench gives up on it.
+const MAX_TRIES: usize = 10_000;
+
+/// One point: a workload run by VICOS members and, when there is S3, by native clients.
+#[derive(Debug, Serialize)]
+pub struct Point {
+    pub mode: &'static str,
+    pub clients: usize,
+    pub object_bytes: usize,
+    pub reads_pct: u32,
+    pub theta: f64,
+    pub vicos: Run,
+    pub native: Option<Run>,
+}
+
+/// Operations done, at what rate, their latency (retries included) and success rates.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Run {
+    pub ops: usize,
+    pub ops_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub reads: Kind,
+    pub writes: Kind,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Kind {
+    pub done: usize,
+    pub attempted: usize,
+    /// done / attempted; 1 when nothing was attempted.
+    pub success_rate: f64,
+}
+
+/// A Zipf distribution over ranks `0..n`: P(i) ∝ 1 / (i+1)^θ.
+pub(crate) struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    pub(crate) fn new(n: usize, theta: f64) -> Zipf {
+        let weights: Vec<f64> = (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut acc = 0.0;
+        Zipf {
+            cdf: weights
+                .iter()
+                .map(|w| {
+                    acc += w / total;
+                    acc
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn sample(&self, rng: &mut impl Rng) -> usize {
+        let u: f64 = rng.gen();
+        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
+    }
+}
+
+/// The object with `seed` (its first 8 bytes).
+fn object(len: usize, seed: u64) -> Bytes {
+    let mut v = data(len.max(8), seed);
+    v[..8].copy_from_slice(&seed.to_le_bytes());
+    Bytes::from(v)
+}
+
+fn key_name(k: usize) -> String {
+    format!("obj-{k:04}")
+}
+
+/// Where a workload runs: the members of a group, or native clients under a prefix.
+#[derive(Clone)]
+pub(crate) enum Target {
+    Vicos(Arc<Vec<Group>>),
+    Native(Arc<dyn ObjectStore>, String),
+}
+
+/// The seeds written to each key (registered before the write starts).
+type Written = Arc<Mutex<HashMap<usize, HashSet<u64>>>>;
+
+impl Target {
+    /// One attempt: `Ok(false)` on an ABORT or a busy provider.
+    async fn put(&self, client: usize, k: usize, body: Bytes) -> Result<bool, String> {
+        match self {
+            Target::Vicos(members) => match members[client].put(key_name(k).as_bytes(), Cursor::new(body)).await {
+                Ok(Outcome::Done(())) => Ok(true),
+                Ok(Outcome::Abort) => Ok(false),
+                Err(e) if is_busy(&e) => Ok(false),
+                Err(e) => Err(format!("vicos put {}: {e}", key_name(k))),
+            },
+            Target::Native(store, prefix) => {
+                let key = Key::from(format!("{prefix}{}", key_name(k)));
+                store.put(&key, PutPayload::from_bytes(body)).await.map_err(|e| format!("PUT {key}: {e}"))?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// One attempt: `Ok(None)` on an ABORT or a busy provider.
+    async fn get(&self, client: usize, k: usize) -> Result<Option<Bytes>, String> {
+        match self {
+            Target::Vicos(members) => {
+                let mut out = Vec::new();
+                match members[client].get(key_name(k).as_bytes(), &mut out).await {
+                    Ok(Outcome::Done(Some(_))) => Ok(Some(Bytes::from(out))),
+                    Ok(Outcome::Done(None)) => Err(format!("vicos get {}: absent, yet written", key_name(k))),
+                    Ok(Outcome::Abort) => Ok(None),
+                    Err(e) if is_busy(&e) => Ok(None),
+                    Err(e) => Err(format!("vicos get {}: {e}", key_name(k))),
+                }
+            }
+            Target::Native(store, prefix) => {
+                let key = Key::from(format!("{prefix}{}", key_name(k)));
+                let got = store.get(&key).await.map_err(|e| format!("GET {key}: {e}"))?;
+                Ok(Some(got.bytes().await.map_err(|e| format!("GET {key}: {e}"))?))
+            }
+        }
+    }
+}
+
+/// Writes every key once (untimed), by `clients` clients.
+pub(crate) async fn preload(
+    target: &Target,
+    clients: usize,
+    len: usize,
+    written: &Written,
+) -> Result<(), SelfCheckFailed> {
+    let spec = Spec { clients, ops: KEYS, len, reads_pct: 0, theta: 0.0, seed: 0 };
+    run_ops(target, &spec, written, move |c, j| (c + j * clients) % KEYS).await.map(|_| ())
+}
+
+/// What one closed-loop run does.
+pub(crate) struct Spec {
+    pub clients: usize,
+    /// All clients together.
+    pub ops: usize,
+    pub len: usize,
+    pub reads_pct: u32,
+    pub theta: f64,
+    pub seed: u64,
+}
+
+/// The workload of `spec`, keys drawn from Zipf(θ).
+pub(crate) async fn workload(target: &Target, spec: &Spec, written: &Written) -> Result<Run, SelfCheckFailed> {
+    let zipf = Arc::new(Zipf::new(KEYS, spec.theta));
+    let seed = spec.seed;
+    run_ops(target, spec, written, move |c, j| {
+        let mut rng = StdRng::seed_from_u64(seed ^ ((c as u64) << 32) ^ j as u64);
+        zipf.sample(&mut rng)
+    })
+    .await
+}
+
+/// Per client: latencies, reads (done, attempted), writes (done, attempted).
+type ClientTally = (Vec<Duration>, (usize, usize), (usize, usize));
+
+async fn run_ops(
+    target: &Target,
+    spec: &Spec,
+    written: &Written,
+    pick: impl Fn(usize, usize) -> usize + Clone + Send + Sync + 'static,
+) -> Result<Run, SelfCheckFailed> {
+    let each = spec.ops.div_ceil(spec.clients);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..spec.clients {
+        let (target, written, pick) = (target.clone(), written.clone(), pick.clone());
+        let (len, reads_pct, seed) = (spec.len, spec.reads_pct, spec.seed);
+        tasks.push(tokio::spawn(async move {
+            let mut rng = StdRng::seed_from_u64(seed.wrapping_add(c as u64 * 7919));
+            let mut t: ClientTally = (Vec::with_capacity(each), (0, 0), (0, 0));
+            for j in 0..each {
+                let k = pick(c, j);
+                let read = rng.gen_range(0..100) < reads_pct;
+                // A seed of this write's own, and its bytes, made before the clock starts.
+                let s = (seed << 48) ^ ((c as u64) << 32) ^ ((j as u64) << 8) ^ k as u64;
+                let body = (!read).then(|| object(len, s));
+                if body.is_some() {
+                    written.lock().expect("lock").entry(k).or_default().insert(s);
+                }
+                let began = Instant::now();
+                let mut tries = 0;
+                loop {
+                    tries += 1;
+                    if tries > MAX_TRIES {
+                        return Err(format!("an operation on {} aborted {MAX_TRIES} times", key_name(k)));
+                    }
+                    if let Some(body) = &body {
+                        t.2 .1 += 1;
+                        if target.put(c, k, body.clone()).await? {
+                            t.2 .0 += 1;
+                            break;
+                        }
+                    } else {
+                        t.1 .1 += 1;
+                        if let Some(got) = target.get(c, k).await? {
+                            t.1 .0 += 1;
+                            verify(&got, k, len, &written)?;
+                            break;
+                        }
+                    }
+                }
+                t.0.push(began.elapsed());
+            }
+            Ok::<_, String>(t)
+        }));
+    }
+    let (mut latencies, mut reads, mut writes) = (Vec::new(), (0, 0), (0, 0));
+    for task in tasks {
+        let (l, r, w) =
+            task.await.map_err(|e| SelfCheckFailed(format!("a client failed: {e}")))?.map_err(SelfCheckFailed)?;
+        latencies.extend(l);
+        (reads.0, reads.1, writes.0, writes.1) = (reads.0 + r.0, reads.1 + r.1, writes.0 + w.0, writes.1 + w.1);
+    }
+    let wall = start.elapsed();
+    latencies.sort();
+    let kind = |(done, attempted): (usize, usize)| Kind {
+        done,
+        attempted,
+        success_rate: if attempted == 0 { 1.0 } else { done as f64 / attempted as f64 },
+    };
+    Ok(Run {
+        ops: latencies.len(),
+        ops_s: latencies.len() as f64 / wall.as_secs_f64(),
+        p50_ms: percentile(&latencies, 0.50),
+        p99_ms: percentile(&latencies, 0.99),
+        reads: kind(reads),
+        writes: kind(writes),
+    })
+}
+
+/// `got` is exactly an object written to key `k`.
+fn verify(got: &[u8], k: usize, len: usize, written: &Written) -> Result<(), String> {
+    let seed = got.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let known = seed.is_some_and(|s| written.lock().expect("lock").get(&k).is_some_and(|w| w.contains(&s)));
+    if !known || got != &object(len, seed.unwrap_or(0))[..] {
+        return Err(format!("{} read back {} bytes that are no object written to it", key_name(k), got.len()));
+    }
+    Ok(())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    ms(sorted[rank - 1])
+}
+
+/// A group of `members` members on the provider at `url`, named `name`, in `mode`.
+pub(crate) async fn group(
+    url: &str,
+    token: &str,
+    name: &str,
+    members: usize,
+    mode: Mode,
+) -> Result<Target, SelfCheckFailed> {
+    let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(format!("group {name}: {e}"));
+    let keys = || Keyring::Hmac { key: [0x5a; 32] };
+    let remote = || Remote::new(url, token).map_err(|e| fail(&e));
+    let first = Group::create(remote()?, name, 0, keys(), mode).await.map_err(|e| fail(&e))?;
+    let mut all = vec![first];
+    for me in 1..members {
+        all.push(Group::join(remote()?, name, me as u32, keys(), mode));
+    }
+    Ok(Target::Vicos(Arc::new(all)))
+}
+
+pub(crate) fn fresh_written() -> Written {
+    Arc::new(Mutex::new(HashMap::new()))
+}
+
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Compatible => "compatible",
+        Mode::Commutative => "commutative",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zipf_is_uniform_at_zero_and_skewed_at_point_99() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let count = |theta: f64, rng: &mut StdRng| {
+            let z = Zipf::new(64, theta);
+            let mut c = vec![0usize; 64];
+            for _ in 0..10_000 {
+                c[z.sample(rng)] += 1;
+            }
+            c
+        };
+        let uniform = count(0.0, &mut rng);
+        assert!(uniform.iter().all(|&n| (100..300).contains(&n)), "{uniform:?}");
+        // The paper's Fig. 7: about 20% on the first object, about 0.3% on the last.
+        let skewed = count(0.99, &mut rng);
+        assert!((1700..2300).contains(&skewed[0]), "{skewed:?}");
+        assert!(skewed[63] < 80, "{skewed:?}");
+    }
+}
+
+/// The VICOS figures of `vouch bench aip`.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Where the provider keeps its blobs: `s3` or `local`.
+    pub provider_backend: &'static str,
+    /// The native baseline, when there is one.
+    pub native: Option<String>,
+    pub skipped: Vec<String>,
+    pub key_space: usize,
+    /// 10 KB objects, 80% reads, θ = 0, compatible: VICOS and native over N (Figs. 5, 6).
+    pub scaling: Vec<Point>,
+    /// Each object size, 50% reads, θ = 0 (Fig. 5).
+    pub sizes: Vec<Point>,
+    /// 10 KB, 20% reads, each mode and θ (Fig. 8); VICOS alone (native never aborts).
+    pub success: Vec<Point>,
+}
+
+/// How much each part does.
+#[derive(Clone, Debug)]
+pub(crate) struct Sizes {
+    pub clients: Vec<usize>,
+    pub object_bytes: Vec<usize>,
+    pub size_clients: usize,
+    /// Operations per point for 10 KB objects (fewer for larger ones).
+    pub ops: usize,
+    pub success_clients: usize,
+    pub thetas: Vec<f64>,
+}
+
+impl Sizes {
+    pub(crate) fn of(quick: bool) -> Sizes {
+        Sizes {
+            clients: if quick { vec![1, 4] } else { vec![1, 4, 16, 64, 128] },
+            object_bytes: if quick { vec![10_000, 1_000_000] } else { vec![1_000, 10_000, 100_000, 1_000_000] },
+            size_clients: 4,
+            ops: if quick { 400 } else { 2000 },
+            success_clients: if quick { 4 } else { 16 },
+            thetas: vec![0.0, 0.5, 0.75, 0.99],
+        }
+    }
+
+    fn ops_for(&self, len: usize, clients: usize) -> usize {
+        (self.ops * 10_000 / len.max(10_000)).max(40).max(clients * 4)
+    }
+}
+
+const TOKEN: &str = "bench";
+const SMALL: usize = 10_000;
+
+pub(crate) fn run_with(
+    rt: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+    s3: Result<vouch_store::S3Config, String>,
+    progress: &mut impl FnMut(&str),
+) -> Result<Report, SelfCheckFailed> {
+    let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(format!("vicos: {e}"));
+    let scratch = tempfile::tempdir().map_err(|e| fail(&e))?;
+    let mut skipped = Vec::new();
+    let (blocks, native) = match s3 {
+        Ok(config) => {
+            let prefix = format!("bench-aip-{:08x}/", rand::random::<u32>());
+            (vouch_server::Blocks::S3(config.clone()), Some((crate::store::raw_s3(&config)?, prefix, config.bucket)))
+        }
+        Err(why) => {
+            skipped.push(format!("native COS comparison: {why} (e.g. eval \"$(scripts/minio.sh start DIR)\")"));
+            (vouch_server::Blocks::Local, None)
+        }
+    };
+    let native_text =
+        native.as_ref().map(|(_, p, b)| format!("object_store on the same S3, bucket {b}, keys under {p}"));
+    rt.block_on(async {
+        let provider = vouch_server::Provider::open_dir(scratch.path(), &blocks).map_err(|e| fail(&e))?;
+        let clients = HashMap::from([(vouch_server::token_hash(TOKEN), "bench".to_string())]);
+        let server = vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending())
+            .await
+            .map_err(|e| fail(&e))?;
+        let url = format!("http://{}", server.addr);
+        let mut natives = HashMap::new();
+        let mut native_for = async |len: usize, clients: usize| -> Result<Option<(Target, Written)>, SelfCheckFailed> {
+            let Some((store, prefix, _)) = &native else { return Ok(None) };
+            if let Some(n) = natives.get(&len) {
+                return Ok(Some(n).cloned());
+            }
+            let (t, w) = (Target::Native(store.clone(), format!("{prefix}{len}/")), fresh_written());
+            preload(&t, clients, len, &w).await?;
+            natives.insert(len, (t.clone(), w.clone()));
+            Ok(Some((t, w)))
+        };
+        let point = async |target: &Target,
+                           written: &Written,
+                           native: Option<&(Target, Written)>,
+                           mode: Mode,
+                           spec: Spec|
+               -> Result<Point, SelfCheckFailed> {
+            let vicos = workload(target, &spec, written).await?;
+            let native = match native {
+                Some((t, w)) => Some(workload(t, &spec, w).await?),
+                None => None,
+            };
+            let Spec { clients, len, reads_pct, theta, .. } = spec;
+            Ok(Point { mode: mode_name(mode), clients, object_bytes: len, reads_pct, theta, vicos, native })
+        };
+        let most = sizes.clients.iter().copied().max().unwrap_or(1);
+        progress(&format!("vicos: {KEYS} objects of 10 KB, 1-{most} clients, VICOS and native"));
+        let g = group(&url, TOKEN, "scaling", most, Mode::Compatible).await?;
+        let w = fresh_written();
+        preload(&g, most.min(16), SMALL, &w).await?;
+        let n = native_for(SMALL, most.min(16)).await?;
+        let mut scaling = Vec::new();
+        for &clients in &sizes.clients {
+            progress(&format!("vicos: 10 KB, 80% reads, {clients} clients"));
+            let spec = Spec {
+                clients,
+                ops: sizes.ops_for(SMALL, clients),
+                len: SMALL,
+                reads_pct: 80,
+                theta: 0.0,
+                seed: 1 + clients as u64,
+            };
+            scaling.push(point(&g, &w, n.as_ref(), Mode::Compatible, spec).await?);
+        }
+        let mut by_size = Vec::new();
+        for &len in &sizes.object_bytes {
+            progress(&format!("vicos: {len} B objects, 50% reads, {} clients", sizes.size_clients));
+            let c = sizes.size_clients;
+            let g = group(&url, TOKEN, &format!("size-{len}"), c, Mode::Compatible).await?;
+            let w = fresh_written();
+            preload(&g, c, len, &w).await?;
+            let n = native_for(len, c).await?;
+            let spec = Spec { clients: c, ops: sizes.ops_for(len, c), len, reads_pct: 50, theta: 0.0, seed: 7 };
+            by_size.push(point(&g, &w, n.as_ref(), Mode::Compatible, spec).await?);
+        }
+        let mut success = Vec::new();
+        for mode in [Mode::Compatible, Mode::Commutative] {
+            let c = sizes.success_clients;
+            let g = group(&url, TOKEN, &format!("success-{}", mode_name(mode)), c, mode).await?;
+            let w = fresh_written();
+            preload(&g, c, SMALL, &w).await?;
+            for &theta in &sizes.thetas {
+                progress(&format!("vicos: success rate, {}, θ = {theta}, {c} clients", mode_name(mode)));
+                let spec =
+                    Spec { clients: c, ops: sizes.ops_for(SMALL, c), len: SMALL, reads_pct: 20, theta, seed: 11 };
+                success.push(point(&g, &w, None, mode, spec).await?);
+            }
+        }
+        if let Some((store, prefix, _)) = &native {
+            use futures::StreamExt;
+            let listed =
+                store.list(Some(&Key::from(prefix.trim_end_matches('/')))).map(|m| m.map(|m| m.location)).boxed();
+            let mut deleted = store.delete_stream(listed);
+            while deleted.next().await.is_some() {}
+        }
+        server.shutdown().await.map_err(|e| fail(&e))?;
+        let provider_backend = if native.is_some() { "s3" } else { "local" };
+        Ok(Report { provider_backend, native: native_text, skipped, key_space: KEYS, scaling, sizes: by_size, success })
+    })
+}
+
+impl Report {
+    /// 1 − VICOS / native throughput at the largest N (NaN without a baseline).
+    pub fn overhead(&self) -> (usize, f64) {
+        let last = self.scaling.last();
+        let value = last.and_then(|p| p.native.map(|n| 1.0 - p.vicos.ops_s / n.ops_s)).unwrap_or(f64::NAN);
+        (last.map_or(0, |p| p.clients), value)
+    }
+
+    /// The write success rate in compatible mode at θ = 0.99.
+    pub fn compatible_writes_at_99(&self) -> f64 {
+        let p = self.success.iter().find(|p| p.mode == "compatible" && p.theta == 0.99);
+        p.map_or(f64::NAN, |p| p.vicos.writes.success_rate)
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "VICOS, {} objects, provider blobs on {}; native baseline: {}\n",
+            self.key_space,
+            self.provider_backend,
+            self.native.as_deref().unwrap_or("none")
+        );
+        let run = |r: &Run| format!("{:>7.0} ops/s, p50 {:>7.2} ms, p99 {:>7.2} ms", r.ops_s, r.p50_ms, r.p99_ms);
+        let line = |p: &Point| {
+            let native = p.native.as_ref().map_or(String::new(), |n| {
+                format!("\n      native {} -> VICOS/native {:.2}x", run(n), p.vicos.ops_s / n.ops_s)
+            });
+            format!(
+                "  {:>3} clients, {:>7} B, {}% reads, θ {}: VICOS {} ({} ops){native}\n",
+                p.clients,
+                p.object_bytes,
+                p.reads_pct,
+                p.theta,
+                run(&p.vicos),
+                p.vicos.ops
+            )
+        };
+        out += "throughput and latency over N, 10 KB [VICOS Figs. 5, 6: +16-24% latency]:\n";
+        self.scaling.iter().for_each(|p| out += &line(p));
+        out += "object sizes:\n";
+        self.sizes.iter().for_each(|p| out += &line(p));
+        out += "success rate (done / attempted), 20% reads [VICOS Fig. 8: compatible writes 100%]:\n";
+        for p in &self.success {
+            let (r, w) = (&p.vicos.reads, &p.vicos.writes);
+            out += &format!(
+                "  {:<11} θ {:<4}: reads {:.3} ({}/{}), writes {:.3} ({}/{}), {} clients\n",
+                p.mode, p.theta, r.success_rate, r.done, r.attempted, w.success_rate, w.done, w.attempted, p.clients
+            );
+        }
+        for s in &self.skipped {
+            out += &format!("not measured: {s}\n");
+        }
+        out
+    }
+}
