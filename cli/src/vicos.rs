@@ -136,7 +136,10 @@ pub async fn obj(args: ObjArgs, state: PathBuf, out: Output) -> Result<(), Failu
     let report = result?;
     let text = || match (&report.keys, report.op) {
         (Some(keys), _) => keys.join("\n"),
-        (None, op) => format!("{op} {} ({})", report.key.as_deref().unwrap_or(""), human(report.bytes.unwrap_or(0))),
+        (None, op) => {
+            let key = report.key.as_deref().unwrap_or("");
+            report.bytes.map_or_else(|| format!("{op} {key}"), |b| format!("{op} {key} ({})", human(b)))
+        }
     };
     if !report.quiet {
         out.print(&report, text);

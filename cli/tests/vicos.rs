@@ -101,3 +101,36 @@ fn a_fork_is_caught_across_separate_runs_of_a_member() {
     assert_eq!(code(&caught), 3, "{}", text(&caught.stderr));
     assert!(text(&caught.stderr).contains("bad-aip-answer") || text(&caught.stderr).contains("history"));
 }
+
+#[test]
+fn a_member_runs_one_command_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("provider"), "none");
+    let alice = Member::new(dir.path(), "alice", &server, "secret-token");
+    let key = dir.path().join("team.key");
+    alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
+    // A put reading standard input holds the member's state until its input ends...
+    let mut put = Command::new(VOUCH)
+        .arg("--state")
+        .arg(&alice.state)
+        .args(["obj", "put", "-", "k"])
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = put.stdin.take().unwrap();
+    std::io::Write::write_all(&mut input, b"first bytes").unwrap();
+    // ...so a second command of the same member is refused (another process holds the state),
+    // never run on a copy of its AIP state.
+    let busy = (0..100)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            alice.run(&["obj", "ls"])
+        })
+        .find(|out| code(out) == 1)
+        .expect("a second command while the first runs");
+    assert!(text(&busy.stderr).contains("in use"), "{}", text(&busy.stderr));
+    drop(input);
+    assert!(put.wait().unwrap().success());
+    assert_eq!(alice.ok(&["obj", "ls"]).trim(), "k");
+}

@@ -159,7 +159,9 @@ impl Group {
             }
             false => aip::Client::new(file.id, keys, Adict { mode }),
         };
-        Ok(Group::with_client(remote_of(&dir)?, name, client))
+        let mut group = Group::with_client(remote_of(&dir)?, name, client);
+        group.state = Some(dir);
+        Ok(group)
     }
 
     /// Saves this member's AIP state into the state directory `state`.

@@ -55,6 +55,9 @@ pub struct Group {
     name: String,
     /// AIP runs one operation at a time per client.
     aip: tokio::sync::Mutex<aip::Client<Adict>>,
+    /// When opened from a state directory: held (with its lock) while the member lives, so
+    /// that two processes never run one member's AIP state at once.
+    state: Option<crate::state::StateDir>,
 }
 
 impl Group {
@@ -65,7 +68,7 @@ impl Group {
 
     /// The member whose AIP state is `client` (restored from a save, see [`files`]).
     fn with_client(remote: Remote, name: &str, client: aip::Client<Adict>) -> Group {
-        Group { remote, name: name.to_string(), aip: tokio::sync::Mutex::new(client) }
+        Group { remote, name: name.to_string(), aip: tokio::sync::Mutex::new(client), state: None }
     }
 
     /// Creates the group `name` on the provider, `me` its creator (it signs the genesis), and
