@@ -239,3 +239,30 @@ async fn puts_of_one_key_at_once_abort_or_land_and_retries_finish() {
     }
     println!("{aborts} aborts");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_racing_a_delete_of_its_key_is_never_a_lie() {
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = std::sync::Arc::new(create(&setup).await);
+    let bob = member(&setup, TOKEN_BOB, 1);
+    let reader = {
+        let alice = alice.clone();
+        tokio::spawn(async move {
+            let mut seen = 0;
+            for _ in 0..150 {
+                let mut out = Vec::new();
+                // Honest: the object, proven absence, ABORT, or a retry; never a violation.
+                if let Outcome::Done(Some(_)) = alice.get(b"k", &mut out).await.unwrap() {
+                    assert_eq!(out, b"value");
+                    seen += 1;
+                }
+            }
+            seen
+        })
+    };
+    for _ in 0..60 {
+        done(bob.put(b"k", Cursor::new(b"value".to_vec())).await);
+        done(bob.delete(b"k").await);
+    }
+    println!("{} reads found the object", reader.await.unwrap());
+}

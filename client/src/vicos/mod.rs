@@ -42,6 +42,8 @@ use vouch_proto::{encode_frame, ErrorCode, Op};
 
 /// Bytes of an object per `cos-put` frame.
 const PUT_FRAME_BYTES: usize = 1 << 20;
+/// Times a get asks the history again when the object it named was deleted meanwhile.
+const MAX_GET_TRIES: usize = 4;
 /// Most batches one passive phase authenticates before it leaves the rest to others.
 const MAX_PASSIVE_ROUNDS: usize = 1024;
 /// Bytes of a nonce `x` and of a hash `h`: ADICT's value is `x || h`.
@@ -115,29 +117,58 @@ impl Group {
     /// group's history proves the key absent. On a violation, what was written is not the
     /// object (the caller discards it).
     pub async fn get(&self, key: &[u8], out: &mut (impl Write + Send)) -> Result<Outcome<Option<u64>>, ClientError> {
-        let value = match self.run(DictOp::Get { key: key.to_vec() }).await? {
-            Outcome::Abort => return Ok(Outcome::Abort),
-            Outcome::Done(DictResponse::Value(None)) => return Ok(Outcome::Done(None)),
-            Outcome::Done(DictResponse::Value(Some(value))) => value,
-            Outcome::Done(other) => return Err(malformed(format!("a get answered with {other:?}"))),
-        };
-        if value.len() != NONCE_LEN + HASH_LEN {
-            return Err(malformed("the key's value is not a nonce and a hash".into()));
+        let mut named = self.adict_get(key).await?;
+        for _ in 0..MAX_GET_TRIES {
+            let value = match named {
+                Outcome::Done(Some(value)) => value,
+                Outcome::Done(None) => return Ok(Outcome::Done(None)),
+                Outcome::Abort => return Ok(Outcome::Abort),
+            };
+            let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
+            let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
+            match self.cos_get(&object, out).await {
+                Ok((len, hash)) if hash[..] == value[NONCE_LEN..] => return Ok(Outcome::Done(Some(len))),
+                Ok(_) => {
+                    return Err(ClientError::violation(
+                        ViolationKind::AlteredObject,
+                        format!(
+                            "object {} of group {} hashes to another value than the group's history holds",
+                            show(key),
+                            self.name
+                        ),
+                    ))
+                }
+                // A member may have deleted the key, and its objects, since the history named
+                // this one: an honest store then has it no more. Only a key that still names
+                // it makes the "not found" a lie.
+                Err(e) if e.violation_kind() == Some(ViolationKind::UnprovenNotFound) => {
+                    named = self.adict_get(key).await?;
+                    if matches!(&named, Outcome::Done(Some(now)) if *now == value) {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
-        let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
-        let (len, hash) = self.cos_get(&object, out).await?;
-        if hash[..] != value[NONCE_LEN..] {
-            return Err(ClientError::violation(
-                ViolationKind::AlteredObject,
-                format!(
-                    "object {} of group {} hashes to another value than the group's history holds",
-                    show(key),
-                    self.name
-                ),
-            ));
+        Err(ClientError::Refused {
+            code: ErrorCode::Conflict,
+            message: format!("object {} of group {} kept changing while it was read", show(key), self.name),
+        })
+    }
+
+    /// `adict-get(k)`: the value the group's history holds for `key` (a nonce and a hash).
+    async fn adict_get(&self, key: &[u8]) -> Result<Outcome<Option<Vec<u8>>>, ClientError> {
+        match self.run(DictOp::Get { key: key.to_vec() }).await? {
+            Outcome::Abort => Ok(Outcome::Abort),
+            Outcome::Done(DictResponse::Value(None)) => Ok(Outcome::Done(None)),
+            Outcome::Done(DictResponse::Value(Some(value))) if value.len() == NONCE_LEN + HASH_LEN => {
+                Ok(Outcome::Done(Some(value)))
+            }
+            Outcome::Done(DictResponse::Value(Some(_))) => {
+                Err(malformed("the key's value is not a nonce and a hash".into()))
+            }
+            Outcome::Done(other) => Err(malformed(format!("a get answered with {other:?}"))),
         }
-        Ok(Outcome::Done(Some(len)))
     }
 
     /// `vicos-del(k)`.
