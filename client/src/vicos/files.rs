@@ -1,7 +1,8 @@
 //! A member's group files in the client's state directory, for `vouch group` and `vouch obj`:
 //! `groups/NAME.toml` (this member's id, the mode, the group key; private) and
 //! `groups/NAME.aip` (its AIP state: the hash chain and what it still needs, saved after each
-//! operation, so that a fork is caught across runs, not only within one).
+//! REPLY before the COMMIT leaves, and after each operation, so that a fork is caught across
+//! runs, not only within one, and a crash mid-operation loses no COMMIT).
 //!
 //! A group key file (`vouch group init --key-out`) hands the group to other members: the
 //! group's name, mode and key, and the next free member id. Whoever holds it can sign as any
@@ -29,13 +30,15 @@ pub struct GroupFile {
 }
 
 impl GroupFile {
-    fn keys(&self) -> Result<Keyring, ClientError> {
+    /// The group's keys (the HMAC group key).
+    pub fn keys(&self) -> Result<Keyring, ClientError> {
         let bytes =
             hex(&self.key).filter(|b| b.len() == 32).ok_or_else(|| bad("the group key is not 64 hex digits"))?;
         Ok(Keyring::Hmac { key: bytes.try_into().expect("length checked") })
     }
 
-    fn mode(&self) -> Result<Mode, ClientError> {
+    /// Whether the group runs ADICT compatible (Table 1) or commutative.
+    pub fn mode(&self) -> Result<Mode, ClientError> {
         match self.mode.as_str() {
             "compatible" => Ok(Mode::Compatible),
             "commutative" => Ok(Mode::Commutative),
@@ -162,6 +165,15 @@ impl Group {
         let mut group = Group::with_client(remote_of(&dir)?, name, client);
         group.state = Some(dir);
         Ok(group)
+    }
+
+    /// Saves the AIP state `aip` of this member into its state directory, when it was opened
+    /// from one (see [`Group::run`]'s write-ahead).
+    pub(super) fn persist(&self, aip: &aip::Client<Adict>) -> Result<(), ClientError> {
+        match &self.state {
+            Some(dir) => write_atomic(&aip_path(&dir.dir, &self.name), &aip.save(), true),
+            None => Ok(()),
+        }
     }
 
     /// Saves this member's AIP state into the state directory `state`.

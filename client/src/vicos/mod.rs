@@ -32,7 +32,7 @@ use sha2::{Digest as _, Sha256};
 use std::io::{Read, Write};
 use vouch_core::adict::Tree;
 use vouch_core::aip::{
-    self, Adict, ClientId, Commit, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
+    self, Adict, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
 };
 use vouch_proto::vicos::{
     AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosGetFrame,
@@ -193,9 +193,17 @@ impl Group {
     }
 
     /// One AIP operation: INVOKE, the REPLY checked, COMMIT, then the passive phase.
+    ///
+    /// A COMMIT is kept until the provider has it ([`aip::Client::unsent`]): one lost with a
+    /// connection is sent again before the next INVOKE, and a member opened from a state
+    /// directory saves its state after the REPLY and before the COMMIT leaves, so that a
+    /// crash in between neither loses a COMMIT the provider may have nor leaves an operation
+    /// hanging for good (the next REPLY shows it, with no status here, and this member
+    /// aborts it itself).
     async fn run(&self, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
         let mut aip = self.aip.lock().await;
         let me = aip.id();
+        self.deliver(&mut aip).await?;
         let invoke = aip.invoke(op).map_err(aip_violation)?;
         let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
         let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
@@ -203,17 +211,35 @@ impl Group {
             Ok(r) => Reply::<Adict>::from_wire(&r.reply).map_err(|e| malformed(e.to_string()))?,
             Err(e) => {
                 // Refused, or unknown whether it was invoked: this client goes on with its next
-                // operation. An INVOKE the provider did order and never saw committed is a
-                // crashed operation, for a takeover to abort (Sec. 3.7).
+                // operation, which aborts this one if the provider did order it.
                 aip.abandon();
                 return Err(e);
             }
         };
-        let (outcome, commit): (Outcome<DictResponse>, Commit<DictOp>) = aip.on_reply(reply).map_err(aip_violation)?;
-        let sent = AipCommit { group: self.name.clone(), from: me, commit: wire(&commit) };
-        let work: AipWork = self.remote.call(Op::AipCommit, &sent).await?;
-        self.passive(&mut aip, work).await?;
+        let (outcome, _commit) = aip.on_reply(reply).map_err(aip_violation)?;
+        self.persist(&aip)?;
+        let work = self.deliver(&mut aip).await?;
+        self.passive(&mut aip, work.unwrap_or_default()).await?;
         Ok(outcome)
+    }
+
+    /// Sends the COMMITs the provider does not have yet, oldest first; the work the last
+    /// answer hands over. One the provider refuses (it has it, or has moved past it) is
+    /// delivered too: sending it again would change nothing.
+    async fn deliver(&self, aip: &mut aip::Client<Adict>) -> Result<Option<AipWork>, ClientError> {
+        let mut work = None;
+        for commit in aip.unsent().to_vec() {
+            let sent = AipCommit { group: self.name.clone(), from: aip.id(), commit: wire(&commit) };
+            match self.remote.call::<_, AipWork>(Op::AipCommit, &sent).await {
+                Ok(answer) => work = Some(answer),
+                Err(ClientError::Refused { code, message }) => {
+                    tracing::debug!("a COMMIT of group {} was refused ({code:?}): {message}", self.name);
+                }
+                Err(e) => return Err(e),
+            }
+            aip.delivered(commit.t);
+        }
+        Ok(work)
     }
 
     /// Does the passive-phase work the provider has for this member now: updates of others

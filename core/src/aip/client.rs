@@ -57,6 +57,9 @@ pub struct Client<F: Functionality> {
     /// The operations this client aborted in place of a failed client, until cleared: the
     /// server may show no other COMMIT for them.
     aborted_for: BTreeMap<u64, ClientId>,
+    /// This client's COMMITs the server has not acknowledged yet, oldest first (see
+    /// [`Client::unsent`]).
+    unsent: Vec<Commit<F::Op>>,
 }
 
 impl<F: Functionality> Client<F> {
@@ -73,6 +76,7 @@ impl<F: Functionality> Client<F> {
             current: None,
             retired: BTreeMap::new(),
             aborted_for: BTreeMap::new(),
+            unsent: Vec::new(),
         }
     }
 
@@ -120,6 +124,43 @@ impl<F: Functionality> Client<F> {
     /// nothing past it until a member takes over for this client (Sec. 3.7) and aborts it.
     pub fn abandon(&mut self) {
         self.current = None;
+    }
+
+    /// The COMMITs to deliver, oldest first: each REPLY adds its own, after the aborts of
+    /// this client's earlier operations that it never committed (see [`Client::on_reply`]).
+    /// They stay until [`Client::delivered`] or until the view clears their position, so a
+    /// COMMIT lost with a connection, or with a process that saved this state before
+    /// sending it, is sent again and the group does not stall on it.
+    pub fn unsent(&self) -> &[Commit<F::Op>] {
+        &self.unsent
+    }
+
+    /// The server has the COMMIT at position `t` (it acknowledged it, or refused it as one it
+    /// has already).
+    pub fn delivered(&mut self, t: u64) {
+        self.unsent.retain(|c| c.t != t);
+    }
+
+    /// This client's own operations in `ω` (before its current one, the last) with no status
+    /// here were never committed by it: INVOKEs abandoned without their REPLY (a refusal, a
+    /// lost connection, a crash before the REPLY), or replayed by the server (`τ` binds no
+    /// position). Each is aborted with a COMMIT of its own, so that the server can apply what
+    /// follows it instead of waiting for a takeover. Sound as long as this client's state
+    /// outlives every COMMIT it sent: a caller that saves the state saves it after the REPLY
+    /// and before sending ([`Client::unsent`]).
+    fn abort_abandoned(&mut self, omega: &[Pending<F::Op>], first: u64) -> Result<(), Violation> {
+        let own = omega.len().saturating_sub(1);
+        for (k, pending) in omega[..own].iter().enumerate() {
+            let l = first + k as u64;
+            if pending.invoked.client != self.me || self.status.contains_key(&l) {
+                continue;
+            }
+            let op = pending.invoked.op.clone();
+            let phi = self.sign(&commit_statement(l, &op.to_wire(), self.me, Status::Abort, &self.chain[&l].hash))?;
+            self.status.insert(l, Status::Abort);
+            self.unsent.push(Commit { op, t: l, status: Status::Abort, client: self.me, phi });
+        }
+        Ok(())
     }
 
     /// `H[l]`, from the chain or, for the last cleared update, from where it is kept.
@@ -220,6 +261,8 @@ impl<F: Functionality> Client<F> {
         self.cleared = view.b;
         self.authenticated = (d, hash);
         self.aborted_for = self.aborted_for.split_off(&(view.b + 1));
+        // The server applied everything up to b: it had a COMMIT for each.
+        self.unsent.retain(|c| c.t > view.b);
         Ok(())
     }
 
@@ -268,6 +311,7 @@ impl<F: Functionality> Client<F> {
         if reply.t != t {
             return Err(Violation::Pending("the sequence number does not follow the pending operations"));
         }
+        self.abort_abandoned(&view.omega, view.b + 1)?;
         let status = |k: usize| match &view.omega[k] {
             p if p.invoked.client == self.me => self.status.get(&(view.b + 1 + k as u64)).copied(),
             p => p.aborted.as_ref().map(|_| Status::Abort),
@@ -284,7 +328,9 @@ impl<F: Functionality> Client<F> {
         let phi = self.sign(&commit_statement(t, &op.to_wire(), self.me, status, &self.chain[&t].hash))?;
         self.current = None;
         self.forget_old();
-        Ok((outcome, Commit { op, t, status, client: self.me, phi }))
+        let commit = Commit { op, t, status, client: self.me, phi };
+        self.unsent.push(commit.clone());
+        Ok((outcome, commit))
     }
 
     /// The signed authenticator `alpha` of update `base`, `O[base]` being `previous`.

@@ -17,13 +17,13 @@
 
 use super::{Client, Link};
 use crate::aip::wire::{count, list, put_list, tag, Wire, WireError, MAX_MESSAGE_LEN, MAX_OPERATIONS};
-use crate::aip::{ClientId, Functionality, Keyring, Status};
+use crate::aip::{ClientId, Commit, Functionality, Keyring, Status};
 use crate::codec::{put_varint, Reader};
 use crate::hash::Digest;
 use std::collections::BTreeMap;
 
-/// The layout's version, its first byte.
-const STATE_VERSION: u8 = 1;
+/// The layout's version, its first byte. Version 1 had no unsent COMMITs; it is still read.
+const STATE_VERSION: u8 = 2;
 /// The largest position a saved state may name. No history gets near it (2^62 operations);
 /// refusing beyond keeps the client's arithmetic on positions (`c + 1`, `b + length(ω)`)
 /// clear of overflow.
@@ -104,6 +104,7 @@ impl<F: Functionality> Client<F> {
             l.encode(out);
             j.encode(out);
         });
+        put_list(&mut out, &self.unsent, |out, commit| commit.encode(out));
         out
     }
 
@@ -117,7 +118,7 @@ impl<F: Functionality> Client<F> {
             return Err(WireError::TooLong { len: bytes.len(), max: MAX_MESSAGE_LEN }.into());
         }
         let r = &mut Reader::new(bytes);
-        tag(r, "client state version", STATE_VERSION)?;
+        let version = tag(r, "client state version", STATE_VERSION)?;
         let saved = u32::decode(r)?;
         if saved != me {
             return Err(RestoreError::OtherClient { saved, me });
@@ -134,11 +135,26 @@ impl<F: Functionality> Client<F> {
         let current = Option::<F::Op>::decode(r)?;
         let retired = map(r, "clients taken over", |r| Ok((u32::decode(r)?, position(r)?)))?;
         let aborted_for = map(r, "operations aborted for others", |r| Ok((position(r)?, u32::decode(r)?)))?;
+        let unsent = match version {
+            1 => Vec::new(),
+            _ => list(r, "unsent COMMITs", MAX_OPERATIONS, Commit::decode)?,
+        };
         if r.remaining() > 0 {
             return Err(WireError::TrailingBytes(r.remaining()).into());
         }
-        let client =
-            Client { me, keys, functionality, cleared, chain, authenticated, status, current, retired, aborted_for };
+        let client = Client {
+            me,
+            keys,
+            functionality,
+            cleared,
+            chain,
+            authenticated,
+            status,
+            current,
+            retired,
+            aborted_for,
+            unsent,
+        };
         client.check_invariants()?;
         Ok(client)
     }
@@ -166,6 +182,11 @@ impl<F: Functionality> Client<F> {
         check(self.status.keys().all(|&q| q >= first.max(1) && q <= last), "an own operation outside H")?;
         let after_c = |&l: &u64| l > self.cleared && l <= last;
         check(self.aborted_for.keys().all(after_c), "an operation aborted for another outside what is pending")?;
+        let unsent_ok = |c: &Commit<F::Op>| {
+            c.client == self.me && c.phi.by == self.me && after_c(&c.t) && self.status.get(&c.t) == Some(&c.status)
+        };
+        check(self.unsent.iter().all(unsent_ok), "an unsent COMMIT that is not this client's own, pending one")?;
+        check(self.unsent.windows(2).all(|w| w[0].t < w[1].t), "unsent COMMITs out of order")?;
         Ok(())
     }
 }

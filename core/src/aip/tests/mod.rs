@@ -11,6 +11,7 @@
 //! * [`schedule`]: random message schedules with all the extensions, and a long run that
 //!   keeps the server's memory bounded;
 //! * [`persist`]: a client saved and restored, carrying on and still catching a fork;
+//! * [`recovery`]: an abandoned INVOKE and an undelivered COMMIT, recovered by their client;
 //! * [`namespace`]: the same protocol over vouch's namespace ([`crate::namespace::NamespaceOps`]);
 //! * [`wire`]: honest runs with every message through its encoding.
 
@@ -19,6 +20,7 @@ mod fork;
 mod lies;
 mod namespace;
 mod persist;
+mod recovery;
 mod schedule;
 mod sim;
 mod takeover;

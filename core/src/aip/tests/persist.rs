@@ -143,12 +143,14 @@ struct Raw {
     d: u64,
     status: Vec<(u64, u8)>,
     retired: Vec<(u64, u64)>,
+    /// Encoded COMMITs (none in version 1's layout).
+    unsent: Vec<Vec<u8>>,
 }
 
 impl Raw {
     fn new() -> Raw {
         let links = vec![(Digest::ZERO, 1), (Digest([7; 32]), 1)];
-        Raw { version: 1, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![] }
+        Raw { version: 2, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![], unsent: vec![] }
     }
 
     fn bytes(&self) -> Vec<u8> {
@@ -174,7 +176,17 @@ impl Raw {
             put_varint(&mut out, l);
         }
         out.push(0); // no aborts for others
+        if self.version >= 2 {
+            put_varint(&mut out, self.unsent.len() as u64);
+            for commit in &self.unsent {
+                out.extend_from_slice(commit);
+            }
+        }
         out
+    }
+
+    fn cleared_at(self, cleared: u64) -> Raw {
+        Raw { cleared, ..self }
     }
 
     fn restore(&self) -> Result<Client<Adict>, RestoreError> {
@@ -210,7 +222,8 @@ fn malformed_state_bytes_are_refused_with_their_error() {
 
     let check = |raw: Raw| raw.restore().map(|_| ());
     let unknown = |what, tag| wire(WireError::UnknownTag { what, tag });
-    assert_eq!(check(Raw { version: 2, ..Raw::new() }), unknown("client state version", 2));
+    assert_eq!(check(Raw { version: 3, ..Raw::new() }), unknown("client state version", 3));
+    assert!(check(Raw { version: 1, ..Raw::new() }).is_ok(), "the layout before unsent COMMITs");
     assert_eq!(check(Raw { me: 1 << 32, ..Raw::new() }), wire(WireError::OutOfRange("a 32-bit number")));
     let past = WireError::OutOfRange("a position in the history");
     assert_eq!(check(Raw { cleared: MAX_SAVED_POSITION + 1, ..Raw::new() }), wire(past));
@@ -234,4 +247,18 @@ fn malformed_state_bytes_are_refused_with_their_error() {
     assert_eq!(check(unordered), inconsistent("map keys not in strictly increasing order"));
     let twice = Raw { status: vec![(1, 1), (1, 2)], ..Raw::new() };
     assert_eq!(check(twice), inconsistent("map keys not in strictly increasing order"));
+
+    // Unsent COMMITs: this client's own, after c, with the status it holds for them.
+    let commit = |t: u64, client: ClientId| {
+        let phi = Signature { by: client, bytes: vec![0; 32] };
+        Commit { op: DictOp::List, t, status: Status::Success, client, phi }.to_wire()
+    };
+    let pending = |unsent| Raw { cleared: 0, status: vec![(1, 1)], unsent, ..Raw::new() };
+    assert!(check(pending(vec![commit(1, 0)])).is_ok());
+    let bad = inconsistent("an unsent COMMIT that is not this client's own, pending one");
+    assert_eq!(check(pending(vec![commit(1, 1)])), bad, "another client's");
+    assert_eq!(check(Raw { unsent: vec![commit(1, 0)], ..pending(vec![]) }.cleared_at(1)), bad, "cleared");
+    assert_eq!(check(Raw { status: vec![], ..pending(vec![commit(1, 0)]) }), bad, "no status");
+    let twice = pending(vec![commit(1, 0), commit(1, 0)]);
+    assert_eq!(check(twice), inconsistent("unsent COMMITs out of order"));
 }
