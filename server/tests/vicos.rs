@@ -100,6 +100,37 @@ async fn a_restart_keeps_the_history_and_continues_its_sequence() {
     server.shutdown().await.unwrap();
 }
 
+/// Many members at once: their journal entries are written together (group commit), and
+/// every answered operation is in the history a restart replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_members_answered_operations_all_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    create(server.addr, ALICE, "g").await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let mut member = Member::new(i, server.addr, if i % 2 == 0 { ALICE } else { BOB }, "g");
+            tokio::spawn(async move {
+                for n in 0..10 {
+                    assert_eq!(member.run(put(&format!("m{i}-{n}"), "v")).await, NOTHING);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(progress(&server, "g").await, (80, 80));
+    server.shutdown().await.unwrap();
+
+    let server = serve(dir.path(), Limits::default()).await;
+    assert_eq!(progress(&server, "g").await, (80, 80), "the journal replays every answered operation");
+    let mut fresh = Member::new(9, server.addr, ALICE, "g");
+    let Outcome::Done(DictResponse::Keys(keys)) = fresh.run(DictOp::List).await else { panic!("a list answers keys") };
+    assert_eq!(keys.len(), 80);
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_full_pending_list_is_refused_as_a_conflict_until_operations_complete() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,6 +17,7 @@
 //! Future work: a snapshot of the server's state at some `n` (it needs an export of
 //! `aip::Server` from core), after which the entries before `n` are deleted.
 
+use super::group_commit::Journal;
 use super::refused;
 use crate::keys;
 use crate::provider::ProviderError;
@@ -95,11 +96,26 @@ pub(super) fn exists(repo: &Repository, group: &str) -> Result<bool, ProviderErr
     Ok(repo.record(&keys::vicos_log(group, 0))?.is_some())
 }
 
-/// Makes entry `n` of the group's journal durable.
-pub(super) async fn append(repo: &Repository, group: &str, n: u64, entry: &Entry) -> Result<(), ProviderError> {
-    let mut commit = repo.begin();
-    commit.put_record(&keys::vicos_log(group, n), vouch_proto::encode(entry));
-    Ok(repo.commit(commit).await?)
+impl Entry {
+    pub(super) fn encode(&self) -> Vec<u8> {
+        vouch_proto::encode(self)
+    }
+}
+
+/// A group's journal in the provider's repository: entries are records, a batch one commit.
+pub(super) struct InRepository<'a> {
+    pub(super) repo: &'a Repository,
+    pub(super) group: &'a str,
+}
+
+impl Journal for InRepository<'_> {
+    async fn append(&self, first: u64, entries: Vec<Vec<u8>>) -> Result<(), ProviderError> {
+        let mut commit = self.repo.begin();
+        for (k, entry) in entries.into_iter().enumerate() {
+            commit.put_record(&keys::vicos_log(self.group, first + k as u64), entry);
+        }
+        Ok(self.repo.commit(commit).await?)
+    }
 }
 
 /// The group's server, rebuilt from its journal; `None` when the group was never created.

@@ -4,7 +4,8 @@
 //! * [`sequencer`]: the AIP server of each group (Alg. 3, with the extensions of Sec. 3.7 and
 //!   the bounded pending list of Sec. 5.2), running ADICT (Sec. 4.2, Alg. 4–5) over the
 //!   hashes of the group's objects; each message handled atomically, as the paper's actor
-//!   (Sec. 5.1), and journaled before it is answered ([`journal`]).
+//!   (Sec. 5.1), and journaled before it is answered ([`journal`]), the entries of
+//!   concurrent messages made durable together ([`group_commit`]).
 //! * [`cos`]: the group's cloud object store (Sec. 4.1): whole objects under translated keys
 //!   `k || x` (Sec. 4.3), streamed in and out of the provider's blob store.
 //!
@@ -14,6 +15,7 @@
 //! (Alg. 1–2), are the group's security, and the object hashes in ADICT are its objects'.
 
 pub(crate) mod cos;
+mod group_commit;
 mod journal;
 pub(crate) mod sequencer;
 

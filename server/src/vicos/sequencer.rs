@@ -9,12 +9,10 @@
 //! `aip::Server::delegate_auth`); whichever member answers first authenticates them, the
 //! others are refused as no longer needed. `aip-work` asks for the same at any time.
 //!
-//! Memory never runs ahead of the journal: a group's server is taken out of its slot for a
-//! step and put back only once the step's entry is durable. A step that fails to write, or a
-//! request dropped in the middle (a timeout, a closed connection), leaves the slot empty, and
-//! the group's next message replays the journal: the server then holds exactly what is
-//! durable (the entry, if its write completed; a client that got no answer settles that).
+//! No answer leaves before the journal holds everything it was computed on; the entries of
+//! concurrent messages are made durable together ([`super::group_commit`]).
 
+use super::group_commit::{durable, Slot};
 use super::journal::{self, Entry, Loaded};
 use super::{check_group, refused};
 use crate::provider::ProviderError;
@@ -26,14 +24,10 @@ use vouch_core::aip::{self, Adict, ClientId, Commit, CommitAuth, Committed, Func
 use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
 use vouch_store::Repository;
 
-/// A group's place: its server while loaded, `None` before its first use in this process
-/// or after a step cut short (see the module's doc).
-type Slot = Arc<tokio::sync::Mutex<Option<Loaded>>>;
-
 /// The groups of one provider. Groups stay loaded once used (idle groups are not evicted yet).
 #[derive(Debug, Default)]
 pub(crate) struct Sequencer {
-    groups: Mutex<HashMap<String, Slot>>,
+    groups: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
 fn bad(what: &str, e: aip::WireError) -> ProviderError {
@@ -53,7 +47,7 @@ fn work(server: &aip::Server<Adict>, group: &str, from: ClientId) -> Result<AipW
 impl Sequencer {
     /// The group's slot; a group neither loaded nor durable is unknown unless `creating`
     /// (so that messages for groups that do not exist leave nothing behind).
-    fn slot(&self, repo: &Repository, group: &str, creating: bool) -> Result<Slot, ProviderError> {
+    fn slot(&self, repo: &Repository, group: &str, creating: bool) -> Result<Arc<Slot>, ProviderError> {
         check_group(group)?;
         let mut groups = self.groups.lock().expect("VICOS groups");
         if let Some(slot) = groups.get(group) {
@@ -85,21 +79,23 @@ impl Sequencer {
             return Err(ProviderError::BadRequest("the genesis authenticator is not the empty dictionary's".into()));
         }
         let slot = self.slot(repo, &req.group, true)?;
-        let mut loaded = slot.lock().await;
-        if loaded.is_some() || journal::exists(repo, &req.group)? {
-            return Err(ProviderError::Conflict(format!("VICOS group {} exists already", req.group)));
-        }
-        let server = journal::server(genesis, auth);
-        let entry = Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() };
-        journal::append(repo, &req.group, 0, &entry).await?;
-        *loaded = Some(Loaded { server, next: 1 });
+        let ticket = {
+            let mut state = slot.lock();
+            if state.loaded.is_some() || journal::exists(repo, &req.group)? {
+                return Err(ProviderError::Conflict(format!("VICOS group {} exists already", req.group)));
+            }
+            state.loaded = Some(Loaded { server: journal::server(genesis, auth), next: 1 });
+            state.push(0, Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() }.encode())
+        };
+        durable(&in_repo(repo, &req.group), &req.group, &slot, ticket).await?;
         tracing::info!(group = req.group, "VICOS group created");
         Ok(AipAck {})
     }
 
     /// One message that may change the group's server: `apply` runs it; when accepted, its
-    /// `entry` is made durable, then `answer` reads the server. A refused message changes
-    /// nothing (AIP's server checks before it changes anything), so its server goes back.
+    /// `entry` joins the journal, `answer` reads the server, and the answer waits until the
+    /// entry is durable. A refused message changes nothing (AIP's server checks before it
+    /// changes anything) and adds no entry.
     async fn step<R, A>(
         &self,
         repo: &Repository,
@@ -109,23 +105,16 @@ impl Sequencer {
         answer: impl FnOnce(&aip::Server<Adict>, R) -> Result<A, ProviderError>,
     ) -> Result<A, ProviderError> {
         let slot = self.slot(repo, group, false)?;
-        let mut held = slot.lock().await;
-        let mut loaded = match held.take() {
-            Some(loaded) => loaded,
-            None => journal::load(repo, group)?.ok_or_else(|| unknown(group))?,
+        let (answered, ticket) = {
+            let mut state = slot.lock();
+            let loaded = loaded(&mut state.loaded, repo, group)?;
+            let result = apply(&mut loaded.server).map_err(|e| refused(group, e))?;
+            let n = loaded.next;
+            loaded.next += 1;
+            let answered = answer(&loaded.server, result);
+            (answered, state.push(n, entry.encode()))
         };
-        let result = match apply(&mut loaded.server) {
-            Ok(result) => result,
-            Err(e) => {
-                *held = Some(loaded);
-                return Err(refused(group, e));
-            }
-        };
-        // Out of the slot until durable: cut short here, the next message replays.
-        journal::append(repo, group, loaded.next, &entry).await?;
-        loaded.next += 1;
-        let answered = answer(&loaded.server, result);
-        *held = Some(loaded);
+        durable(&in_repo(repo, group), group, &slot, ticket).await?;
         answered
     }
 
@@ -166,6 +155,7 @@ impl Sequencer {
         self.read(repo, group, |s| Ok((s.applied(), s.invoked()))).await
     }
 
+    /// Reads the group's server; answered once everything it read is durable.
     async fn read<T>(
         &self,
         repo: &Repository,
@@ -173,10 +163,26 @@ impl Sequencer {
         read: impl FnOnce(&aip::Server<Adict>) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
         let slot = self.slot(repo, group, false)?;
-        let mut held = slot.lock().await;
-        if held.is_none() {
-            *held = Some(journal::load(repo, group)?.ok_or_else(|| unknown(group))?);
+        let (value, ticket) = {
+            let mut state = slot.lock();
+            let value = read(&loaded(&mut state.loaded, repo, group)?.server);
+            (value, state.everything())
+        };
+        if let Some(ticket) = ticket {
+            durable(&in_repo(repo, group), group, &slot, ticket).await?;
         }
-        read(&held.as_ref().expect("loaded above").server)
+        value
     }
+}
+
+fn in_repo<'a>(repo: &'a Repository, group: &'a str) -> journal::InRepository<'a> {
+    journal::InRepository { repo, group }
+}
+
+/// The group's server, replayed from its journal when not in memory.
+fn loaded<'a>(loaded: &'a mut Option<Loaded>, repo: &Repository, group: &str) -> Result<&'a mut Loaded, ProviderError> {
+    if loaded.is_none() {
+        *loaded = Some(journal::load(repo, group)?.ok_or_else(|| unknown(group))?);
+    }
+    Ok(loaded.as_mut().expect("loaded above"))
 }

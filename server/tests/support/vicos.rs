@@ -149,8 +149,15 @@ impl Member {
                     from: self.aip.id(),
                     commit_auth: ByteBuf::from(answer.to_wire()),
                 };
-                work = self.call(Op::AipCommitAuth, &req).await.unwrap();
-                done += 1;
+                match self.call(Op::AipCommitAuth, &req).await {
+                    Ok(next) => {
+                        work = next;
+                        done += 1;
+                    }
+                    // Members at once: another was faster with this update.
+                    Err(e) if e.code == ErrorCode::Conflict => {}
+                    Err(e) => panic!("an honest provider refused a COMMIT-AUTH: {e:?}"),
+                }
             }
         }
         done
