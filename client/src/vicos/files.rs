@@ -178,8 +178,9 @@ impl Group {
 
     /// Saves this member's AIP state into the state directory `state`.
     pub async fn save(&self, state: &Path) -> Result<(), ClientError> {
-        let bytes = self.aip.lock().await.save();
-        write_atomic(&aip_path(state, &self.name), &bytes, true)
+        // Under the lock: a save never lands after (and over) a newer write-ahead save.
+        let aip = self.aip.lock().await;
+        write_atomic(&aip_path(state, &self.name), &aip.save(), true)
     }
 }
 
