@@ -9,6 +9,8 @@
 //! keep_replaced_secs = 30 # a replaced version stays readable this long (reads in flight)
 //! tls_cert = "cert.pem"   # serve https:// (both or neither; `vouch tls-cert` makes a pair)
 //! tls_key = "key.pem"
+//! # group = "team"        # serve the VICOS group `team` (a membership in the state directory,
+//! #                       # `vouch group init/join`) instead of this client's own namespace
 //! [[keys]]
 //! access_key = "AKIAEXAMPLE"
 //! secret_key = "a long random secret"
@@ -54,6 +56,13 @@ pub struct GatewayConfig {
     /// Background audits; none when absent.
     #[serde(default)]
     pub audit: Option<AuditConfig>,
+    /// Serve the VICOS group NAME (a membership in the state directory, `vouch group
+    /// init/join`) instead of this client's own namespace: gateways that are members of one
+    /// group serve one object store, each checking that the provider shows them all one
+    /// history. `por` and `[audit]` apply to the own namespace and are refused with it;
+    /// `cache_mb` does not apply (every read is checked against the group's history).
+    #[serde(default)]
+    pub group: Option<String>,
     /// The applications' access keys; a request signed with any other is refused.
     pub keys: Vec<AccessKey>,
 }
@@ -128,6 +137,7 @@ impl GatewayConfig {
             tls_cert: None,
             tls_key: None,
             audit: None,
+            group: None,
             keys,
         }
     }
@@ -159,6 +169,20 @@ impl GatewayConfig {
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key go together".into());
         }
+        if let Some(group) = &config.group {
+            if config.por {
+                return Err(format!(
+                    "por = true and group = {group:?} do not go together: PoR copies are of this client's own \
+                     namespace, which a group gateway does not serve"
+                ));
+            }
+            if config.audit.is_some() {
+                return Err(format!(
+                    "[audit] and group = {group:?} do not go together: the audits challenge this client's own \
+                     namespace, which a group gateway does not serve"
+                ));
+            }
+        }
         if let Some(audit) = &config.audit {
             if audit.every_secs == 0 || audit.objects == 0 || audit.blocks == 0 || audit.por_lambda == 0 {
                 return Err("[audit]: every_secs, objects, blocks and por_lambda must be at least 1".into());
@@ -185,5 +209,19 @@ mod tests {
         assert_eq!((audit.every_secs, audit.objects, audit.blocks, audit.repair_threshold), (60, 100, 460, 1));
         assert!(GatewayConfig::parse(&format!("{keys}[audit]\nevery_secs = 0\n")).is_err());
         assert!(GatewayConfig::parse(&format!("{keys}[audit]\nevery = 60\n")).is_err(), "a typo");
+    }
+
+    #[test]
+    fn a_group_gateway_refuses_what_applies_to_the_own_namespace() {
+        let keys = "[[keys]]\naccess_key = \"app\"\nsecret_key = \"secret-123\"\n";
+        let group = GatewayConfig::parse(&format!("group = \"team\"\n{keys}")).unwrap();
+        assert_eq!(group.group.as_deref(), Some("team"));
+        assert_eq!(GatewayConfig::parse(keys).unwrap().group, None);
+        let por = GatewayConfig::parse(&format!("group = \"team\"\npor = true\n{keys}")).unwrap_err();
+        assert!(por.contains("por = true and group"), "{por}");
+        let audit = GatewayConfig::parse(&format!("group = \"team\"\n{keys}[audit]\nevery_secs = 60\n")).unwrap_err();
+        assert!(audit.contains("[audit] and group"), "{audit}");
+        // Each alone is fine.
+        assert!(GatewayConfig::parse(&format!("por = true\n{keys}[audit]\nevery_secs = 60\n")).is_ok());
     }
 }

@@ -12,12 +12,17 @@
 //! * The portal keeps verified answers in the client's cache (Iris Sec. 7.2), reads ahead of
 //!   sequential ranged reads, audits the provider in the background ([`audit`]) and exports
 //!   its figures for Prometheus ([`Metrics`]).
+//! * Group mode ([`start_group`], [`GroupGateway`]): the gateway is a member of a VICOS group
+//!   (paper 003) and serves the group's object store instead of one client's namespace, so
+//!   that several gateways serve one store, kept consistent by AIP; a forked or altered store
+//!   reaches their applications as the same violation error ([`group`]).
 #![forbid(unsafe_code)]
 
 pub mod audit;
 mod background;
 mod config;
 pub mod errors;
+pub mod group;
 mod metrics;
 mod multipart;
 pub mod names;
@@ -27,6 +32,7 @@ mod serve;
 mod stream;
 
 pub use config::{AccessKey, AuditConfig, ConfigError, GatewayConfig};
+pub use group::GroupGateway;
 pub use metrics::Metrics;
 pub use s3::Gateway;
-pub use serve::{start, RunningGateway};
+pub use serve::{start, start_group, RunningGateway};

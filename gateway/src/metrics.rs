@@ -32,7 +32,18 @@ fn latency_histogram() -> Histogram {
 }
 
 impl Metrics {
+    /// The figures of a gateway over `client`'s own namespace, with its portal cache's.
     pub fn new(client: Arc<Client>) -> Metrics {
+        Metrics::with_cache(Some(client))
+    }
+
+    /// The figures of a group gateway: no portal cache (every read is checked against the
+    /// group's history), no audits.
+    pub fn without_cache() -> Metrics {
+        Metrics::with_cache(None)
+    }
+
+    fn with_cache(client: Option<Arc<Client>>) -> Metrics {
         let mut registry = Registry::with_prefix("vouch_gateway");
         let requests = Family::<Labels, Counter>::default();
         let latency = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram);
@@ -57,7 +68,9 @@ impl Metrics {
             "When the last background audit round ended (Unix time)",
             last_audit_time.clone(),
         );
-        registry.register_collector(Box::new(CacheCollector(client)));
+        if let Some(client) = client {
+            registry.register_collector(Box::new(CacheCollector(client)));
+        }
         Metrics { registry, requests, latency, violations, audits, last_audit_failures, last_audit_time }
     }
 

@@ -29,6 +29,11 @@ pub struct ObjectMeta {
     pub user: BTreeMap<String, String>,
     /// Checksums the application sent (algorithm name, base64 value), returned on request.
     pub checksums: BTreeMap<String, String>,
+    /// When the object was stored (Unix seconds). Only group mode writes it: a VICOS group
+    /// keeps no version records with times, so the time travels, verified, in the object
+    /// (the own namespace's objects have their version's time, and leave this out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<u64>,
 }
 
 /// Why a file's tail is no object trailer.
@@ -107,5 +112,11 @@ mod tests {
         long[n - 12..n - 8].copy_from_slice(&(MAX_META as u32 + 1).to_le_bytes());
         assert_eq!(ObjectMeta::from_tail(n as u64, &long), Err(TrailerError::Malformed));
         assert_eq!(etag_of(&[0, 255]), "00ff");
+        // The time group mode writes round-trips; left out, it is not written at all (the own
+        // namespace's objects keep their bytes).
+        let timed = ObjectMeta { modified: Some(1_700_000_000), ..meta.clone() };
+        let file = timed.trailer_bytes();
+        assert_eq!(ObjectMeta::from_tail(file.len() as u64, &file).unwrap().0, timed);
+        assert!(!String::from_utf8_lossy(&meta.trailer_bytes()).contains("modified"));
     }
 }

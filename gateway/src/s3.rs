@@ -44,6 +44,8 @@ macro_rules! meta_from {
     };
 }
 
+pub(crate) use {meta_from, with_checksums};
+
 /// What GetObject and HeadObject both say of the object `$stat` (its metadata in `$meta`).
 macro_rules! object_output {
     ($out:ident { $($field:ident: $value:expr),* $(,)? }, $stat:expr, $meta:expr, $sums:expr) => {
@@ -63,6 +65,8 @@ macro_rules! object_output {
         )
     };
 }
+
+pub(crate) use object_output;
 
 /// The portal: one client (one namespace root) for every application behind it.
 pub struct Gateway {
@@ -359,12 +363,12 @@ async fn drop_older(client: &Client, name: &str, version: u64) {
     }
 }
 
-fn timestamp(unix: u64) -> Timestamp {
+pub(crate) fn timestamp(unix: u64) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_secs(unix))
 }
 
 /// The checksums the object was stored with (each checked against its body then).
-fn checksums(meta: &ObjectMeta) -> Checksum {
+pub(crate) fn checksums(meta: &ObjectMeta) -> Checksum {
     let get = |header: &str| meta.checksums.get(header).cloned();
     Checksum {
         checksum_crc32: get("x-amz-checksum-crc32"),
@@ -378,14 +382,14 @@ fn checksums(meta: &ObjectMeta) -> Checksum {
 
 /// The checksums a read returns: when asked (`x-amz-checksum-mode: ENABLED`) for the whole
 /// object.
-fn checksums_for(mode: Option<&ChecksumMode>, whole: bool, meta: &ObjectMeta) -> Checksum {
+pub(crate) fn checksums_for(mode: Option<&ChecksumMode>, whole: bool, meta: &ObjectMeta) -> Checksum {
     match mode.is_some_and(|m| m.as_str() == ChecksumMode::ENABLED) && whole {
         true => checksums(meta),
         false => Checksum::default(),
     }
 }
 
-fn etag(meta: &ObjectMeta) -> ETag {
+pub(crate) fn etag(meta: &ObjectMeta) -> ETag {
     ETag::Strong(meta.etag.clone())
 }
 
@@ -399,7 +403,7 @@ fn matches(condition: &ETagCondition, meta: Option<&ObjectMeta>) -> bool {
 }
 
 /// The If-Match / If-None-Match checks of a read.
-fn check_read_conditions(
+pub(crate) fn check_read_conditions(
     if_match: Option<&ETagCondition>,
     if_none_match: Option<&ETagCondition>,
     meta: &ObjectMeta,
@@ -413,7 +417,7 @@ fn check_read_conditions(
     Ok(())
 }
 
-fn meta_of(
+pub(crate) fn meta_of(
     content_type: Option<String>,
     content_encoding: Option<String>,
     content_disposition: Option<String>,
@@ -428,6 +432,7 @@ fn meta_of(
         cache_control,
         user: user.unwrap_or_default().into_iter().collect(),
         checksums: Default::default(),
+        modified: None,
     }
 }
 

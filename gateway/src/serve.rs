@@ -1,9 +1,11 @@
 //! The gateway's HTTP servers: s3s's service over hyper, one task per connection, each
-//! request timed and counted; `/metrics` on a listener of its own; the background audits.
+//! request timed and counted; `/metrics` on a listener of its own; the background audits (own
+//! namespace) or the group's passive AIP work (group mode).
 
 use crate::background::Background;
 use crate::config::GatewayConfig;
 use crate::errors::VIOLATION_HEADER;
+use crate::group::GroupGateway;
 use crate::metrics::Metrics;
 use crate::s3::Gateway;
 use bytes::Bytes;
@@ -13,6 +15,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
+use s3s::S3;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -20,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use vouch_client::vicos::Group;
 use vouch_client::Client;
 
 /// A gateway serving until [`RunningGateway::shutdown`].
@@ -53,14 +57,50 @@ impl RunningGateway {
 pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Result<RunningGateway> {
     client.set_cache(config.cache_mb << 20);
     let metrics = Arc::new(Metrics::new(client.clone()));
+    let options = (config.por, std::time::Duration::from_secs(config.keep_replaced_secs));
+    let gateway = |background| Gateway::new(client.clone(), metrics.clone(), options, background);
+    let mut running = listen(config, metrics.clone(), gateway).await?;
+    if let Some(audit) = &config.audit {
+        let stopping = running.background.stopping();
+        running.tasks.push(crate::audit::spawn(client, audit.clone(), metrics, stopping));
+    }
+    Ok(running)
+}
+
+/// Serves the VICOS group `group` (this gateway one of its members) as an S3 endpoint on
+/// `config.listen`, with its metrics as configured, and does the group's passive AIP work
+/// every few seconds while it runs (see [`crate::group`] for what it serves and how). `por` and `[audit]` apply to a
+/// client's own namespace: they are refused here. The caller saves the member's AIP state
+/// ([`Group::save`]) after [`RunningGateway::shutdown`].
+pub async fn start_group(config: &GatewayConfig, group: Arc<Group>) -> std::io::Result<RunningGateway> {
+    if config.por || config.audit.is_some() {
+        let why = "por and [audit] apply to a client's own namespace, not to a group gateway";
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    }
+    let metrics = Arc::new(Metrics::without_cache());
+    let gateway = |background| GroupGateway::new(group.clone(), background);
+    let mut running = listen(config, metrics.clone(), gateway).await?;
+    let stopping = running.background.stopping();
+    running.tasks.push(crate::group::spawn_helper(group.clone(), metrics, stopping));
+    tracing::info!("vouch gateway serving VICOS group {}", group.name());
+    Ok(running)
+}
+
+/// What both modes share: the S3 service over `gateway` (made with the gateway's background
+/// tasks) with the configured access keys, on `config.listen` (over TLS when configured),
+/// each request counted into `metrics`; and `/metrics` when configured.
+async fn listen<G: S3>(
+    config: &GatewayConfig,
+    metrics: Arc<Metrics>,
+    gateway: impl FnOnce(Background) -> G,
+) -> std::io::Result<RunningGateway> {
     let mut auth = SimpleAuth::new();
     for key in &config.keys {
         auth.register(key.access_key.clone(), key.secret_key.clone().into());
     }
     let (stop, stopped) = watch::channel(false);
-    let background = Background::new(stopped.clone());
-    let options = (config.por, std::time::Duration::from_secs(config.keep_replaced_secs));
-    let mut builder = S3ServiceBuilder::new(Gateway::new(client.clone(), metrics.clone(), options, background.clone()));
+    let background = Background::new(stopped);
+    let mut builder = S3ServiceBuilder::new(gateway(background.clone()));
     builder.set_auth(auth);
     let service = builder.build();
     let listener = TcpListener::bind(&config.listen).await?;
@@ -88,9 +128,6 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
             async move { Ok::<_, Infallible>(answer) }
         };
         tasks.push(serve(listener, None, background.clone(), handler));
-    }
-    if let Some(audit) = &config.audit {
-        tasks.push(crate::audit::spawn(client, audit.clone(), metrics.clone(), stopped));
     }
     tracing::info!("vouch gateway listening on {addr}");
     Ok(RunningGateway { addr, metrics_addr, metrics, stop, tasks, background })

@@ -1,0 +1,114 @@
+//! `vouch gateway` in group mode as users run it: `group = NAME` in its configuration serves
+//! the VICOS group this client is a member of; it holds the member's state while it runs,
+//! saves it when interrupted, and refuses what applies only to the own namespace.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::VOUCH;
+
+fn vouch(state: &Path, args: &[&str]) -> Output {
+    Command::new(VOUCH).arg("--state").arg(state).args(args).env("RUST_LOG", "off").output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn ok(state: &Path, args: &[&str]) -> String {
+    let out = vouch(state, args);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// A gateway configuration serving `group`, with `extra` lines before its keys.
+fn config(dir: &Path, group: &str, extra: &str) -> PathBuf {
+    let path = dir.join(format!("gateway-{group}.toml"));
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ngroup = \"{group}\"\n{extra}[[keys]]\naccess_key = \"app\"\nsecret_key = \"app-secret\"\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The whole answer to an unsigned `GET /` on `addr`.
+fn unsigned_get(addr: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn a_gateway_serves_a_group_holds_its_member_and_saves_it_when_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::serve(&dir.path().join("provider"), &["--client", "bob=bob-token"]);
+    let (alice, bob) = (dir.path().join("alice"), dir.path().join("bob"));
+    ok(&alice, &["init", "--server", &server.url, "--token", "secret-token"]);
+    ok(&bob, &["init", "--server", &server.url, "--token", "bob-token"]);
+    let key = dir.path().join("team.key");
+    ok(&alice, &["group", "init", "team", "--key-out", key.to_str().unwrap()]);
+    ok(&bob, &["group", "join", key.to_str().unwrap()]);
+
+    // What applies to the own namespace is refused with a group, before anything starts.
+    let por = config(dir.path(), "team", "por = true\n");
+    let refused = vouch(&alice, &["gateway", "--config", por.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("do not go together"), "{}", text(&refused.stderr));
+    // A group this client is no member of.
+    let stranger = config(dir.path(), "other", "");
+    assert!(!vouch(&alice, &["gateway", "--config", stranger.to_str().unwrap()]).status.success());
+
+    let served = config(dir.path(), "team", "");
+    let mut gateway = Command::new(VOUCH)
+        .arg("--state")
+        .arg(&alice)
+        .args(["gateway", "--config", served.to_str().unwrap()])
+        .env("RUST_LOG", "off")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(gateway.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("the gateway said where it serves").unwrap();
+        if let Some(rest) = line.split("serving VICOS group team as S3 on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+    // It answers S3 (an unsigned request is refused as S3 refuses it) ...
+    let answer = unsigned_get(&addr);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    // ... and holds the member: another command of it waits, then gives up.
+    let busy = vouch(&alice, &["obj", "ls"]);
+    assert_eq!(busy.status.code(), Some(1), "{}", text(&busy.stderr));
+    assert!(text(&busy.stderr).contains("in use"), "{}", text(&busy.stderr));
+    // Another member writes meanwhile.
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"bob's").unwrap();
+    ok(&bob, &["obj", "put", file.to_str().unwrap(), "from-bob"]);
+
+    // Interrupted (Ctrl-C), it stops, saves the member's AIP state and exits 0.
+    let interrupted = Command::new("kill").args(["-INT", &gateway.id().to_string()]).status().unwrap();
+    assert!(interrupted.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = gateway.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the gateway did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let said = rest.join().unwrap();
+    assert!(status.success(), "{said}");
+    assert!(said.contains("saved the AIP state of group team"), "{said}");
+    // The member goes on from the saved state in the next run.
+    assert_eq!(ok(&alice, &["obj", "ls"]).trim(), "from-bob");
+}
