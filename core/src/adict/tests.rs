@@ -54,6 +54,29 @@ proptest! {
         }
     }
 
+    /// A clone is a version of its own: changing one (in place where nothing is shared)
+    /// leaves the other as it was, its root and every value.
+    #[test]
+    fn versions_sharing_nodes_never_change_each_other(ops in ops(), at in 0usize..64) {
+        let (mut tree, mut kept) = (Tree::new(), None);
+        for (n, op) in ops.into_iter().enumerate() {
+            if n == at {
+                let entries: Vec<(Vec<u8>, Vec<u8>)> =
+                    tree.entries().iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+                kept = Some((tree.clone(), tree.root(), entries));
+            }
+            match op {
+                Op::Put(k, v) => tree.put(&key(k), &[v]),
+                Op::Delete(k) => tree.delete(&key(k)),
+            }
+        }
+        if let Some((old, root, entries)) = kept {
+            prop_assert_eq!(old.root(), root);
+            let now: Vec<(Vec<u8>, Vec<u8>)> = old.entries().iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            prop_assert_eq!(now, entries);
+        }
+    }
+
     /// The root is a function of the contents: any order of puts gives the same one.
     #[test]
     fn the_root_does_not_depend_on_the_order_of_puts(keys in proptest::collection::btree_set(any::<u16>(), 0..60)) {

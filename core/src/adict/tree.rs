@@ -29,10 +29,13 @@ struct Leaf {
     hash: Digest,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Inner {
     left: Node,
     right: Node,
+    /// The children's hashes, kept beside them: a put or a proof reads the sibling's hash on
+    /// every level, and here it is in the node already in cache, not in the sibling.
+    child_hashes: [Digest; 2],
     hash: Digest,
 }
 
@@ -46,8 +49,9 @@ impl Node {
     }
 
     fn inner(left: Node, right: Node) -> Node {
-        let hash = node_hash(&left.hash(), &right.hash());
-        Node::Inner(Arc::new(Inner { left, right, hash }))
+        let child_hashes = [left.hash(), right.hash()];
+        let hash = node_hash(&child_hashes[0], &child_hashes[1]);
+        Node::Inner(Arc::new(Inner { left, right, child_hashes, hash }))
     }
 
     /// An inner node of `child` on `path`'s side at `depth` and `other`, in canonical form: a
@@ -66,25 +70,40 @@ impl Node {
         match self {
             Node::Empty => Bottom::Empty,
             Node::Leaf(l) => Bottom::Leaf { path: l.path, value_hash: l.value_hash },
-            Node::Inner(i) => Bottom::Inner { left: i.left.hash(), right: i.right.hash() },
+            Node::Inner(i) => Bottom::Inner { left: i.child_hashes[0], right: i.child_hashes[1] },
         }
     }
 }
 
-/// `node` with `leaf` in it, and whether it replaced a leaf of the same key.
-fn with_leaf(node: &Node, depth: usize, leaf: Arc<Leaf>) -> (Node, bool) {
+/// Puts `leaf` into `node` (at `depth`); whether it replaced a leaf of the same key. Nodes no
+/// other version shares are changed in place (`Arc::make_mut`), the others copied along the
+/// path: a tree that is not cloned allocates nothing but the new leaf. Canonical form needs
+/// no join here: the subtree the leaf goes into is never empty afterwards.
+fn put_leaf(node: &mut Node, depth: usize, leaf: Arc<Leaf>) -> bool {
     match node {
-        Node::Empty => (Node::Leaf(leaf), false),
-        Node::Leaf(old) if old.path == leaf.path => (Node::Leaf(leaf), true),
-        Node::Leaf(old) => (split(depth, old.clone(), leaf), false),
+        Node::Empty => {
+            *node = Node::Leaf(leaf);
+            false
+        }
+        Node::Leaf(old) if old.path == leaf.path => {
+            *node = Node::Leaf(leaf);
+            true
+        }
+        Node::Leaf(old) => {
+            *node = split(depth, old.clone(), leaf);
+            false
+        }
         Node::Inner(inner) => {
-            let (near, far) = match bit(&leaf.path, depth) {
-                false => (&inner.left, &inner.right),
-                true => (&inner.right, &inner.left),
+            let inner = Arc::make_mut(inner);
+            let side = usize::from(bit(&leaf.path, depth));
+            let near = match side {
+                0 => &mut inner.left,
+                _ => &mut inner.right,
             };
-            let path = leaf.path;
-            let (below, replaced) = with_leaf(near, depth + 1, leaf);
-            (Node::join(&path, depth, below, far.clone()), replaced)
+            let replaced = put_leaf(near, depth + 1, leaf);
+            inner.child_hashes[side] = near.hash();
+            inner.hash = node_hash(&inner.child_hashes[0], &inner.child_hashes[1]);
+            replaced
         }
     }
 }
@@ -143,11 +162,11 @@ impl Tree {
     fn walk(&self, path: &Digest) -> (Vec<Digest>, &Node, Option<&Node>) {
         let (mut siblings, mut node, mut last) = (Vec::new(), &self.root, None);
         while let Node::Inner(inner) = node {
-            let (near, far) = match bit(path, siblings.len()) {
-                false => (&inner.left, &inner.right),
-                true => (&inner.right, &inner.left),
+            let (near, far, far_hash) = match bit(path, siblings.len()) {
+                false => (&inner.left, &inner.right, inner.child_hashes[1]),
+                true => (&inner.right, &inner.left, inner.child_hashes[0]),
             };
-            siblings.push(far.hash());
+            siblings.push(far_hash);
             last = Some(far);
             node = near;
         }
@@ -178,8 +197,7 @@ impl Tree {
             value_hash,
             hash: leaf_hash(&path, &value_hash),
         });
-        let (root, replaced) = with_leaf(&self.root, 0, leaf);
-        self.root = root;
+        let replaced = put_leaf(&mut self.root, 0, leaf);
         self.len += usize::from(!replaced);
     }
 
