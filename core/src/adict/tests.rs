@@ -130,7 +130,9 @@ fn a_proof_bent_in_any_way_is_refused() {
     // A claimed deepest sibling that is not the one hashed in.
     let mut bent = proof.clone();
     bent.last_sibling = Some(Bottom::Leaf { path: key_path(b"x"), value_hash: value_hash(b"y") });
-    assert_eq!(bent.verify(&root, &present), Err(ProofError::Malformed("the deepest sibling is not what it claims")));
+    let claimed = Err(ProofError::Malformed("the deepest sibling is not what it claims"));
+    assert_eq!(bent.root_after_delete(&root, &present), claimed, "a delete reads it");
+    assert_eq!(bent.verify(&root, &present), proof.verify(&root, &present), "nothing else reads it");
     // Absence of a key that is absent is proven; of one that is present, never.
     assert_eq!(tree.prove(&absent).verify(&root, &absent).unwrap(), None);
     assert!(tree.prove(&absent).verify(&root, &present).is_err());
