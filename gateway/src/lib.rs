@@ -23,6 +23,7 @@ mod background;
 mod config;
 pub mod errors;
 pub mod group;
+mod listing;
 mod metrics;
 mod multipart;
 pub mod names;

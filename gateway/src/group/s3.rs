@@ -5,6 +5,7 @@
 use super::spool::Spool;
 use super::LISTING_READS;
 use super::{bucket_key, buckets_of, now, object_key, objects_of, spool_failed, Found, GroupGateway, Upload};
+use crate::listing::{self, Listed};
 use crate::names;
 use crate::object::ObjectMeta;
 use crate::s3::{
@@ -15,13 +16,6 @@ use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
 use std::sync::Arc;
-
-/// A page of a listing, as both ListObjects versions answer it.
-struct Listed {
-    contents: Vec<Object>,
-    common_prefixes: Vec<CommonPrefix>,
-    next: Option<String>,
-}
 
 /// NotImplemented for a request that asks what group mode does not do.
 fn refuse_if(asked: bool, what: &str) -> S3Result<()> {
@@ -263,45 +257,18 @@ impl S3 for GroupGateway {
 
     async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
         let input = req.input;
-        let prefix = input.prefix.clone().unwrap_or_default();
-        let max = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
+        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
         let after = input.continuation_token.as_deref().or(input.start_after.as_deref());
         let listed = self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), after, max).await?;
-        Ok(S3Response::new(ListObjectsV2Output {
-            name: Some(input.bucket),
-            prefix: Some(prefix),
-            delimiter: input.delimiter,
-            max_keys: Some(max as i32),
-            key_count: Some((listed.contents.len() + listed.common_prefixes.len()) as i32),
-            continuation_token: input.continuation_token,
-            start_after: input.start_after,
-            is_truncated: Some(listed.next.is_some()),
-            next_continuation_token: listed.next,
-            contents: Some(listed.contents),
-            common_prefixes: Some(listed.common_prefixes),
-            ..ListObjectsV2Output::default()
-        }))
+        Ok(S3Response::new(listing::v2(input, prefix, max, listed)))
     }
 
-    /// ListObjects (version 1, which rclone and older SDKs use): the same pages, with a
-    /// marker instead of a continuation token.
+    /// ListObjects (version 1): the same pages, after a marker.
     async fn list_objects(&self, req: S3Request<ListObjectsInput>) -> S3Result<S3Response<ListObjectsOutput>> {
         let input = req.input;
-        let prefix = input.prefix.clone().unwrap_or_default();
-        let max = input.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
+        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
         let listed =
             self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), input.marker.as_deref(), max).await?;
-        Ok(S3Response::new(ListObjectsOutput {
-            name: Some(input.bucket),
-            prefix: Some(prefix),
-            delimiter: input.delimiter,
-            max_keys: Some(max as i32),
-            marker: input.marker,
-            is_truncated: Some(listed.next.is_some()),
-            next_marker: listed.next,
-            contents: Some(listed.contents),
-            common_prefixes: Some(listed.common_prefixes),
-            ..ListObjectsOutput::default()
-        }))
+        Ok(S3Response::new(listing::v1(input, prefix, max, listed)))
     }
 }

@@ -123,11 +123,8 @@ impl Spooled {
         tokio::task::spawn_blocking(move || {
             let _spool = self;
             loop {
-                let mut chunk = vec![0u8; BODY_CHUNK];
-                let read = read_up_to(&mut reader, &mut chunk).map(|n| {
-                    chunk.truncate(n);
-                    Bytes::from(chunk)
-                });
+                let mut chunk = Vec::with_capacity(BODY_CHUNK);
+                let read = (&mut reader).take(BODY_CHUNK as u64).read_to_end(&mut chunk).map(|_| Bytes::from(chunk));
                 let end = matches!(&read, Ok(chunk) if chunk.is_empty());
                 let failed = read.is_err();
                 // The application went away, the body is over, or the file failed: stop.
@@ -144,20 +141,6 @@ impl Spooled {
 fn in_memory(range: Range<u64>) -> std::io::Result<Range<usize>> {
     let index = |at: u64| usize::try_from(at).map_err(std::io::Error::other);
     Ok(index(range.start)?..index(range.end)?)
-}
-
-/// Fills `buf` as far as `reader` goes; the bytes read (fewer only at its end).
-fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match reader.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// A writer that keeps only the last `keep` bytes of what goes through it, and counts all:
