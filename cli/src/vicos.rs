@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use vouch_client::vicos::{groups, Group};
+use vouch_client::vicos::{groups, Group, Signatures};
 use vouch_client::ClientError;
 use vouch_core::aip::{Mode, Outcome};
 
@@ -25,6 +25,11 @@ pub enum GroupCommand {
         /// `compatible` (VICOS's Table 1, the default) or `commutative` (the ACOP baseline).
         #[arg(long, value_enum, default_value_t = ModeArg::Compatible)]
         mode: ModeArg,
+        /// `hmac`: one group key, in the key file (the paper's default); `ed25519`: a key pair
+        /// per member, the key file a roster of public keys (members exchange rosters with
+        /// `vouch group roster`).
+        #[arg(long, value_enum, default_value_t = SignaturesArg::Hmac)]
+        signatures: SignaturesArg,
     },
     /// Join a group with the key file its creator wrote.
     Join {
@@ -33,8 +38,26 @@ pub enum GroupCommand {
         #[arg(long)]
         id: Option<u32>,
     },
+    /// An Ed25519 group's roster (its members' public keys, no secret): written for the
+    /// others, after adding those of another member's roster with `--import`. A member's
+    /// operations are accepted once its key is in the roster.
+    Roster {
+        name: String,
+        /// Add the members this roster file names (a known member with another key is refused).
+        #[arg(long, value_name = "FILE")]
+        import: Option<PathBuf>,
+        /// Write the roster here (it also serves as a key file to join with).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// List the groups this client is a member of.
     Ls,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SignaturesArg {
+    Hmac,
+    Ed25519,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -82,12 +105,16 @@ struct Report {
 
 pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(), Failure> {
     match which {
-        GroupCommand::Init { name, key_out, mode } => {
+        GroupCommand::Init { name, key_out, mode, signatures } => {
             let mode = match mode {
                 ModeArg::Compatible => Mode::Compatible,
                 ModeArg::Commutative => Mode::Commutative,
             };
-            let next = Group::init(&state, &name, mode).await?;
+            let signatures = match signatures {
+                SignaturesArg::Hmac => Signatures::Hmac,
+                SignaturesArg::Ed25519 => Signatures::Ed25519,
+            };
+            let next = Group::init(&state, &name, mode, signatures).await?;
             next.write(&key_out)?;
             out.print(&next.group, || {
                 format!("created group {name}; others join with: vouch group join {}", key_out.display())
@@ -95,7 +122,31 @@ pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(
         }
         GroupCommand::Join { key_file, id } => {
             let file = Group::join_with(&state, &key_file, id)?;
-            out.print(&file.group, || format!("joined group {} as member {}", file.group, file.id));
+            let next = match file.key.is_none() {
+                true => format!("; the others accept this member once they import its roster (vouch group roster {} --out FILE, then --import FILE at each)", file.group),
+                false => String::new(),
+            };
+            out.print(&file.group, || format!("joined group {} as member {}{next}", file.group, file.id));
+        }
+        GroupCommand::Roster { name, import, out: to } => {
+            let (roster, added) = Group::roster(&state, &name, import.as_deref())?;
+            if let Some(path) = &to {
+                roster.write(path)?;
+            }
+            let ids: Vec<String> = roster.members.keys().cloned().collect();
+            out.print(&roster.members, || {
+                let mut text = format!("group {name}: members {}", ids.join(", "));
+                if !added.is_empty() {
+                    text += &format!(
+                        " ({} imported)",
+                        added.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+                    );
+                }
+                if let Some(path) = &to {
+                    text += &format!("; roster written to {}", path.display());
+                }
+                text
+            });
         }
         GroupCommand::Ls => {
             let names = groups(&state)?;

@@ -134,3 +134,25 @@ fn a_member_runs_one_command_at_a_time() {
     assert!(put.wait().unwrap().success());
     assert_eq!(alice.ok(&["obj", "ls"]).trim(), "k");
 }
+
+#[test]
+fn an_ed25519_group_exchanges_rosters_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("provider"), "none");
+    let alice = Member::new(dir.path(), "alice", &server, "secret-token");
+    let bob = Member::new(dir.path(), "bob", &server, "bob-token");
+    let (key, roster) = (dir.path().join("team.key"), dir.path().join("bob.roster"));
+    alice.ok(&["group", "init", "team", "--signatures", "ed25519", "--key-out", key.to_str().unwrap()]);
+    assert!(bob.ok(&["group", "join", key.to_str().unwrap()]).contains("roster"));
+    let file = dir.path().join("b.txt");
+    std::fs::write(&file, b"from bob").unwrap();
+    bob.ok(&["obj", "put", file.to_str().unwrap(), "b"]);
+
+    // Alice has not imported Bob's key: refused as unknown, not as a lie of the provider.
+    let unknown = alice.run(&["obj", "get", "b"]);
+    assert_eq!(code(&unknown), 6, "{}", text(&unknown.stderr));
+    assert!(text(&unknown.stderr).contains("--import"), "{}", text(&unknown.stderr));
+    bob.ok(&["group", "roster", "team", "--out", roster.to_str().unwrap()]);
+    assert!(alice.ok(&["group", "roster", "team", "--import", roster.to_str().unwrap()]).contains("1 imported"));
+    assert_eq!(alice.run(&["obj", "get", "b"]).stdout, b"from bob");
+}

@@ -10,7 +10,7 @@ use common::{Setup, TOKEN_BOB};
 use serde_bytes::ByteBuf;
 use std::io::Cursor;
 use std::path::Path;
-use vouch_client::vicos::{Group, GroupFile};
+use vouch_client::vicos::{Group, GroupFile, Signatures};
 use vouch_client::{ClientError, Remote};
 use vouch_core::aip::{self, Adict, DictOp, Mode, Outcome, Reply, Wire};
 use vouch_proto::vicos::{AipInvoke, AipReply};
@@ -33,7 +33,7 @@ async fn read(g: &Group, key: &str) -> Option<Vec<u8>> {
 
 /// Alice (member 0, opened from the state directory) and Bob (member 1, in memory).
 async fn group(setup: &Setup) -> (Group, Group) {
-    let bobs = Group::init(&setup.state, GROUP, Mode::Compatible).await.unwrap();
+    let bobs = Group::init(&setup.state, GROUP, Mode::Compatible, Signatures::Hmac).await.unwrap();
     let alice = Group::open(&setup.state, GROUP).unwrap();
     let remote = Remote::new(&setup.url(), TOKEN_BOB).unwrap();
     let bob = Group::join(remote, GROUP, bobs.id, bobs.keys().unwrap(), Mode::Compatible);

@@ -5,18 +5,25 @@
 //! runs, not only within one, and a crash mid-operation loses no COMMIT).
 //!
 //! A group key file (`vouch group init --key-out`) hands the group to other members: the
-//! group's name, mode and key, and the next free member id. Whoever holds it can sign as any
-//! member (HMAC, the paper's default, Sec. 5.1): share it only with the group.
+//! group's name, mode, keys, and the next free member id. The group signs one of two ways:
+//! * HMAC (the paper's default, Sec. 5.1): one group key. Whoever holds the key file can sign
+//!   as any member: share it only with the group.
+//! * Ed25519: each member its own signing key, kept in its own `NAME.toml` only, and the
+//!   group's roster of public keys. A key file holds the roster, no secret; a member that
+//!   joins adds itself, and the others import its roster (`vouch group roster`). Until they do,
+//!   its operations are not checked, and not accepted: reported as an unknown member, not as
+//!   the provider's lie (the provider could invent a member, but never sign for one).
 
 use super::Group;
 use crate::error::ClientError;
 use crate::remote::Remote;
 use crate::state::{write_atomic, StateDir};
 use crate::transport::Transport;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use vouch_core::aip::{self, Adict, ClientId, Keyring, Mode};
 
-/// `groups/NAME.toml`, and the body of a group key file.
+/// `groups/NAME.toml`, and the body of a group key file (or roster).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupFile {
@@ -25,16 +32,72 @@ pub struct GroupFile {
     pub id: ClientId,
     /// `compatible` (Table 1) or `commutative` (the ACOP baseline).
     pub mode: String,
-    /// The HMAC-SHA256 group key, hex.
-    pub key: String,
+    /// An HMAC group: the HMAC-SHA256 group key, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// An Ed25519 group, in this member's own file only: its secret seed, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing: Option<String>,
+    /// An Ed25519 group: each member's public key, hex, by id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub members: BTreeMap<String, String>,
+}
+
+/// How a new group signs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signatures {
+    /// One HMAC-SHA256 group key (the paper's default).
+    Hmac,
+    /// A key pair per member.
+    Ed25519,
 }
 
 impl GroupFile {
-    /// The group's keys (the HMAC group key).
+    /// The group's keys: the HMAC group key, or the Ed25519 roster with this member's own
+    /// signing key.
     pub fn keys(&self) -> Result<Keyring, ClientError> {
-        let bytes =
-            hex(&self.key).filter(|b| b.len() == 32).ok_or_else(|| bad("the group key is not 64 hex digits"))?;
-        Ok(Keyring::Hmac { key: bytes.try_into().expect("length checked") })
+        match (&self.key, self.members.is_empty()) {
+            (Some(key), true) if self.signing.is_none() => Ok(Keyring::Hmac { key: bytes32(key, "the group key")? }),
+            (None, false) => {
+                let me = match &self.signing {
+                    Some(seed) => Some((self.id, bytes32(seed, "the signing key")?)),
+                    None => None,
+                };
+                Keyring::ed25519(me, &self.roster()?).map_err(|e| bad(&e.to_string()))
+            }
+            _ => Err(bad("a group has either an HMAC key, or Ed25519 members (and no HMAC key)")),
+        }
+    }
+
+    /// The Ed25519 roster: each member's public key by id.
+    fn roster(&self) -> Result<BTreeMap<ClientId, [u8; 32]>, ClientError> {
+        let id = |text: &str| text.parse::<ClientId>().map_err(|_| bad(&format!("{text:?} is not a member id")));
+        self.members.iter().map(|(k, v)| Ok((id(k)?, bytes32(v, "a member's public key")?))).collect()
+    }
+
+    /// Adds the members of `other`'s roster (the same group's) that this one lacks; a member
+    /// `other` names with another key than this roster is refused (two members took one id,
+    /// or a roster was altered). Returns the ids added.
+    pub fn import(&mut self, other: &GroupFile) -> Result<Vec<ClientId>, ClientError> {
+        if other.group != self.group || self.key.is_some() || other.key.is_some() {
+            return Err(bad("a roster imports into an Ed25519 group of the same name"));
+        }
+        let (mine, theirs) = (self.roster()?, other.roster()?);
+        if let Some((id, _)) = theirs.iter().find(|(id, key)| mine.get(id).is_some_and(|k| k != *key)) {
+            return Err(bad(&format!("the roster gives member {id} another key than the one known here")));
+        }
+        let added: Vec<ClientId> = theirs.keys().filter(|id| !mine.contains_key(id)).copied().collect();
+        for id in &added {
+            self.members.insert(id.to_string(), other.members[&id.to_string()].clone());
+        }
+        Ok(added)
+    }
+
+    /// This file as another member may see it: the group, its mode and keys, no secret, and
+    /// the next free member id.
+    pub fn shared(&self) -> Result<GroupFile, ClientError> {
+        let next = self.roster()?.keys().next_back().map_or(self.id, |last| (*last).max(self.id)) + 1;
+        Ok(GroupFile { id: next, signing: None, ..self.clone() })
     }
 
     /// Whether the group runs ADICT compatible (Table 1) or commutative.
@@ -63,6 +126,14 @@ impl GroupFile {
 
 fn bad(why: &str) -> ClientError {
     ClientError::BadInput(why.to_string())
+}
+
+fn bytes32(text: &str, what: &str) -> Result<[u8; 32], ClientError> {
+    hex(text).and_then(|b| b.try_into().ok()).ok_or_else(|| bad(&format!("{what} is not 64 hex digits")))
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
@@ -111,39 +182,85 @@ pub fn groups(state: &Path) -> Result<Vec<String>, ClientError> {
 
 impl Group {
     /// `vouch group init`: creates group `name` on the provider of the client state in
-    /// `state`, this client its member 0, with a fresh group key. Returns the key file's
-    /// contents for the next member (id 1).
-    pub async fn init(state: &Path, name: &str, mode: Mode) -> Result<GroupFile, ClientError> {
+    /// `state`, this client its member 0, signing as `signatures` says (a fresh group key, or
+    /// this member's own key pair). Returns the key file for the next member (id 1).
+    pub async fn init(state: &Path, name: &str, mode: Mode, signatures: Signatures) -> Result<GroupFile, ClientError> {
         check_name(name)?;
         let dir = StateDir::open(state)?;
         if config_path(state, name).exists() {
             return Err(ClientError::State(format!("already a member of group {name}")));
         }
-        let key: [u8; 32] = rand::random();
         let mode_name = match mode {
             Mode::Compatible => "compatible",
             Mode::Commutative => "commutative",
         };
-        let key_hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-        let mine = GroupFile { group: name.into(), id: 0, mode: mode_name.into(), key: key_hex };
+        let secret: [u8; 32] = rand::random();
+        let mine = match signatures {
+            Signatures::Hmac => GroupFile {
+                group: name.into(),
+                id: 0,
+                mode: mode_name.into(),
+                key: Some(to_hex(&secret)),
+                signing: None,
+                members: BTreeMap::new(),
+            },
+            Signatures::Ed25519 => GroupFile {
+                group: name.into(),
+                id: 0,
+                mode: mode_name.into(),
+                key: None,
+                signing: Some(to_hex(&secret)),
+                members: BTreeMap::from([("0".into(), to_hex(&Keyring::ed25519_public(&secret)))]),
+            },
+        };
         let group = Group::create(remote_of(&dir)?, name, 0, mine.keys()?, mode).await?;
         std::fs::create_dir_all(groups_dir(state)).map_err(ClientError::io("creating the groups directory"))?;
         mine.write(&config_path(state, name))?;
         group.save(state).await?;
-        Ok(GroupFile { id: 1, ..mine })
+        mine.shared()
     }
 
     /// `vouch group join`: joins the group of `key_file` as member `id` (default: the file's).
+    /// In an Ed25519 group, this member makes its key pair and adds itself to its roster;
+    /// the others import that roster ([`Group::roster`]) before they accept its operations.
     pub fn join_with(state: &Path, key_file: &Path, id: Option<ClientId>) -> Result<GroupFile, ClientError> {
         StateDir::open(state)?;
         let mut file = GroupFile::read(key_file)?;
         if config_path(state, &file.group).exists() {
             return Err(ClientError::State(format!("already a member of group {}", file.group)));
         }
+        if file.signing.is_some() {
+            return Err(bad("this key file holds a member's signing key: it is that member's own file"));
+        }
         file.id = id.unwrap_or(file.id);
+        if file.key.is_none() {
+            if file.members.contains_key(&file.id.to_string()) {
+                return Err(bad(&format!("member {} is in the group already: join with another --id", file.id)));
+            }
+            let seed: [u8; 32] = rand::random();
+            file.members.insert(file.id.to_string(), to_hex(&Keyring::ed25519_public(&seed)));
+            file.signing = Some(to_hex(&seed));
+        }
+        file.keys()?;
         std::fs::create_dir_all(groups_dir(state)).map_err(ClientError::io("creating the groups directory"))?;
         file.write(&config_path(state, &file.group))?;
         Ok(file)
+    }
+
+    /// `vouch group roster`: this member's view of group `name` for others (see
+    /// [`GroupFile::shared`]); with `import`, first adds the members of that roster file.
+    /// Returns the roster and the ids imported.
+    pub fn roster(state: &Path, name: &str, import: Option<&Path>) -> Result<(GroupFile, Vec<ClientId>), ClientError> {
+        check_name(name)?;
+        let _dir = StateDir::open(state)?;
+        let path = config_path(state, name);
+        let mut mine = GroupFile::read(&path)?;
+        let mut added = Vec::new();
+        if let Some(other) = import {
+            added = mine.import(&GroupFile::read(other)?)?;
+            mine.write(&path)?;
+        }
+        Ok((mine.shared()?, added))
     }
 
     /// The member of group `name` whose files are in the state directory `state`, with its
@@ -192,17 +309,70 @@ mod tests {
     fn a_group_file_is_checked_when_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.toml");
-        let good = GroupFile { group: "team".into(), id: 3, mode: "compatible".into(), key: "ab".repeat(32) };
+        let good = GroupFile {
+            group: "team".into(),
+            id: 3,
+            mode: "compatible".into(),
+            key: Some("ab".repeat(32)),
+            signing: None,
+            members: BTreeMap::new(),
+        };
         good.write(&path).unwrap();
         assert_eq!(GroupFile::read(&path).unwrap(), good);
+        let public = to_hex(&Keyring::ed25519_public(&[5; 32]));
+        let signed = GroupFile {
+            key: None,
+            signing: Some(to_hex(&[5; 32])),
+            members: BTreeMap::from([("3".into(), public.clone())]),
+            ..good.clone()
+        };
+        signed.write(&path).unwrap();
+        assert_eq!(GroupFile::read(&path).unwrap(), signed);
         for bad in [
-            GroupFile { key: "ab".repeat(31), ..good.clone() },
-            GroupFile { key: "zz".repeat(32), ..good.clone() },
+            GroupFile { key: Some("ab".repeat(31)), ..good.clone() },
+            GroupFile { key: Some("zz".repeat(32)), ..good.clone() },
             GroupFile { mode: "fast".into(), ..good.clone() },
+            GroupFile { key: None, ..good.clone() },
+            GroupFile { signing: Some("ab".repeat(32)), ..good.clone() },
+            GroupFile { key: Some("ab".repeat(32)), ..signed.clone() },
+            GroupFile { members: BTreeMap::from([("x".into(), public.clone())]), ..signed.clone() },
+            GroupFile { members: BTreeMap::from([("4".into(), "00".repeat(31))]), ..signed.clone() },
             GroupFile { group: "a/b".into(), ..good.clone() },
         ] {
             bad.write(&path).unwrap();
             assert!(matches!(GroupFile::read(&path), Err(ClientError::BadInput(_))), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_roster_adds_members_and_never_changes_a_known_key() {
+        let key = |seed: u8| to_hex(&Keyring::ed25519_public(&[seed; 32]));
+        let mine = GroupFile {
+            group: "team".into(),
+            id: 0,
+            mode: "compatible".into(),
+            key: None,
+            signing: Some(to_hex(&[1; 32])),
+            members: BTreeMap::from([("0".into(), key(1))]),
+        };
+        let theirs = GroupFile {
+            id: 2,
+            signing: None,
+            members: BTreeMap::from([("0".into(), key(1)), ("1".into(), key(2))]),
+            ..mine.clone()
+        };
+        let mut updated = mine.clone();
+        assert_eq!(updated.import(&theirs).unwrap(), [1]);
+        assert_eq!(updated.members.len(), 2);
+        assert_eq!(updated.import(&theirs).unwrap(), Vec::<ClientId>::new(), "nothing new");
+        let shared = updated.shared().unwrap();
+        assert_eq!((shared.id, shared.signing.as_ref()), (2, None), "the next id, and no secret");
+        // A roster that gives a known member another key is refused whole.
+        let forged = GroupFile { members: BTreeMap::from([("0".into(), key(9)), ("5".into(), key(5))]), ..theirs };
+        let mut kept = updated.clone();
+        assert!(kept.import(&forged).is_err());
+        assert_eq!(kept, updated);
+        let other_group = GroupFile { group: "other".into(), ..shared };
+        assert!(kept.import(&other_group).is_err());
     }
 }

@@ -21,7 +21,7 @@
 
 mod files;
 
-pub use files::{check_name, groups, GroupFile};
+pub use files::{check_name, groups, GroupFile, Signatures};
 
 use crate::error::ClientError;
 use crate::remote::Remote;
@@ -204,7 +204,7 @@ impl Group {
         let mut aip = self.aip.lock().await;
         let me = aip.id();
         self.deliver(&mut aip).await?;
-        let invoke = aip.invoke(op).map_err(aip_violation)?;
+        let invoke = aip.invoke(op).map_err(|v| aip_violation(&self.name, v))?;
         let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
         let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
         let reply = match answered {
@@ -216,7 +216,11 @@ impl Group {
                 return Err(e);
             }
         };
-        let (outcome, _commit) = aip.on_reply(reply).map_err(aip_violation)?;
+        let replied = aip.on_reply(reply);
+        if let Err(aip::Violation::UnknownMember { .. }) = &replied {
+            aip.abandon(); // nothing accepted: the next operation, with the key, checks it again
+        }
+        let (outcome, _commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
         self.persist(&aip)?;
         let work = self.deliver(&mut aip).await?;
         self.passive(&mut aip, work.unwrap_or_default()).await?;
@@ -258,7 +262,7 @@ impl Group {
         for _ in 0..MAX_PASSIVE_ROUNDS {
             let Some(bytes) = work.update_auth.take() else { break };
             let update = UpdateAuth::<Adict>::from_wire(&bytes).map_err(|e| malformed(e.to_string()))?;
-            let auths: Vec<CommitAuth<_>> = aip.on_update_auth(update).map_err(aip_violation)?;
+            let auths: Vec<CommitAuth<_>> = aip.on_update_auth(update).map_err(|v| aip_violation(&self.name, v))?;
             let mut next = None;
             for auth in auths {
                 let sent = AipCommitAuth { group: self.name.clone(), from: aip.id(), commit_auth: wire(&auth) };
@@ -378,8 +382,15 @@ fn malformed(detail: String) -> ClientError {
     ClientError::violation(ViolationKind::MalformedAnswer, detail)
 }
 
-fn aip_violation(v: aip::Violation) -> ClientError {
-    ClientError::violation(ViolationKind::BadAipAnswer, v)
+/// A REPLY or UPDATE-AUTH that failed this member's checks: the provider's lie, unless it
+/// was signed by a member whose key this one has not imported yet.
+fn aip_violation(group: &str, v: aip::Violation) -> ClientError {
+    match v {
+        aip::Violation::UnknownMember { .. } => ClientError::State(format!(
+            "group {group}: {v}; import a roster that names it (vouch group roster {group} --import FILE)"
+        )),
+        v => ClientError::violation(ViolationKind::BadAipAnswer, v),
+    }
 }
 
 /// A key for messages: as text when it is, else hex.

@@ -102,6 +102,7 @@ impl<F: Functionality> Client<F> {
     fn check(&self, ok: bool, what: &'static str, client: ClientId, at: u64) -> Result<(), Violation> {
         match ok {
             true => Ok(()),
+            false if !self.keys.knows(client) => Err(Violation::UnknownMember { client, at }),
             false => Err(Violation::Signature { what, client, at }),
         }
     }

@@ -37,11 +37,41 @@ impl std::fmt::Debug for Keyring {
 pub enum KeyringError {
     #[error("client {0} cannot sign here: this keyring holds no signing key for it")]
     CannotSign(ClientId),
+    #[error("member {0}'s public key is not an Ed25519 public key")]
+    BadPublicKey(ClientId),
 }
 
 const HMAC_LEN: usize = 32;
 
 impl Keyring {
+    /// An Ed25519 keyring from bytes: this member's id and 32-byte secret seed (none: it only
+    /// verifies), and each member's 32-byte public key.
+    pub fn ed25519(
+        me: Option<(ClientId, [u8; 32])>,
+        members: &BTreeMap<ClientId, [u8; 32]>,
+    ) -> Result<Keyring, KeyringError> {
+        let members = members
+            .iter()
+            .map(|(&id, bytes)| Ok((id, VerifyingKey::from_bytes(bytes).map_err(|_| KeyringError::BadPublicKey(id))?)))
+            .collect::<Result<_, KeyringError>>()?;
+        let me = me.map(|(id, seed)| (id, Box::new(SigningKey::from_bytes(&seed))));
+        Ok(Keyring::Ed25519 { me, members })
+    }
+
+    /// The public key of the Ed25519 secret seed `seed`.
+    pub fn ed25519_public(seed: &[u8; 32]) -> [u8; 32] {
+        SigningKey::from_bytes(seed).verifying_key().to_bytes()
+    }
+
+    /// Whether this keyring can check `client`'s signatures at all (an HMAC group key checks
+    /// every member's; an Ed25519 keyring only those of the members whose key it holds).
+    pub fn knows(&self, client: ClientId) -> bool {
+        match self {
+            Keyring::Hmac { .. } => true,
+            Keyring::Ed25519 { members, .. } => members.contains_key(&client),
+        }
+    }
+
     fn hmac(key: &[u8; 32], client: ClientId, statement: &[u8]) -> SimpleHmac<Sha256> {
         let mut mac = <SimpleHmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
         mac.update(&client.to_le_bytes());
@@ -98,6 +128,15 @@ mod tests {
         assert_eq!(at_alice.sign(2, b"statement"), Err(KeyringError::CannotSign(2)), "alice cannot sign as bob");
         let outsider = Keyring::Ed25519 { me: None, members: BTreeMap::new() };
         assert!(!outsider.verify(1, b"statement", &sig));
+        assert!(!outsider.knows(1) && at_alice.knows(2) && hmac.knows(99));
+
+        // The same keyring from bytes; a public key that is no curve point is refused.
+        let public = BTreeMap::from([(1, Keyring::ed25519_public(&[1; 32])), (2, Keyring::ed25519_public(&[2; 32]))]);
+        let from_bytes = Keyring::ed25519(Some((1, [1; 32])), &public).unwrap();
+        assert_eq!(from_bytes.sign(1, b"statement").unwrap(), sig);
+        let not_a_point = (0u8..=255).map(|b| [b; 32]).find(|k| VerifyingKey::from_bytes(k).is_err()).unwrap();
+        let broken = BTreeMap::from([(3, not_a_point)]);
+        assert_eq!(Keyring::ed25519(None, &broken).map(|_| ()), Err(KeyringError::BadPublicKey(3)));
         assert!(!at_alice.verify(1, b"statement", &sig[..10]));
     }
 }

@@ -86,6 +86,11 @@ pub enum Violation {
     TakenOver { client: ClientId, at: u64 },
     #[error("a message out of order or malformed: {0}")]
     Malformed(&'static str),
+    /// Not the server's doing: this client holds no public key of the member (an Ed25519
+    /// group whose roster it has not yet imported). Its operation is abandoned; with the key
+    /// imported, the next one checks the same history again.
+    #[error("member {client} signed operation {at}, and this client does not know member {client}'s key")]
+    UnknownMember { client: ClientId, at: u64 },
 }
 
 /// `hash(H[l-1] || o || l || j)`.
