@@ -3,6 +3,7 @@
 //! rolled back or swapped in the store is caught by the member that reads it.
 
 mod common;
+mod proxy;
 
 use common::{sample, Setup, TOKEN, TOKEN_BOB};
 use std::io::Cursor;
@@ -265,4 +266,30 @@ async fn a_get_racing_a_delete_of_its_key_is_never_a_lie() {
         done(bob.delete(b"k").await);
     }
     println!("{} reads found the object", reader.await.unwrap());
+}
+
+/// A store that starts an object and then says it is not found (a frame of its own, midway)
+/// is caught like one that says so at once: the history names the object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_said_missing_midway_is_a_lie() {
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    put(&alice, "big", &sample(3_000_000, 5)).await;
+    let cut = |code: u16, body: Vec<u8>| {
+        if code != 200 {
+            return (code, body);
+        }
+        let first = 4 + u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
+        let missing = vouch_proto::ErrorBody { code: vouch_proto::ErrorCode::NotFound, message: "gone".into() };
+        let mut out = body[..first].to_vec();
+        out.extend_from_slice(&vouch_proto::encode_frame(&vouch_proto::vicos::CosGetFrame::Error(missing)));
+        (code, out)
+    };
+    let url = proxy::proxy(setup.url(), move |op| match op {
+        "cos-get" => proxy::Answer::Forward(Box::new(cut)),
+        _ => proxy::Answer::Forward(Box::new(|code, body| (code, body))),
+    })
+    .await;
+    let bob = Group::join(Remote::new(&url, TOKEN_BOB).unwrap(), GROUP, 1, keys(), Mode::Compatible);
+    assert_caught(get(&bob, "big").await, ViolationKind::UnprovenNotFound, "not found midway");
 }

@@ -223,7 +223,14 @@ impl Group {
         let (outcome, _commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
         self.persist(&aip)?;
         let work = self.deliver(&mut aip).await?;
-        self.passive(&mut aip, work.unwrap_or_default()).await?;
+        // The outcome is settled once the COMMIT is delivered: the passive phase is help for
+        // the group, and only a lie it catches fails the operation.
+        if let Err(e) = self.passive(&mut aip, work.unwrap_or_default()).await {
+            if e.violation_kind().is_some() {
+                return Err(e);
+            }
+            tracing::warn!("group {}: passive work left to other members: {e}", self.name);
+        }
         Ok(outcome)
     }
 
@@ -321,7 +328,11 @@ impl Group {
                     out.write_all(&bytes).map_err(ClientError::io("writing the output"))?;
                 }
                 Some(CosGetFrame::End) => return Ok((len, hasher.finalize().into())),
-                Some(CosGetFrame::Error(e)) => return Err(ClientError::from_server(e.code, e.message)),
+                // The history names this object: "not found", first or midway, is no answer.
+                Some(CosGetFrame::Error(e)) => {
+                    return Err(ClientError::from_server(e.code, e.message)
+                        .not_found_is(ViolationKind::UnprovenNotFound, &what))
+                }
                 None => {
                     return Err(ClientError::violation(
                         ViolationKind::ShortStream,
