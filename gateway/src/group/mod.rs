@@ -317,7 +317,7 @@ fn parse(key: &[u8], len: u64, tail: &[u8]) -> S3Result<Found> {
 /// the provider hands this member to authenticate, so that a member that went away holds up
 /// no one, also while no application writes here). A round begun runs to its end: cut short,
 /// the member's AIP state would stop mid-phase. A violation it catches is logged as an error
-/// and counted.
+/// and counted, once: the helper stops there.
 pub(crate) fn spawn_helper(
     group: Arc<Group>,
     metrics: Arc<Metrics>,
@@ -332,8 +332,10 @@ pub(crate) fn spawn_helper(
             match group.help().await {
                 Ok(()) => {}
                 Err(ClientError::Misbehaved(v)) => {
+                    // Once is enough: every later round would find the same lie again.
                     tracing::error!(kind = %v.kind, "group {}: the provider misbehaved: {v}", group.name());
                     metrics.violation(&v.kind.to_string());
+                    return;
                 }
                 Err(e) => tracing::debug!("group {}: the passive AIP work is left for later: {e}", group.name()),
             }
