@@ -18,7 +18,8 @@ pub const MISBEHAVED: i32 = 3;
 pub const UNREACHABLE: i32 = 4;
 /// The name or version does not exist (proven, for names).
 pub const NOT_FOUND: i32 = 5;
-/// The local state directory is missing, corrupted, or holds another key.
+/// The local state directory is missing, corrupted, or holds another key; or a VICOS group's
+/// member signed an operation before its roster was imported here.
 pub const STATE: i32 = 6;
 /// The provider refused the credentials.
 pub const UNAUTHORIZED: i32 = 7;
@@ -33,7 +34,7 @@ pub fn exit_code(e: &ClientError) -> i32 {
         ClientError::Unreachable { .. } | ClientError::TimedOut { .. } | ClientError::Unavailable(_) => UNREACHABLE,
         ClientError::NotFound(_) => NOT_FOUND,
         ClientError::Unauthorized(_) => UNAUTHORIZED,
-        ClientError::State(_) => STATE,
+        ClientError::State(_) | ClientError::UnknownMember { .. } => STATE,
         ClientError::BadInput(_) => USAGE,
         ClientError::Refused { .. } | ClientError::Io { .. } | ClientError::Busy { .. } => FAILURE,
     }
@@ -57,6 +58,7 @@ mod tests {
             (ClientError::NotFound(s()), 5),
             (ClientError::Unauthorized(s()), 7),
             (ClientError::State(s()), 6),
+            (ClientError::UnknownMember { group: s(), member: 1 }, 6),
             (ClientError::BadInput(s()), 2),
             (ClientError::Refused { code: ProviderError::TooLarge(s()).code(), message: s() }, 1),
             (ClientError::Io { what: s(), source: std::io::Error::other("x") }, 1),

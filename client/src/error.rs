@@ -30,6 +30,11 @@ pub enum ClientError {
     Refused { code: ErrorCode, message: String },
     #[error("client state: {0}")]
     State(String),
+    /// A VICOS member signed by a member whose public key this one has not imported yet (an
+    /// Ed25519 group's roster): not the provider's lie, since it cannot sign for a member.
+    /// The operation was abandoned; import a roster that names `member`, then go on.
+    #[error("group {group}: member {member} is not in this member's roster yet; import a roster that names it (vouch group roster {group} --import FILE)")]
+    UnknownMember { group: String, member: u32 },
     /// Another process holds the client state directory (its `lock` file).
     #[error("client state {dir} is in use by another vouch process{holder}; try again when it is done")]
     Busy { dir: String, holder: String },

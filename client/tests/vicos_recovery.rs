@@ -105,3 +105,28 @@ async fn a_commit_a_crash_kept_from_the_provider_is_sent_when_the_member_comes_b
     assert_eq!(keys.len(), 142);
     assert!(keys.contains(&b"landed".to_vec()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_save_failed_leaves_only_after_a_save_succeeds() {
+    let setup = Setup::new(Misbehave::None).await;
+    let (alice, bob) = group(&setup).await;
+    done(alice.put(b"first", Cursor::new(b"1".to_vec())).await);
+    // The disk refuses the write-ahead save (a directory where the state file goes).
+    let saved = setup.state.join("groups").join(format!("{GROUP}.aip"));
+    let aside = saved.with_extension("aside");
+    std::fs::rename(&saved, &aside).unwrap();
+    std::fs::create_dir_all(saved.join("blocker")).unwrap();
+    let failed = alice.put(b"second", Cursor::new(b"2".to_vec())).await;
+    assert!(matches!(failed, Err(ClientError::Io { .. })), "{failed:?}");
+    // Still refused: the next operation does not send the COMMIT it holds before a save
+    // succeeds (a crash after sending it would bring back a state that aborts it).
+    let again = alice.put(b"third", Cursor::new(b"3".to_vec())).await;
+    assert!(matches!(again, Err(ClientError::Io { .. })), "{again:?}");
+    assert_eq!(bob.list().await.unwrap(), Outcome::Abort, "the put of 'second' is still pending, uncommitted");
+    // The disk is back: the COMMIT is saved, then sent, and the put lands.
+    std::fs::remove_dir_all(&saved).unwrap();
+    std::fs::rename(&aside, &saved).unwrap();
+    assert_eq!(read(&alice, "first").await.unwrap(), b"1");
+    assert_eq!(read(&bob, "second").await.unwrap(), b"2");
+    assert_eq!(read(&bob, "third").await, None, "never invoked");
+}

@@ -43,6 +43,12 @@ pub fn to_s3(e: ClientError, missing: S3ErrorCode) -> S3Error {
         e @ ClientError::Refused { code: ErrorCode::Conflict, .. } => {
             S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
         }
+        // A member of the group this gateway's roster does not name yet: the operator imports
+        // a roster (the gateway reads it again on the next request), then retries succeed.
+        e @ ClientError::UnknownMember { .. } => {
+            tracing::warn!("{e}");
+            S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
+        }
         e => {
             tracing::error!("{e}");
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())

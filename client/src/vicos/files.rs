@@ -163,6 +163,20 @@ fn aip_path(state: &Path, group: &str) -> PathBuf {
     groups_dir(state).join(format!("{group}.aip"))
 }
 
+/// Holds `groups/NAME.lock` until dropped: the group file's writers take turns (it is
+/// replaced whole, so its readers need no lock).
+fn lock_group_file(state: &Path, group: &str) -> Result<std::fs::File, ClientError> {
+    let path = groups_dir(state).join(format!("{group}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(ClientError::io(format!("opening {}", path.display())))?;
+    file.lock().map_err(ClientError::io(format!("locking {}", path.display())))?;
+    Ok(file)
+}
+
 /// The provider this state directory talks to, as a [`Remote`].
 fn remote_of(state: &StateDir) -> Result<Remote, ClientError> {
     let transport = Transport::from_config(&state.dir, &state.config)?;
@@ -250,10 +264,17 @@ impl Group {
     /// `vouch group roster`: this member's view of group `name` for others (see
     /// [`GroupFile::shared`]); with `import`, first adds the members of that roster file.
     /// Returns the roster and the ids imported.
+    ///
+    /// Runs beside a process that holds the member (a gateway): it takes only the group
+    /// file's own lock, so two imports never lose one another's members, and the member reads
+    /// the file again when it meets a member it does not know ([`Group::run`]).
     pub fn roster(state: &Path, name: &str, import: Option<&Path>) -> Result<(GroupFile, Vec<ClientId>), ClientError> {
         check_name(name)?;
-        let _dir = StateDir::open(state)?;
         let path = config_path(state, name);
+        if !path.exists() {
+            return Err(ClientError::State(format!("{} is no member of group {name}", state.display())));
+        }
+        let _locked = lock_group_file(state, name)?;
         let mut mine = GroupFile::read(&path)?;
         let mut added = Vec::new();
         if let Some(other) = import {
@@ -282,6 +303,18 @@ impl Group {
         let mut group = Group::with_client(remote_of(&dir)?, name, client);
         group.state = Some(dir);
         Ok(group)
+    }
+
+    /// Reads this member's roster again (from its state directory, when it was opened from
+    /// one) and takes its keys; whether they now know `member`.
+    pub(super) fn reload_roster(&self, aip: &mut aip::Client<Adict>, member: ClientId) -> Result<bool, ClientError> {
+        let Some(dir) = &self.state else { return Ok(false) };
+        let keys = GroupFile::read(&config_path(&dir.dir, &self.name))?.keys()?;
+        if !keys.knows(member) {
+            return Ok(false);
+        }
+        aip.learn_keys(keys);
+        Ok(true)
     }
 
     /// Saves the AIP state `aip` of this member into its state directory, when it was opened

@@ -200,10 +200,30 @@ impl Group {
     /// crash in between neither loses a COMMIT the provider may have nor leaves an operation
     /// hanging for good (the next REPLY shows it, with no status here, and this member
     /// aborts it itself).
+    ///
+    /// An operation signed by a member this one has not imported yet is abandoned; a member
+    /// opened from a state directory reads its roster again first (a long-running gateway
+    /// then picks up `vouch group roster --import` without a restart) and, when that names
+    /// the member, runs the operation again.
     async fn run(&self, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
         let mut aip = self.aip.lock().await;
+        match self.attempt(&mut aip, op.clone()).await {
+            Err(ClientError::UnknownMember { member, .. }) if self.reload_roster(&mut aip, member)? => {
+                self.attempt(&mut aip, op).await
+            }
+            other => other,
+        }
+    }
+
+    async fn attempt(&self, aip: &mut aip::Client<Adict>, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
         let me = aip.id();
-        self.deliver(&mut aip).await?;
+        if !aip.unsent().is_empty() {
+            // Left by an operation whose write-ahead save failed (a full disk): saved before
+            // they leave, or a crash after sending them could bring back a state that aborts
+            // an operation this member did commit.
+            self.persist(aip)?;
+        }
+        self.deliver(aip).await?;
         let invoke = aip.invoke(op).map_err(|v| aip_violation(&self.name, v))?;
         let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
         let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
@@ -221,11 +241,11 @@ impl Group {
             aip.abandon(); // nothing accepted: the next operation, with the key, checks it again
         }
         let (outcome, _commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
-        self.persist(&aip)?;
-        let work = self.deliver(&mut aip).await?;
+        self.persist(aip)?;
+        let work = self.deliver(aip).await?;
         // The outcome is settled once the COMMIT is delivered: the passive phase is help for
         // the group, and only a lie it catches fails the operation.
-        if let Err(e) = self.passive(&mut aip, work.unwrap_or_default()).await {
+        if let Err(e) = self.passive(aip, work.unwrap_or_default()).await {
             if e.violation_kind().is_some() {
                 return Err(e);
             }
@@ -397,9 +417,9 @@ fn malformed(detail: String) -> ClientError {
 /// was signed by a member whose key this one has not imported yet.
 fn aip_violation(group: &str, v: aip::Violation) -> ClientError {
     match v {
-        aip::Violation::UnknownMember { .. } => ClientError::State(format!(
-            "group {group}: {v}; import a roster that names it (vouch group roster {group} --import FILE)"
-        )),
+        aip::Violation::UnknownMember { client, .. } => {
+            ClientError::UnknownMember { group: group.into(), member: client }
+        }
         v => ClientError::violation(ViolationKind::BadAipAnswer, v),
     }
 }

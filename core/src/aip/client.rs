@@ -107,6 +107,13 @@ impl<F: Functionality> Client<F> {
         }
     }
 
+    /// Takes the keyring `keys` in place of this client's: its member's roster grew (an
+    /// imported roster names members this one has not checked yet). The caller trusts
+    /// `keys` as it trusted the first keyring: they come from the member's own files.
+    pub fn learn_keys(&mut self, keys: Keyring) {
+        self.keys = keys;
+    }
+
     /// `aip-invoke(o)`: the INVOKE message; one operation at a time.
     pub fn invoke(&mut self, op: F::Op) -> Result<Invoke<F::Op>, Violation> {
         if self.current.is_some() {
