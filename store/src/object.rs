@@ -82,6 +82,24 @@ impl ObjectBlobs {
         }
     }
 
+    /// One PUT of a whole object. MinIO now and then answers a well-formed PUT with 400
+    /// IncompleteBody ("you did not provide the number of bytes specified by the
+    /// Content-Length": minio/minio#21425), which no retry of object_store covers (a 4xx);
+    /// the same body sent again goes through, so it is, twice.
+    pub(crate) async fn put_whole(&self, path: &Path, key: &str, payload: PutPayload) -> Result<(), StoreError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.inner.put(path, payload.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(e) if tries < 3 && self.remote && chain(&e).contains("IncompleteBody") => {
+                    tracing::debug!("{}: {key}: a PUT answered IncompleteBody, sent again", self.place);
+                }
+                Err(e) => return Err(self.err(key, e)),
+            }
+        }
+    }
+
     fn err(&self, key: &str, e: object_store::Error) -> StoreError {
         map_err(&self.place, key, self.remote, e)
     }
@@ -141,13 +159,13 @@ fn map_err(place: &str, key: &str, remote: bool, e: object_store::Error) -> Stor
 impl BlobStore for ObjectBlobs {
     async fn put(&self, key: &str, bytes: Bytes) -> Result<(), StoreError> {
         let path = self.path(key)?;
-        self.inner.put(&path, PutPayload::from_bytes(bytes)).await.map_err(|e| self.err(key, e))?;
+        self.put_whole(&path, key, PutPayload::from_bytes(bytes)).await?;
         self.make_durable(key).await
     }
 
     async fn put_parts(&self, key: &str, parts: Vec<Bytes>) -> Result<(), StoreError> {
         let path = self.path(key)?;
-        self.inner.put(&path, parts.into_iter().collect::<PutPayload>()).await.map_err(|e| self.err(key, e))?;
+        self.put_whole(&path, key, parts.into_iter().collect::<PutPayload>()).await?;
         self.make_durable(key).await
     }
 

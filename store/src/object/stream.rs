@@ -84,7 +84,7 @@ impl BlobWriter {
         match self.upload.take() {
             None => {
                 let payload: PutPayload = held.into_iter().collect();
-                blobs.inner.put(&self.path, payload).await.map_err(|e| blobs.err(&key, e))?;
+                blobs.put_whole(&self.path, &key, payload).await?;
             }
             Some(mut upload) => {
                 held.into_iter().for_each(|part| upload.put(part));
