@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use vouch_client::vicos::{groups, Group, Signatures};
+use vouch_client::vicos::{groups, Group, S3Access, Signatures};
 use vouch_client::ClientError;
 use vouch_core::aip::{Mode, Outcome};
 
@@ -49,6 +49,18 @@ pub enum GroupCommand {
         /// Write the roster here (it also serves as a key file to join with).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Reach the group's objects in the provider's S3 bucket directly, with this member's own
+    /// credentials (only AIP goes through the provider), or again through the provider.
+    Direct {
+        name: String,
+        /// A TOML file: endpoint (omit for AWS), bucket, region, access_key, secret_key. The
+        /// bucket is the one the provider keeps its blobs in.
+        #[arg(long, value_name = "FILE", conflicts_with = "off", required_unless_present = "off")]
+        s3: Option<PathBuf>,
+        /// Go back to reaching the objects through the provider.
+        #[arg(long)]
+        off: bool,
     },
     /// List the groups this client is a member of.
     Ls,
@@ -146,6 +158,16 @@ pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(
                     text += &format!("; roster written to {}", path.display());
                 }
                 text
+            });
+        }
+        GroupCommand::Direct { name, s3, off: _ } => {
+            let access = s3.as_deref().map(S3Access::read).transpose()?;
+            let place =
+                access.as_ref().map(|a| format!("{} bucket {}", a.endpoint.as_deref().unwrap_or("AWS"), a.bucket));
+            Group::set_direct(&state, &name, access)?;
+            out.print(&place, || match &place {
+                Some(p) => format!("group {name}: objects reached directly at {p}"),
+                None => format!("group {name}: objects reached through the provider"),
             });
         }
         GroupCommand::Ls => {

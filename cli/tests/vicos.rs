@@ -156,3 +156,58 @@ fn an_ed25519_group_exchanges_rosters_from_the_command_line() {
     assert!(alice.ok(&["group", "roster", "team", "--import", roster.to_str().unwrap()]).contains("1 imported"));
     assert_eq!(alice.run(&["obj", "get", "b"]).stdout, b"from bob");
 }
+
+#[test]
+fn a_member_reaches_the_bucket_itself_once_told_to() {
+    #[path = "../../store/tests/common/mod.rs"]
+    mod minio;
+    let minio = minio::Minio::start();
+    let c = &minio.config;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("provider-s3");
+    let endpoint = c.endpoint.clone().unwrap();
+    let lines = format!(
+        "endpoint = {endpoint}\nbucket = {}\nregion = {}\naccess_key = {}\nsecret_key = {}\n",
+        c.bucket, c.region, c.access_key, c.secret_key
+    );
+    std::fs::write(&settings, lines).unwrap();
+    let server =
+        common::serve(&dir.path().join("provider"), &["--client", "bob=bob-token", "--s3", settings.to_str().unwrap()]);
+    let alice = Member::new(dir.path(), "alice", &server, "secret-token");
+    let bob = Member::new(dir.path(), "bob", &server, "bob-token");
+    let key = dir.path().join("team.key");
+    alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
+    bob.ok(&["group", "join", key.to_str().unwrap()]);
+
+    // Alice's own credentials for the provider's bucket, as a TOML file.
+    let toml = |secret: &str| {
+        format!(
+            "endpoint = \"{endpoint}\"\nbucket = \"{}\"\nregion = \"{}\"\naccess_key = \"{}\"\nsecret_key = \"{secret}\"\n",
+            c.bucket, c.region, c.access_key
+        )
+    };
+    let (mine, wrong) = (dir.path().join("alice-s3.toml"), dir.path().join("wrong-s3.toml"));
+    std::fs::write(&mine, toml(&c.secret_key)).unwrap();
+    std::fs::write(&wrong, toml("not-the-secret")).unwrap();
+    assert!(alice.ok(&["group", "direct", "team", "--s3", mine.to_str().unwrap()]).contains("directly"));
+
+    let file = dir.path().join("f");
+    std::fs::write(&file, sample(3 << 20)).unwrap();
+    alice.ok(&["obj", "put", file.to_str().unwrap(), "big"]);
+    assert_eq!(bob.run(&["obj", "get", "big"]).stdout, sample(3 << 20), "Bob reads through the provider");
+    std::fs::write(&file, b"bob's").unwrap();
+    bob.ok(&["obj", "put", file.to_str().unwrap(), "b"]);
+    assert_eq!(alice.run(&["obj", "get", "b"]).stdout, b"bob's");
+
+    // With a wrong secret her reads fail at the bucket (exit 7): she does reach it herself.
+    alice.ok(&["group", "direct", "team", "--s3", wrong.to_str().unwrap()]);
+    let refused = alice.run(&["obj", "get", "b"]);
+    assert_eq!(code(&refused), 7, "{}", text(&refused.stderr));
+    alice.ok(&["group", "direct", "team", "--off"]);
+    assert_eq!(alice.run(&["obj", "get", "b"]).stdout, b"bob's");
+    // Her credentials never leave her own group file.
+    let shared = dir.path().join("shared.key");
+    alice.ok(&["group", "direct", "team", "--s3", mine.to_str().unwrap()]);
+    alice.ok(&["group", "roster", "team", "--out", shared.to_str().unwrap()]);
+    assert!(!std::fs::read_to_string(&shared).unwrap().contains(&c.secret_key));
+}

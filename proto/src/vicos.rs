@@ -60,14 +60,18 @@ pub struct AipCommit {
     pub commit: ByteBuf,
 }
 
-/// `[COMMIT-AUTH, ...]` from member `from`.
+/// `[COMMIT-AUTH, ...]` from member `from`: the answers to one UPDATE-AUTH batch, in order
+/// (Sec. 3.7 batching), at most [`MAX_COMMIT_AUTHS`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AipCommitAuth {
     pub group: String,
     pub from: u32,
-    /// `CommitAuth<Digest>`.
-    pub commit_auth: ByteBuf,
+    /// Each a `CommitAuth<Digest>`, for consecutive positions.
+    pub commit_auths: Vec<ByteBuf>,
 }
+
+/// Most COMMIT-AUTHs one message carries.
+pub const MAX_COMMIT_AUTHS: usize = 1024;
 
 /// Asks for the passive-phase work member `from` may do now.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,4 +118,28 @@ pub struct CosDelete {
     pub group: String,
     pub key: ByteBuf,
     pub nonce: Option<[u8; 16]>,
+}
+
+/// Object keys up to this many bytes are named by their hex; longer ones by the hex of their
+/// SHA-256 (a file name holds at most 255 bytes, an S3 key 1024).
+const SHORT_OBJECT_KEY: usize = 100;
+
+/// Where the provider's blob store keeps the objects of key `key` of group `group` (a valid
+/// group name): `vicos/GROUP/k<hex(key)>`, or `h<hex(SHA-256)>` for a long key (the letters
+/// keep the two forms apart). Members that reach the store themselves use the same names.
+pub fn object_folder(group: &str, key: &[u8]) -> String {
+    use sha2::Digest as _;
+    match key.len() <= SHORT_OBJECT_KEY {
+        true => format!("vicos/{group}/k{}", hex(key)),
+        false => format!("vicos/{group}/h{}", hex(&sha2::Sha256::digest(key))),
+    }
+}
+
+/// The blob of object `key || nonce` of group `group` (Sec. 4.3's translated key).
+pub fn object_name(group: &str, key: &[u8], nonce: &[u8; 16]) -> String {
+    format!("{}/{}", object_folder(group, key), hex(nonce))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -72,24 +72,7 @@ pub fn vicos_log(group: &str, n: u64) -> Vec<u8> {
     format!("vicos/{group}/log/{n:016x}").into_bytes()
 }
 
-/// Object keys up to this many bytes are named by their hex; longer ones by the hex of their
-/// SHA-256 (a file name holds at most 255 bytes, an S3 key 1024).
-const SHORT_OBJECT_KEY: usize = 100;
-
-/// The blob folder of object key `key` of group `group`: `k<hex(key)>`, or `h<hex(SHA-256)>`
-/// for a long key (the letters keep the two forms apart).
-pub fn cos_key(group: &str, key: &[u8]) -> String {
-    use sha2::Digest as _;
-    match key.len() <= SHORT_OBJECT_KEY {
-        true => format!("vicos/{group}/k{}", hex_of(key)),
-        false => format!("vicos/{group}/h{}", hex_of(&sha2::Sha256::digest(key))),
-    }
-}
-
-/// The blob object `key || nonce` of group `group`.
-pub fn cos_object(group: &str, key: &[u8], nonce: &[u8; 16]) -> String {
-    format!("{}/{}", cos_key(group, key), hex_of(nonce))
-}
+pub use vouch_proto::vicos::{object_folder as cos_key, object_name as cos_object};
 
 fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -13,6 +13,10 @@ use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke,
 use vouch_proto::{ErrorCode, Op};
 use vouch_server::Limits;
 
+/// How long the sequencer leaves the passive-phase work with the member it handed it to
+/// (`sequencer::LEASE`), and a little more.
+const LEASE: std::time::Duration = std::time::Duration::from_millis(600);
+
 #[tokio::test]
 async fn members_of_two_provider_clients_share_a_group_and_finish_every_passive_phase() {
     let dir = tempfile::tempdir().unwrap();
@@ -53,9 +57,13 @@ async fn a_member_that_went_away_is_authenticated_for_by_the_next() {
     let (outcome, _, work) = m[0].active(put("a", "1")).await.unwrap();
     assert_eq!(outcome, NOTHING);
     assert!(work.update_auth.is_some(), "its own update was handed to it");
-    // Member 1's COMMIT is answered with both updates (Sec. 3.7 delegation).
+    // The work is member 0's for a while (the lease): member 1's COMMIT is handed none.
     let (outcome, _, work) = m[1].active(put("b", "2")).await.unwrap();
     assert_eq!(outcome, NOTHING);
+    assert_eq!(work, AipWork::default(), "member 0 holds the work");
+    // Then member 1 is handed both updates (Sec. 3.7 delegation).
+    tokio::time::sleep(LEASE).await;
+    let work = m[1].work().await;
     assert_eq!(m[1].passive(work).await, 2, "member 1 authenticated member 0's update and its own");
     assert_eq!(progress(&server, "g").await, (2, 2));
     assert_eq!(m[2].run(get("a")).await, value("1"));
@@ -164,7 +172,7 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
     let invoke = AipInvoke { group: "g".into(), from: 0, invoke: garbage.clone() };
     refused(call::<_, AipReply>(addr, BOB, Op::AipInvoke, &invoke).await, ErrorCode::BadRequest);
     bad(call(addr, BOB, Op::AipCommit, &AipCommit { group: "g".into(), from: 0, commit: garbage.clone() }).await);
-    let commit_auth = AipCommitAuth { group: "g".into(), from: 0, commit_auth: garbage.clone() };
+    let commit_auth = AipCommitAuth { group: "g".into(), from: 0, commit_auths: vec![garbage.clone()] };
     bad(call(addr, BOB, Op::AipCommitAuth, &commit_auth).await);
     let (status, _) = post(addr, BOB, Op::AipInvoke, vec![0xff; 7]).await;
     assert_eq!(status, 400, "a body that is no message");
@@ -196,5 +204,63 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
     server.shutdown().await.unwrap();
     let server = serve(dir.path(), Limits::default()).await;
     assert_eq!(progress(&server, "g").await, (0, 1));
+    server.shutdown().await.unwrap();
+}
+
+/// Member `m`'s answers to the UPDATE-AUTH in `work`, each encoded.
+fn answers(m: &mut Member, work: AipWork) -> Vec<ByteBuf> {
+    let update = aip::UpdateAuth::<Adict>::from_wire(&work.update_auth.expect("work handed over")).unwrap();
+    m.aip.on_update_auth(update).unwrap().iter().map(|a| ByteBuf::from(a.to_wire())).collect()
+}
+
+#[tokio::test]
+async fn one_message_answers_a_whole_batch_passing_over_what_is_done_and_stopping_at_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    let addr = server.addr;
+    create(addr, ALICE, "g").await.unwrap();
+    let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, addr, ALICE, "g")).collect();
+    let send = |from: u32, commit_auths: Vec<ByteBuf>| {
+        let req = AipCommitAuth { group: "g".into(), from, commit_auths };
+        async move { call::<_, AipWork>(addr, ALICE, Op::AipCommitAuth, &req).await }
+    };
+    let (_, _, w0) = m[0].active(put("a", "1")).await.unwrap();
+    let (_, _, _) = m[1].active(put("b", "2")).await.unwrap();
+    let (_, _, w2) = m[2].active(put("c", "3")).await.unwrap();
+    assert_eq!(w2, AipWork::default(), "member 0 holds the work");
+    tokio::time::sleep(LEASE).await;
+    let w2 = m[2].work().await;
+    let (mine, all) = (answers(&mut m[0], w0), answers(&mut m[2], w2));
+    assert_eq!((mine.len(), all.len()), (1, 3), "member 2 was handed every update up to its own");
+    send(0, mine).await.unwrap();
+    assert_eq!(progress(&server, "g").await, (1, 3));
+    // Member 2's three answers in one message: the first, done already, is passed over.
+    assert_eq!(send(2, all).await.unwrap(), AipWork::default(), "nothing left");
+    assert_eq!(progress(&server, "g").await, (3, 3));
+
+    // An answer that does not authenticate the state ends the message; those before it count.
+    let (_, _, _) = m[0].active(put("d", "4")).await.unwrap();
+    let (_, _, _) = m[1].active(put("e", "5")).await.unwrap();
+    tokio::time::sleep(LEASE).await;
+    let w1 = m[1].work().await;
+    let mut two = answers(&mut m[1], w1);
+    let mut wrong = aip::CommitAuth::<vouch_core::Digest>::from_wire(&two[1]).unwrap();
+    wrong.signed.auth = vouch_core::Digest([7; 32]);
+    let right = std::mem::replace(&mut two[1], ByteBuf::from(wrong.to_wire()));
+    send(1, two.clone()).await.expect("the first answer was taken");
+    assert_eq!(progress(&server, "g").await, (4, 5));
+    assert!(send(1, vec![two[1].clone()]).await.is_err(), "alone, the wrong answer is the answer's refusal");
+    send(1, vec![right]).await.unwrap();
+    assert_eq!(progress(&server, "g").await, (5, 5));
+    // No answer, or more than one message may carry, is a bad request.
+    refused(send(1, Vec::new()).await, ErrorCode::BadRequest);
+    let too_many = vec![two[0].clone(); vouch_proto::vicos::MAX_COMMIT_AUTHS + 1];
+    refused(send(1, too_many).await, ErrorCode::BadRequest);
+    // The journal holds exactly what was taken.
+    server.shutdown().await.unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    assert_eq!(progress(&server, "g").await, (5, 5));
+    let mut fresh = Member::new(2, server.addr, ALICE, "g");
+    assert_eq!(fresh.run(get("e")).await, value("5"));
     server.shutdown().await.unwrap();
 }

@@ -20,6 +20,7 @@ use crate::measure::SelfCheckFailed;
 use object_store::path::Path as Key;
 use serde::Serialize;
 use std::collections::HashMap;
+use vouch_client::vicos::{DirectObjects, S3Access};
 use vouch_core::aip::Mode;
 use workload::*;
 
@@ -32,9 +33,10 @@ pub struct Report {
     pub native: Option<String>,
     pub skipped: Vec<String>,
     pub key_space: usize,
-    /// 10 KB objects, 80% reads, θ = 0, compatible: VICOS and native over N (Figs. 5, 6).
+    /// 10 KB objects, 80% reads, θ = 0, compatible: VICOS and native over N (Figs. 5, 6),
+    /// reads and writes on disjoint halves of the objects as in the paper (no conflicts).
     pub scaling: Vec<Point>,
-    /// Each object size, 50% reads, θ = 0 (Fig. 5).
+    /// Each object size, 50% reads, θ = 0 (Fig. 5), reads and writes on disjoint halves.
     pub sizes: Vec<Point>,
     /// 10 KB, 20% reads, each mode and θ (Fig. 8); VICOS alone (native never aborts).
     pub success: Vec<Point>,
@@ -81,9 +83,18 @@ pub(crate) fn run_with(
     let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(format!("vicos: {e}"));
     let scratch = tempfile::tempdir().map_err(|e| fail(&e))?;
     let mut skipped = Vec::new();
+    let mut direct = None;
     let (blocks, native) = match s3 {
         Ok(config) => {
             let prefix = format!("bench-aip-{:08x}/", rand::random::<u32>());
+            let access = S3Access {
+                endpoint: config.endpoint.clone(),
+                bucket: config.bucket.clone(),
+                region: config.region.clone(),
+                access_key: config.access_key.clone(),
+                secret_key: config.secret_key.clone(),
+            };
+            direct = Some(DirectObjects::s3(&access).map_err(|e| fail(&e))?);
             (vouch_server::Blocks::S3(config.clone()), Some((crate::store::raw_s3(&config)?, prefix, config.bucket)))
         }
         Err(why) => {
@@ -123,48 +134,78 @@ pub(crate) fn run_with(
                 None => None,
             };
             let Spec { clients, len, reads_pct, theta, .. } = spec;
-            Ok(Point { mode: mode_name(mode), clients, object_bytes: len, reads_pct, theta, vicos, native })
+            Ok(Point {
+                mode: mode_name(mode),
+                clients,
+                object_bytes: len,
+                reads_pct,
+                theta,
+                vicos,
+                direct: None,
+                native,
+            })
         };
         let most = sizes.clients.iter().copied().max().unwrap_or(1);
         progress(&format!("vicos: {KEYS} objects of 10 KB, 1-{most} clients, VICOS and native"));
-        let g = group(&url, TOKEN, "scaling", most, Mode::Compatible).await?;
+        let g = group(&url, TOKEN, "scaling", most, Mode::Compatible, None).await?;
         let w = fresh_written();
         preload(&g, most.min(16), SMALL, &w).await?;
         let n = native_for(SMALL, most.min(16)).await?;
+        // The paper's architecture (Fig. 3): members reach the object store themselves.
+        let mut on_their_own = None;
+        if let Some(direct) = &direct {
+            let g = group(&url, TOKEN, "scaling-direct", most, Mode::Compatible, Some(direct)).await?;
+            let w = fresh_written();
+            preload(&g, most.min(16), SMALL, &w).await?;
+            on_their_own = Some((g, w));
+        }
         let mut scaling = Vec::new();
         for &clients in &sizes.clients {
             progress(&format!("vicos: 10 KB, 80% reads, {clients} clients"));
-            let spec = Spec {
+            let spec = || Spec {
                 clients,
                 ops: sizes.ops_for(SMALL, clients),
                 len: SMALL,
                 reads_pct: 80,
                 theta: 0.0,
                 seed: 1 + clients as u64,
+                split: true,
             };
-            scaling.push(point(&g, &w, n.as_ref(), Mode::Compatible, spec).await?);
+            let mut p = point(&g, &w, n.as_ref(), Mode::Compatible, spec()).await?;
+            if let Some((g, w)) = &on_their_own {
+                p.direct = Some(workload(g, &spec(), w).await?);
+            }
+            scaling.push(p);
         }
         let mut by_size = Vec::new();
         for &len in &sizes.object_bytes {
             progress(&format!("vicos: {len} B objects, 50% reads, {} clients", sizes.size_clients));
             let c = sizes.size_clients;
-            let g = group(&url, TOKEN, &format!("size-{len}"), c, Mode::Compatible).await?;
+            let g = group(&url, TOKEN, &format!("size-{len}"), c, Mode::Compatible, None).await?;
             let w = fresh_written();
             preload(&g, c, len, &w).await?;
             let n = native_for(len, c).await?;
-            let spec = Spec { clients: c, ops: sizes.ops_for(len, c), len, reads_pct: 50, theta: 0.0, seed: 7 };
+            let spec =
+                Spec { clients: c, ops: sizes.ops_for(len, c), len, reads_pct: 50, theta: 0.0, seed: 7, split: true };
             by_size.push(point(&g, &w, n.as_ref(), Mode::Compatible, spec).await?);
         }
         let mut success = Vec::new();
         for mode in [Mode::Compatible, Mode::Commutative] {
             let c = sizes.success_clients;
-            let g = group(&url, TOKEN, &format!("success-{}", mode_name(mode)), c, mode).await?;
+            let g = group(&url, TOKEN, &format!("success-{}", mode_name(mode)), c, mode, None).await?;
             let w = fresh_written();
             preload(&g, c, SMALL, &w).await?;
             for &theta in &sizes.thetas {
                 progress(&format!("vicos: success rate, {}, θ = {theta}, {c} clients", mode_name(mode)));
-                let spec =
-                    Spec { clients: c, ops: sizes.ops_for(SMALL, c), len: SMALL, reads_pct: 20, theta, seed: 11 };
+                let spec = Spec {
+                    clients: c,
+                    ops: sizes.ops_for(SMALL, c),
+                    len: SMALL,
+                    reads_pct: 20,
+                    theta,
+                    seed: 11,
+                    split: false,
+                };
                 success.push(point(&g, &w, None, mode, spec).await?);
             }
         }
@@ -182,10 +223,12 @@ pub(crate) fn run_with(
 }
 
 impl Report {
-    /// 1 − VICOS / native throughput at the largest N (NaN without a baseline).
+    /// 1 − VICOS / native throughput at the largest N, with members reaching the object store
+    /// themselves (the paper's setup) when that was measured; NaN without a baseline.
     pub fn overhead(&self) -> (usize, f64) {
         let last = self.scaling.last();
-        let value = last.and_then(|p| p.native.map(|n| 1.0 - p.vicos.ops_s / n.ops_s)).unwrap_or(f64::NAN);
+        let value =
+            last.and_then(|p| p.native.map(|n| 1.0 - p.direct.unwrap_or(p.vicos).ops_s / n.ops_s)).unwrap_or(f64::NAN);
         (last.map_or(0, |p| p.clients), value)
     }
 
@@ -204,9 +247,12 @@ impl Report {
         );
         let run = |r: &Run| format!("{:>7.0} ops/s, p50 {:>7.2} ms, p99 {:>7.2} ms", r.ops_s, r.p50_ms, r.p99_ms);
         let line = |p: &Point| {
-            let native = p.native.as_ref().map_or(String::new(), |n| {
+            let mut native = p.native.as_ref().map_or(String::new(), |n| {
                 format!("\n      native {} -> VICOS/native {:.2}x", run(n), p.vicos.ops_s / n.ops_s)
             });
+            if let (Some(d), Some(n)) = (&p.direct, &p.native) {
+                native += &format!("\n      VICOS, objects direct {} -> /native {:.2}x", run(d), d.ops_s / n.ops_s);
+            }
             format!(
                 "  {:>3} clients, {:>7} B, {}% reads, θ {}: VICOS {} ({} ops){native}\n",
                 p.clients,
@@ -217,9 +263,10 @@ impl Report {
                 p.vicos.ops
             )
         };
-        out += "throughput and latency over N, 10 KB [VICOS Figs. 5, 6: +16-24% latency]:\n";
+        out += "throughput and latency over N, 10 KB, half the objects read and half written (Sec. 6) [VICOS Figs. \
+                5, 6: +16-24% latency]:\n";
         self.scaling.iter().for_each(|p| out += &line(p));
-        out += "object sizes:\n";
+        out += "object sizes (half the objects read, half written):\n";
         self.sizes.iter().for_each(|p| out += &line(p));
         out += "success rate (done / attempted), 20% reads [VICOS Fig. 8: compatible writes 100%]:\n";
         for p in &self.success {

@@ -14,7 +14,7 @@
 //!   its operations are not checked, and not accepted: reported as an unknown member, not as
 //!   the provider's lie (the provider could invent a member, but never sign for one).
 
-use super::Group;
+use super::{DirectObjects, Group, S3Access};
 use crate::error::ClientError;
 use crate::remote::Remote;
 use crate::state::{write_atomic, StateDir};
@@ -41,6 +41,10 @@ pub struct GroupFile {
     /// An Ed25519 group: each member's public key, hex, by id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub members: BTreeMap<String, String>,
+    /// In this member's own file only: it reaches the provider's S3 bucket itself, with
+    /// these credentials ([`super::DirectObjects`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<S3Access>,
 }
 
 /// How a new group signs.
@@ -97,7 +101,7 @@ impl GroupFile {
     /// the next free member id.
     pub fn shared(&self) -> Result<GroupFile, ClientError> {
         let next = self.roster()?.keys().next_back().map_or(self.id, |last| (*last).max(self.id)) + 1;
-        Ok(GroupFile { id: next, signing: None, ..self.clone() })
+        Ok(GroupFile { id: next, signing: None, direct: None, ..self.clone() })
     }
 
     /// Whether the group runs ADICT compatible (Table 1) or commutative.
@@ -217,6 +221,7 @@ impl Group {
                 key: Some(to_hex(&secret)),
                 signing: None,
                 members: BTreeMap::new(),
+                direct: None,
             },
             Signatures::Ed25519 => GroupFile {
                 group: name.into(),
@@ -225,6 +230,7 @@ impl Group {
                 key: None,
                 signing: Some(to_hex(&secret)),
                 members: BTreeMap::from([("0".into(), to_hex(&Keyring::ed25519_public(&secret)))]),
+                direct: None,
             },
         };
         let group = Group::create(remote_of(&dir)?, name, 0, mine.keys()?, mode).await?;
@@ -243,8 +249,8 @@ impl Group {
         if config_path(state, &file.group).exists() {
             return Err(ClientError::State(format!("already a member of group {}", file.group)));
         }
-        if file.signing.is_some() {
-            return Err(bad("this key file holds a member's signing key: it is that member's own file"));
+        if file.signing.is_some() || file.direct.is_some() {
+            return Err(bad("this key file holds a member's own secrets: it is that member's own file"));
         }
         file.id = id.unwrap_or(file.id);
         if file.key.is_none() {
@@ -284,6 +290,22 @@ impl Group {
         Ok((mine.shared()?, added))
     }
 
+    /// `vouch group direct`: from now on this member reaches the objects of group `name` in
+    /// the provider's S3 bucket itself, with `access` (its own credentials for that bucket);
+    /// `None` goes back to reaching them through the provider.
+    pub fn set_direct(state: &Path, name: &str, access: Option<S3Access>) -> Result<(), ClientError> {
+        check_name(name)?;
+        let _dir = StateDir::open(state)?;
+        let _locked = lock_group_file(state, name)?;
+        let path = config_path(state, name);
+        let mut mine = GroupFile::read(&path)?;
+        if let Some(access) = &access {
+            DirectObjects::s3(access)?;
+        }
+        mine.direct = access;
+        mine.write(&path)
+    }
+
     /// The member of group `name` whose files are in the state directory `state`, with its
     /// saved AIP state.
     pub fn open(state: &Path, name: &str) -> Result<Group, ClientError> {
@@ -302,6 +324,7 @@ impl Group {
         };
         let mut group = Group::with_client(remote_of(&dir)?, name, client);
         group.state = Some(dir);
+        group.direct = file.direct.as_ref().map(DirectObjects::s3).transpose()?;
         Ok(group)
     }
 
@@ -349,6 +372,7 @@ mod tests {
             key: Some("ab".repeat(32)),
             signing: None,
             members: BTreeMap::new(),
+            direct: None,
         };
         good.write(&path).unwrap();
         assert_eq!(GroupFile::read(&path).unwrap(), good);
@@ -387,6 +411,13 @@ mod tests {
             key: None,
             signing: Some(to_hex(&[1; 32])),
             members: BTreeMap::from([("0".into(), key(1))]),
+            direct: Some(super::S3Access {
+                endpoint: None,
+                bucket: "b".into(),
+                region: "r".into(),
+                access_key: "a".into(),
+                secret_key: "the-secret".into(),
+            }),
         };
         let theirs = GroupFile {
             id: 2,
@@ -399,6 +430,7 @@ mod tests {
         assert_eq!(updated.members.len(), 2);
         assert_eq!(updated.import(&theirs).unwrap(), Vec::<ClientId>::new(), "nothing new");
         let shared = updated.shared().unwrap();
+        assert_eq!((shared.signing.as_ref(), shared.direct.as_ref()), (None, None), "no secret of this member's");
         assert_eq!((shared.id, shared.signing.as_ref()), (2, None), "the next id, and no secret");
         // A roster that gives a known member another key is refused whole.
         let forged = GroupFile { members: BTreeMap::from([("0".into(), key(9)), ("5".into(), key(5))]), ..theirs };

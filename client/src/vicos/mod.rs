@@ -19,8 +19,10 @@
 //! incompatible operation of another member was pending) is an answer, not an error: the
 //! caller retries.
 
+mod direct;
 mod files;
 
+pub use direct::{DirectObjects, S3Access};
 pub use files::{check_name, groups, GroupFile, Signatures};
 
 use crate::error::ClientError;
@@ -34,9 +36,10 @@ use vouch_core::adict::Tree;
 use vouch_core::aip::{
     self, Adict, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
 };
+use vouch_proto::vicos::{object_folder, object_name};
 use vouch_proto::vicos::{
     AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosGetFrame,
-    CosObject, CosPutFrame,
+    CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
 };
 use vouch_proto::{encode_frame, ErrorCode, Op};
 
@@ -50,6 +53,9 @@ const MAX_PASSIVE_ROUNDS: usize = 1024;
 const NONCE_LEN: usize = 16;
 const HASH_LEN: usize = 32;
 
+/// The member's AIP state, held by one operation.
+type Held<'a> = tokio::sync::MutexGuard<'a, aip::Client<Adict>>;
+
 /// One member of a VICOS group.
 #[derive(Debug)]
 pub struct Group {
@@ -60,6 +66,9 @@ pub struct Group {
     /// When opened from a state directory: held (with its lock) while the member lives, so
     /// that two processes never run one member's AIP state at once.
     state: Option<crate::state::StateDir>,
+    /// When set: objects are read and written in the provider's bucket by this member itself
+    /// (see [`direct`]); only AIP goes through the provider.
+    direct: Option<DirectObjects>,
 }
 
 impl Group {
@@ -70,7 +79,7 @@ impl Group {
 
     /// The member whose AIP state is `client` (restored from a save, see [`files`]).
     fn with_client(remote: Remote, name: &str, client: aip::Client<Adict>) -> Group {
-        Group { remote, name: name.to_string(), aip: tokio::sync::Mutex::new(client), state: None }
+        Group { remote, name: name.to_string(), aip: tokio::sync::Mutex::new(client), state: None, direct: None }
     }
 
     /// Creates the group `name` on the provider, `me` its creator (it signs the genesis), and
@@ -89,6 +98,13 @@ impl Group {
         Ok(Group::join(remote, name, me, keys, mode))
     }
 
+    /// This member reaches the group's objects itself, in the provider's bucket (the one it
+    /// keeps its blobs in), with its own credentials.
+    pub fn with_direct_objects(mut self, objects: DirectObjects) -> Group {
+        self.direct = Some(objects);
+        self
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -97,15 +113,16 @@ impl Group {
     pub async fn put(&self, key: &[u8], reader: impl Read + Send + 'static) -> Result<Outcome<()>, ClientError> {
         let nonce: [u8; NONCE_LEN] = rand::random();
         let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
-        let hash = self.cos_put(object, reader).await?;
+        let hash = match &self.direct {
+            Some(direct) => direct.put(&object_name(&self.name, key, &nonce), reader).await?,
+            None => self.cos_put(object, reader).await?,
+        };
         let value = [&nonce[..], &hash[..]].concat();
         match self.run(DictOp::Put { key: key.to_vec(), value }).await? {
             Outcome::Done(_) => Ok(Outcome::Done(())),
             Outcome::Abort => {
                 // The bytes were never named by ADICT: clean them up (Alg. 6), best effort.
-                let delete =
-                    CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce: Some(nonce) };
-                if let Err(e) = self.remote.call::<_, AipAck>(Op::CosDelete, &delete).await {
+                if let Err(e) = self.cos_delete(key, Some(nonce)).await {
                     tracing::warn!("an aborted put's object stays behind: {e}");
                 }
                 Ok(Outcome::Abort)
@@ -116,17 +133,26 @@ impl Group {
     /// `vicos-get(k)`: streams the object into `out` and returns its length; `None` when the
     /// group's history proves the key absent. On a violation, what was written is not the
     /// object (the caller discards it).
+    ///
+    /// The object is fetched while the COMMIT of the `adict-get` goes out: the REPLY settled
+    /// the value (and the COMMIT is saved), so the two need not wait for each other.
     pub async fn get(&self, key: &[u8], out: &mut (impl Write + Send)) -> Result<Outcome<Option<u64>>, ClientError> {
         let mut named = self.adict_get(key).await?;
         for _ in 0..MAX_GET_TRIES {
-            let value = match named {
+            let (outcome, mut aip) = named;
+            let value = match outcome {
                 Outcome::Done(Some(value)) => value,
-                Outcome::Done(None) => return Ok(Outcome::Done(None)),
-                Outcome::Abort => return Ok(Outcome::Abort),
+                Outcome::Done(None) => return self.finish(&mut aip).await.map(|()| Outcome::Done(None)),
+                Outcome::Abort => return self.finish(&mut aip).await.map(|()| Outcome::Abort),
             };
             let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
             let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
-            match self.cos_get(&object, out).await {
+            // The member's state is let go as soon as the COMMIT is out, so that another
+            // operation of this member (a gateway's) need not wait for the object's bytes.
+            let finish = async move { self.finish(&mut aip).await };
+            let (finished, fetched) = tokio::join!(finish, self.cos_get(&object, out));
+            finished?;
+            match fetched {
                 Ok((len, hash)) if hash[..] == value[NONCE_LEN..] => return Ok(Outcome::Done(Some(len))),
                 Ok(_) => {
                     return Err(ClientError::violation(
@@ -142,23 +168,29 @@ impl Group {
                 // this one: an honest store then has it no more. Only a key that still names
                 // it makes the "not found" a lie.
                 Err(e) if e.violation_kind() == Some(ViolationKind::UnprovenNotFound) => {
-                    named = self.adict_get(key).await?;
-                    if matches!(&named, Outcome::Done(Some(now)) if *now == value) {
+                    let (now, mut aip) = self.adict_get(key).await?;
+                    if matches!(&now, Outcome::Done(Some(now)) if *now == value) {
+                        self.finish(&mut aip).await?;
                         return Err(e);
                     }
+                    named = (now, aip);
                 }
                 Err(e) => return Err(e),
             }
         }
+        let (_, mut aip) = named;
+        self.finish(&mut aip).await?;
         Err(ClientError::Refused {
             code: ErrorCode::Conflict,
             message: format!("object {} of group {} kept changing while it was read", show(key), self.name),
         })
     }
 
-    /// `adict-get(k)`: the value the group's history holds for `key` (a nonce and a hash).
-    async fn adict_get(&self, key: &[u8]) -> Result<Outcome<Option<Vec<u8>>>, ClientError> {
-        match self.run(DictOp::Get { key: key.to_vec() }).await? {
+    /// `adict-get(k)`, settled ([`Group::settle`]): the value the group's history holds for
+    /// `key` (a nonce and a hash), and the member's AIP state to finish the operation with.
+    async fn adict_get(&self, key: &[u8]) -> Result<(Outcome<Option<Vec<u8>>>, Held<'_>), ClientError> {
+        let (outcome, mut aip) = self.settle(DictOp::Get { key: key.to_vec() }).await?;
+        let value = match outcome {
             Outcome::Abort => Ok(Outcome::Abort),
             Outcome::Done(DictResponse::Value(None)) => Ok(Outcome::Done(None)),
             Outcome::Done(DictResponse::Value(Some(value))) if value.len() == NONCE_LEN + HASH_LEN => {
@@ -168,6 +200,16 @@ impl Group {
                 Err(malformed("the key's value is not a nonce and a hash".into()))
             }
             Outcome::Done(other) => Err(malformed(format!("a get answered with {other:?}"))),
+        };
+        match value {
+            Ok(value) => Ok((value, aip)),
+            Err(e) => {
+                // The COMMIT still goes out (the outcome is settled); the lie is reported.
+                if let Err(other) = self.finish(&mut aip).await {
+                    tracing::debug!("group {}: after a malformed value: {other}", self.name);
+                }
+                Err(e)
+            }
         }
     }
 
@@ -176,8 +218,7 @@ impl Group {
         if let Outcome::Abort = self.run(DictOp::Delete { key: key.to_vec() }).await? {
             return Ok(Outcome::Abort);
         }
-        let delete = CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce: None };
-        if let Err(e) = self.remote.call::<_, AipAck>(Op::CosDelete, &delete).await {
+        if let Err(e) = self.cos_delete(key, None).await {
             tracing::warn!("a deleted key's objects stay behind: {e}");
         }
         Ok(Outcome::Done(()))
@@ -206,15 +247,40 @@ impl Group {
     /// then picks up `vouch group roster --import` without a restart) and, when that names
     /// the member, runs the operation again.
     async fn run(&self, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
+        let (outcome, mut aip) = self.settle(op).await?;
+        self.finish(&mut aip).await?;
+        Ok(outcome)
+    }
+
+    /// The first half of [`Group::run`], up to the operation's outcome: settled once the
+    /// REPLY is checked and its COMMIT saved. The member's AIP state stays held for
+    /// [`Group::finish`], which delivers the COMMIT.
+    async fn settle(&self, op: DictOp) -> Result<(Outcome<DictResponse>, Held<'_>), ClientError> {
         let mut aip = self.aip.lock().await;
-        match self.attempt(&mut aip, op.clone()).await {
+        let outcome = match self.attempt(&mut aip, op.clone()).await {
             Err(ClientError::UnknownMember { member, .. }) if self.reload_roster(&mut aip, member)? => {
                 self.attempt(&mut aip, op).await
             }
             other => other,
-        }
+        }?;
+        Ok((outcome, aip))
     }
 
+    /// The second half of [`Group::run`]: the COMMIT delivered, then the passive phase. The
+    /// outcome is settled already: the passive phase is help for the group, and only a lie
+    /// it catches fails the operation.
+    async fn finish(&self, aip: &mut aip::Client<Adict>) -> Result<(), ClientError> {
+        let work = self.deliver(aip).await?;
+        if let Err(e) = self.passive(aip, work.unwrap_or_default()).await {
+            if e.violation_kind().is_some() {
+                return Err(e);
+            }
+            tracing::warn!("group {}: passive work left to other members: {e}", self.name);
+        }
+        Ok(())
+    }
+
+    /// INVOKE, and the REPLY checked and saved with its COMMIT (write-ahead).
     async fn attempt(&self, aip: &mut aip::Client<Adict>, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
         let me = aip.id();
         if !aip.unsent().is_empty() {
@@ -242,15 +308,6 @@ impl Group {
         }
         let (outcome, _commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
         self.persist(aip)?;
-        let work = self.deliver(aip).await?;
-        // The outcome is settled once the COMMIT is delivered: the passive phase is help for
-        // the group, and only a lie it catches fails the operation.
-        if let Err(e) = self.passive(aip, work.unwrap_or_default()).await {
-            if e.violation_kind().is_some() {
-                return Err(e);
-            }
-            tracing::warn!("group {}: passive work left to other members: {e}", self.name);
-        }
         Ok(outcome)
     }
 
@@ -290,18 +347,20 @@ impl Group {
             let Some(bytes) = work.update_auth.take() else { break };
             let update = UpdateAuth::<Adict>::from_wire(&bytes).map_err(|e| malformed(e.to_string()))?;
             let auths: Vec<CommitAuth<_>> = aip.on_update_auth(update).map_err(|v| aip_violation(&self.name, v))?;
+            // The whole batch in one message (Sec. 3.7 batching): one round trip, however
+            // many updates.
             let mut next = None;
-            for auth in auths {
-                let sent = AipCommitAuth { group: self.name.clone(), from: aip.id(), commit_auth: wire(&auth) };
+            for chunk in auths.chunks(MAX_COMMIT_AUTHS) {
+                let commit_auths = chunk.iter().map(wire).collect();
+                let sent = AipCommitAuth { group: self.name.clone(), from: aip.id(), commit_auths };
                 match self.remote.call::<_, AipWork>(Op::AipCommitAuth, &sent).await {
                     Ok(more) => next = more.update_auth,
                     // The operation's outcome is settled already; this is help for the group.
-                    // Another member may have been faster with this update (the provider
-                    // refuses a second answer; the next ones still build on the same
-                    // authenticator), or the provider was not reached (whoever commits next
-                    // is handed the same updates).
+                    // Another member was faster with these updates, or the provider was not
+                    // reached: whoever commits next is handed what is left.
                     Err(e) if e.violation_kind().is_none() => {
-                        tracing::debug!("an update of group {} left to others: {e}", self.name);
+                        tracing::debug!("updates of group {} left to others: {e}", self.name);
+                        return Ok(());
                     }
                     Err(e) => return Err(e),
                 }
@@ -309,6 +368,18 @@ impl Group {
             work.update_auth = next;
         }
         Ok(())
+    }
+
+    /// `cos-del(k||x)`, or `cos-del(k||*)` without a nonce.
+    async fn cos_delete(&self, key: &[u8], nonce: Option<[u8; NONCE_LEN]>) -> Result<(), ClientError> {
+        match (&self.direct, nonce) {
+            (Some(direct), Some(nonce)) => direct.delete(&object_name(&self.name, key, &nonce)).await,
+            (Some(direct), None) => direct.delete_all(&object_folder(&self.name, key)).await,
+            (None, nonce) => {
+                let delete = CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
+                self.remote.call::<_, AipAck>(Op::CosDelete, &delete).await.map(|_| ())
+            }
+        }
     }
 
     /// Streams `reader` to the store as object `object`; returns its SHA-256.
@@ -333,6 +404,9 @@ impl Group {
         object: &CosObject,
         out: &mut (impl Write + Send),
     ) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
+        if let Some(direct) = &self.direct {
+            return direct.get(&object_name(&object.group, &object.key, &object.nonce), out).await;
+        }
         let what = format!("object {} of group {}", show(&object.key), object.group);
         let mut frames = self
             .remote

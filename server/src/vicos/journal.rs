@@ -61,6 +61,9 @@ pub(super) enum Entry {
 pub(super) struct Loaded {
     pub(super) server: aip::Server<Adict>,
     pub(super) next: u64,
+    /// Which member the passive-phase work was last handed to, and until when it is its
+    /// alone (see `sequencer::work`); not journaled.
+    pub(super) lease: Option<(aip::ClientId, std::time::Instant)>,
 }
 
 /// A group's server from its genesis: an empty dictionary, its members unknown.
@@ -132,7 +135,7 @@ pub(super) fn load(repo: &Repository, group: &str) -> Result<Option<Loaded>, Pro
             (None, Entry::Create { genesis, auth }) => {
                 let genesis = Committed::from_wire(genesis).map_err(|e| corrupt(group, e))?;
                 let auth = Signed::from_wire(auth).map_err(|e| corrupt(group, e))?;
-                loaded = Some(Loaded { server: server(genesis, auth), next: 1 });
+                loaded = Some(Loaded { server: server(genesis, auth), next: 1, lease: None });
             }
             (None, _) => return Err(corrupt(group, "the first entry is not the genesis")),
             (Some(l), entry) => {

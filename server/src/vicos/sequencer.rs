@@ -7,7 +7,10 @@
 //! answered with the work its sender may do now, a batch of the committed updates up to its
 //! own last COMMIT (Sec. 3.7 "Batching and delegating operation authentication",
 //! `aip::Server::delegate_auth`); whichever member answers first authenticates them, the
-//! others are refused as no longer needed. `aip-work` asks for the same at any time.
+//! others are refused as no longer needed. `aip-work` asks for the same at any time. The
+//! work goes to one member at a time: while a member holds it (for [`LEASE`] after it was
+//! last handed work), the others are handed none, so that many members do not all
+//! authenticate the same updates and race to answer them.
 //!
 //! No answer leaves before the journal holds everything it was computed on; the entries of
 //! concurrent messages are made durable together ([`super::group_commit`]).
@@ -21,7 +24,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use vouch_core::adict::Tree;
 use vouch_core::aip::{self, Adict, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke, Signed, Wire};
-use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
+use vouch_proto::vicos::{
+    AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, MAX_COMMIT_AUTHS,
+};
 use vouch_store::Repository;
 
 /// The groups of one provider. Groups stay loaded once used (idle groups are not evicted yet).
@@ -38,9 +43,21 @@ fn unknown(group: &str) -> ProviderError {
     ProviderError::NotFound(format!("no VICOS group {group}"))
 }
 
-/// The passive-phase work `from` may do now (Sec. 3.7 delegation), encoded.
-fn work(server: &aip::Server<Adict>, group: &str, from: ClientId) -> Result<AipWork, ProviderError> {
-    let batch = server.delegate_auth(from).map_err(|e| refused(group, e))?;
+/// How long the passive-phase work stays with the member it was handed to: long enough for
+/// a loaded member to answer, short enough that one that went away holds up little.
+pub(super) const LEASE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The passive-phase work `from` may do now (Sec. 3.7 delegation), encoded: none while
+/// another member holds the work ([`LEASE`]).
+fn work(loaded: &mut Loaded, group: &str, from: ClientId) -> Result<AipWork, ProviderError> {
+    let now = std::time::Instant::now();
+    if let Some((holder, until)) = loaded.lease {
+        if holder != from && now < until {
+            return Ok(AipWork::default());
+        }
+    }
+    let batch = loaded.server.delegate_auth(from).map_err(|e| refused(group, e))?;
+    loaded.lease = batch.as_ref().map(|_| (from, now + LEASE));
     Ok(AipWork { update_auth: batch.map(|m| ByteBuf::from(m.to_wire())) })
 }
 
@@ -84,7 +101,7 @@ impl Sequencer {
             if state.loaded.is_some() || journal::exists(repo, &req.group)? {
                 return Err(ProviderError::Conflict(format!("VICOS group {} exists already", req.group)));
             }
-            state.loaded = Some(Loaded { server: journal::server(genesis, auth), next: 1 });
+            state.loaded = Some(Loaded { server: journal::server(genesis, auth), next: 1, lease: None });
             state.push(0, Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() }.encode())
         };
         durable(&in_repo(repo, &req.group), &req.group, &slot, ticket).await?;
@@ -102,7 +119,7 @@ impl Sequencer {
         group: &str,
         entry: Entry,
         apply: impl FnOnce(&mut aip::Server<Adict>) -> Result<R, aip::ServerError<std::convert::Infallible>>,
-        answer: impl FnOnce(&aip::Server<Adict>, R) -> Result<A, ProviderError>,
+        answer: impl FnOnce(&mut Loaded, R) -> Result<A, ProviderError>,
     ) -> Result<A, ProviderError> {
         let slot = self.slot(repo, group, false)?;
         let (answered, ticket) = {
@@ -111,7 +128,7 @@ impl Sequencer {
             let result = apply(&mut loaded.server).map_err(|e| refused(group, e))?;
             let n = loaded.next;
             loaded.next += 1;
-            let answered = answer(&loaded.server, result);
+            let answered = answer(loaded, result);
             (answered, state.push(n, entry.encode()))
         };
         durable(&in_repo(repo, group), group, &slot, ticket).await?;
@@ -133,39 +150,79 @@ impl Sequencer {
         let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
         let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
         let group = &req.group;
-        self.step(repo, group, entry, |s| s.on_commit(req.from, commit), |s, ()| work(s, group, req.from)).await
+        self.step(repo, group, entry, |s| s.on_commit(req.from, commit), |l, ()| work(l, group, req.from)).await
     }
 
-    /// `aip-commit-auth`: `A[q]` and the operation applied, then the sender's next work.
+    /// `aip-commit-auth`: `A[q]` and the operation applied, for each COMMIT-AUTH of the
+    /// message in order, then the sender's next work. One for a position another member
+    /// authenticated first is passed over (the rest may still be new); the first other
+    /// refusal ends the message, and is the answer when nothing before it was taken.
     pub(crate) async fn commit_auth(&self, repo: &Repository, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
-        let m: CommitAuth<vouch_core::Digest> =
-            CommitAuth::from_wire(&req.commit_auth).map_err(|e| bad("commit-auth", e))?;
-        let entry = Entry::CommitAuth { from: req.from, commit_auth: req.commit_auth.clone() };
+        if req.commit_auths.is_empty() || req.commit_auths.len() > MAX_COMMIT_AUTHS {
+            let n = req.commit_auths.len();
+            return Err(ProviderError::BadRequest(format!("{n} COMMIT-AUTHs in one message; 1 to {MAX_COMMIT_AUTHS}")));
+        }
+        let decoded: Vec<CommitAuth<vouch_core::Digest>> = req
+            .commit_auths
+            .iter()
+            .map(|bytes| CommitAuth::from_wire(bytes).map_err(|e| bad("commit-auth", e)))
+            .collect::<Result<_, _>>()?;
         let group = &req.group;
-        self.step(repo, group, entry, |s| s.on_commit_auth(req.from, m), |s, ()| work(s, group, req.from)).await
+        let slot = self.slot(repo, group, false)?;
+        let (answered, ticket) = {
+            let mut state = slot.lock();
+            let (mut ticket, mut refusal) = (None, None);
+            for (m, bytes) in decoded.into_iter().zip(&req.commit_auths) {
+                let loaded = loaded(&mut state.loaded, repo, group)?;
+                match loaded.server.on_commit_auth(req.from, m) {
+                    Ok(()) => {
+                        let n = loaded.next;
+                        loaded.next += 1;
+                        let entry = Entry::CommitAuth { from: req.from, commit_auth: bytes.clone() };
+                        ticket = Some(state.push(n, entry.encode()));
+                    }
+                    Err(aip::ServerError::AlreadyAuthenticated { .. }) => {}
+                    Err(e) => {
+                        refusal = Some(refused(group, e));
+                        break;
+                    }
+                }
+            }
+            let loaded = loaded(&mut state.loaded, repo, group)?;
+            let answered = match (refusal, &ticket) {
+                (Some(e), None) => Err(e),
+                _ => work(loaded, group, req.from),
+            };
+            (answered, ticket.or_else(|| state.everything()))
+        };
+        if let Some(ticket) = ticket {
+            durable(&in_repo(repo, group), group, &slot, ticket).await?;
+        }
+        answered
     }
 
     /// `aip-work`: the passive-phase work the sender may do now (changes nothing).
     pub(crate) async fn work(&self, repo: &Repository, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
-        self.read(repo, &req.group, |s| work(s, &req.group, req.from)).await
+        self.read(repo, &req.group, |l| work(l, &req.group, req.from)).await
     }
 
     /// `(b, t)` of the group: the last applied and the last invoked operation.
     pub(crate) async fn progress(&self, repo: &Repository, group: &str) -> Result<(u64, u64), ProviderError> {
-        self.read(repo, group, |s| Ok((s.applied(), s.invoked()))).await
+        self.read(repo, group, |l| Ok((l.server.applied(), l.server.invoked()))).await
     }
 
-    /// Reads the group's server; answered once everything it read is durable.
+    /// Reads the group's server (changing no journaled state); answered once everything it
+    /// read is durable.
     async fn read<T>(
         &self,
         repo: &Repository,
         group: &str,
-        read: impl FnOnce(&aip::Server<Adict>) -> Result<T, ProviderError>,
+        read: impl FnOnce(&mut Loaded) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
         let slot = self.slot(repo, group, false)?;
         let (value, ticket) = {
             let mut state = slot.lock();
-            let value = read(&loaded(&mut state.loaded, repo, group)?.server);
+            let value = read(loaded(&mut state.loaded, repo, group)?);
             (value, state.everything())
         };
         if let Some(ticket) = ticket {

@@ -147,7 +147,7 @@ impl Member {
                 let req = AipCommitAuth {
                     group: self.group.clone(),
                     from: self.aip.id(),
-                    commit_auth: ByteBuf::from(answer.to_wire()),
+                    commit_auths: vec![ByteBuf::from(answer.to_wire())],
                 };
                 match self.call(Op::AipCommitAuth, &req).await {
                     Ok(next) => {
