@@ -26,6 +26,21 @@ fn ok(state: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
+/// A provider under `dir`, and the state directories of Alice, who created group `team`
+/// (with `signatures`), and Bob, who joined it.
+fn members_of_team(dir: &Path, signatures: &[&str]) -> (common::Server, PathBuf, PathBuf) {
+    let server = common::serve(&dir.join("provider"), &["--client", "bob=bob-token"]);
+    let (alice, bob) = (dir.join("alice"), dir.join("bob"));
+    ok(&alice, &["init", "--server", &server.url, "--token", "secret-token"]);
+    ok(&bob, &["init", "--server", &server.url, "--token", "bob-token"]);
+    let key = dir.join("team.key");
+    let mut init = vec!["group", "init", "team", "--key-out", key.to_str().unwrap()];
+    init.extend_from_slice(signatures);
+    ok(&alice, &init);
+    ok(&bob, &["group", "join", key.to_str().unwrap()]);
+    (server, alice, bob)
+}
+
 /// A gateway configuration serving `group`, with `extra` lines before its keys.
 fn config(dir: &Path, group: &str, extra: &str) -> PathBuf {
     let path = dir.join(format!("gateway-{group}.toml"));
@@ -89,13 +104,7 @@ fn unsigned_get(addr: &str) -> String {
 #[test]
 fn a_gateway_serves_a_group_holds_its_member_and_saves_it_when_interrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let server = common::serve(&dir.path().join("provider"), &["--client", "bob=bob-token"]);
-    let (alice, bob) = (dir.path().join("alice"), dir.path().join("bob"));
-    ok(&alice, &["init", "--server", &server.url, "--token", "secret-token"]);
-    ok(&bob, &["init", "--server", &server.url, "--token", "bob-token"]);
-    let key = dir.path().join("team.key");
-    ok(&alice, &["group", "init", "team", "--key-out", key.to_str().unwrap()]);
-    ok(&bob, &["group", "join", key.to_str().unwrap()]);
+    let (_server, alice, bob) = members_of_team(dir.path(), &[]);
 
     // What applies to the own namespace is refused with a group, before anything starts.
     let por = config(dir.path(), "team", "por = true\n");
@@ -158,13 +167,7 @@ fn list(addr: &str, bucket: &str) -> Result<usize, object_store::Error> {
 #[test]
 fn a_running_gateway_takes_a_roster_imported_beside_it() {
     let dir = tempfile::tempdir().unwrap();
-    let server = common::serve(&dir.path().join("provider"), &["--client", "bob=bob-token"]);
-    let (alice, bob) = (dir.path().join("alice"), dir.path().join("bob"));
-    ok(&alice, &["init", "--server", &server.url, "--token", "secret-token"]);
-    ok(&bob, &["init", "--server", &server.url, "--token", "bob-token"]);
-    let key = dir.path().join("team.key");
-    ok(&alice, &["group", "init", "team", "--signatures", "ed25519", "--key-out", key.to_str().unwrap()]);
-    ok(&bob, &["group", "join", key.to_str().unwrap()]);
+    let (_server, alice, bob) = members_of_team(dir.path(), &["--signatures", "ed25519"]);
     let file = dir.path().join("f");
     std::fs::write(&file, b"bob's").unwrap();
     ok(&bob, &["obj", "put", file.to_str().unwrap(), "from-bob"]);
