@@ -106,7 +106,10 @@ async fn a_member_reaching_the_bucket_itself_shares_the_objects_and_catches_thei
     let missing = read(&alice, "small").await;
     assert_eq!(missing.unwrap_err().violation_kind(), Some(ViolationKind::UnprovenNotFound));
 
-    // A delete removes the key's objects from the bucket, and the key reads as absent.
+    // A put replacing Bob's object removes it from the bucket; a delete removes the last.
+    put(&alice, "b", b"from alice, over bob's").await;
+    let [now] = objects_of(&store, "b").await.try_into().unwrap();
+    assert_eq!(store.get(&now).await.unwrap().bytes().await.unwrap(), &b"from alice, over bob's"[..]);
     assert_eq!(alice.delete(b"b").await.unwrap(), Outcome::Done(()));
     assert!(objects_of(&store, "b").await.is_empty());
     assert_eq!(read(&bob, "b").await.unwrap(), None);

@@ -214,16 +214,6 @@ impl DirectObjects {
             Err(e) => Err(self.failed(&format!("deleting {name}"), e)),
         }
     }
-
-    /// Deletes every object under `folder` (all objects of one key).
-    pub(super) async fn delete_all(&self, folder: &str) -> Result<(), ClientError> {
-        let listed: Vec<_> = self.store.list(Some(&Key::from(folder))).collect().await;
-        for meta in listed {
-            let meta = meta.map_err(|e| self.failed(&format!("listing {folder}"), e))?;
-            self.delete(meta.location.as_ref()).await?;
-        }
-        Ok(())
-    }
 }
 
 /// What the producer of a direct put hands over: a part, then the end (a producer that

@@ -8,10 +8,12 @@
 //! nonce per put, so that two puts of one key never overwrite each other's bytes (Sec. 4.3).
 //!
 //! * put: `cos-put(k||x, v)` streamed while `h = SHA-256(v)` is computed, then
-//!   `adict-put(k, x || h)`; on ABORT `cos-del(k||x)`.
+//!   `adict-put(k, x || h)`; on ABORT `cos-del(k||x)`. Once committed, the object it
+//!   replaced goes (`cos-del(k||x')`, `x'` from the REPLY's proof), where Alg. 6 leaves it.
 //! * get: `adict-get(k)`, then `cos-get(k||x)` streamed into the output and hashed; a hash
 //!   that is not `h` is a violation (the bytes written are then not to be used).
-//! * del: `adict-del(k)`, then `cos-del(k||*)`. list: `adict-list()`.
+//! * del: `adict-del(k)`, then `cos-del(k||x')` of the object it replaced (not `k||*`: see
+//!   [`Group::delete`]). list: `adict-list()`.
 //!
 //! An operation is one AIP round (INVOKE, REPLY, COMMIT), then the passive phase: the
 //! provider hands this client the updates it may authenticate (its own and, delegated, any
@@ -21,6 +23,8 @@
 
 mod direct;
 mod files;
+#[cfg(test)]
+mod tests;
 
 pub use direct::{DirectObjects, S3Access};
 pub use files::{check_name, groups, GroupFile, Signatures};
@@ -36,7 +40,7 @@ use vouch_core::adict::Tree;
 use vouch_core::aip::{
     self, Adict, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
 };
-use vouch_proto::vicos::{object_folder, object_name};
+use vouch_proto::vicos::object_name;
 use vouch_proto::vicos::{
     AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosGetFrame,
     CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
@@ -55,6 +59,13 @@ const HASH_LEN: usize = 32;
 
 /// The member's AIP state, held by one operation.
 type Held<'a> = tokio::sync::MutexGuard<'a, aip::Client<Adict>>;
+
+/// An operation's outcome, settled once its REPLY is accepted, and the value a put or a
+/// delete replaced (see [`Adict::replaced`]).
+struct Settled {
+    outcome: Outcome<DictResponse>,
+    replaced: Option<Vec<u8>>,
+}
 
 /// One member of a VICOS group.
 #[derive(Debug)]
@@ -115,11 +126,17 @@ impl Group {
         let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
         let hash = self.cos_put(object, reader).await?;
         let value = [&nonce[..], &hash[..]].concat();
-        match self.run(DictOp::Put { key: key.to_vec(), value }).await? {
-            Outcome::Done(_) => Ok(Outcome::Done(())),
+        let (settled, committed) = self.run(DictOp::Put { key: key.to_vec(), value }).await?;
+        match settled.outcome {
+            Outcome::Done(_) => {
+                if committed {
+                    self.retire(key, settled.replaced, Some(nonce)).await;
+                }
+                Ok(Outcome::Done(()))
+            }
             Outcome::Abort => {
                 // The bytes were never named by ADICT: clean them up (Alg. 6), best effort.
-                if let Err(e) = self.cos_delete(key, Some(nonce)).await {
+                if let Err(e) = self.cos_delete(key, nonce).await {
                     tracing::warn!("an aborted put's object stays behind: {e}");
                 }
                 Ok(Outcome::Abort)
@@ -139,8 +156,8 @@ impl Group {
             let (outcome, mut aip) = named;
             let value = match outcome {
                 Outcome::Done(Some(value)) => value,
-                Outcome::Done(None) => return self.finish(&mut aip).await.map(|()| Outcome::Done(None)),
-                Outcome::Abort => return self.finish(&mut aip).await.map(|()| Outcome::Abort),
+                Outcome::Done(None) => return self.finish(&mut aip).await.map(|_| Outcome::Done(None)),
+                Outcome::Abort => return self.finish(&mut aip).await.map(|_| Outcome::Abort),
             };
             let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
             let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
@@ -195,8 +212,8 @@ impl Group {
     /// `adict-get(k)`, settled ([`Group::settle`]): the value the group's history holds for
     /// `key` (a nonce and a hash), and the member's AIP state to finish the operation with.
     async fn adict_get(&self, key: &[u8]) -> Result<(Outcome<Option<Vec<u8>>>, Held<'_>), ClientError> {
-        let (outcome, mut aip) = self.settle(DictOp::Get { key: key.to_vec() }).await?;
-        let value = match outcome {
+        let (settled, mut aip) = self.settle(DictOp::Get { key: key.to_vec() }).await?;
+        let value = match settled.outcome {
             Outcome::Abort => Ok(Outcome::Abort),
             Outcome::Done(DictResponse::Value(None)) => Ok(Outcome::Done(None)),
             Outcome::Done(DictResponse::Value(Some(value))) if value.len() == NONCE_LEN + HASH_LEN => {
@@ -219,20 +236,42 @@ impl Group {
         }
     }
 
-    /// `vicos-del(k)`.
+    /// `vicos-del(k)`: the key's object goes once the delete is committed.
+    ///
+    /// Only the object the delete replaced goes, not every `k||*` as in Alg. 6: a put of the
+    /// key by another member may have stored its object and not yet invoked its `adict-put`,
+    /// which then names that object after this delete.
     pub async fn delete(&self, key: &[u8]) -> Result<Outcome<()>, ClientError> {
-        if let Outcome::Abort = self.run(DictOp::Delete { key: key.to_vec() }).await? {
+        let (settled, committed) = self.run(DictOp::Delete { key: key.to_vec() }).await?;
+        if let Outcome::Abort = settled.outcome {
             return Ok(Outcome::Abort);
         }
-        if let Err(e) = self.cos_delete(key, None).await {
-            tracing::warn!("a deleted key's objects stay behind: {e}");
+        if committed {
+            self.retire(key, settled.replaced, None).await;
         }
         Ok(Outcome::Done(()))
     }
 
+    /// Deletes the object a committed put or delete replaced, best effort: no operation after
+    /// it names the object, and a get that read the name before finds the object gone, asks
+    /// the history again and reads what is there now. The object of a put that is later
+    /// aborted by a takeover would still be named: hence only after the COMMIT was taken.
+    async fn retire(&self, key: &[u8], replaced: Option<Vec<u8>>, mine: Option<[u8; NONCE_LEN]>) {
+        let Some(nonce) = replaced.and_then(|v| v.get(..NONCE_LEN).and_then(|n| <[u8; NONCE_LEN]>::try_from(n).ok()))
+        else {
+            return;
+        };
+        if Some(nonce) == mine {
+            return;
+        }
+        if let Err(e) = self.cos_delete(key, nonce).await {
+            tracing::warn!("a replaced object of group {} stays behind: {e}", self.name);
+        }
+    }
+
     /// `vicos-list()`: every key, in byte order.
     pub async fn list(&self) -> Result<Outcome<Vec<Vec<u8>>>, ClientError> {
-        match self.run(DictOp::List).await? {
+        match self.run(DictOp::List).await?.0.outcome {
             Outcome::Done(DictResponse::Keys(keys)) => Ok(Outcome::Done(keys)),
             Outcome::Done(other) => Err(malformed(format!("a list answered with {other:?}"))),
             Outcome::Abort => Ok(Outcome::Abort),
@@ -252,42 +291,44 @@ impl Group {
     /// opened from a state directory reads its roster again first (a long-running gateway
     /// then picks up `vouch group roster --import` without a restart) and, when that names
     /// the member, runs the operation again.
-    async fn run(&self, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
-        let (outcome, mut aip) = self.settle(op).await?;
-        self.finish(&mut aip).await?;
-        Ok(outcome)
+    ///
+    /// Also returns whether every COMMIT it sent was taken by the provider.
+    async fn run(&self, op: DictOp) -> Result<(Settled, bool), ClientError> {
+        let (settled, mut aip) = self.settle(op).await?;
+        let committed = self.finish(&mut aip).await?;
+        Ok((settled, committed))
     }
 
     /// The first half of [`Group::run`], up to the operation's outcome: settled once the
     /// REPLY is checked and its COMMIT saved. The member's AIP state stays held for
     /// [`Group::finish`], which delivers the COMMIT.
-    async fn settle(&self, op: DictOp) -> Result<(Outcome<DictResponse>, Held<'_>), ClientError> {
+    async fn settle(&self, op: DictOp) -> Result<(Settled, Held<'_>), ClientError> {
         let mut aip = self.aip.lock().await;
-        let outcome = match self.attempt(&mut aip, op.clone()).await {
+        let settled = match self.attempt(&mut aip, op.clone()).await {
             Err(ClientError::UnknownMember { member, .. }) if self.reload_roster(&mut aip, member)? => {
                 self.attempt(&mut aip, op).await
             }
             other => other,
         }?;
-        Ok((outcome, aip))
+        Ok((settled, aip))
     }
 
     /// The second half of [`Group::run`]: the COMMIT delivered, then the passive phase. The
     /// outcome is settled already: the passive phase is help for the group, and only a lie
-    /// it catches fails the operation.
-    async fn finish(&self, aip: &mut aip::Client<Adict>) -> Result<(), ClientError> {
-        let work = self.deliver(aip).await?;
+    /// it catches fails the operation. Returns whether every COMMIT sent was taken.
+    async fn finish(&self, aip: &mut aip::Client<Adict>) -> Result<bool, ClientError> {
+        let (work, taken) = self.deliver(aip).await?;
         if let Err(e) = self.passive(aip, work.unwrap_or_default()).await {
             if e.violation_kind().is_some() {
                 return Err(e);
             }
             tracing::warn!("group {}: passive work left to other members: {e}", self.name);
         }
-        Ok(())
+        Ok(taken)
     }
 
     /// INVOKE, and the REPLY checked and saved with its COMMIT (write-ahead).
-    async fn attempt(&self, aip: &mut aip::Client<Adict>, op: DictOp) -> Result<Outcome<DictResponse>, ClientError> {
+    async fn attempt(&self, aip: &mut aip::Client<Adict>, op: DictOp) -> Result<Settled, ClientError> {
         let me = aip.id();
         if !aip.unsent().is_empty() {
             // Left by an operation whose write-ahead save failed (a full disk): saved before
@@ -308,32 +349,34 @@ impl Group {
                 return Err(e);
             }
         };
+        let replaced = Adict::replaced(&reply).map(<[u8]>::to_vec);
         let replied = aip.on_reply(reply);
         if let Err(aip::Violation::UnknownMember { .. }) = &replied {
             aip.abandon(); // nothing accepted: the next operation, with the key, checks it again
         }
         let (outcome, _commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
         self.persist(aip)?;
-        Ok(outcome)
+        Ok(Settled { outcome, replaced })
     }
 
     /// Sends the COMMITs the provider does not have yet, oldest first; the work the last
-    /// answer hands over. One the provider refuses (it has it, or has moved past it) is
-    /// delivered too: sending it again would change nothing.
-    async fn deliver(&self, aip: &mut aip::Client<Adict>) -> Result<Option<AipWork>, ClientError> {
-        let mut work = None;
+    /// answer hands over, and whether every one was taken. One the provider refuses (it has
+    /// it, or has moved past it) is delivered too: sending it again would change nothing.
+    async fn deliver(&self, aip: &mut aip::Client<Adict>) -> Result<(Option<AipWork>, bool), ClientError> {
+        let (mut work, mut taken) = (None, true);
         for commit in aip.unsent().to_vec() {
             let sent = AipCommit { group: self.name.clone(), from: aip.id(), commit: wire(&commit) };
             match self.remote.call::<_, AipWork>(Op::AipCommit, &sent).await {
                 Ok(answer) => work = Some(answer),
                 Err(ClientError::Refused { code, message }) => {
                     tracing::debug!("a COMMIT of group {} was refused ({code:?}): {message}", self.name);
+                    taken = false;
                 }
                 Err(e) => return Err(e),
             }
             aip.delivered(commit.t);
         }
-        Ok(work)
+        Ok((work, taken))
     }
 
     /// Does the passive-phase work the provider has for this member now: updates of others
@@ -376,13 +419,13 @@ impl Group {
         Ok(())
     }
 
-    /// `cos-del(k||x)`, or `cos-del(k||*)` without a nonce.
-    async fn cos_delete(&self, key: &[u8], nonce: Option<[u8; NONCE_LEN]>) -> Result<(), ClientError> {
-        match (&self.direct, nonce) {
-            (Some(direct), Some(nonce)) => direct.delete(&object_name(&self.name, key, &nonce)).await,
-            (Some(direct), None) => direct.delete_all(&object_folder(&self.name, key)).await,
-            (None, nonce) => {
-                let delete = CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
+    /// `cos-del(k||x)`.
+    async fn cos_delete(&self, key: &[u8], nonce: [u8; NONCE_LEN]) -> Result<(), ClientError> {
+        match &self.direct {
+            Some(direct) => direct.delete(&object_name(&self.name, key, &nonce)).await,
+            None => {
+                let delete =
+                    CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce: Some(nonce) };
                 self.remote.call::<_, AipAck>(Op::CosDelete, &delete).await.map(|_| ())
             }
         }

@@ -84,7 +84,18 @@ impl Proof {
     /// The root after `key` is set to a value hashing to `value_hash`: the old root and the
     /// new one folded up the same siblings at once.
     pub fn root_after_put(&self, root: &Digest, key: &[u8], value_hash: &Digest) -> Result<Digest, ProofError> {
-        let (path, _) = self.locate(key)?;
+        self.put_replacing(root, key, value_hash).map(|(_, root)| root)
+    }
+
+    /// [`Proof::root_after_put`], and the value hash the put replaces (`None`: the key was
+    /// absent), proven under `root` as the new root is.
+    pub fn put_replacing(
+        &self,
+        root: &Digest,
+        key: &[u8],
+        value_hash: &Digest,
+    ) -> Result<(Option<Digest>, Digest), ProofError> {
+        let (path, replaced) = self.locate(key)?;
         let leaf = leaf_hash(&path, value_hash);
         let depth = self.siblings.len();
         let node = match &self.end {
@@ -105,16 +116,21 @@ impl Proof {
             new = parent(&path, d, &new, sibling);
         }
         match old == *root {
-            true => Ok(new),
+            true => Ok((replaced, new)),
             false => Err(ProofError::WrongRoot),
         }
     }
 
     /// The root after `key` is removed (the same root when it is absent).
     pub fn root_after_delete(&self, root: &Digest, key: &[u8]) -> Result<Digest, ProofError> {
-        if self.verify(root, key)?.is_none() {
-            return Ok(*root);
-        }
+        self.delete_replacing(root, key).map(|(_, root)| root)
+    }
+
+    /// [`Proof::root_after_delete`], and the value hash the delete removes (`None`: the key
+    /// was absent).
+    pub fn delete_replacing(&self, root: &Digest, key: &[u8]) -> Result<(Option<Digest>, Digest), ProofError> {
+        let Some(replaced) = self.verify(root, key)? else { return Ok((None, *root)) };
+        let removed = |root| Ok((Some(replaced), root));
         // Only a delete reads what the deepest sibling is: checked here, not on every proof.
         if let (Some(last), Some(hash)) = (&self.last_sibling, self.siblings.last()) {
             if last.hash() != *hash {
@@ -122,7 +138,7 @@ impl Proof {
             }
         }
         let path = key_path(key);
-        let Some(deepest) = self.siblings.len().checked_sub(1) else { return Ok(Digest::ZERO) };
+        let Some(deepest) = self.siblings.len().checked_sub(1) else { return removed(Digest::ZERO) };
         match &self.last_sibling {
             // A lone leaf left beside nothing: it rises past every empty sibling above.
             Some(Bottom::Leaf { .. }) => {
@@ -130,9 +146,9 @@ impl Proof {
                 while depth > 0 && self.siblings[depth - 1] == Digest::ZERO {
                     depth -= 1;
                 }
-                Ok(fold(&path, &self.siblings[..depth], self.siblings[deepest]))
+                removed(fold(&path, &self.siblings[..depth], self.siblings[deepest]))
             }
-            Some(Bottom::Inner { .. }) => Ok(fold(&path, &self.siblings, Digest::ZERO)),
+            Some(Bottom::Inner { .. }) => removed(fold(&path, &self.siblings, Digest::ZERO)),
             Some(Bottom::Empty) => Err(ProofError::Malformed("a leaf beside an empty subtree")),
             None => Err(ProofError::Malformed("a delete needs the deepest sibling")),
         }

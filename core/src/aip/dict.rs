@@ -2,7 +2,7 @@
 //! over [`crate::adict`], with the compatibility relation of Table 1 or, as the ACOP baseline,
 //! commutativity.
 
-use super::Functionality;
+use super::{Functionality, Reply};
 use crate::adict::{key_path, root_of_all, value_hash, Proof, ProofError, Tree};
 use crate::hash::Digest;
 use std::convert::Infallible;
@@ -24,10 +24,18 @@ pub enum DictResponse {
     Keys(Vec<Vec<u8>>),
 }
 
-/// What proves one operation: a key's proof, or (for a listing) every key and value hash.
+/// What proves one operation: a key's proof (a get's), a key's proof and the value a put or
+/// a delete replaces, or (for a listing) every key and value hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DictStep {
     Key(Proof),
+    /// The value is checked against the value hash the proof shows. VICOS names an object by
+    /// it, which the change's client deletes once the change is committed: an object that
+    /// no later operation can name.
+    Change {
+        proof: Proof,
+        replaced: Option<Vec<u8>>,
+    },
     All(Vec<(Vec<u8>, Digest)>),
 }
 
@@ -35,6 +43,39 @@ pub enum DictStep {
 /// ones before it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DictAux(pub Vec<DictStep>);
+
+impl DictAux {
+    /// The value the last operation (a put or a delete) replaces in the state its proof is
+    /// against, `None` when the key was absent or the operation changes nothing.
+    fn replaced(&self) -> Option<&[u8]> {
+        match self.0.last() {
+            Some(DictStep::Change { replaced, .. }) => replaced.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl Adict {
+    /// The value a put or a delete replaces in the history, by its REPLY: that of the last
+    /// change of its key pending before it (a put's value; a delete's: none), or else the
+    /// one its proof shows in the authenticated state. `None` for a get or a list.
+    ///
+    /// A pending change may still abort; its value is then named by no operation at all.
+    /// Either way no operation after this one names the value: VICOS deletes the object it
+    /// names. Only as good as the REPLY: to be used once the client accepted it.
+    pub fn replaced(reply: &Reply<Adict>) -> Option<&[u8]> {
+        let (mine, before) = reply.view.omega.split_last()?;
+        let key = mine.invoked.op.changed_key()?;
+        for pending in before.iter().rev().filter(|p| p.aborted.is_none()) {
+            match &pending.invoked.op {
+                DictOp::Put { key: k, value } if k == key => return Some(value),
+                DictOp::Delete { key: k } if k == key => return None,
+                _ => {}
+            }
+        }
+        reply.aux.replaced()
+    }
+}
 
 /// Why a client refuses ADICT's answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -45,6 +86,8 @@ pub enum DictError {
     Mismatch(&'static str),
     #[error("the response is not what the dictionary proofs show")]
     Response,
+    #[error("the value a change replaces is not the one the dictionary proof shows")]
+    Replaced,
 }
 
 /// Which pending operations an operation may run beside.
@@ -79,6 +122,19 @@ impl DictOp {
 
     fn key(&self) -> Option<&[u8]> {
         self.changed_key().or(self.read_key())
+    }
+}
+
+/// A put's or a delete's step: the key's proof, and its value now.
+fn change_step(tree: &Tree, key: &[u8]) -> DictStep {
+    DictStep::Change { proof: tree.prove(key), replaced: tree.get(key).map(<[u8]>::to_vec) }
+}
+
+/// Whether the value a change claims to replace hashes to the one its proof shows.
+fn check_replaced(proven: Option<Digest>, replaced: &Option<Vec<u8>>) -> Result<(), DictError> {
+    match proven == replaced.as_deref().map(value_hash) {
+        true => Ok(()),
+        false => Err(DictError::Replaced),
     }
 }
 
@@ -118,12 +174,12 @@ impl Functionality for Adict {
         for op in ops {
             match op {
                 DictOp::Put { key, value } => {
-                    steps.push(DictStep::Key(tree.prove(key)));
+                    steps.push(change_step(&tree, key));
                     tree.put(key, value);
                     response = DictResponse::Nothing;
                 }
                 DictOp::Delete { key } => {
-                    steps.push(DictStep::Key(tree.prove(key)));
+                    steps.push(change_step(&tree, key));
                     tree.delete(key);
                     response = DictResponse::Nothing;
                 }
@@ -151,17 +207,21 @@ impl Functionality for Adict {
         for (k, (op, step)) in ops.iter().zip(&aux.0).enumerate() {
             let last = k + 1 == ops.len();
             root = match (op, step) {
-                (DictOp::Put { key, value }, DictStep::Key(proof)) => {
+                (DictOp::Put { key, value }, DictStep::Change { proof, replaced }) => {
                     if last && *response != DictResponse::Nothing {
                         return Err(DictError::Response);
                     }
-                    proof.root_after_put(&root, key, &value_hash(value))?
+                    let (proven, root) = proof.put_replacing(&root, key, &value_hash(value))?;
+                    check_replaced(proven, replaced)?;
+                    root
                 }
-                (DictOp::Delete { key }, DictStep::Key(proof)) => {
+                (DictOp::Delete { key }, DictStep::Change { proof, replaced }) => {
                     if last && *response != DictResponse::Nothing {
                         return Err(DictError::Response);
                     }
-                    proof.root_after_delete(&root, key)?
+                    let (proven, root) = proof.delete_replacing(&root, key)?;
+                    check_replaced(proven, replaced)?;
+                    root
                 }
                 (DictOp::Get { key }, DictStep::Key(proof)) => {
                     let proven = proof.verify(&root, key)?;
@@ -242,5 +302,36 @@ mod tests {
         assert!(!compatible(&ops[0], &ops[2]), "a get after a pending put of its key");
         assert!(compatible(&ops[2], &ops[0]), "a put after a pending get");
         assert!(compatible(&ops[0], &ops[0]), "two puts of a key: a blind write");
+    }
+
+    /// A provider that names another value as the one a change replaces (to have its client
+    /// delete an object the dictionary still names) is caught, however it bends the step.
+    #[test]
+    fn the_value_a_change_replaces_is_the_proven_one() {
+        let mut tree = Tree::new();
+        tree.put(b"k", b"old");
+        tree.put(b"other", b"x");
+        let root = tree.root();
+        let ops = |op: DictOp| vec![op];
+        let put = DictOp::Put { key: b"k".to_vec(), value: b"new".to_vec() };
+        for op in [put, DictOp::Delete { key: b"k".to_vec() }] {
+            let (response, aux) = Adict::query(&tree, &ops(op.clone())).unwrap();
+            assert_eq!(aux.replaced(), Some(&b"old"[..]));
+            assert!(Adict::authexec(&ops(op.clone()), &root, &response, &aux).is_ok());
+            let DictStep::Change { proof, .. } = aux.0[0].clone() else { panic!("a change's step") };
+            for lie in [Some(b"other".to_vec()), None] {
+                let bent = DictAux(vec![DictStep::Change { proof: proof.clone(), replaced: lie }]);
+                assert_eq!(Adict::authexec(&ops(op.clone()), &root, &response, &bent), Err(DictError::Replaced));
+            }
+            let bare = DictAux(vec![DictStep::Key(proof)]);
+            assert!(matches!(Adict::authexec(&ops(op), &root, &response, &bare), Err(DictError::Mismatch(_))));
+        }
+        // A put of an absent key replaces nothing, and claiming something is a lie too.
+        let fresh = DictOp::Put { key: b"new".to_vec(), value: b"v".to_vec() };
+        let (response, aux) = Adict::query(&tree, &ops(fresh.clone())).unwrap();
+        assert_eq!(aux.replaced(), None);
+        let DictStep::Change { proof, .. } = aux.0[0].clone() else { panic!("a change's step") };
+        let bent = DictAux(vec![DictStep::Change { proof, replaced: Some(b"old".to_vec()) }]);
+        assert_eq!(Adict::authexec(&ops(fresh), &root, &response, &bent), Err(DictError::Replaced));
     }
 }

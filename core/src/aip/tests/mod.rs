@@ -12,6 +12,7 @@
 //!   keeps the server's memory bounded;
 //! * [`persist`]: a client saved and restored, carrying on and still catching a fork;
 //! * [`recovery`]: an abandoned INVOKE and an undelivered COMMIT, recovered by their client;
+//! * [`replaced`]: the value a put or a delete replaces, whose object VICOS deletes;
 //! * [`namespace`]: the same protocol over vouch's namespace ([`crate::namespace::NamespaceOps`]);
 //! * [`wire`]: honest runs with every message through its encoding.
 
@@ -21,6 +22,7 @@ mod lies;
 mod namespace;
 mod persist;
 mod recovery;
+mod replaced;
 mod schedule;
 mod sim;
 mod takeover;

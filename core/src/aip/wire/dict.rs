@@ -47,6 +47,15 @@ impl Wire for DictOp {
     }
 }
 
+/// `0` none, `1` a value.
+fn optional_value(r: &mut Reader<'_>) -> Result<Option<Vec<u8>>, WireError> {
+    match r.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(value(r)?)),
+        tag => Err(WireError::UnknownTag { what: "option", tag }),
+    }
+}
+
 /// `1` nothing, `2` an optional value, `3` the keys.
 impl Wire for DictResponse {
     fn encode(&self, out: &mut Vec<u8>) {
@@ -72,11 +81,7 @@ impl Wire for DictResponse {
     fn decode(r: &mut Reader<'_>) -> Result<DictResponse, WireError> {
         Ok(match tag(r, "dictionary response", 3)? {
             1 => DictResponse::Nothing,
-            2 => match r.u8()? {
-                0 => DictResponse::Value(None),
-                1 => DictResponse::Value(Some(value(r)?)),
-                tag => return Err(WireError::UnknownTag { what: "option", tag }),
-            },
+            2 => DictResponse::Value(optional_value(r)?),
             _ => DictResponse::Keys(list(r, "listed keys", MAX_ENTRIES, key)?),
         })
     }
@@ -126,13 +131,24 @@ impl Wire for Proof {
     }
 }
 
-/// `1` a key's proof, `2` every (key, value hash).
+/// `1` a key's proof, `2` every (key, value hash), `3` a key's proof and the value replaced.
 impl Wire for DictStep {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
             DictStep::Key(proof) => {
                 out.push(1);
                 proof.encode(out);
+            }
+            DictStep::Change { proof, replaced } => {
+                out.push(3);
+                proof.encode(out);
+                match replaced {
+                    None => out.push(0),
+                    Some(v) => {
+                        out.push(1);
+                        put_bytes(out, v);
+                    }
+                }
             }
             DictStep::All(all) => {
                 out.push(2);
@@ -145,9 +161,10 @@ impl Wire for DictStep {
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<DictStep, WireError> {
-        Ok(match tag(r, "dictionary proof", 2)? {
+        Ok(match tag(r, "dictionary proof", 3)? {
             1 => DictStep::Key(Proof::decode(r)?),
-            _ => DictStep::All(list(r, "listed entries", MAX_ENTRIES, |r| Ok((key(r)?, Digest::decode(r)?)))?),
+            2 => DictStep::All(list(r, "listed entries", MAX_ENTRIES, |r| Ok((key(r)?, Digest::decode(r)?)))?),
+            _ => DictStep::Change { proof: Proof::decode(r)?, replaced: optional_value(r)? },
         })
     }
 }

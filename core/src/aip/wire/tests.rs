@@ -47,7 +47,11 @@ fn bottom() -> impl Strategy<Value = Bottom> + Clone {
 fn aux() -> impl Strategy<Value = DictAux> {
     let proof = (vec(digest(), 0..5), bottom(), proptest::option::of(bottom()))
         .prop_map(|(siblings, end, last_sibling)| Proof { siblings, end, last_sibling });
-    let step = prop_oneof![proof.prop_map(DictStep::Key), vec((blob(8), digest()), 0..4).prop_map(DictStep::All)];
+    let step = prop_oneof![
+        proof.clone().prop_map(DictStep::Key),
+        (proof, proptest::option::of(blob(8))).prop_map(|(proof, replaced)| DictStep::Change { proof, replaced }),
+        vec((blob(8), digest()), 0..4).prop_map(DictStep::All),
+    ];
     vec(step, 0..3).prop_map(DictAux)
 }
 
