@@ -139,25 +139,37 @@ async fn concurrent_members_answered_operations_all_survive_a_restart() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_full_pending_list_is_refused_as_a_conflict_until_operations_complete() {
+/// Sec. 5.2: while the pending list is full, an INVOKE waits for operations to complete (the
+/// paper's server buffers it), and is refused as a conflict, changing nothing, when none do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invoke_behind_a_full_pending_list_waits_for_operations_to_complete() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), Limits::default()).await;
     create(server.addr, ALICE, "g").await.unwrap();
-    let mut m: Vec<Member> = (0..2).map(|i| Member::new(i, server.addr, ALICE, "g")).collect();
-    // 128 updates committed and none authenticated: the pending list is full (Sec. 5.2).
+    let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, server.addr, ALICE, "g")).collect();
+    // 128 updates committed and none authenticated: the pending list is full.
     for i in 0..128 {
         m[0].active(put(&format!("p{i}"), "v")).await.unwrap();
     }
     assert_eq!(progress(&server, "g").await, (0, 128));
+    let started = std::time::Instant::now();
     let full = m[1].invoke(get("p1")).await.map(drop);
     assert!(refused(full, ErrorCode::Conflict).contains("pending list is full"));
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "held back before it was refused");
     assert_eq!(progress(&server, "g").await, (0, 128), "the refused INVOKE took no position");
-    // Once the operations complete, the same operation goes through.
+
+    // An INVOKE waiting while the passive phase completes goes through, with no retry (as
+    // soon as there is room: of a key no pending put changes, so that it does not abort).
+    let mut waiting = m.pop().unwrap();
+    let held = tokio::spawn(async move { (waiting.run(get("never")).await, waiting) });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!held.is_finished(), "held back while the list is full");
     let work = m[0].work().await;
     assert_eq!(m[0].passive(work).await, 128, "one batch of every pending update");
+    let (outcome, _) = held.await.unwrap();
+    assert_eq!(outcome, Outcome::Done(DictResponse::Value(None)));
     assert_eq!(m[1].run(get("p1")).await, value("v"));
-    assert_eq!(progress(&server, "g").await, (129, 129));
+    assert_eq!(progress(&server, "g").await, (130, 130));
     server.shutdown().await.unwrap();
 }
 

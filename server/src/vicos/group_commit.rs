@@ -57,11 +57,14 @@ pub(super) struct GroupState {
     latest: Option<Ticket>,
 }
 
-/// A group's state and the signal that a write ended (so waiters look for the next batch).
+/// A group's state, the signal that a write ended (so waiters look for the next batch), and
+/// the signal that operations completed (so INVOKEs held back by a full pending list look
+/// again).
 #[derive(Debug, Default)]
 pub(super) struct Slot {
     state: Mutex<GroupState>,
     written: Notify,
+    pub(super) progressed: Notify,
 }
 
 impl Slot {

@@ -2,7 +2,7 @@
 //! clients uses, side by side in one provider.
 //!
 //! * [`sequencer`]: the AIP server of each group (Alg. 3, with the extensions of Sec. 3.7 and
-//!   the bounded pending list of Sec. 5.2), running ADICT (Sec. 4.2, Alg. 4–5) over the
+//!   the bounded pending list of Sec. 5.2, INVOKEs held back while it is full), running ADICT (Sec. 4.2, Alg. 4–5) over the
 //!   hashes of the group's objects; each message handled atomically, as the paper's actor
 //!   (Sec. 5.1), and journaled before it is answered ([`journal`]), the entries of
 //!   concurrent messages made durable together ([`group_commit`]).

@@ -47,6 +47,11 @@ fn unknown(group: &str) -> ProviderError {
 /// a loaded member to answer, short enough that one that went away holds up little.
 pub(super) const LEASE: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How long an INVOKE waits while the pending list is full before it is refused (Sec. 5.2:
+/// the paper's server buffers INVOKEs until enough operations completed; bounded here, so
+/// that a member is told to come back rather than hang when no one completes any).
+pub(super) const INVOKE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The passive-phase work `from` may do now (Sec. 3.7 delegation), encoded: none while
 /// another member holds the work ([`LEASE`]).
 fn work(loaded: &mut Loaded, group: &str, from: ClientId) -> Result<AipWork, ProviderError> {
@@ -135,12 +140,30 @@ impl Sequencer {
         answered
     }
 
-    /// `aip-invoke`: the REPLY (Alg. 3); refused with a conflict while the pending list is
-    /// full (Sec. 5.2).
+    /// `aip-invoke`: the REPLY (Alg. 3). While the pending list is full (Sec. 5.2), it waits
+    /// for operations to complete, up to [`INVOKE_WAIT`], then is refused with a conflict.
+    /// Waiting INVOKEs let the passive phase go first: the paper's priority of COMMIT and
+    /// COMMIT-AUTH over INVOKE (Sec. 5.2 "Message delivery order"), where it matters.
     pub(crate) async fn invoke(&self, repo: &Repository, req: &AipInvoke) -> Result<AipReply, ProviderError> {
         let invoke: Invoke<aip::DictOp> = Invoke::from_wire(&req.invoke).map_err(|e| bad("invoke", e))?;
+        let deadline = tokio::time::Instant::now() + INVOKE_WAIT;
+        let slot = self.slot(repo, &req.group, false)?;
+        loop {
+            let progressed = slot.progressed.notified();
+            tokio::pin!(progressed);
+            // Registered before the look, so that progress made in between is not missed.
+            progressed.as_mut().enable();
+            let full = {
+                let mut state = slot.lock();
+                loaded(&mut state.loaded, repo, &req.group)?.server.pending_full()
+            };
+            if !full || tokio::time::timeout_at(deadline, progressed).await.is_err() {
+                break;
+            }
+        }
         let entry = Entry::Invoke { from: req.from, invoke: req.invoke.clone() };
-        self.step(repo, &req.group, entry, |s| s.on_invoke(req.from, invoke), |_, reply| Ok(reply))
+        let step = |s: &mut aip::Server<Adict>| s.on_invoke(req.from, invoke);
+        self.step(repo, &req.group, entry, step, |_, reply| Ok(reply))
             .await
             .map(|reply| AipReply { reply: ByteBuf::from(reply.to_wire()) })
     }
@@ -150,7 +173,11 @@ impl Sequencer {
         let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
         let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
         let group = &req.group;
-        self.step(repo, group, entry, |s| s.on_commit(req.from, commit), |l, ()| work(l, group, req.from)).await
+        let answer = |l: &mut Loaded, ()| work(l, group, req.from);
+        let answered = self.step(repo, group, entry, |s| s.on_commit(req.from, commit), answer).await;
+        // A committed query, or an aborted operation, may complete at once.
+        self.slot(repo, group, false)?.progressed.notify_waiters();
+        answered
     }
 
     /// `aip-commit-auth`: `A[q]` and the operation applied, for each COMMIT-AUTH of the
@@ -197,6 +224,7 @@ impl Sequencer {
         };
         if let Some(ticket) = ticket {
             durable(&in_repo(repo, group), group, &slot, ticket).await?;
+            slot.progressed.notify_waiters();
         }
         answered
     }
