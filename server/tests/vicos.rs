@@ -9,7 +9,7 @@ use serde_bytes::ByteBuf;
 use support::*;
 use vouch_core::adict::Tree;
 use vouch_core::aip::{self, Adict, Commit, DictOp, DictResponse, Outcome, Signature, Wire};
-use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork};
+use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
 use vouch_proto::{ErrorCode, Op};
 use vouch_server::Limits;
 
@@ -76,7 +76,8 @@ async fn a_restart_keeps_the_history_and_continues_its_sequence() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), Limits::default()).await;
     create(server.addr, ALICE, "g").await.unwrap();
-    let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, server.addr, BOB, "g")).collect();
+    let token = |i| if i == 0 { ALICE } else { BOB };
+    let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, server.addr, token(i), "g")).collect();
     assert_eq!(m[0].run(put("x", "1")).await, NOTHING);
     assert_eq!(m[1].run(get("x")).await, value("1"));
     // Member 0's put of y is committed and not authenticated when the provider stops.
@@ -105,6 +106,34 @@ async fn a_restart_keeps_the_history_and_continues_its_sequence() {
     assert_eq!(m[2].run(get("z")).await, value("3"));
     assert_eq!(progress(&server, "g").await, (8, 8));
     refused(create(server.addr, ALICE, "g").await, ErrorCode::Conflict);
+    server.shutdown().await.unwrap();
+}
+
+/// Each member speaks only through the provider client it first spoke through (the creator:
+/// the one that created the group), across a restart: another client of the provider cannot
+/// send messages in its name, which its group would blame on the provider.
+#[tokio::test]
+async fn a_member_speaks_only_through_the_provider_client_it_first_spoke_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    create(server.addr, ALICE, "g").await.unwrap();
+    let forbidden = Member::new(0, server.addr, BOB, "g").invoke(put("x", "0")).await.map(drop);
+    assert!(refused(forbidden, ErrorCode::Unauthorized).contains("member 0 of group g"));
+    let mut bob = Member::new(1, server.addr, BOB, "g");
+    assert_eq!(bob.run(put("x", "1")).await, NOTHING, "member 1 binds to bob");
+    server.shutdown().await.unwrap();
+
+    let server = serve(dir.path(), Limits::default()).await;
+    bob.addr = server.addr;
+    let mut bob_through_alice = Member::new(1, server.addr, ALICE, "g");
+    refused(bob_through_alice.invoke(get("x")).await.map(drop), ErrorCode::Unauthorized);
+    let work = AipWorkRequest { group: "g".into(), from: 1 };
+    refused(call::<_, AipWork>(server.addr, ALICE, Op::AipWork, &work).await, ErrorCode::Unauthorized);
+    // The members themselves go on, and the refused messages left nothing.
+    let mut alice = Member::new(0, server.addr, ALICE, "g");
+    assert_eq!(alice.run(get("x")).await, value("1"));
+    assert_eq!(bob.run(get("x")).await, value("1"));
+    assert_eq!(progress(&server, "g").await, (3, 3));
     server.shutdown().await.unwrap();
 }
 

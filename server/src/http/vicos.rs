@@ -23,23 +23,30 @@ use vouch_proto::{decode, encode_frame, ErrorBody, ErrorCode};
 const GET_FRAME_BYTES: usize = 1 << 20;
 
 pub(super) async fn aip_create(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, _, r: AipCreate| async move { app.provider.aip_create(&r).await }).await
+    answer(app, headers, body, |app, caller, r: AipCreate| async move { app.provider.aip_create(&r, &caller).await })
+        .await
 }
 
 pub(super) async fn aip_invoke(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, _, r: AipInvoke| async move { app.provider.aip_invoke(&r).await }).await
+    answer(app, headers, body, |app, caller, r: AipInvoke| async move { app.provider.aip_invoke(&r, &caller).await })
+        .await
 }
 
 pub(super) async fn aip_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, _, r: AipCommit| async move { app.provider.aip_commit(&r).await }).await
+    answer(app, headers, body, |app, caller, r: AipCommit| async move { app.provider.aip_commit(&r, &caller).await })
+        .await
 }
 
 pub(super) async fn aip_commit_auth(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, _, r: AipCommitAuth| async move { app.provider.aip_commit_auth(&r).await }).await
+    answer(app, headers, body, |app, caller, r: AipCommitAuth| async move {
+        app.provider.aip_commit_auth(&r, &caller).await
+    })
+    .await
 }
 
 pub(super) async fn aip_work(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, _, r: AipWorkRequest| async move { app.provider.aip_work(&r).await }).await
+    answer(app, headers, body, |app, caller, r: AipWorkRequest| async move { app.provider.aip_work(&r, &caller).await })
+        .await
 }
 
 pub(super) async fn cos_delete(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

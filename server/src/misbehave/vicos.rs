@@ -16,35 +16,35 @@ use vouch_proto::vicos::{
 };
 
 impl Misbehaving {
-    pub async fn aip_create(&self, req: &AipCreate) -> Result<AipAck, ProviderError> {
-        let ack = self.honest.aip_create(req).await?;
+    pub async fn aip_create(&self, req: &AipCreate, caller: &str) -> Result<AipAck, ProviderError> {
+        let ack = self.honest.aip_create(req, caller).await?;
         if self.lie == Misbehave::ForkAip {
-            self.honest.aip_create(&AipCreate { group: fork_of(&req.group), ..req.clone() }).await?;
+            self.honest.aip_create(&AipCreate { group: fork_of(&req.group), ..req.clone() }, caller).await?;
         }
         Ok(ack)
     }
 
-    pub async fn aip_invoke(&self, req: &AipInvoke) -> Result<AipReply, ProviderError> {
+    pub async fn aip_invoke(&self, req: &AipInvoke, caller: &str) -> Result<AipReply, ProviderError> {
         if self.lie == Misbehave::ForkAip && !req.from.is_multiple_of(2) {
             // Counted at INVOKE: a member's operation runs wholly on the history it began on.
             let mut counts = self.fork_invokes.lock().expect("fork counts");
             let count = counts.entry((req.group.clone(), req.from)).or_default();
             *count += 1;
         }
-        self.honest.aip_invoke(&AipInvoke { group: self.routed(&req.group, req.from), ..req.clone() }).await
+        self.honest.aip_invoke(&AipInvoke { group: self.routed(&req.group, req.from), ..req.clone() }, caller).await
     }
 
-    pub async fn aip_commit(&self, req: &AipCommit) -> Result<AipWork, ProviderError> {
-        self.honest.aip_commit(&AipCommit { group: self.routed(&req.group, req.from), ..req.clone() }).await
+    pub async fn aip_commit(&self, req: &AipCommit, caller: &str) -> Result<AipWork, ProviderError> {
+        self.honest.aip_commit(&AipCommit { group: self.routed(&req.group, req.from), ..req.clone() }, caller).await
     }
 
-    pub async fn aip_commit_auth(&self, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
+    pub async fn aip_commit_auth(&self, req: &AipCommitAuth, caller: &str) -> Result<AipWork, ProviderError> {
         let group = self.routed(&req.group, req.from);
-        self.honest.aip_commit_auth(&AipCommitAuth { group, ..req.clone() }).await
+        self.honest.aip_commit_auth(&AipCommitAuth { group, ..req.clone() }, caller).await
     }
 
-    pub async fn aip_work(&self, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
-        self.honest.aip_work(&AipWorkRequest { group: self.routed(&req.group, req.from), ..req.clone() }).await
+    pub async fn aip_work(&self, req: &AipWorkRequest, caller: &str) -> Result<AipWork, ProviderError> {
+        self.honest.aip_work(&AipWorkRequest { group: self.routed(&req.group, req.from), ..req.clone() }, caller).await
     }
 
     /// The group a member's AIP message goes to: under [`Misbehave::ForkAip`], an odd

@@ -53,6 +53,9 @@ pub enum ProviderError {
     NotFound(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The caller is known but may not do this (a VICOS member another client speaks as).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// The request is past one of the provider's limits (see `Limits`).
     #[error("too large: {0}")]
     TooLarge(String),
@@ -66,6 +69,7 @@ impl ProviderError {
             ProviderError::BadRequest(_) => ErrorCode::BadRequest,
             ProviderError::NotFound(_) => ErrorCode::NotFound,
             ProviderError::Conflict(_) => ErrorCode::Conflict,
+            ProviderError::Forbidden(_) => ErrorCode::Unauthorized,
             ProviderError::TooLarge(_) => ErrorCode::TooLarge,
             ProviderError::Store(StoreError::Corrupt { .. }) => ErrorCode::DataLost,
             ProviderError::Store(_) => ErrorCode::Storage,

@@ -10,24 +10,27 @@ use vouch_proto::vicos::{
 };
 
 impl Provider {
-    pub async fn aip_create(&self, req: &AipCreate) -> Result<AipAck, ProviderError> {
-        self.vicos.create(&self.repo, req).await
+    // `caller`: the provider client sending the message; each member of a group speaks
+    // through one (`crate::vicos::sequencer`).
+
+    pub async fn aip_create(&self, req: &AipCreate, caller: &str) -> Result<AipAck, ProviderError> {
+        self.vicos.create(&self.repo, req, caller).await
     }
 
-    pub async fn aip_invoke(&self, req: &AipInvoke) -> Result<AipReply, ProviderError> {
-        self.vicos.invoke(&self.repo, req).await
+    pub async fn aip_invoke(&self, req: &AipInvoke, caller: &str) -> Result<AipReply, ProviderError> {
+        self.vicos.invoke(&self.repo, req, caller).await
     }
 
-    pub async fn aip_commit(&self, req: &AipCommit) -> Result<AipWork, ProviderError> {
-        self.vicos.commit(&self.repo, req).await
+    pub async fn aip_commit(&self, req: &AipCommit, caller: &str) -> Result<AipWork, ProviderError> {
+        self.vicos.commit(&self.repo, req, caller).await
     }
 
-    pub async fn aip_commit_auth(&self, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
-        self.vicos.commit_auth(&self.repo, req).await
+    pub async fn aip_commit_auth(&self, req: &AipCommitAuth, caller: &str) -> Result<AipWork, ProviderError> {
+        self.vicos.commit_auth(&self.repo, req, caller).await
     }
 
-    pub async fn aip_work(&self, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
-        self.vicos.work(&self.repo, req).await
+    pub async fn aip_work(&self, req: &AipWorkRequest, caller: &str) -> Result<AipWork, ProviderError> {
+        self.vicos.work(&self.repo, req, caller).await
     }
 
     /// `(b, t)` of a group: its last applied and last invoked operation (for tests and logs).

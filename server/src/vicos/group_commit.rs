@@ -224,8 +224,7 @@ mod tests {
         let (genesis, auth) =
             aip::genesis::<Adict>(&Keyring::Hmac { key: [1; 32] }, 0, DictOp::List, &Tree::new()).unwrap();
         let slot = Arc::new(Slot::default());
-        slot.lock().loaded =
-            Some(Loaded { server: super::super::journal::server(genesis, auth), next: 1, lease: None });
+        slot.lock().loaded = Some(Loaded::new(genesis, auth));
         slot
     }
 

@@ -23,6 +23,7 @@ use crate::keys;
 use crate::provider::ProviderError;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
+use std::collections::HashMap;
 use vouch_core::adict::Tree;
 use vouch_core::aip::{self, Adict, Commit, CommitAuth, Committed, DictOp, Invoke, ServerConfig, Signed, Wire};
 use vouch_core::Digest;
@@ -54,6 +55,12 @@ pub(super) enum Entry {
         from: u32,
         commit_auth: ByteBuf,
     },
+    /// Member `member` speaks through provider client `client` from now on (its first
+    /// accepted message, or the genesis's creator).
+    Bind {
+        member: u32,
+        client: String,
+    },
 }
 
 /// A group's server and the number of its journal's next entry.
@@ -64,6 +71,15 @@ pub(super) struct Loaded {
     /// Which member the passive-phase work was last handed to, and until when it is its
     /// alone (see `sequencer::work`); not journaled.
     pub(super) lease: Option<(aip::ClientId, std::time::Instant)>,
+    /// The provider client each member speaks through ([`Entry::Bind`]).
+    pub(super) members: HashMap<aip::ClientId, String>,
+}
+
+impl Loaded {
+    /// A group's server from its genesis (entry 0), no member bound yet.
+    pub(super) fn new(genesis: Committed<DictOp>, auth: Signed<Digest>) -> Loaded {
+        Loaded { server: server(genesis, auth), next: 1, lease: None, members: HashMap::new() }
+    }
 }
 
 /// A group's server from its genesis: an empty dictionary, its members unknown.
@@ -72,12 +88,17 @@ pub(super) fn server(genesis: Committed<DictOp>, auth: Signed<Digest>) -> aip::S
 }
 
 impl Entry {
-    /// Applies an accepted message to `server` (at replay: it was accepted before, so it is
+    /// Applies an accepted message to `loaded` (at replay: it was accepted before, so it is
     /// accepted again, or the journal is damaged).
-    fn replay(&self, group: &str, server: &mut aip::Server<Adict>) -> Result<(), ProviderError> {
+    fn replay(&self, group: &str, loaded: &mut Loaded) -> Result<(), ProviderError> {
         let malformed = |e: aip::WireError| corrupt(group, e);
+        let server = &mut loaded.server;
         let accepted = match self {
             Entry::Create { .. } => return Err(corrupt(group, "a second genesis")),
+            Entry::Bind { member, client } => {
+                loaded.members.insert(*member, client.clone());
+                return Ok(());
+            }
             Entry::Invoke { from, invoke } => {
                 server.on_invoke(*from, Invoke::from_wire(invoke).map_err(malformed)?).map(drop)
             }
@@ -135,11 +156,11 @@ pub(super) fn load(repo: &Repository, group: &str) -> Result<Option<Loaded>, Pro
             (None, Entry::Create { genesis, auth }) => {
                 let genesis = Committed::from_wire(genesis).map_err(|e| corrupt(group, e))?;
                 let auth = Signed::from_wire(auth).map_err(|e| corrupt(group, e))?;
-                loaded = Some(Loaded { server: server(genesis, auth), next: 1, lease: None });
+                loaded = Some(Loaded::new(genesis, auth));
             }
             (None, _) => return Err(corrupt(group, "the first entry is not the genesis")),
             (Some(l), entry) => {
-                entry.replay(group, &mut l.server)?;
+                entry.replay(group, l)?;
                 l.next += 1;
             }
         }

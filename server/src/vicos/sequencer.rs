@@ -52,6 +52,20 @@ pub(super) const LEASE: std::time::Duration = std::time::Duration::from_millis(5
 /// that a member is told to come back rather than hang when no one completes any).
 pub(super) const INVOKE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Whether `caller` (a provider client) may speak as member `from`: each member speaks only
+/// through the provider client it first spoke through (journaled, [`Entry::Bind`]), so that
+/// another client of the provider cannot send messages in its name, which its group would
+/// then blame on the provider. `Ok(true)`: not bound yet.
+fn unbound(loaded: &Loaded, group: &str, from: ClientId, caller: &str) -> Result<bool, ProviderError> {
+    match loaded.members.get(&from) {
+        None => Ok(true),
+        Some(bound) if bound == caller => Ok(false),
+        Some(_) => Err(ProviderError::Forbidden(format!(
+            "member {from} of group {group} speaks through another client of this provider"
+        ))),
+    }
+}
+
 /// The passive-phase work `from` may do now (Sec. 3.7 delegation), encoded: none while
 /// another member holds the work ([`LEASE`]).
 fn work(loaded: &mut Loaded, group: &str, from: ClientId) -> Result<AipWork, ProviderError> {
@@ -90,8 +104,13 @@ impl Sequencer {
     }
 
     /// `aip-create`: the group's server from its creator's genesis (`O[0]`, `A[0]`), over an
-    /// empty dictionary. A group that exists is a conflict.
-    pub(crate) async fn create(&self, repo: &Repository, req: &AipCreate) -> Result<AipAck, ProviderError> {
+    /// empty dictionary, the creator bound to `caller`. A group that exists is a conflict.
+    pub(crate) async fn create(
+        &self,
+        repo: &Repository,
+        req: &AipCreate,
+        caller: &str,
+    ) -> Result<AipAck, ProviderError> {
         check_group(&req.group)?;
         let genesis: Committed<aip::DictOp> = Committed::from_wire(&req.genesis).map_err(|e| bad("genesis", e))?;
         let auth: Signed<vouch_core::Digest> = Signed::from_wire(&req.auth).map_err(|e| bad("auth", e))?;
@@ -106,22 +125,29 @@ impl Sequencer {
             if state.loaded.is_some() || journal::exists(repo, &req.group)? {
                 return Err(ProviderError::Conflict(format!("VICOS group {} exists already", req.group)));
             }
-            state.loaded = Some(Loaded { server: journal::server(genesis, auth), next: 1, lease: None });
-            state.push(0, Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() }.encode())
+            let creator = genesis.client;
+            let mut loaded = Loaded::new(genesis, auth);
+            loaded.members.insert(creator, caller.to_string());
+            loaded.next = 2;
+            state.loaded = Some(loaded);
+            state.push(0, Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() }.encode());
+            state.push(1, Entry::Bind { member: creator, client: caller.to_string() }.encode())
         };
         durable(&in_repo(repo, &req.group), &req.group, &slot, ticket).await?;
         tracing::info!(group = req.group, "VICOS group created");
         Ok(AipAck {})
     }
 
-    /// One message that may change the group's server: `apply` runs it; when accepted, its
-    /// `entry` joins the journal, `answer` reads the server, and the answer waits until the
-    /// entry is durable. A refused message changes nothing (AIP's server checks before it
-    /// changes anything) and adds no entry.
+    /// One message of member `from`, sent by provider client `caller`, that may change the
+    /// group's server: `apply` runs it; when accepted, its `entry` joins the journal (after
+    /// the member's binding to `caller`, at its first), `answer` reads the server, and the
+    /// answer waits until the entries are durable. A refused message changes nothing (AIP's
+    /// server checks before it changes anything) and adds no entry.
     async fn step<R, A>(
         &self,
         repo: &Repository,
         group: &str,
+        (from, caller): (ClientId, &str),
         entry: Entry,
         apply: impl FnOnce(&mut aip::Server<Adict>) -> Result<R, aip::ServerError<std::convert::Infallible>>,
         answer: impl FnOnce(&mut Loaded, R) -> Result<A, ProviderError>,
@@ -130,11 +156,18 @@ impl Sequencer {
         let (answered, ticket) = {
             let mut state = slot.lock();
             let loaded = loaded(&mut state.loaded, repo, group)?;
+            let bind = unbound(loaded, group, from, caller)?;
             let result = apply(&mut loaded.server).map_err(|e| refused(group, e))?;
-            let n = loaded.next;
-            loaded.next += 1;
+            let mut entries = vec![entry];
+            if bind {
+                loaded.members.insert(from, caller.to_string());
+                entries.push(Entry::Bind { member: from, client: caller.to_string() });
+            }
+            let first = loaded.next;
+            loaded.next += entries.len() as u64;
             let answered = answer(loaded, result);
-            (answered, state.push(n, entry.encode()))
+            let tickets = entries.into_iter().zip(first..).map(|(e, n)| state.push(n, e.encode()));
+            (answered, tickets.last().expect("an entry"))
         };
         durable(&in_repo(repo, group), group, &slot, ticket).await?;
         answered
@@ -144,7 +177,12 @@ impl Sequencer {
     /// for operations to complete, up to [`INVOKE_WAIT`], then is refused with a conflict.
     /// Waiting INVOKEs let the passive phase go first: the paper's priority of COMMIT and
     /// COMMIT-AUTH over INVOKE (Sec. 5.2 "Message delivery order"), where it matters.
-    pub(crate) async fn invoke(&self, repo: &Repository, req: &AipInvoke) -> Result<AipReply, ProviderError> {
+    pub(crate) async fn invoke(
+        &self,
+        repo: &Repository,
+        req: &AipInvoke,
+        caller: &str,
+    ) -> Result<AipReply, ProviderError> {
         let invoke: Invoke<aip::DictOp> = Invoke::from_wire(&req.invoke).map_err(|e| bad("invoke", e))?;
         let deadline = tokio::time::Instant::now() + INVOKE_WAIT;
         let slot = self.slot(repo, &req.group, false)?;
@@ -163,18 +201,24 @@ impl Sequencer {
         }
         let entry = Entry::Invoke { from: req.from, invoke: req.invoke.clone() };
         let step = |s: &mut aip::Server<Adict>| s.on_invoke(req.from, invoke);
-        self.step(repo, &req.group, entry, step, |_, reply| Ok(reply))
+        self.step(repo, &req.group, (req.from, caller), entry, step, |_, reply| Ok(reply))
             .await
             .map(|reply| AipReply { reply: ByteBuf::from(reply.to_wire()) })
     }
 
     /// `aip-commit`: `O[q]`, then the passive-phase work of its sender.
-    pub(crate) async fn commit(&self, repo: &Repository, req: &AipCommit) -> Result<AipWork, ProviderError> {
+    pub(crate) async fn commit(
+        &self,
+        repo: &Repository,
+        req: &AipCommit,
+        caller: &str,
+    ) -> Result<AipWork, ProviderError> {
         let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
         let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
         let group = &req.group;
         let answer = |l: &mut Loaded, ()| work(l, group, req.from);
-        let answered = self.step(repo, group, entry, |s| s.on_commit(req.from, commit), answer).await;
+        let apply = |s: &mut aip::Server<Adict>| s.on_commit(req.from, commit);
+        let answered = self.step(repo, group, (req.from, caller), entry, apply, answer).await;
         // A committed query, or an aborted operation, may complete at once.
         self.slot(repo, group, false)?.progressed.notify_waiters();
         answered
@@ -184,7 +228,12 @@ impl Sequencer {
     /// message in order, then the sender's next work. One for a position another member
     /// authenticated first is passed over (the rest may still be new); the first other
     /// refusal ends the message, and is the answer when nothing before it was taken.
-    pub(crate) async fn commit_auth(&self, repo: &Repository, req: &AipCommitAuth) -> Result<AipWork, ProviderError> {
+    pub(crate) async fn commit_auth(
+        &self,
+        repo: &Repository,
+        req: &AipCommitAuth,
+        caller: &str,
+    ) -> Result<AipWork, ProviderError> {
         if req.commit_auths.is_empty() || req.commit_auths.len() > MAX_COMMIT_AUTHS {
             let n = req.commit_auths.len();
             return Err(ProviderError::BadRequest(format!("{n} COMMIT-AUTHs in one message; 1 to {MAX_COMMIT_AUTHS}")));
@@ -198,6 +247,7 @@ impl Sequencer {
         let slot = self.slot(repo, group, false)?;
         let (answered, ticket) = {
             let mut state = slot.lock();
+            let bind = unbound(loaded(&mut state.loaded, repo, group)?, group, req.from, caller)?;
             let (mut ticket, mut refusal) = (None, None);
             for (m, bytes) in decoded.into_iter().zip(&req.commit_auths) {
                 let loaded = loaded(&mut state.loaded, repo, group)?;
@@ -216,6 +266,13 @@ impl Sequencer {
                 }
             }
             let loaded = loaded(&mut state.loaded, repo, group)?;
+            if bind && ticket.is_some() {
+                loaded.members.insert(req.from, caller.to_string());
+                let n = loaded.next;
+                loaded.next += 1;
+                ticket = Some(state.push(n, Entry::Bind { member: req.from, client: caller.to_string() }.encode()));
+            }
+            let loaded = self::loaded(&mut state.loaded, repo, group)?;
             let answered = match (refusal, &ticket) {
                 (Some(e), None) => Err(e),
                 _ => work(loaded, group, req.from),
@@ -229,9 +286,19 @@ impl Sequencer {
         answered
     }
 
-    /// `aip-work`: the passive-phase work the sender may do now (changes nothing).
-    pub(crate) async fn work(&self, repo: &Repository, req: &AipWorkRequest) -> Result<AipWork, ProviderError> {
-        self.read(repo, &req.group, |l| work(l, &req.group, req.from)).await
+    /// `aip-work`: the passive-phase work the sender may do now (changes nothing). A member
+    /// not bound yet is handed none: it binds by an operation first.
+    pub(crate) async fn work(
+        &self,
+        repo: &Repository,
+        req: &AipWorkRequest,
+        caller: &str,
+    ) -> Result<AipWork, ProviderError> {
+        self.read(repo, &req.group, |l| match unbound(l, &req.group, req.from, caller)? {
+            true => Ok(AipWork::default()),
+            false => work(l, &req.group, req.from),
+        })
+        .await
     }
 
     /// `(b, t)` of the group: the last applied and the last invoked operation.
