@@ -20,7 +20,7 @@
 //! Every object read back is compared with what was written.
 
 use crate::e2e::data;
-use crate::measure::{check, ms, targets_text, Options, SelfCheckFailed, Target};
+use crate::measure::{check, ms, targets_text, CpuClock, Options, SelfCheckFailed, Target};
 use crate::store::raw_s3;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -82,6 +82,18 @@ pub struct Sequential {
     pub read_mb_s: f64,
     pub raw_write_mb_s: Option<f64>,
     pub raw_read_mb_s: Option<f64>,
+    /// CPU time of the whole machine (every process: the S3 server's too) per MB moved, over
+    /// all rounds, ms: what bounds the throughput when every part shares the machine's cores.
+    pub cpu_ms_per_mb: Option<CpuPerMb>,
+}
+
+/// Machine CPU ms per MB written and read, through the gateway and raw.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CpuPerMb {
+    pub write: f64,
+    pub read: f64,
+    pub raw_write: Option<f64>,
+    pub raw_read: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -426,10 +438,11 @@ impl Op {
     }
 }
 
-/// Requests made and the time they took.
+/// Requests made, the time they took, and the machine's CPU seconds meanwhile.
 struct Timed {
     wall: Duration,
     latencies: Vec<Duration>,
+    cpu_s: Option<f64>,
 }
 
 impl Timed {
@@ -457,6 +470,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 /// Runs each list of requests as one client (its own task, one request at a time), all
 /// clients at once; the wall time runs until the last one is done.
 async fn drive(side: &Side, clients: Vec<Vec<Op>>) -> Result<Timed, SelfCheckFailed> {
+    let cpu = CpuClock::now();
     let start = Instant::now();
     let tasks: Vec<_> = clients
         .into_iter()
@@ -478,7 +492,8 @@ async fn drive(side: &Side, clients: Vec<Vec<Op>>) -> Result<Timed, SelfCheckFai
         let done = task.await.map_err(|e| SelfCheckFailed(format!("{}: a client failed: {e}", side.name)))?;
         latencies.extend(done.map_err(|e| SelfCheckFailed(format!("{}: {e}", side.name)))?);
     }
-    Ok(Timed { wall: start.elapsed(), latencies })
+    let wall = start.elapsed();
+    Ok(Timed { wall, latencies, cpu_s: cpu.and_then(|c| c.elapsed()).map(|(machine, _)| machine) })
 }
 
 /// Objects of `len` bytes, each different (no block is shared, so none is stored once for two).
@@ -501,6 +516,8 @@ async fn sequential_figure(
     let best = |slot: &mut Duration, d: Duration| *slot = (*slot).min(d);
     let (mut write, mut read, mut raw_write, mut raw_read) =
         (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
+    // Machine CPU seconds over every round: gateway write, read; raw write, read.
+    let mut cpu = Some([0.0f64; 4]);
     for round in 0..sizes.seq_rounds {
         // Fresh bytes and keys each round; which side goes first alternates.
         let bodies = objects(count, sizes.seq_object, (clients * 100 + round) as u64);
@@ -519,7 +536,17 @@ async fn sequential_figure(
         };
         for side in sides {
             let (puts, gets) = passes(side);
-            let (w, r) = (drive(side, puts).await?.wall, drive(side, gets).await?.wall);
+            let (w, r) = (drive(side, puts).await?, drive(side, gets).await?);
+            let at = if side.name == "raw" { 2 } else { 0 };
+            cpu = match (cpu, w.cpu_s, r.cpu_s) {
+                (Some(mut sums), Some(cw), Some(cr)) => {
+                    sums[at] += cw;
+                    sums[at + 1] += cr;
+                    Some(sums)
+                }
+                _ => None,
+            };
+            let (w, r) = (w.wall, r.wall);
             if side.name == "raw" {
                 best(&mut raw_write, w);
                 best(&mut raw_read, r);
@@ -530,6 +557,13 @@ async fn sequential_figure(
         }
     }
     let bytes = count * sizes.seq_object;
+    let per_mb = |cpu_s: f64| cpu_s * 1e3 / (bytes as f64 * sizes.seq_rounds as f64 / 1e6);
+    let cpu_ms_per_mb = cpu.map(|[w, r, rw, rr]| CpuPerMb {
+        write: per_mb(w),
+        read: per_mb(r),
+        raw_write: raw.map(|_| per_mb(rw)),
+        raw_read: raw.map(|_| per_mb(rr)),
+    });
     Ok(Sequential {
         clients,
         object_bytes: sizes.seq_object,
@@ -539,6 +573,7 @@ async fn sequential_figure(
         read_mb_s: mb_s(bytes, read),
         raw_write_mb_s: raw.map(|_| mb_s(bytes, raw_write)),
         raw_read_mb_s: raw.map(|_| mb_s(bytes, raw_read)),
+        cpu_ms_per_mb,
     })
 }
 
@@ -688,6 +723,16 @@ impl Report {
                 vs(s.write_mb_s, s.raw_write_mb_s, "MB/s"),
                 vs(s.read_mb_s, s.raw_read_mb_s, "MB/s")
             );
+            if let Some(c) = &s.cpu_ms_per_mb {
+                let raw = |r: Option<f64>| r.map_or(String::new(), |r| format!(" (raw {r:.2})"));
+                out += &format!(
+                    "        machine CPU per MB: write {:.2} ms{}, read {:.2} ms{}\n",
+                    c.write,
+                    raw(c.raw_write),
+                    c.read,
+                    raw(c.raw_read)
+                );
+            }
         }
         let ops = |o: &Ops| format!("{:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms", o.ops_s, o.p50_ms, o.p99_ms);
         let raw_ops = |o: Option<Ops>| o.map_or(String::new(), |o| format!(" (raw {})", ops(&o)));

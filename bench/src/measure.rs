@@ -125,3 +125,63 @@ pub(crate) fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), SelfC
         Err(SelfCheckFailed(what()))
     }
 }
+
+/// CPU time spent, read from Linux's `/proc`: by the whole machine (every process: the S3
+/// server too) and by this process. What bounds a throughput when everything shares the
+/// machine's cores. `None` where `/proc` is not there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CpuClock {
+    machine_ticks: u64,
+    own_ticks: u64,
+}
+
+/// Linux's `USER_HZ`: the unit of `/proc`'s CPU times on every architecture it runs on.
+const TICKS_PER_S: f64 = 100.0;
+
+impl CpuClock {
+    pub(crate) fn now() -> Option<CpuClock> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let fields: Vec<u64> =
+            stat.lines().next()?.split_whitespace().skip(1).map(|f| f.parse().ok()).collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait.
+        let busy = fields.iter().sum::<u64>() - fields.get(3)? - fields.get(4).copied().unwrap_or(0);
+        let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // After the command's closing parenthesis: fields 3 onwards; utime and stime are 14, 15.
+        let after = own.get(own.rfind(')')? + 2..)?;
+        let times: Vec<u64> =
+            after.split_whitespace().skip(11).take(2).map(|f| f.parse().ok()).collect::<Option<_>>()?;
+        Some(CpuClock { machine_ticks: busy, own_ticks: times.iter().sum() })
+    }
+
+    /// Seconds of CPU since `self`: the machine's, and this process's.
+    pub(crate) fn elapsed(&self) -> Option<(f64, f64)> {
+        let now = CpuClock::now()?;
+        let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / TICKS_PER_S;
+        Some((s(now.machine_ticks, self.machine_ticks), s(now.own_ticks, self.own_ticks)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuClock;
+    use std::time::{Duration, Instant};
+
+    /// Work done here shows in this process's CPU time, and in the machine's, which counts
+    /// every process.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_cpu_clock_counts_this_process_within_the_machine() {
+        let clock = CpuClock::now().expect("/proc on Linux");
+        let (started, mut x) = (Instant::now(), 1u64);
+        let own = loop {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            let (_, own) = clock.elapsed().unwrap();
+            if own >= 0.05 || started.elapsed() > Duration::from_secs(20) {
+                break own;
+            }
+        };
+        let (machine, _) = clock.elapsed().unwrap();
+        assert!(own >= 0.05, "50 ms of spinning counted: {own}");
+        assert!(machine + 0.02 >= own, "the machine's busy time holds this process's: {machine} < {own}");
+    }
+}

@@ -245,7 +245,13 @@ impl Report {
             self.provider_backend,
             self.native.as_deref().unwrap_or("none")
         );
-        let run = |r: &Run| format!("{:>7.0} ops/s, p50 {:>7.2} ms, p99 {:>7.2} ms", r.ops_s, r.p50_ms, r.p99_ms);
+        let run = |r: &Run| {
+            let cpu = match (r.machine_cpu_us_per_op, r.own_cpu_us_per_op) {
+                (Some(machine), Some(own)) => format!(", CPU/op {machine:.0} µs (this process {own:.0})"),
+                _ => String::new(),
+            };
+            format!("{:>7.0} ops/s, p50 {:>7.2} ms, p99 {:>7.2} ms{cpu}", r.ops_s, r.p50_ms, r.p99_ms)
+        };
         let line = |p: &Point| {
             let mut native = p.native.as_ref().map_or(String::new(), |n| {
                 format!("\n      native {} -> VICOS/native {:.2}x", run(n), p.vicos.ops_s / n.ops_s)

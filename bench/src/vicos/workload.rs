@@ -2,7 +2,7 @@
 //! VICOS group, native `object_store`), the closed loop, and the self-check of every read.
 
 use crate::e2e::data;
-use crate::measure::{ms, SelfCheckFailed};
+use crate::measure::{ms, CpuClock, SelfCheckFailed};
 use bytes::Bytes;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -47,6 +47,11 @@ pub struct Run {
     pub p99_ms: f64,
     pub reads: Kind,
     pub writes: Kind,
+    /// CPU time per operation, µs: of the whole machine (the S3 server's too), and of this
+    /// process (members, provider and S3 clients). With every part on one machine's cores,
+    /// the throughput of two runs goes as the inverse of their machine figures.
+    pub machine_cpu_us_per_op: Option<f64>,
+    pub own_cpu_us_per_op: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -201,6 +206,7 @@ async fn run_ops(
     pick: impl Fn(usize, usize) -> usize + Clone + Send + Sync + 'static,
 ) -> Result<Run, SelfCheckFailed> {
     let each = spec.ops.div_ceil(spec.clients);
+    let cpu = CpuClock::now();
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..spec.clients {
@@ -257,7 +263,9 @@ async fn run_ops(
         (reads.0, reads.1, writes.0, writes.1) = (reads.0 + r.0, reads.1 + r.1, writes.0 + w.0, writes.1 + w.1);
     }
     let wall = start.elapsed();
+    let cpu = cpu.and_then(|c| c.elapsed());
     latencies.sort();
+    let per_op = |s: f64| s * 1e6 / latencies.len().max(1) as f64;
     let kind = |(done, attempted): (usize, usize)| Kind {
         done,
         attempted,
@@ -270,6 +278,8 @@ async fn run_ops(
         p99_ms: percentile(&latencies, 0.99),
         reads: kind(reads),
         writes: kind(writes),
+        machine_cpu_us_per_op: cpu.map(|(machine, _)| per_op(machine)),
+        own_cpu_us_per_op: cpu.map(|(_, own)| per_op(own)),
     })
 }
 
