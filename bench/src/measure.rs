@@ -143,8 +143,9 @@ impl CpuClock {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let fields: Vec<u64> =
             stat.lines().next()?.split_whitespace().skip(1).map(|f| f.parse().ok()).collect::<Option<_>>()?;
-        // user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait.
-        let busy = fields.iter().sum::<u64>() - fields.get(3)? - fields.get(4).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal guest guest_nice: busy is what this
+        // machine's CPUs ran (guest time is inside user time already; steal ran elsewhere).
+        let busy = [0, 1, 2, 5, 6].iter().map(|&i| fields.get(i).copied().unwrap_or(0)).sum();
         let own = std::fs::read_to_string("/proc/self/stat").ok()?;
         // After the command's closing parenthesis: fields 3 onwards; utime and stime are 14, 15.
         let after = own.get(own.rfind(')')? + 2..)?;
