@@ -9,7 +9,8 @@
 //!
 //! * put: `cos-put(k||x, v)` streamed while `h = SHA-256(v)` is computed, then
 //!   `adict-put(k, x || h)`; on ABORT `cos-del(k||x)`. Once committed, the object it
-//!   replaced goes (`cos-del(k||x')`, `x'` from the REPLY's proof), where Alg. 6 leaves it.
+//!   replaced goes (`cos-del(k||x')`, `x'` by its REPLY: [`Adict::replaced`]), where Alg. 6
+//!   leaves it for good.
 //! * get: `adict-get(k)`, then `cos-get(k||x)` streamed into the output and hashed; a hash
 //!   that is not `h` is a violation (the bytes written are then not to be used).
 //! * del: `adict-del(k)`, then `cos-del(k||x')` of the object it replaced (not `k||*`: see
