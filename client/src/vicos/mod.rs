@@ -258,10 +258,9 @@ impl Group {
     /// the history again and reads what is there now. The object of a put that is later
     /// aborted by a takeover would still be named: hence only after the COMMIT was taken.
     async fn retire(&self, key: &[u8], replaced: Option<Vec<u8>>, mine: Option<[u8; NONCE_LEN]>) {
-        let Some(nonce) = replaced.and_then(|v| v.get(..NONCE_LEN).and_then(|n| <[u8; NONCE_LEN]>::try_from(n).ok()))
-        else {
-            return;
-        };
+        // A value that is no nonce and hash names no object (as `adict_get` reads it).
+        let Some(value) = replaced.filter(|v| v.len() == NONCE_LEN + HASH_LEN) else { return };
+        let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
         if Some(nonce) == mine {
             return;
         }

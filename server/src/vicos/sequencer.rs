@@ -220,7 +220,9 @@ impl Sequencer {
         let apply = |s: &mut aip::Server<Adict>| s.on_commit(req.from, commit);
         let answered = self.step(repo, group, (req.from, caller), entry, apply, answer).await;
         // A committed query, or an aborted operation, may complete at once.
-        self.slot(repo, group, false)?.progressed.notify_waiters();
+        if let Ok(slot) = self.slot(repo, group, false) {
+            slot.progressed.notify_waiters();
+        }
         answered
     }
 
