@@ -38,8 +38,8 @@ pub enum GroupCommand {
         #[arg(long)]
         id: Option<u32>,
     },
-    /// An Ed25519 group's roster (its members' public keys, no secret): written for the
-    /// others, after adding those of another member's roster with `--import`. A member's
+    /// An Ed25519 group's roster (its members' public keys and the group's admission secret,
+    /// no signing key): written for the others, after adding those of another member's roster with `--import`. A member's
     /// operations are accepted once its key is in the roster.
     Roster {
         name: String,

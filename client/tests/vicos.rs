@@ -25,7 +25,7 @@ fn member(setup: &Setup, token: &str, me: ClientId) -> Group {
 }
 
 async fn create(setup: &Setup) -> Group {
-    Group::create(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 0, keys(), Mode::Compatible).await.unwrap()
+    Group::create(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 0, keys(), Mode::Compatible, None).await.unwrap()
 }
 
 fn done<T: std::fmt::Debug>(r: Result<Outcome<T>, ClientError>) -> T {
@@ -53,6 +53,28 @@ async fn get(g: &Group, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
 
 async fn list(g: &Group) -> Vec<String> {
     done(g.list().await).into_iter().map(|k| String::from_utf8(k).unwrap()).collect()
+}
+
+/// A client of the provider outside the group (it holds another group key) can neither speak
+/// as a member nor reach the group's objects, and the members go on. Before admission, its
+/// INVOKE joined the history, and the members blamed the provider for its signature.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_outside_the_group_is_refused_and_the_members_go_on() {
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    put(&alice, "k", b"alice's").await;
+    let remote = Remote::new(&setup.url(), TOKEN_BOB).unwrap();
+    let stranger = Group::join(remote, GROUP, 1, Keyring::Hmac { key: [8; 32] }, Mode::Compatible);
+    let put_by_stranger = stranger.put(b"k", Cursor::new(b"x".to_vec())).await.map(drop);
+    let list_by_stranger = stranger.list().await.map(drop);
+    for attempt in [put_by_stranger, list_by_stranger] {
+        assert!(matches!(&attempt, Err(ClientError::Unauthorized(m)) if m.contains("admission")), "{attempt:?}");
+    }
+    // The group's key admits member 1 through the same provider client; no one sees a lie.
+    let bob = member(&setup, TOKEN_BOB, 1);
+    assert_eq!(get(&bob, "k").await.unwrap().as_deref(), Some(&b"alice's"[..]));
+    put(&bob, "k", b"bob's").await;
+    assert_eq!(get(&alice, "k").await.unwrap().as_deref(), Some(&b"bob's"[..]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,7 +229,7 @@ async fn puts_of_one_key_at_once_abort_or_land_and_retries_finish() {
     let remote = || Remote::new(&setup.url(), TOKEN_BOB).unwrap();
     // The commutative mode (the ACOP baseline): two puts of one key do not commute, so a put
     // with another pending aborts.
-    Group::create(remote(), GROUP, 0, keys(), Mode::Commutative).await.unwrap();
+    Group::create(remote(), GROUP, 0, keys(), Mode::Commutative, None).await.unwrap();
     let members: Vec<std::sync::Arc<Group>> =
         (1..5).map(|i| std::sync::Arc::new(Group::join(remote(), GROUP, i, keys(), Mode::Commutative))).collect();
     let data = |i: usize, round: usize| sample(20_000, 50 + (i * 10 + round) as u64);

@@ -54,8 +54,9 @@ impl Pair {
         let server = vouch_server::start("127.0.0.1:0", provider, tokens, std::future::pending()).await.unwrap();
         let url = format!("http://{}", server.addr);
         let keys = Keyring::Hmac { key: [7; 32] };
-        let first =
-            Group::create(Remote::new(&url, TOKEN_A).unwrap(), GROUP, 0, keys.clone(), Mode::Compatible).await.unwrap();
+        let first = Group::create(Remote::new(&url, TOKEN_A).unwrap(), GROUP, 0, keys.clone(), Mode::Compatible, None)
+            .await
+            .unwrap();
         let second = Group::join(Remote::new(&url, TOKEN_B).unwrap(), GROUP, 1, keys, Mode::Compatible);
         let a = vouch_gateway::start_group(&config(), Arc::new(first)).await.unwrap();
         let b = vouch_gateway::start_group(&config(), Arc::new(second)).await.unwrap();

@@ -78,6 +78,7 @@ pub enum Op {
     PorLabel,
     PorFree,
     AipCreate,
+    AipAdmit,
     AipInvoke,
     AipCommit,
     AipCommitAuth,
@@ -88,7 +89,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 32] = [
+    pub const ALL: [Op; 33] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -114,6 +115,7 @@ impl Op {
         Op::PorLabel,
         Op::PorFree,
         Op::AipCreate,
+        Op::AipAdmit,
         Op::AipInvoke,
         Op::AipCommit,
         Op::AipCommitAuth,
@@ -151,6 +153,7 @@ impl Op {
             Op::PorLabel => "por-label",
             Op::PorFree => "por-free",
             Op::AipCreate => "aip-create",
+            Op::AipAdmit => "aip-admit",
             Op::AipInvoke => "aip-invoke",
             Op::AipCommit => "aip-commit",
             Op::AipCommitAuth => "aip-commit-auth",
@@ -537,6 +540,7 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<EditRequest>(data);
     reencode::<CommitStagedRequest>(data);
     reencode::<StagedUpload>(data);
+    reencode::<vicos::AipAdmit>(data);
     reencode::<vicos::AipInvoke>(data);
     reencode::<vicos::AipReply>(data);
     reencode::<vicos::AipWork>(data);

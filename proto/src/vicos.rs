@@ -6,6 +6,7 @@
 //! | operation | request | response |
 //! |---|---|---|
 //! | `aip-create` | [`AipCreate`] | [`AipAck`] |
+//! | `aip-admit` | [`AipAdmit`] | [`AipAck`] |
 //! | `aip-invoke` | [`AipInvoke`] | [`AipReply`] |
 //! | `aip-commit` | [`AipCommit`] | [`AipWork`] |
 //! | `aip-commit-auth` | [`AipCommitAuth`] | [`AipWork`] |
@@ -30,6 +31,19 @@ pub struct AipCreate {
     pub genesis: ByteBuf,
     /// `Signed<Digest>`.
     pub auth: ByteBuf,
+    /// The hash of the group's admission secret (`vouch_core::aip::Admission`), 32 bytes:
+    /// a member shows the secret before it first speaks ([`AipAdmit`]).
+    pub admission: ByteBuf,
+}
+
+/// Member `member` shows the group's admission secret: from now on it speaks through the
+/// provider client that sent this, and through no other.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AipAdmit {
+    pub group: String,
+    pub member: u32,
+    /// The secret (32 bytes).
+    pub admission: ByteBuf,
 }
 
 /// An answer with nothing in it.

@@ -80,6 +80,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::PorLabel.path(), post(por_label))
         .route(&Op::PorFree.path(), post(por_free))
         .route(&Op::AipCreate.path(), post(vicos::aip_create))
+        .route(&Op::AipAdmit.path(), post(vicos::aip_admit))
         .route(&Op::AipInvoke.path(), post(vicos::aip_invoke))
         .route(&Op::AipCommit.path(), post(vicos::aip_commit))
         .route(&Op::AipCommitAuth.path(), post(vicos::aip_commit_auth))

@@ -90,6 +90,9 @@ async fn objects_round_trip_and_deletes_take_one_or_every_nonce_of_a_key() {
     let server = serve(dir.path(), Limits::default()).await;
     let addr = server.addr;
     create(addr, ALICE, "g").await.unwrap();
+    // A group's objects are its members' own: bob speaks for no member of it yet.
+    refused(cos_put(addr, &object("g", b"photo", 1), b"v").await, ErrorCode::Unauthorized);
+    admit(addr, BOB, "g", 1, &admission("g")).await.unwrap();
     let large = bytes(5 * MB, 1);
     let (x1, x2) = (object("g", b"photo", 1), object("g", b"photo", 2));
     cos_put(addr, &x1, &large).await.unwrap();
@@ -126,6 +129,15 @@ async fn objects_round_trip_and_deletes_take_one_or_every_nonce_of_a_key() {
     refused(cos_del(addr, "nobody", b"k", None).await, ErrorCode::NotFound);
     refused(cos_put(addr, &object("g", &[0; 1025], 1), b"v").await, ErrorCode::BadRequest);
     refused(cos_get(addr, &object("../g", b"k", 1)).await, ErrorCode::BadRequest);
+
+    // In a group bob created, alice (no member's client there) neither reads nor deletes.
+    create(addr, BOB, "h").await.unwrap();
+    let theirs = object("h", b"k", 1);
+    cos_put(addr, &theirs, b"bob's").await.unwrap();
+    refused(cos_get(addr, &theirs).await, ErrorCode::Unauthorized);
+    refused(cos_del(addr, "h", b"k", None).await, ErrorCode::Unauthorized);
+    admit(addr, ALICE, "h", 2, &admission("h")).await.unwrap();
+    assert_eq!(cos_get(addr, &theirs).await.unwrap(), b"bob's", "the refused delete took nothing");
     server.shutdown().await.unwrap();
 }
 
@@ -136,6 +148,7 @@ async fn an_oversized_or_broken_upload_is_refused_and_leaves_nothing() {
     let server = serve(dir.path(), limits).await;
     let addr = server.addr;
     create(addr, ALICE, "g").await.unwrap();
+    admit(addr, BOB, "g", 1, &admission("g")).await.unwrap();
     let too_large = object("g", b"big", 1);
     let message = refused(cos_put(addr, &too_large, &bytes(3 * MB + 1, 7)).await, ErrorCode::TooLarge);
     assert!(message.contains("3000000"), "{message}");

@@ -317,7 +317,7 @@ pub(crate) async fn group(
         Some(d) => g.with_direct_objects(d.clone()),
         None => g,
     };
-    let first = Group::create(remote()?, name, 0, keys(), mode).await.map_err(|e| fail(&e))?;
+    let first = Group::create(remote()?, name, 0, keys(), mode, None).await.map_err(|e| fail(&e))?;
     let mut all = vec![reach(first)];
     for me in 1..members {
         all.push(reach(Group::join(remote()?, name, me as u32, keys(), mode)));

@@ -9,10 +9,14 @@
 //! * HMAC (the paper's default, Sec. 5.1): one group key. Whoever holds the key file can sign
 //!   as any member: share it only with the group.
 //! * Ed25519: each member its own signing key, kept in its own `NAME.toml` only, and the
-//!   group's roster of public keys. A key file holds the roster, no secret; a member that
-//!   joins adds itself, and the others import its roster (`vouch group roster`). Until they do,
-//!   its operations are not checked, and not accepted: reported as an unknown member, not as
-//!   the provider's lie (the provider could invent a member, but never sign for one).
+//!   group's roster of public keys. A key file holds the roster and no signing key; a member
+//!   that joins adds itself, and the others import its roster (`vouch group roster`). Until
+//!   they do, its operations are not checked, and not accepted: reported as an unknown member,
+//!   not as the provider's lie (the provider could invent a member, but never sign for one).
+//!
+//! Either way a key file admits its holder at the provider (`vouch_core::aip::Admission`):
+//! an HMAC group's admission secret comes from its key, an Ed25519 group's is in its files
+//! and rosters. Share them only with the group.
 
 use super::{DirectObjects, Group, S3Access};
 use crate::error::ClientError;
@@ -21,7 +25,7 @@ use crate::state::{write_atomic, StateDir};
 use crate::transport::Transport;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use vouch_core::aip::{self, Adict, ClientId, Keyring, Mode};
+use vouch_core::aip::{self, Adict, Admission, ClientId, Keyring, Mode};
 
 /// `groups/NAME.toml`, and the body of a group key file (or roster).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -41,6 +45,9 @@ pub struct GroupFile {
     /// An Ed25519 group: each member's public key, hex, by id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub members: BTreeMap<String, String>,
+    /// An Ed25519 group: its admission secret, hex (an HMAC group's comes from its key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<String>,
     /// In this member's own file only: it reaches the provider's S3 bucket itself, with
     /// these credentials ([`super::DirectObjects`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +77,17 @@ impl GroupFile {
                 Keyring::ed25519(me, &self.roster()?).map_err(|e| bad(&e.to_string()))
             }
             _ => Err(bad("a group has either an HMAC key, or Ed25519 members (and no HMAC key)")),
+        }
+    }
+
+    /// The group's admission secret: an Ed25519 group's, from this file; `None` for an HMAC
+    /// group, whose secret comes from its key.
+    pub fn admission(&self) -> Result<Option<Admission>, ClientError> {
+        match (&self.key, &self.admission) {
+            (Some(_), None) => Ok(None),
+            (None, Some(hex)) => Ok(Some(Admission(bytes32(hex, "the admission secret")?))),
+            (None, None) => Err(bad("an Ed25519 group's file holds its admission secret")),
+            (Some(_), Some(_)) => Err(bad("an HMAC group's admission secret comes from its key, not from the file")),
         }
     }
 
@@ -118,6 +136,7 @@ impl GroupFile {
         let file: GroupFile = toml::from_str(&text).map_err(|e| bad(&format!("{}: {e}", path.display())))?;
         check_name(&file.group)?;
         file.keys()?;
+        file.admission()?;
         file.mode()?;
         Ok(file)
     }
@@ -221,6 +240,7 @@ impl Group {
                 key: Some(to_hex(&secret)),
                 signing: None,
                 members: BTreeMap::new(),
+                admission: None,
                 direct: None,
             },
             Signatures::Ed25519 => GroupFile {
@@ -230,10 +250,11 @@ impl Group {
                 key: None,
                 signing: Some(to_hex(&secret)),
                 members: BTreeMap::from([("0".into(), to_hex(&Keyring::ed25519_public(&secret)))]),
+                admission: Some(to_hex(&rand::random::<[u8; 32]>())),
                 direct: None,
             },
         };
-        let group = Group::create(remote_of(&dir)?, name, 0, mine.keys()?, mode).await?;
+        let group = Group::create(remote_of(&dir)?, name, 0, mine.keys()?, mode, mine.admission()?).await?;
         std::fs::create_dir_all(groups_dir(state)).map_err(ClientError::io("creating the groups directory"))?;
         mine.write(&config_path(state, name))?;
         group.save(state).await?;
@@ -323,6 +344,9 @@ impl Group {
             false => aip::Client::new(file.id, keys, Adict { mode }),
         };
         let mut group = Group::with_client(remote_of(&dir)?, name, client);
+        if let Some(admission) = file.admission()? {
+            group = group.with_admission(admission);
+        }
         group.state = Some(dir);
         group.direct = file.direct.as_ref().map(DirectObjects::s3).transpose()?;
         Ok(group)
@@ -372,6 +396,7 @@ mod tests {
             key: Some("ab".repeat(32)),
             signing: None,
             members: BTreeMap::new(),
+            admission: None,
             direct: None,
         };
         good.write(&path).unwrap();
@@ -381,6 +406,7 @@ mod tests {
             key: None,
             signing: Some(to_hex(&[5; 32])),
             members: BTreeMap::from([("3".into(), public.clone())]),
+            admission: Some("cd".repeat(32)),
             ..good.clone()
         };
         signed.write(&path).unwrap();
@@ -395,6 +421,9 @@ mod tests {
             GroupFile { members: BTreeMap::from([("x".into(), public.clone())]), ..signed.clone() },
             GroupFile { members: BTreeMap::from([("4".into(), "00".repeat(31))]), ..signed.clone() },
             GroupFile { group: "a/b".into(), ..good.clone() },
+            GroupFile { admission: None, ..signed.clone() },
+            GroupFile { admission: Some("cd".repeat(31)), ..signed.clone() },
+            GroupFile { admission: Some("cd".repeat(32)), ..good.clone() },
         ] {
             bad.write(&path).unwrap();
             assert!(matches!(GroupFile::read(&path), Err(ClientError::BadInput(_))), "{bad:?}");
@@ -411,6 +440,7 @@ mod tests {
             key: None,
             signing: Some(to_hex(&[1; 32])),
             members: BTreeMap::from([("0".into(), key(1))]),
+            admission: Some("cd".repeat(32)),
             direct: Some(super::S3Access {
                 endpoint: None,
                 bucket: "b".into(),
@@ -432,6 +462,7 @@ mod tests {
         let shared = updated.shared().unwrap();
         assert_eq!((shared.signing.as_ref(), shared.direct.as_ref()), (None, None), "no secret of this member's");
         assert_eq!((shared.id, shared.signing.as_ref()), (2, None), "the next id, and no secret");
+        assert_eq!(shared.admission, mine.admission, "the group's admission secret goes with it");
         // A roster that gives a known member another key is refused whole.
         let forged = GroupFile { members: BTreeMap::from([("0".into(), key(9)), ("5".into(), key(5))]), ..theirs };
         let mut kept = updated.clone();

@@ -39,12 +39,12 @@ use sha2::{Digest as _, Sha256};
 use std::io::{Read, Write};
 use vouch_core::adict::Tree;
 use vouch_core::aip::{
-    self, Adict, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
+    self, Adict, Admission, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
 };
 use vouch_proto::vicos::object_name;
 use vouch_proto::vicos::{
-    AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosGetFrame,
-    CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete,
+    CosGetFrame, CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
 };
 use vouch_proto::{encode_frame, ErrorCode, Op};
 
@@ -81,33 +81,88 @@ pub struct Group {
     /// When set: objects are read and written in the provider's bucket by this member itself
     /// (see [`direct`]); only AIP goes through the provider.
     direct: Option<DirectObjects>,
+    /// The group's admission secret, shown to the provider before this member first speaks
+    /// in this process (see [`Admission`]); `None`: the member is admitted already.
+    admission: Option<Admission>,
+    admitted: std::sync::atomic::AtomicBool,
+    /// This member's id (its AIP client's, kept here to be read without the client's lock).
+    me: ClientId,
 }
 
 impl Group {
-    /// Member `me` of the group `name` (created already), with the group's keys.
+    /// Member `me` of the group `name` (created already), with the group's keys. In an HMAC
+    /// group the admission secret comes from the key; an Ed25519 group's is given
+    /// ([`Group::with_admission`]).
     pub fn join(remote: Remote, name: &str, me: ClientId, keys: Keyring, mode: Mode) -> Group {
         Group::with_client(remote, name, aip::Client::new(me, keys, Adict { mode }))
     }
 
     /// The member whose AIP state is `client` (restored from a save, see [`files`]).
     fn with_client(remote: Remote, name: &str, client: aip::Client<Adict>) -> Group {
-        Group { remote, name: name.to_string(), aip: tokio::sync::Mutex::new(client), state: None, direct: None }
+        let admission = match client.keys() {
+            Keyring::Hmac { key } => Some(Admission::of_group_key(key, name)),
+            Keyring::Ed25519 { .. } => None,
+        };
+        Group {
+            remote,
+            name: name.to_string(),
+            me: client.id(),
+            aip: tokio::sync::Mutex::new(client),
+            state: None,
+            direct: None,
+            admission,
+            admitted: false.into(),
+        }
+    }
+
+    /// The member with `admission` as the group's admission secret.
+    pub fn with_admission(mut self, admission: Admission) -> Group {
+        self.admission = Some(admission);
+        self
     }
 
     /// Creates the group `name` on the provider, `me` its creator (it signs the genesis), and
-    /// joins it.
+    /// joins it. The group's admission secret: an HMAC group's comes from its key; an
+    /// Ed25519 group's is `admission` (required there).
     pub async fn create(
         remote: Remote,
         name: &str,
         me: ClientId,
         keys: Keyring,
         mode: Mode,
+        admission: Option<Admission>,
     ) -> Result<Group, ClientError> {
         let (genesis, auth) = aip::genesis::<Adict>(&keys, me, DictOp::List, &Tree::new())
             .map_err(|e| ClientError::BadInput(e.to_string()))?;
-        let create = AipCreate { group: name.into(), genesis: wire(&genesis), auth: wire(&auth) };
-        let _: AipAck = remote.call(Op::AipCreate, &create).await?;
-        Ok(Group::join(remote, name, me, keys, mode))
+        let mut group = Group::join(remote, name, me, keys, mode);
+        if let Some(admission) = admission {
+            group.admission = Some(admission);
+        }
+        let Some(admission) = &group.admission else {
+            return Err(ClientError::BadInput("an Ed25519 group is created with an admission secret".into()));
+        };
+        let hash = ByteBuf::from(admission.hash().to_vec());
+        let create = AipCreate { group: name.into(), genesis: wire(&genesis), auth: wire(&auth), admission: hash };
+        let _: AipAck = group.remote.call(Op::AipCreate, &create).await?;
+        // The creator is bound at creation.
+        group.admitted = true.into();
+        Ok(group)
+    }
+
+    /// Shows the group's admission secret to the provider, once per process, before this
+    /// member's first message or object: from then on it speaks through the provider client
+    /// it speaks through now.
+    async fn admit(&self) -> Result<(), ClientError> {
+        use std::sync::atomic::Ordering;
+        let Some(admission) = &self.admission else { return Ok(()) };
+        if self.admitted.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let secret = ByteBuf::from(admission.0.to_vec());
+        let asked = AipAdmit { group: self.name.clone(), member: self.me, admission: secret };
+        let _: AipAck = self.remote.call(Op::AipAdmit, &asked).await?;
+        self.admitted.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// This member reaches the group's objects itself, in the provider's bucket (the one it
@@ -336,6 +391,7 @@ impl Group {
             // an operation this member did commit.
             self.persist(aip)?;
         }
+        self.admit().await?;
         self.deliver(aip).await?;
         let invoke = aip.invoke(op).map_err(|v| aip_violation(&self.name, v))?;
         let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
@@ -384,6 +440,7 @@ impl Group {
     /// that runs for long (a gateway) calls this now and then; each operation does it anyway.
     pub async fn help(&self) -> Result<(), ClientError> {
         let mut aip = self.aip.lock().await;
+        self.admit().await?;
         let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };
         let work: AipWork = self.remote.call(Op::AipWork, &asked).await?;
         self.passive(&mut aip, work).await
@@ -424,6 +481,7 @@ impl Group {
         match &self.direct {
             Some(direct) => direct.delete(&object_name(&self.name, key, &nonce)).await,
             None => {
+                self.admit().await?;
                 let delete =
                     CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce: Some(nonce) };
                 self.remote.call::<_, AipAck>(Op::CosDelete, &delete).await.map(|_| ())
@@ -440,6 +498,7 @@ impl Group {
         if let Some(direct) = &self.direct {
             return direct.put(&object_name(&object.group, &object.key, &object.nonce), reader).await;
         }
+        self.admit().await?;
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
         let producer = tokio::task::spawn_blocking(move || send_object(object, reader, &tx));
         let stored: Result<AipAck, _> =
@@ -459,6 +518,7 @@ impl Group {
         if let Some(direct) = &self.direct {
             return direct.get(&object_name(&object.group, &object.key, &object.nonce), out).await;
         }
+        self.admit().await?;
         let what = format!("object {} of group {}", show(&object.key), object.group);
         let mut frames = self
             .remote

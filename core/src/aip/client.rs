@@ -84,6 +84,11 @@ impl<F: Functionality> Client<F> {
         self.me
     }
 
+    /// The keys it signs and checks with.
+    pub fn keys(&self) -> &Keyring {
+        &self.keys
+    }
+
     /// `c`.
     pub fn cleared(&self) -> u64 {
         self.cleared

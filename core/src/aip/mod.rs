@@ -41,6 +41,7 @@
 //! a member that runs as one process per operation. [`history`] checks recorded histories
 //! for linearizability and fork-linearizability (Sec. 2.1), for tests here and elsewhere.
 
+mod admission;
 mod client;
 mod dict;
 mod functionality;
@@ -51,6 +52,7 @@ mod messages;
 mod server;
 pub mod wire;
 
+pub use admission::Admission;
 pub use client::{Client, Outcome, Replied, RestoreError, MAX_SAVED_POSITION};
 pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode};
 pub use functionality::Functionality;

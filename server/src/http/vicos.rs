@@ -15,7 +15,8 @@ use serde_bytes::ByteBuf;
 use std::sync::Arc;
 use vouch_proto::frame::Decoder;
 use vouch_proto::vicos::{
-    AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipWorkRequest, CosDelete, CosGetFrame, CosObject, CosPutFrame,
+    AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipWorkRequest, CosDelete, CosGetFrame, CosObject,
+    CosPutFrame,
 };
 use vouch_proto::{decode, encode_frame, ErrorBody, ErrorCode};
 
@@ -24,6 +25,11 @@ const GET_FRAME_BYTES: usize = 1 << 20;
 
 pub(super) async fn aip_create(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, caller, r: AipCreate| async move { app.provider.aip_create(&r, &caller).await })
+        .await
+}
+
+pub(super) async fn aip_admit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, caller, r: AipAdmit| async move { app.provider.aip_admit(&r, &caller).await })
         .await
 }
 
@@ -50,7 +56,8 @@ pub(super) async fn aip_work(State(app): State<Arc<App>>, headers: HeaderMap, bo
 }
 
 pub(super) async fn cos_delete(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, _, r: CosDelete| async move { app.provider.cos_delete(&r).await }).await
+    answer(app, headers, body, |app, caller, r: CosDelete| async move { app.provider.cos_delete(&r, &caller).await })
+        .await
 }
 
 /// `cos-put`: frames [`CosPutFrame::Head`], `Data`..., `End`; the bytes go to the store as
@@ -73,7 +80,7 @@ async fn receive(
     body: Body,
     upload: &mut Option<CosUpload>,
 ) -> Result<Response, Failure> {
-    authenticate(app, headers)?;
+    let caller = authenticate(app, headers)?;
     let bad = |why: String| Failure(ErrorCode::BadRequest, why);
     let mut stream = body.into_data_stream();
     let mut decoder = Decoder::new();
@@ -94,7 +101,7 @@ async fn receive(
         };
         match (decode::<CosPutFrame>(&frame).map_err(|e| bad(e.to_string()))?, upload.as_mut()) {
             (CosPutFrame::Head(object), None) => {
-                *upload = Some(app.provider.cos_begin_put(&object, app.limits.max_put_bytes)?);
+                *upload = Some(app.provider.cos_begin_put(&object, app.limits.max_put_bytes, &caller).await?);
             }
             (CosPutFrame::Data(data), Some(up)) => {
                 app.provider.cos_write(up, Bytes::from(data.into_vec())).await?;
@@ -112,9 +119,9 @@ async fn receive(
 /// `NotFound` before the stream, a failure after it began is an `Error` frame.
 pub(super) async fn cos_get(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let started = async {
-        authenticate(&app, &headers)?;
+        let caller = authenticate(&app, &headers)?;
         let object: CosObject = message(body).await?;
-        Ok::<_, Failure>(app.provider.cos_get(&object).await?)
+        Ok::<_, Failure>(app.provider.cos_get(&object, &caller).await?)
     };
     let reader = match started.await {
         Ok(reader) => reader,

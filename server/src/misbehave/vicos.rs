@@ -12,7 +12,8 @@ fn fork_of(group: &str) -> String {
     format!("{group}--fork")
 }
 use vouch_proto::vicos::{
-    AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosObject,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete,
+    CosObject,
 };
 
 impl Misbehaving {
@@ -20,6 +21,16 @@ impl Misbehaving {
         let ack = self.honest.aip_create(req, caller).await?;
         if self.lie == Misbehave::ForkAip {
             self.honest.aip_create(&AipCreate { group: fork_of(&req.group), ..req.clone() }, caller).await?;
+        }
+        Ok(ack)
+    }
+
+    /// Under [`Misbehave::ForkAip`], a member is admitted to the fork too: its messages may
+    /// go to either history.
+    pub async fn aip_admit(&self, req: &AipAdmit, caller: &str) -> Result<AipAck, ProviderError> {
+        let ack = self.honest.aip_admit(req, caller).await?;
+        if self.lie == Misbehave::ForkAip {
+            self.honest.aip_admit(&AipAdmit { group: fork_of(&req.group), ..req.clone() }, caller).await?;
         }
         Ok(ack)
     }
@@ -61,8 +72,8 @@ impl Misbehaving {
         }
     }
 
-    pub fn cos_begin_put(&self, object: &CosObject, max: u64) -> Result<CosUpload, ProviderError> {
-        self.honest.cos_begin_put(object, max)
+    pub async fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
+        self.honest.cos_begin_put(object, max, caller).await
     }
 
     pub async fn cos_write(&self, upload: &mut CosUpload, bytes: Bytes) -> Result<(), ProviderError> {
@@ -77,11 +88,11 @@ impl Misbehaving {
         self.honest.cos_abort(upload).await
     }
 
-    pub async fn cos_get(&self, object: &CosObject) -> Result<CosReader, ProviderError> {
-        self.honest.cos_get(object).await
+    pub async fn cos_get(&self, object: &CosObject, caller: &str) -> Result<CosReader, ProviderError> {
+        self.honest.cos_get(object, caller).await
     }
 
-    pub async fn cos_delete(&self, req: &CosDelete) -> Result<AipAck, ProviderError> {
-        self.honest.cos_delete(req).await
+    pub async fn cos_delete(&self, req: &CosDelete, caller: &str) -> Result<AipAck, ProviderError> {
+        self.honest.cos_delete(req, caller).await
     }
 }

@@ -6,7 +6,8 @@ use super::{Provider, ProviderError};
 use crate::vicos::{cos, CosReader, CosUpload};
 use bytes::Bytes;
 use vouch_proto::vicos::{
-    AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete, CosObject,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete,
+    CosObject,
 };
 
 impl Provider {
@@ -15,6 +16,10 @@ impl Provider {
 
     pub async fn aip_create(&self, req: &AipCreate, caller: &str) -> Result<AipAck, ProviderError> {
         self.vicos.create(&self.repo, req, caller).await
+    }
+
+    pub async fn aip_admit(&self, req: &AipAdmit, caller: &str) -> Result<AipAck, ProviderError> {
+        self.vicos.admit(&self.repo, req, caller).await
     }
 
     pub async fn aip_invoke(&self, req: &AipInvoke, caller: &str) -> Result<AipReply, ProviderError> {
@@ -38,17 +43,10 @@ impl Provider {
         self.vicos.progress(&self.repo, group).await
     }
 
-    /// Objects belong to a group that exists: a name nobody created stores nothing.
-    fn known_group(&self, group: &str) -> Result<(), ProviderError> {
-        match self.vicos.exists(&self.repo, group)? {
-            true => Ok(()),
-            false => Err(ProviderError::NotFound(format!("no VICOS group {group}"))),
-        }
-    }
-
-    /// Starts a `cos-put` of at most `max` bytes.
-    pub fn cos_begin_put(&self, object: &CosObject, max: u64) -> Result<CosUpload, ProviderError> {
-        self.known_group(&object.group)?;
+    /// Starts a `cos-put` of at most `max` bytes, by provider client `caller` (one of the
+    /// group's members').
+    pub async fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
+        self.vicos.reaches_objects(&self.repo, &object.group, caller).await?;
         cos::begin_put(self.repo.blobs(), object, max)
     }
 
@@ -64,13 +62,13 @@ impl Provider {
         upload.abort().await
     }
 
-    pub async fn cos_get(&self, object: &CosObject) -> Result<CosReader, ProviderError> {
-        self.known_group(&object.group)?;
+    pub async fn cos_get(&self, object: &CosObject, caller: &str) -> Result<CosReader, ProviderError> {
+        self.vicos.reaches_objects(&self.repo, &object.group, caller).await?;
         cos::get(self.repo.blobs(), object).await
     }
 
-    pub async fn cos_delete(&self, req: &CosDelete) -> Result<AipAck, ProviderError> {
-        self.known_group(&req.group)?;
+    pub async fn cos_delete(&self, req: &CosDelete, caller: &str) -> Result<AipAck, ProviderError> {
+        self.vicos.reaches_objects(&self.repo, &req.group, caller).await?;
         let deleted = cos::delete(self.repo.blobs(), req).await?;
         tracing::debug!(group = req.group, deleted, "cos-del");
         Ok(AipAck {})

@@ -55,11 +55,16 @@ pub(super) enum Entry {
         from: u32,
         commit_auth: ByteBuf,
     },
-    /// Member `member` speaks through provider client `client` from now on (its first
-    /// accepted message, or the genesis's creator).
+    /// Member `member` speaks through provider client `client` from now on (admitted, or
+    /// the genesis's creator; in a group created without an admission hash, its first
+    /// accepted message).
     Bind {
         member: u32,
         client: String,
+    },
+    /// The hash of the group's admission secret (entry 1, after the genesis).
+    Admission {
+        hash: [u8; 32],
     },
 }
 
@@ -73,12 +78,15 @@ pub(super) struct Loaded {
     pub(super) lease: Option<(aip::ClientId, std::time::Instant)>,
     /// The provider client each member speaks through ([`Entry::Bind`]).
     pub(super) members: HashMap<aip::ClientId, String>,
+    /// The hash of the group's admission secret ([`Entry::Admission`]); `None` in a group
+    /// journaled before admission existed, whose members bind at their first message.
+    pub(super) admission: Option<[u8; 32]>,
 }
 
 impl Loaded {
     /// A group's server from its genesis (entry 0), no member bound yet.
     pub(super) fn new(genesis: Committed<DictOp>, auth: Signed<Digest>) -> Loaded {
-        Loaded { server: server(genesis, auth), next: 1, lease: None, members: HashMap::new() }
+        Loaded { server: server(genesis, auth), next: 1, lease: None, members: HashMap::new(), admission: None }
     }
 }
 
@@ -97,6 +105,10 @@ impl Entry {
             Entry::Create { .. } => return Err(corrupt(group, "a second genesis")),
             Entry::Bind { member, client } => {
                 loaded.members.insert(*member, client.clone());
+                return Ok(());
+            }
+            Entry::Admission { hash } => {
+                loaded.admission = Some(*hash);
                 return Ok(());
             }
             Entry::Invoke { from, invoke } => {

@@ -13,10 +13,12 @@
 //! tokens): any authenticated client may address any group by name. The provider does not
 //! decide who is a member, and checks no signature: AIP's signatures, which the members check
 //! (Alg. 1–2), are the group's security, and the object hashes in ADICT are its objects'.
-//! It does bind each member id to the provider client that first spoke as it (the creator's
-//! at creation), so that another client of the provider cannot send messages in a member's
-//! name: with a group key (HMAC) it could not sign them, and its garbage in the history
-//! would make the members blame the provider.
+//! It does admit members (`vouch_core::aip::Admission`): the creator gives the hash of a
+//! secret only members hold, and each member id is bound to the provider client through which
+//! it showed that secret (the creator's at creation). Only those clients send messages in a
+//! member's name or reach the group's objects: another client of the provider could not
+//! sign its messages (with a group key), could delete objects the history names, and the
+//! members would blame the provider for either.
 
 pub(crate) mod cos;
 mod group_commit;

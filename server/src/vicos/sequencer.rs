@@ -23,9 +23,12 @@ use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use vouch_core::adict::Tree;
-use vouch_core::aip::{self, Adict, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke, Signed, Wire};
+use vouch_core::aip::{
+    self, Adict, Admission, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke, Signed, Wire,
+};
 use vouch_proto::vicos::{
-    AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, MAX_COMMIT_AUTHS,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest,
+    MAX_COMMIT_AUTHS,
 };
 use vouch_store::Repository;
 
@@ -53,12 +56,16 @@ pub(super) const LEASE: std::time::Duration = std::time::Duration::from_millis(5
 pub(super) const INVOKE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Whether `caller` (a provider client) may speak as member `from`: each member speaks only
-/// through the provider client it first spoke through (journaled, [`Entry::Bind`]), so that
-/// another client of the provider cannot send messages in its name, which its group would
-/// then blame on the provider. `Ok(true)`: not bound yet.
+/// through the provider client it was admitted through ([`Sequencer::admit`], journaled as
+/// [`Entry::Bind`]), so that another client of the provider cannot send messages in its
+/// name, which its group would then blame on the provider. `Ok(true)`: not bound yet, in a
+/// group journaled before admission existed, where a member binds at its first message.
 fn unbound(loaded: &Loaded, group: &str, from: ClientId, caller: &str) -> Result<bool, ProviderError> {
     match loaded.members.get(&from) {
-        None => Ok(true),
+        None if loaded.admission.is_none() => Ok(true),
+        None => Err(ProviderError::Forbidden(format!(
+            "member {from} of group {group} was not admitted: it shows the group's admission secret first"
+        ))),
         Some(bound) if bound == caller => Ok(false),
         Some(_) => Err(ProviderError::Forbidden(format!(
             "member {from} of group {group} speaks through another client of this provider"
@@ -95,16 +102,26 @@ impl Sequencer {
         Ok(groups.entry(group.to_string()).or_default().clone())
     }
 
-    /// Whether the group exists (for its object store's requests).
-    pub(crate) fn exists(&self, repo: &Repository, group: &str) -> Result<bool, ProviderError> {
-        self.slot(repo, group, false).map(|_| true).or_else(|e| match e {
-            ProviderError::NotFound(_) => Ok(false),
-            e => Err(e),
+    /// Whether provider client `caller` may reach the objects of group `group`: the client
+    /// of one of its members (any client, in a group without admission). A group's objects
+    /// are its members' own: another client could read them, or delete one the history
+    /// names, which the members would blame on the provider. An unknown group is not found.
+    pub(crate) async fn reaches_objects(
+        &self,
+        repo: &Repository,
+        group: &str,
+        caller: &str,
+    ) -> Result<(), ProviderError> {
+        self.read(repo, group, |l| match l.admission.is_none() || l.members.values().any(|c| c == caller) {
+            true => Ok(()),
+            false => Err(ProviderError::Forbidden(format!("no member of group {group} speaks through this client"))),
         })
+        .await
     }
 
     /// `aip-create`: the group's server from its creator's genesis (`O[0]`, `A[0]`), over an
-    /// empty dictionary, the creator bound to `caller`. A group that exists is a conflict.
+    /// empty dictionary, with the hash of its admission secret, the creator bound to
+    /// `caller`. A group that exists is a conflict.
     pub(crate) async fn create(
         &self,
         repo: &Repository,
@@ -114,6 +131,9 @@ impl Sequencer {
         check_group(&req.group)?;
         let genesis: Committed<aip::DictOp> = Committed::from_wire(&req.genesis).map_err(|e| bad("genesis", e))?;
         let auth: Signed<vouch_core::Digest> = Signed::from_wire(&req.auth).map_err(|e| bad("auth", e))?;
+        let admission: [u8; 32] = req.admission.as_slice().try_into().map_err(|_| {
+            ProviderError::BadRequest(format!("an admission hash of {} bytes; 32", req.admission.len()))
+        })?;
         // The server starts from an empty dictionary: a genesis authenticator of any other
         // state would make every proof it sends fail at the members, who would blame it.
         if auth.auth != Adict::auth_of(&Tree::new()) {
@@ -128,13 +148,53 @@ impl Sequencer {
             let creator = genesis.client;
             let mut loaded = Loaded::new(genesis, auth);
             loaded.members.insert(creator, caller.to_string());
-            loaded.next = 2;
+            loaded.admission = Some(admission);
+            loaded.next = 3;
             state.loaded = Some(loaded);
             state.push(0, Entry::Create { genesis: req.genesis.clone(), auth: req.auth.clone() }.encode());
-            state.push(1, Entry::Bind { member: creator, client: caller.to_string() }.encode())
+            state.push(1, Entry::Admission { hash: admission }.encode());
+            state.push(2, Entry::Bind { member: creator, client: caller.to_string() }.encode())
         };
         durable(&in_repo(repo, &req.group), &req.group, &slot, ticket).await?;
         tracing::info!(group = req.group, "VICOS group created");
+        Ok(AipAck {})
+    }
+
+    /// `aip-admit`: member `req.member`, showing the group's admission secret, speaks through
+    /// `caller` from now on. Admitting a member again through the same client changes
+    /// nothing; through another, it is refused (a member's id is bound once).
+    pub(crate) async fn admit(&self, repo: &Repository, req: &AipAdmit, caller: &str) -> Result<AipAck, ProviderError> {
+        let group = &req.group;
+        let slot = self.slot(repo, group, false)?;
+        let ticket = {
+            let mut state = slot.lock();
+            let loaded = loaded(&mut state.loaded, repo, group)?;
+            // A group journaled before admission existed: its members bind at their first
+            // message, and there is nothing to show.
+            let Some(hash) = loaded.admission else { return Ok(AipAck {}) };
+            if Admission::hash_of(&req.admission) != hash {
+                return Err(ProviderError::Forbidden(format!("not the admission secret of group {group}")));
+            }
+            match loaded.members.get(&req.member) {
+                Some(bound) if bound == caller => None,
+                Some(_) => {
+                    return Err(ProviderError::Forbidden(format!(
+                        "member {} of group {group} speaks through another client of this provider",
+                        req.member
+                    )))
+                }
+                None => {
+                    loaded.members.insert(req.member, caller.to_string());
+                    let n = loaded.next;
+                    loaded.next += 1;
+                    Some(state.push(n, Entry::Bind { member: req.member, client: caller.to_string() }.encode()))
+                }
+            }
+        };
+        if let Some(ticket) = ticket {
+            durable(&in_repo(repo, group), group, &slot, ticket).await?;
+            tracing::info!(group, member = req.member, client = caller, "VICOS member admitted");
+        }
         Ok(AipAck {})
     }
 
@@ -289,7 +349,8 @@ impl Sequencer {
     }
 
     /// `aip-work`: the passive-phase work the sender may do now (changes nothing). A member
-    /// not bound yet is handed none: it binds by an operation first.
+    /// not admitted is refused; in a group without admission, one not bound yet is handed
+    /// none (it binds by an operation first).
     pub(crate) async fn work(
         &self,
         repo: &Repository,

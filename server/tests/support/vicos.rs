@@ -10,8 +10,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use vouch_core::adict::Tree;
-use vouch_core::aip::{self, Adict, ClientId, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire};
-use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
+use vouch_core::aip::{
+    self, Adict, Admission, ClientId, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
+};
+use vouch_proto::vicos::{
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest,
+};
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
 use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
 
@@ -66,6 +70,23 @@ pub fn keys() -> Keyring {
     Keyring::Hmac { key: [42; 32] }
 }
 
+/// The admission secret of every test group (`group`'s, from [`keys`]).
+pub fn admission(group: &str) -> Admission {
+    Admission::of_group_key(&[42; 32], group)
+}
+
+/// Member `member` shows `secret` as group `group`'s admission secret, through `token`.
+pub async fn admit(
+    addr: SocketAddr,
+    token: &str,
+    group: &str,
+    member: ClientId,
+    secret: &Admission,
+) -> Result<AipAck, ErrorBody> {
+    let req = AipAdmit { group: group.into(), member, admission: ByteBuf::from(secret.0.to_vec()) };
+    call(addr, token, Op::AipAdmit, &req).await
+}
+
 pub fn put(key: &str, value: &str) -> DictOp {
     DictOp::Put { key: key.into(), value: value.into() }
 }
@@ -87,24 +108,37 @@ pub async fn create(addr: SocketAddr, token: &str, group: &str) -> Result<AipAck
         group: group.into(),
         genesis: ByteBuf::from(genesis.to_wire()),
         auth: ByteBuf::from(auth.to_wire()),
+        admission: ByteBuf::from(admission(group).hash().to_vec()),
     };
     call(addr, token, Op::AipCreate, &req).await
 }
 
-/// A member of a group: its AIP client, and the provider it talks to as which client.
+/// A member of a group: its AIP client, and the provider it talks to as which client. It
+/// shows the group's admission secret before its first message (unless told not to).
 pub struct Member {
     pub aip: aip::Client<Adict>,
     pub addr: SocketAddr,
     pub token: &'static str,
     pub group: String,
+    pub admitted: std::sync::atomic::AtomicBool,
 }
 
 impl Member {
     pub fn new(id: ClientId, addr: SocketAddr, token: &'static str, group: &str) -> Member {
-        Member { aip: aip::Client::new(id, keys(), Adict { mode: Mode::Compatible }), addr, token, group: group.into() }
+        let aip = aip::Client::new(id, keys(), Adict { mode: Mode::Compatible });
+        Member { aip, addr, token, group: group.into(), admitted: false.into() }
+    }
+
+    /// A member that never shows the admission secret (it may be bound already, or not).
+    pub fn unadmitted(self) -> Member {
+        self.admitted.store(true, std::sync::atomic::Ordering::Relaxed);
+        self
     }
 
     async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
+        if !self.admitted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            admit(self.addr, self.token, &self.group, self.aip.id(), &admission(&self.group)).await?;
+        }
         call(self.addr, self.token, op, req).await
     }
 
