@@ -7,7 +7,9 @@
 //! The group's creator gives the sequencer the hash of a secret that only members hold; a
 //! member shows the secret once, and its id is bound to the provider client it spoke
 //! through. The provider learns the secret, which lets it admit no one it could not admit
-//! anyway (it orders the messages), and the secret signs nothing.
+//! anyway (it orders the messages), and the secret signs nothing. A member could take an id
+//! another member has not used yet; members are not each other's adversaries here (with an
+//! HMAC group key, any member can sign as any other).
 
 use sha2::{Digest as _, Sha256};
 

@@ -46,7 +46,7 @@ impl Provider {
     /// Starts a `cos-put` of at most `max` bytes, by provider client `caller` (one of the
     /// group's members').
     pub async fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
-        self.vicos.reaches_objects(&self.repo, &object.group, caller).await?;
+        self.vicos.reaches_objects(&self.repo, &object.group, caller)?;
         cos::begin_put(self.repo.blobs(), object, max)
     }
 
@@ -63,12 +63,12 @@ impl Provider {
     }
 
     pub async fn cos_get(&self, object: &CosObject, caller: &str) -> Result<CosReader, ProviderError> {
-        self.vicos.reaches_objects(&self.repo, &object.group, caller).await?;
+        self.vicos.reaches_objects(&self.repo, &object.group, caller)?;
         cos::get(self.repo.blobs(), object).await
     }
 
     pub async fn cos_delete(&self, req: &CosDelete, caller: &str) -> Result<AipAck, ProviderError> {
-        self.vicos.reaches_objects(&self.repo, &req.group, caller).await?;
+        self.vicos.reaches_objects(&self.repo, &req.group, caller)?;
         let deleted = cos::delete(self.repo.blobs(), req).await?;
         tracing::debug!(group = req.group, deleted, "cos-del");
         Ok(AipAck {})

@@ -106,17 +106,16 @@ impl Sequencer {
     /// of one of its members (any client, in a group without admission). A group's objects
     /// are its members' own: another client could read them, or delete one the history
     /// names, which the members would blame on the provider. An unknown group is not found.
-    pub(crate) async fn reaches_objects(
-        &self,
-        repo: &Repository,
-        group: &str,
-        caller: &str,
-    ) -> Result<(), ProviderError> {
-        self.read(repo, group, |l| match l.admission.is_none() || l.members.values().any(|c| c == caller) {
+    pub(crate) fn reaches_objects(&self, repo: &Repository, group: &str, caller: &str) -> Result<(), ProviderError> {
+        // Not `read`: a binding on its way to the journal grants as much as a durable one (it
+        // was shown the secret), and an object request need not wait for the group's writes.
+        let slot = self.slot(repo, group, false)?;
+        let mut state = slot.lock();
+        let l = loaded(&mut state.loaded, repo, group)?;
+        match l.admission.is_none() || l.members.values().any(|c| c == caller) {
             true => Ok(()),
             false => Err(ProviderError::Forbidden(format!("no member of group {group} speaks through this client"))),
-        })
-        .await
+        }
     }
 
     /// `aip-create`: the group's server from its creator's genesis (`O[0]`, `A[0]`), over an
