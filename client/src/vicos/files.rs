@@ -115,8 +115,8 @@ impl GroupFile {
         Ok(added)
     }
 
-    /// This file as another member may see it: the group, its mode and keys, no secret, and
-    /// the next free member id.
+    /// This file as another member may see it: the group, its mode, its keys and admission
+    /// secret, none of this member's own secrets, and the next free member id.
     pub fn shared(&self) -> Result<GroupFile, ClientError> {
         let next = self.roster()?.keys().next_back().map_or(self.id, |last| (*last).max(self.id)) + 1;
         Ok(GroupFile { id: next, signing: None, direct: None, ..self.clone() })
