@@ -101,7 +101,7 @@ async fn receive(
         };
         match (decode::<CosPutFrame>(&frame).map_err(|e| bad(e.to_string()))?, upload.as_mut()) {
             (CosPutFrame::Head(object), None) => {
-                *upload = Some(app.provider.cos_begin_put(&object, app.limits.max_put_bytes, &caller).await?);
+                *upload = Some(app.provider.cos_begin_put(&object, app.limits.max_put_bytes, &caller)?);
             }
             (CosPutFrame::Data(data), Some(up)) => {
                 app.provider.cos_write(up, Bytes::from(data.into_vec())).await?;

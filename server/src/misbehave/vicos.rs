@@ -72,8 +72,8 @@ impl Misbehaving {
         }
     }
 
-    pub async fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
-        self.honest.cos_begin_put(object, max, caller).await
+    pub fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
+        self.honest.cos_begin_put(object, max, caller)
     }
 
     pub async fn cos_write(&self, upload: &mut CosUpload, bytes: Bytes) -> Result<(), ProviderError> {

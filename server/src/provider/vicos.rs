@@ -45,7 +45,7 @@ impl Provider {
 
     /// Starts a `cos-put` of at most `max` bytes, by provider client `caller` (one of the
     /// group's members').
-    pub async fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
+    pub fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {
         self.vicos.reaches_objects(&self.repo, &object.group, caller)?;
         cos::begin_put(self.repo.blobs(), object, max)
     }
