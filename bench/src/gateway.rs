@@ -78,22 +78,29 @@ pub struct Sequential {
     /// Objects per round, all clients together.
     pub objects: usize,
     pub rounds: usize,
+    pub gateway: Throughput,
+    /// The same client on the raw backend, when there is one.
+    pub raw: Option<Throughput>,
+    /// The same client through a pass-through S3 proxy to the raw backend (see
+    /// [`crate::gateway_proxy`]): what the extra hop alone costs on this machine.
+    pub proxy: Option<Throughput>,
+}
+
+/// One side's sequential figures.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Throughput {
     pub write_mb_s: f64,
     pub read_mb_s: f64,
-    pub raw_write_mb_s: Option<f64>,
-    pub raw_read_mb_s: Option<f64>,
     /// CPU time of the whole machine (every process: the S3 server's too) per MB moved, over
-    /// all rounds, ms: what bounds the throughput when every part shares the machine's cores.
+    /// all rounds: what bounds the throughput when every part shares the machine's cores.
     pub cpu_ms_per_mb: Option<CpuPerMb>,
 }
 
-/// Machine CPU ms per MB written and read, through the gateway and raw.
+/// Machine CPU ms per MB written and read.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct CpuPerMb {
     pub write: f64,
     pub read: f64,
-    pub raw_write: Option<f64>,
-    pub raw_read: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -229,8 +236,12 @@ pub(crate) fn run_with(
             // A prefix of this run's own: runs against one server never read each other's keys.
             let prefix = format!("bench-gateway-{:08x}/", rand::random::<u32>());
             let text = format!("the same client on S3, bucket {}, keys under {prefix}", config.bucket);
+            let proxy_store = crate::store::s3_builder(&config)
+                .with_unsigned_payload(true)
+                .build()
+                .map_err(|e| SelfCheckFailed(e.to_string()))?;
             let raw = Side { name: "raw", store: raw_s3(&config)?, prefix };
-            (Blocks::S3(config), Some(raw), Some(text))
+            (Blocks::S3(config), Some((raw, Arc::new(proxy_store) as Arc<dyn ObjectStore>)), Some(text))
         }
         Err(why) => {
             skipped.push(format!(
@@ -242,8 +253,16 @@ pub(crate) fn run_with(
     let provider_backend = if raw.is_some() { "s3" } else { "local" };
     let figures = rt.block_on(async {
         let portal = Portal::start(&blocks, scratch.path()).await?;
-        let measured = measure(sizes, &portal, raw.as_ref(), &mut progress).await;
-        if let Some(raw) = &raw {
+        let mut baselines = Vec::new();
+        if let Some((raw, proxy_store)) = &raw {
+            let proxied = format!("{}proxy/", raw.prefix);
+            let addr = crate::gateway_proxy::start(proxy_store.clone(), proxied, ACCESS_KEY, SECRET_KEY)
+                .await
+                .map_err(|e| SelfCheckFailed(format!("proxy: {e}")))?;
+            baselines = vec![raw.clone(), Side { name: "proxy", store: s3_client(addr)?, prefix: String::new() }];
+        }
+        let measured = measure(sizes, &portal, &baselines, &mut progress).await;
+        if let Some((raw, _)) = &raw {
             raw.remove_all().await;
         }
         portal.server.shutdown().await.map_err(|e| SelfCheckFailed(e.to_string()))?;
@@ -254,11 +273,8 @@ pub(crate) fn run_with(
     let measured = |target: Target| if raw.is_some() { target } else { target.unmeasured() };
     let mut targets = Vec::new();
     if let Some(most) = sequential.iter().max_by_key(|s| s.clients) {
-        let ratio = |gw: f64, raw: Option<f64>| raw.map_or(f64::NAN, |r| gw / r);
-        for (what, value) in [
-            ("write", ratio(most.write_mb_s, most.raw_write_mb_s)),
-            ("read", ratio(most.read_mb_s, most.raw_read_mb_s)),
-        ] {
+        let ratio = |of: fn(&Throughput) -> f64| most.raw.as_ref().map_or(f64::NAN, |r| of(&most.gateway) / of(r));
+        for (what, value) in [("write", ratio(|t| t.write_mb_s)), ("read", ratio(|t| t.read_mb_s))] {
             let name = format!("sequential {what}, {} clients x {} MiB, vs raw", most.clients, most.object_bytes >> 20);
             targets.push(measured(Target::at_least(&name, value, 0.9, "x", None)));
         }
@@ -279,16 +295,17 @@ struct Figures {
 async fn measure(
     sizes: &Sizes,
     portal: &Portal,
-    raw: Option<&Side>,
+    baselines: &[Side],
     progress: &mut impl FnMut(&str),
 ) -> Result<Figures, SelfCheckFailed> {
+    let raw = baselines.iter().find(|s| s.name == "raw");
     // The gateway as configured by default (its cache on) for all but the cold reads and the sweep.
     let default_cache_mb = GatewayConfig::new("127.0.0.1:0", keys()).cache_mb;
     let mut gateway = portal.gateway(default_cache_mb).await?;
     let mut sequential = Vec::new();
     for &clients in &sizes.seq_clients {
         progress(&format!("gateway: sequential, {clients} clients"));
-        sequential.push(sequential_figure(sizes, clients, &gateway.side(), raw).await?);
+        sequential.push(sequential_figure(sizes, clients, &gateway.side(), baselines).await?);
     }
     let mut random = Vec::new();
     for &clients in &sizes.random_clients {
@@ -354,17 +371,23 @@ impl Portal {
         let client = Arc::new(Client::open(&self.state).map_err(|e| fail(&e))?);
         let config = GatewayConfig { cache_mb, ..GatewayConfig::new("127.0.0.1:0", keys()) };
         let running = vouch_gateway::start(&config, client.clone()).await.map_err(|e| fail(&e))?;
-        let store = object_store::aws::AmazonS3Builder::new()
-            .with_endpoint(format!("http://{}", running.addr))
-            .with_allow_http(true)
-            .with_region("us-east-1")
-            .with_bucket_name(BUCKET)
-            .with_access_key_id(ACCESS_KEY)
-            .with_secret_access_key(SECRET_KEY)
-            .build()
-            .map_err(|e| fail(&e))?;
-        Ok(Gateway { running, client, store: Arc::new(store) })
+        let store = s3_client(running.addr)?;
+        Ok(Gateway { running, client, store })
     }
+}
+
+/// An S3 client of the endpoint at `addr` (a gateway or the proxy), bucket [`BUCKET`].
+fn s3_client(addr: std::net::SocketAddr) -> Result<Arc<dyn ObjectStore>, SelfCheckFailed> {
+    let store = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(format!("http://{addr}"))
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_bucket_name(BUCKET)
+        .with_access_key_id(ACCESS_KEY)
+        .with_secret_access_key(SECRET_KEY)
+        .build()
+        .map_err(|e| SelfCheckFailed(format!("an S3 client of {addr}: {e}")))?;
+    Ok(Arc::new(store))
 }
 
 struct Gateway {
@@ -509,17 +532,16 @@ async fn sequential_figure(
     sizes: &Sizes,
     clients: usize,
     gateway: &Side,
-    raw: Option<&Side>,
+    baselines: &[Side],
 ) -> Result<Sequential, SelfCheckFailed> {
     let per_client = sizes.seq_min_bytes.div_ceil(clients * sizes.seq_object).max(1);
     let count = clients * per_client;
-    let best = |slot: &mut Duration, d: Duration| *slot = (*slot).min(d);
-    let (mut write, mut read, mut raw_write, mut raw_read) =
-        (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
-    // Machine CPU seconds over every round: gateway write, read; raw write, read.
-    let mut cpu = Some([0.0f64; 4]);
+    let sides: Vec<&Side> = std::iter::once(gateway).chain(baselines).collect();
+    // Per side: the best write and read, and the machine CPU seconds of every round's.
+    let mut best = vec![(Duration::MAX, Duration::MAX); sides.len()];
+    let mut cpu = Some(vec![(0.0f64, 0.0f64); sides.len()]);
     for round in 0..sizes.seq_rounds {
-        // Fresh bytes and keys each round; which side goes first alternates.
+        // Fresh bytes and keys each round; which side goes first turns with the rounds.
         let bodies = objects(count, sizes.seq_object, (clients * 100 + round) as u64);
         let passes = |side: &Side| -> (Vec<Vec<Op>>, Vec<Vec<Op>>) {
             let key = |c: usize, j: usize| side.key(&format!("seq/{clients}/{round}/{c}-{j}"));
@@ -529,51 +551,38 @@ async fn sequential_figure(
             };
             (each(&|c, j| Op::Put(key(c, j), body(c, j))), each(&|c, j| Op::Get(key(c, j), body(c, j))))
         };
-        let sides: Vec<&Side> = match raw {
-            Some(raw) if round % 2 == 1 => vec![raw, gateway],
-            Some(raw) => vec![gateway, raw],
-            None => vec![gateway],
-        };
-        for side in sides {
+        for turn in 0..sides.len() {
+            let at = (round + turn) % sides.len();
+            let side = sides[at];
             let (puts, gets) = passes(side);
             let (w, r) = (drive(side, puts).await?, drive(side, gets).await?);
-            let at = if side.name == "raw" { 2 } else { 0 };
             cpu = match (cpu, w.cpu_s, r.cpu_s) {
                 (Some(mut sums), Some(cw), Some(cr)) => {
-                    sums[at] += cw;
-                    sums[at + 1] += cr;
+                    sums[at].0 += cw;
+                    sums[at].1 += cr;
                     Some(sums)
                 }
                 _ => None,
             };
-            let (w, r) = (w.wall, r.wall);
-            if side.name == "raw" {
-                best(&mut raw_write, w);
-                best(&mut raw_read, r);
-            } else {
-                best(&mut write, w);
-                best(&mut read, r);
-            }
+            best[at] = (best[at].0.min(w.wall), best[at].1.min(r.wall));
         }
     }
     let bytes = count * sizes.seq_object;
     let per_mb = |cpu_s: f64| cpu_s * 1e3 / (bytes as f64 * sizes.seq_rounds as f64 / 1e6);
-    let cpu_ms_per_mb = cpu.map(|[w, r, rw, rr]| CpuPerMb {
-        write: per_mb(w),
-        read: per_mb(r),
-        raw_write: raw.map(|_| per_mb(rw)),
-        raw_read: raw.map(|_| per_mb(rr)),
-    });
+    let figures = |at: usize| Throughput {
+        write_mb_s: mb_s(bytes, best[at].0),
+        read_mb_s: mb_s(bytes, best[at].1),
+        cpu_ms_per_mb: cpu.as_ref().map(|sums| CpuPerMb { write: per_mb(sums[at].0), read: per_mb(sums[at].1) }),
+    };
+    let baseline = |name: &str| sides.iter().position(|s| s.name == name).map(figures);
     Ok(Sequential {
         clients,
         object_bytes: sizes.seq_object,
         objects: count,
         rounds: sizes.seq_rounds,
-        write_mb_s: mb_s(bytes, write),
-        read_mb_s: mb_s(bytes, read),
-        raw_write_mb_s: raw.map(|_| mb_s(bytes, raw_write)),
-        raw_read_mb_s: raw.map(|_| mb_s(bytes, raw_read)),
-        cpu_ms_per_mb,
+        gateway: figures(0),
+        raw: baseline("raw"),
+        proxy: baseline("proxy"),
     })
 }
 
@@ -709,29 +718,29 @@ impl Report {
             self.provider_backend,
             self.raw.as_deref().unwrap_or("none")
         );
-        let vs = |gw: f64, raw: Option<f64>, unit: &str| match raw {
-            Some(r) => format!("{gw:.1} {unit} (raw {r:.1}, {:.2}x)", gw / r),
-            None => format!("{gw:.1} {unit}"),
-        };
         out += "sequential, whole objects, best of the rounds [Iris Fig. 5: 250-280 MB/s with 100 clients]:\n";
         for s in &self.sequential {
-            out += &format!(
-                "  {:>3} client(s), {} x {} MiB: write {}, read {}\n",
-                s.clients,
-                s.objects,
-                s.object_bytes >> 20,
-                vs(s.write_mb_s, s.raw_write_mb_s, "MB/s"),
-                vs(s.read_mb_s, s.raw_read_mb_s, "MB/s")
-            );
-            if let Some(c) = &s.cpu_ms_per_mb {
-                let raw = |r: Option<f64>| r.map_or(String::new(), |r| format!(" (raw {r:.2})"));
-                out += &format!(
-                    "        machine CPU per MB: write {:.2} ms{}, read {:.2} ms{}\n",
-                    c.write,
-                    raw(c.raw_write),
-                    c.read,
-                    raw(c.raw_read)
-                );
+            let side = |name: &str, t: &Throughput| {
+                let cpu = t.cpu_ms_per_mb.map_or(String::new(), |c| {
+                    format!("; machine CPU per MB: write {:.2} ms, read {:.2} ms", c.write, c.read)
+                });
+                let ratio = |of: fn(&Throughput) -> f64| {
+                    s.raw.as_ref().map_or(String::new(), |r| format!(" ({:.2}x)", of(t) / of(r)))
+                };
+                format!(
+                    "      {name:<8} write {:.1} MB/s{}, read {:.1} MB/s{}{cpu}\n",
+                    t.write_mb_s,
+                    ratio(|t| t.write_mb_s),
+                    t.read_mb_s,
+                    ratio(|t| t.read_mb_s)
+                )
+            };
+            out += &format!("  {:>3} client(s), {} x {} MiB:\n", s.clients, s.objects, s.object_bytes >> 20);
+            out += &side("gateway", &s.gateway);
+            for (name, t) in [("proxy", &s.proxy), ("raw", &s.raw)] {
+                if let Some(t) = t {
+                    out += &side(name, t);
+                }
             }
         }
         let ops = |o: &Ops| format!("{:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms", o.ops_s, o.p50_ms, o.p99_ms);
@@ -821,7 +830,7 @@ mod tests {
         assert_eq!(report.provider_backend, "local");
         assert_eq!(report.sequential.iter().map(|s| s.clients).collect::<Vec<_>>(), [1, 3]);
         assert_eq!(report.sequential[0].objects, 2);
-        assert!(report.sequential.iter().all(|s| s.write_mb_s > 0.0 && s.raw_read_mb_s.is_none()));
+        assert!(report.sequential.iter().all(|s| s.gateway.write_mb_s > 0.0 && s.raw.is_none() && s.proxy.is_none()));
         assert_eq!((report.random.len(), report.random[0].get.ops, report.random[0].put.ops), (1, 4, 2));
         assert_eq!(report.latency.get_cold.ops, 3);
         assert_eq!(report.cache_sweep.sizes.len(), 2);

@@ -10,6 +10,7 @@ pub mod aip;
 pub mod e2e;
 pub mod flexlist;
 pub mod gateway;
+mod gateway_proxy;
 mod measure;
 mod names;
 pub mod pdp;

@@ -127,16 +127,21 @@ fn fail(e: vouch_store::StoreError) -> SelfCheckFailed {
 }
 
 pub(crate) fn raw_s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, SelfCheckFailed> {
-    let mut b = object_store::aws::AmazonS3Builder::new()
+    Ok(Arc::new(s3_builder(config).build().map_err(|e| SelfCheckFailed(e.to_string()))?))
+}
+
+/// A client of the S3 server `config` names, as the raw baselines use it.
+pub(crate) fn s3_builder(config: &S3Config) -> object_store::aws::AmazonS3Builder {
+    let b = object_store::aws::AmazonS3Builder::new()
         .with_bucket_name(&config.bucket)
         .with_region(&config.region)
         .with_access_key_id(&config.access_key)
         .with_secret_access_key(&config.secret_key)
         .with_allow_http(true);
-    if let Some(e) = &config.endpoint {
-        b = b.with_endpoint(e);
+    match &config.endpoint {
+        Some(e) => b.with_endpoint(e),
+        None => b,
     }
-    Ok(Arc::new(b.build().map_err(|e| SelfCheckFailed(e.to_string()))?))
 }
 
 fn mb_s(bytes: usize, d: Duration) -> f64 {
