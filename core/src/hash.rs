@@ -93,7 +93,7 @@ pub fn flex_leaf(length: u64, tag: &Digest, after_rank: u64, after: &Digest) -> 
     buf[9..41].copy_from_slice(&tag.0);
     buf[41..49].copy_from_slice(&after_rank.to_le_bytes());
     buf[49..81].copy_from_slice(&after.0);
-    sha256(&buf)
+    sha256_two_blocks(&buf)
 }
 
 /// Hash of a FlexList inner node: its level and both children's ranks and hashes.
@@ -106,7 +106,7 @@ pub fn flex_node(level: u8, below_rank: u64, below: &Digest, after_rank: u64, af
     buf[10..42].copy_from_slice(&below.0);
     buf[42..50].copy_from_slice(&after_rank.to_le_bytes());
     buf[50..82].copy_from_slice(&after.0);
-    sha256(&buf)
+    sha256_two_blocks(&buf)
 }
 
 /// Hash of arbitrary data under [`Domain::Data`].
@@ -139,9 +139,51 @@ pub fn sha256(bytes: &[u8]) -> Digest {
     Digest(Sha256::digest(bytes).into())
 }
 
+/// SHA-256 of an input of 56 to 119 bytes (every tree node here: a domain byte, digests and
+/// ranks), which pads to exactly two blocks: the same digest as [`sha256`], by one call of the
+/// compression function over the padded blocks, without the streaming hasher's buffering. An
+/// ADICT put or a FlexList path update hashes ~20 of these; this is ~7% of an ADICT put.
+#[inline]
+pub fn sha256_two_blocks<const N: usize>(input: &[u8; N]) -> Digest {
+    use sha2::digest::generic_array::GenericArray;
+    const IV: [u32; 8] =
+        [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+    const { assert!(N >= 56 && N <= 119, "two blocks hold 56 to 119 bytes and their padding") };
+    let mut padded = [0u8; 128];
+    padded[..N].copy_from_slice(input);
+    padded[N] = 0x80; // the padding's first bit, then zeros, then the length in bits
+    padded[120..].copy_from_slice(&(N as u64 * 8).to_be_bytes());
+    let blocks = [*GenericArray::from_slice(&padded[..64]), *GenericArray::from_slice(&padded[64..])];
+    let mut state = IV;
+    sha2::compress256(&mut state, &blocks);
+    let mut out = [0u8; DIGEST_LEN];
+    for (bytes, word) in out.chunks_exact_mut(4).zip(state) {
+        bytes.copy_from_slice(&word.to_be_bytes());
+    }
+    Digest(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_two_block_hash_is_sha256() {
+        fn check<const N: usize>(seed: u32) {
+            let input: [u8; N] =
+                std::array::from_fn(|i| (seed.wrapping_mul(2_654_435_761) >> (i % 24)) as u8 ^ i as u8);
+            assert_eq!(sha256_two_blocks(&input), sha256(&input), "{N} bytes, seed {seed}");
+        }
+        for seed in 0..50 {
+            check::<56>(seed);
+            check::<57>(seed);
+            check::<65>(seed);
+            check::<66>(seed);
+            check::<81>(seed);
+            check::<82>(seed);
+            check::<119>(seed);
+        }
+    }
 
     #[test]
     fn sha256_test_vector() {

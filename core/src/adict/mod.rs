@@ -23,7 +23,7 @@ mod tree;
 pub use proof::{root_of_all, Bottom, Proof, ProofError};
 pub use tree::Tree;
 
-use crate::hash::{in_domain, sha256, Digest, Domain};
+use crate::hash::{in_domain, sha256_two_blocks, Digest, Domain};
 
 /// A key's path: which child to take at each depth.
 pub fn key_path(key: &[u8]) -> Digest {
@@ -39,7 +39,7 @@ fn leaf_hash(path: &Digest, value: &Digest) -> Digest {
     buf[0] = Domain::AdictLeaf as u8;
     buf[1..33].copy_from_slice(&path.0);
     buf[33..65].copy_from_slice(&value.0);
-    sha256(&buf)
+    sha256_two_blocks(&buf)
 }
 
 /// An inner node; an empty subtree is [`Digest::ZERO`] (no input hashes to it).
@@ -48,7 +48,7 @@ fn node_hash(left: &Digest, right: &Digest) -> Digest {
     buf[0] = Domain::AdictNode as u8;
     buf[1..33].copy_from_slice(&left.0);
     buf[33..65].copy_from_slice(&right.0);
-    sha256(&buf)
+    sha256_two_blocks(&buf)
 }
 
 /// Bit `depth` of `path`, most significant first: 0 goes left, 1 right.

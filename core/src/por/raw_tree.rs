@@ -17,7 +17,7 @@
 //! the new ones (the root it adopts).
 
 use super::checksum::{SealedChecksum, SEALED_LEN};
-use crate::hash::{sha256, Domain};
+use crate::hash::{sha256, sha256_two_blocks, Domain};
 use crate::Digest;
 
 /// Largest `k` a log (its tree, a proof's verifier) accepts: C over `2^k` slots needs a
@@ -31,7 +31,7 @@ pub fn leaf_hash(sealed: Option<&SealedChecksum>) -> Digest {
     match sealed {
         Some(sealed) => {
             buf[1..].copy_from_slice(&sealed.to_bytes());
-            sha256(&buf)
+            sha256_two_blocks(&buf)
         }
         None => sha256(&buf[..1]),
     }
@@ -44,7 +44,7 @@ pub fn node_hash(height: u32, left: &Digest, right: &Digest) -> Digest {
     buf[1] = height as u8;
     buf[2..34].copy_from_slice(&left.0);
     buf[34..66].copy_from_slice(&right.0);
-    sha256(&buf)
+    sha256_two_blocks(&buf)
 }
 
 /// The root of a subtree of `2^height` slots never written.
