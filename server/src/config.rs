@@ -14,6 +14,7 @@
 //! stream_idle_secs = 60           # a stream that stalls this long loses its connection
 //! max_staged = 1024               # uploads one client may have waiting for their commits
 //! staged_secs = 600               # how long a staged upload waits for its commit
+//! group_idle_secs = 600           # how long a VICOS group stays in memory unused
 //!
 //! [[client]]
 //! name = "alice"
@@ -51,6 +52,7 @@ pub struct LimitSettings {
     pub stream_idle_secs: Option<u64>,
     pub max_staged: Option<u64>,
     pub staged_secs: Option<u64>,
+    pub group_idle_secs: Option<u64>,
 }
 
 impl LimitSettings {
@@ -69,6 +71,8 @@ impl LimitSettings {
             max_staged: positive(self.max_staged, "max_staged")?.map_or(base.max_staged, |n| n as usize),
             staged_for: positive(self.staged_secs, "staged_secs")?
                 .map_or(base.staged_for, std::time::Duration::from_secs),
+            group_idle: positive(self.group_idle_secs, "group_idle_secs")?
+                .map_or(base.group_idle, std::time::Duration::from_secs),
         })
     }
 }
@@ -205,12 +209,13 @@ mod tests {
     #[test]
     fn limits_and_tls_files_parse_and_bad_ones_are_named() {
         let c: ServerConfig = toml::from_str(
-            "tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[limits]\nmax_put_blocks = 5\nstream_idle_secs = 2\n",
+            "tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[limits]\nmax_put_blocks = 5\nstream_idle_secs = 2\ngroup_idle_secs = 9\n",
         )
         .unwrap();
         let limits = c.limits.over(Limits::default()).unwrap();
         assert_eq!(limits.max_put_blocks, 5);
         assert_eq!(limits.stream_idle, std::time::Duration::from_secs(2));
+        assert_eq!(limits.group_idle, std::time::Duration::from_secs(9));
         assert_eq!(limits.max_audit_bytes, Limits::default().max_audit_bytes);
         assert!(c.tls_files().unwrap().is_some());
         let zero: ServerConfig = toml::from_str("[limits]\nmax_audit_bytes = 0\n").unwrap();

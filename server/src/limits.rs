@@ -27,6 +27,9 @@ pub struct Limits {
     /// How long a staged upload waits for its commit before it is dropped (its blocks
     /// deleted; the commit is then refused as a conflict).
     pub staged_for: Duration,
+    /// How long a VICOS group may go unused before its sequencer's state (its whole history
+    /// and dictionary) leaves memory; its next message replays the group's journal.
+    pub group_idle: Duration,
 }
 
 /// 256 GiB: a large file; the store's disk, not the provider's memory, is what it costs.
@@ -40,6 +43,9 @@ pub const DEFAULT_MAX_AUDIT_BYTES: u64 = 512 << 20;
 pub const DEFAULT_MAX_STAGED: usize = 1024;
 /// 10 minutes: a client commits its staged upload as soon as it holds its commit lock.
 pub const DEFAULT_STAGED_FOR: Duration = Duration::from_secs(600);
+/// 10 minutes: a group in use stays in memory; replaying a large group's journal costs
+/// seconds, so a group is not dropped between the operations of a slow member.
+pub const DEFAULT_GROUP_IDLE: Duration = Duration::from_secs(600);
 /// 60 s without progress ends a stream.
 pub const DEFAULT_STREAM_IDLE: Duration = Duration::from_secs(60);
 
@@ -52,6 +58,7 @@ impl Default for Limits {
             stream_idle: DEFAULT_STREAM_IDLE,
             max_staged: DEFAULT_MAX_STAGED,
             staged_for: DEFAULT_STAGED_FOR,
+            group_idle: DEFAULT_GROUP_IDLE,
         }
     }
 }

@@ -109,6 +109,38 @@ async fn a_restart_keeps_the_history_and_continues_its_sequence() {
     server.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn an_idle_group_leaves_memory_and_its_next_message_replays_it_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let idle = std::time::Duration::from_secs(1);
+    let server = serve(dir.path(), Limits { group_idle: idle, ..Limits::default() }).await;
+    create(server.addr, ALICE, "g").await.unwrap();
+    create(server.addr, ALICE, "h").await.unwrap();
+    let mut m: Vec<Member> = (0..2).map(|i| Member::new(i, server.addr, ALICE, "g")).collect();
+    let mut other = Member::new(0, server.addr, ALICE, "h");
+    assert_eq!(m[0].run(put("x", "1")).await, NOTHING);
+    // Member 0's put of y is committed and not authenticated when the group goes idle.
+    let (_, t, _) = m[0].active(put("y", "2")).await.unwrap();
+    assert_eq!((t, progress(&server, "g").await), (2, (1, 2)));
+    assert_eq!(other.run(put("a", "1")).await, NOTHING);
+    assert_eq!(server.provider().honest().vicos_groups_in_memory(), 2);
+
+    tokio::time::sleep(idle * 5 / 2).await;
+    // A message to h looks the groups over: g (and h, unused as long) leave memory; h is
+    // replayed for its message.
+    assert_eq!(other.run(get("a")).await, value("1"));
+    assert_eq!(server.provider().honest().vicos_groups_in_memory(), 1, "only the group in use is in memory");
+    // g's next message replays its journal: the same history, the next position.
+    let (outcome, t, work) = m[1].active(get("y")).await.unwrap();
+    assert_eq!((outcome, t), (Outcome::Abort, 3), "member 0's pending put of y, as before");
+    assert_eq!(m[1].passive(work).await, 1);
+    assert_eq!(m[1].run(get("y")).await, value("2"));
+    assert_eq!(m[0].run(put("z", "3")).await, NOTHING, "member 0 goes on after its operation of before");
+    assert_eq!(progress(&server, "g").await, (5, 5));
+    assert_eq!(server.provider().honest().vicos_groups_in_memory(), 2);
+    server.shutdown().await.unwrap();
+}
+
 /// A member speaks once admitted (it showed the group's admission secret), and only through
 /// the provider client that admitted it (the creator: the one that created the group),
 /// across a restart: another client of the provider cannot send messages in its name, which

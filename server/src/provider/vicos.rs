@@ -43,6 +43,17 @@ impl Provider {
         self.vicos.progress(&self.repo, group).await
     }
 
+    /// How many VICOS groups hold their sequencer's state in memory now (the others replay
+    /// their journal at their next message): for monitoring, and the tests of eviction.
+    pub fn vicos_groups_in_memory(&self) -> usize {
+        self.vicos.loaded()
+    }
+
+    /// Groups unused this long leave memory ([`crate::Limits::group_idle`]).
+    pub fn set_group_idle(&self, idle: std::time::Duration) {
+        self.vicos.set_idle(idle);
+    }
+
     /// Starts a `cos-put` of at most `max` bytes, by provider client `caller` (one of the
     /// group's members').
     pub fn cos_begin_put(&self, object: &CosObject, max: u64, caller: &str) -> Result<CosUpload, ProviderError> {

@@ -19,6 +19,7 @@ use super::journal::Loaded;
 use crate::provider::ProviderError;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
 use vouch_store::StoreError;
 
@@ -65,12 +66,37 @@ pub(super) struct Slot {
     state: Mutex<GroupState>,
     written: Notify,
     pub(super) progressed: Notify,
+    /// When a message last asked for the group (see `Sequencer`'s eviction of idle groups).
+    used: Mutex<Option<Instant>>,
 }
 
 impl Slot {
     /// The group's state, for one step in memory (never held across an await).
     pub(super) fn lock(&self) -> MutexGuard<'_, GroupState> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The group is used at `now`.
+    pub(super) fn touch(&self, now: Instant) {
+        *self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(now);
+    }
+
+    /// Drops the group's server from memory if it went unused for `idle` before `now` and
+    /// everything it holds is durable (its journal then replays it exactly); whether it did.
+    /// A group busy at this moment (its state locked) is left for a later sweep.
+    pub(super) fn unload_if_idle(&self, now: Instant, idle: Duration) -> bool {
+        let used = *self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if used.is_some_and(|at| now.saturating_duration_since(at) < idle) {
+            return false;
+        }
+        let Ok(mut state) = self.state.try_lock() else { return false };
+        let quiet = !state.writing && state.open.is_none() && state.everything().is_none();
+        quiet && state.loaded.take().is_some()
+    }
+
+    /// Whether the group's server is in memory.
+    pub(super) fn is_loaded(&self) -> bool {
+        self.lock().loaded.is_some()
     }
 }
 
@@ -257,6 +283,23 @@ mod tests {
         durable(&journal, "g", &slot, tickets[0].clone()).await.unwrap();
         assert_eq!(journal.appends(), [(0, 3)], "nothing left to write");
         assert!(slot.lock().everything().is_none(), "everything applied is durable");
+    }
+
+    #[tokio::test]
+    async fn an_idle_group_leaves_memory_only_once_everything_it_holds_is_durable() {
+        let (journal, slot) = (Fake::new(true), loaded_slot());
+        let (idle, start) = (Duration::from_secs(60), Instant::now());
+        slot.touch(start);
+        let later = start + 2 * idle;
+        assert!(!slot.unload_if_idle(start + idle / 2, idle), "used recently");
+        let ticket = push(&slot, 0);
+        assert!(!slot.unload_if_idle(later, idle), "an entry not yet durable: a replay would lose it");
+        durable(&journal, "g", &slot, ticket).await.unwrap();
+        let busy = slot.lock();
+        assert!(!slot.unload_if_idle(later, idle), "a group busy at this moment is left alone");
+        drop(busy);
+        assert!(slot.unload_if_idle(later, idle));
+        assert!(!slot.is_loaded() && !slot.unload_if_idle(later, idle), "nothing left to drop");
     }
 
     #[tokio::test]

@@ -22,6 +22,7 @@ use crate::provider::ProviderError;
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use vouch_core::adict::Tree;
 use vouch_core::aip::{
     self, Adict, Admission, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke, Signed, Wire,
@@ -32,10 +33,23 @@ use vouch_proto::vicos::{
 };
 use vouch_store::Repository;
 
-/// The groups of one provider. Groups stay loaded once used (idle groups are not evicted yet).
-#[derive(Debug, Default)]
+/// The groups of one provider. A group's server is loaded (its journal replayed) at its first
+/// message, and leaves memory again once unused for [`Limits::group_idle`]; only its small
+/// slot stays, so that a message in flight and the next one never see two servers.
+///
+/// [`Limits::group_idle`]: crate::Limits::group_idle
+#[derive(Debug)]
 pub(crate) struct Sequencer {
     groups: Mutex<HashMap<String, Arc<Slot>>>,
+    /// How long a group may go unused, and when the groups were last looked over.
+    eviction: Mutex<(std::time::Duration, Instant)>,
+}
+
+impl Default for Sequencer {
+    fn default() -> Self {
+        let eviction = (crate::limits::DEFAULT_GROUP_IDLE, Instant::now());
+        Sequencer { groups: Mutex::default(), eviction: Mutex::new(eviction) }
+    }
 }
 
 fn bad(what: &str, e: aip::WireError) -> ProviderError {
@@ -92,14 +106,46 @@ impl Sequencer {
     /// (so that messages for groups that do not exist leave nothing behind).
     fn slot(&self, repo: &Repository, group: &str, creating: bool) -> Result<Arc<Slot>, ProviderError> {
         check_group(group)?;
+        let now = Instant::now();
         let mut groups = self.groups.lock().expect("VICOS groups");
-        if let Some(slot) = groups.get(group) {
-            return Ok(slot.clone());
+        self.unload_idle(&groups, now);
+        let slot = match groups.get(group) {
+            Some(slot) => slot.clone(),
+            None if !creating && !journal::exists(repo, group)? => return Err(unknown(group)),
+            None => groups.entry(group.to_string()).or_default().clone(),
+        };
+        slot.touch(now);
+        Ok(slot)
+    }
+
+    /// Drops from memory the servers of the groups unused for the idle time (looking them
+    /// over a few times per idle time at most: each look visits every group).
+    fn unload_idle(&self, groups: &HashMap<String, Arc<Slot>>, now: Instant) {
+        let idle = {
+            let mut eviction = self.eviction.lock().expect("VICOS eviction");
+            let (idle, last) = *eviction;
+            if now.saturating_duration_since(last) < idle / 4 {
+                return;
+            }
+            eviction.1 = now;
+            idle
+        };
+        for (name, slot) in groups {
+            if slot.unload_if_idle(now, idle) {
+                tracing::debug!("VICOS group {name}: unused for {idle:?}, its server leaves memory");
+            }
         }
-        if !creating && !journal::exists(repo, group)? {
-            return Err(unknown(group));
-        }
-        Ok(groups.entry(group.to_string()).or_default().clone())
+    }
+
+    /// Sets how long a group may go unused before its server leaves memory.
+    pub(crate) fn set_idle(&self, idle: std::time::Duration) {
+        self.eviction.lock().expect("VICOS eviction").0 = idle;
+    }
+
+    /// How many groups hold their server in memory now.
+    pub(crate) fn loaded(&self) -> usize {
+        let groups = self.groups.lock().expect("VICOS groups");
+        groups.values().filter(|slot| slot.is_loaded()).count()
     }
 
     /// Whether provider client `caller` may reach the objects of group `group`: the client
