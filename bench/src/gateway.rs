@@ -82,7 +82,7 @@ pub struct Sequential {
     /// The same client on the raw backend, when there is one.
     pub raw: Option<Throughput>,
     /// The same client through a pass-through S3 proxy to the raw backend (see
-    /// [`crate::gateway_proxy`]): what the extra hop alone costs on this machine.
+    /// `gateway_proxy` module): what the extra hop alone costs on this machine.
     pub proxy: Option<Throughput>,
 }
 

@@ -11,6 +11,10 @@
 //!
 //! Every object carries its seed in its first 8 bytes; a read must return exactly the bytes
 //! of a seed written to that key.
+//!
+//! Over N, a floor beside native ([`Target::Floor`]): the native operation after the two
+//! messages an AIP operation sends at the least, each a request to the provider that does
+//! nothing. On one machine it shows what the messages alone cost, whatever the protocol does.
 
 mod workload;
 
@@ -143,6 +147,7 @@ pub(crate) fn run_with(
                 vicos,
                 direct: None,
                 native,
+                floor: None,
             })
         };
         let most = sizes.clients.iter().copied().max().unwrap_or(1);
@@ -159,6 +164,14 @@ pub(crate) fn run_with(
             preload(&g, most.min(16), SMALL, &w).await?;
             on_their_own = Some((g, w));
         }
+        // The floor: native, after the messages an AIP operation sends at the least.
+        let floor = match &n {
+            Some((Target::Native(store, prefix), w)) => {
+                let provider = vouch_client::Remote::new(&url, TOKEN).map_err(|e| fail(&e))?;
+                Some((Target::Floor(store.clone(), prefix.clone(), std::sync::Arc::new(provider)), w.clone()))
+            }
+            _ => None,
+        };
         let mut scaling = Vec::new();
         for &clients in &sizes.clients {
             progress(&format!("vicos: 10 KB, 80% reads, {clients} clients"));
@@ -174,6 +187,9 @@ pub(crate) fn run_with(
             let mut p = point(&g, &w, n.as_ref(), Mode::Compatible, spec()).await?;
             if let Some((g, w)) = &on_their_own {
                 p.direct = Some(workload(g, &spec(), w).await?);
+            }
+            if let Some((t, w)) = &floor {
+                p.floor = Some(workload(t, &spec(), w).await?);
             }
             scaling.push(p);
         }
@@ -258,6 +274,13 @@ impl Report {
             });
             if let (Some(d), Some(n)) = (&p.direct, &p.native) {
                 native += &format!("\n      VICOS, objects direct {} -> /native {:.2}x", run(d), d.ops_s / n.ops_s);
+            }
+            if let (Some(f), Some(n)) = (&p.floor, &p.native) {
+                native += &format!(
+                    "\n      floor (native + {FLOOR_ROUND_TRIPS} no-op provider requests) {} -> /native {:.2}x",
+                    run(f),
+                    f.ops_s / n.ops_s
+                );
             }
             format!(
                 "  {:>3} clients, {:>7} B, {}% reads, θ {}: VICOS {} ({} ops){native}\n",
