@@ -109,7 +109,9 @@ fn chain(previous: &Digest, op: &[u8], l: u64, client: ClientId) -> Digest {
 
 /// The signed statements, each a distinct kind (its first byte) of length-prefixed fields.
 fn statement(kind: u8, fields: &[&[u8]]) -> Vec<u8> {
-    let mut out = vec![kind];
+    // Sized once: a member builds one per operation of the others it checks (Alg. 1).
+    let mut out = Vec::with_capacity(1 + fields.iter().map(|f| 8 + f.len()).sum::<usize>());
+    out.push(kind);
     for field in fields {
         out.extend_from_slice(&(field.len() as u64).to_le_bytes());
         out.extend_from_slice(field);

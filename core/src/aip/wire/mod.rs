@@ -67,7 +67,9 @@ pub trait Wire: Sized {
     fn decode(r: &mut Reader<'_>) -> Result<Self, WireError>;
 
     fn to_wire(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        // Room for a typical operation (a key and a value hash) at once: members encode every
+        // operation they check, and growing from empty reallocates several times.
+        let mut out = Vec::with_capacity(96);
         self.encode(&mut out);
         out
     }
