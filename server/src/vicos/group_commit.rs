@@ -81,17 +81,17 @@ impl Slot {
         *self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(now);
     }
 
-    /// Drops the group's server from memory if it went unused for `idle` before `now` and
-    /// everything it holds is durable (its journal then replays it exactly); whether it did.
-    /// A group busy at this moment (its state locked) is left for a later sweep.
-    pub(super) fn unload_if_idle(&self, now: Instant, idle: Duration) -> bool {
+    /// Takes the group's server out of memory if it went unused for `idle` before `now` and
+    /// everything it holds is durable (its journal then replays it exactly), for the caller
+    /// to drop. A group busy at this moment (its state locked) is left for a later sweep.
+    pub(super) fn unload_if_idle(&self, now: Instant, idle: Duration) -> Option<Loaded> {
         let used = *self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if used.is_some_and(|at| now.saturating_duration_since(at) < idle) {
-            return false;
+            return None;
         }
-        let Ok(mut state) = self.state.try_lock() else { return false };
+        let mut state = self.state.try_lock().ok()?;
         let quiet = !state.writing && state.open.is_none() && state.everything().is_none();
-        quiet && state.loaded.take().is_some()
+        quiet.then(|| state.loaded.take()).flatten()
     }
 
     /// Whether the group's server is in memory.
@@ -291,15 +291,15 @@ mod tests {
         let (idle, start) = (Duration::from_secs(60), Instant::now());
         slot.touch(start);
         let later = start + 2 * idle;
-        assert!(!slot.unload_if_idle(start + idle / 2, idle), "used recently");
+        assert!(slot.unload_if_idle(start + idle / 2, idle).is_none(), "used recently");
         let ticket = push(&slot, 0);
-        assert!(!slot.unload_if_idle(later, idle), "an entry not yet durable: a replay would lose it");
+        assert!(slot.unload_if_idle(later, idle).is_none(), "an entry not yet durable: a replay would lose it");
         durable(&journal, "g", &slot, ticket).await.unwrap();
         let busy = slot.lock();
-        assert!(!slot.unload_if_idle(later, idle), "a group busy at this moment is left alone");
+        assert!(slot.unload_if_idle(later, idle).is_none(), "a group busy at this moment is left alone");
         drop(busy);
-        assert!(slot.unload_if_idle(later, idle));
-        assert!(!slot.is_loaded() && !slot.unload_if_idle(later, idle), "nothing left to drop");
+        assert!(slot.unload_if_idle(later, idle).is_some());
+        assert!(!slot.is_loaded() && slot.unload_if_idle(later, idle).is_none(), "nothing left to drop");
     }
 
     #[tokio::test]

@@ -107,34 +107,41 @@ impl Sequencer {
     fn slot(&self, repo: &Repository, group: &str, creating: bool) -> Result<Arc<Slot>, ProviderError> {
         check_group(group)?;
         let now = Instant::now();
+        // Declared before the groups' lock, so dropped after it: a large group's history takes
+        // a while to free, and no other group's message waits for that.
+        let mut unloaded = Vec::new();
         let mut groups = self.groups.lock().expect("VICOS groups");
-        self.unload_idle(&groups, now);
+        unloaded.extend(self.unload_idle(&groups, now));
         let slot = match groups.get(group) {
             Some(slot) => slot.clone(),
             None if !creating && !journal::exists(repo, group)? => return Err(unknown(group)),
             None => groups.entry(group.to_string()).or_default().clone(),
         };
+        drop((groups, unloaded));
         slot.touch(now);
         Ok(slot)
     }
 
-    /// Drops from memory the servers of the groups unused for the idle time (looking them
+    /// Takes out of memory the servers of the groups unused for the idle time (looking them
     /// over a few times per idle time at most: each look visits every group).
-    fn unload_idle(&self, groups: &HashMap<String, Arc<Slot>>, now: Instant) {
+    fn unload_idle(&self, groups: &HashMap<String, Arc<Slot>>, now: Instant) -> Vec<journal::Loaded> {
         let idle = {
             let mut eviction = self.eviction.lock().expect("VICOS eviction");
             let (idle, last) = *eviction;
             if now.saturating_duration_since(last) < idle / 4 {
-                return;
+                return Vec::new();
             }
             eviction.1 = now;
             idle
         };
+        let mut unloaded = Vec::new();
         for (name, slot) in groups {
-            if slot.unload_if_idle(now, idle) {
+            if let Some(server) = slot.unload_if_idle(now, idle) {
                 tracing::debug!("VICOS group {name}: unused for {idle:?}, its server leaves memory");
+                unloaded.push(server);
             }
         }
+        unloaded
     }
 
     /// Sets how long a group may go unused before its server leaves memory.
