@@ -16,7 +16,7 @@ use vouch_server::Misbehave;
 const GROUP: &str = "team";
 
 fn keys() -> Keyring {
-    Keyring::Hmac { key: [7; 32] }
+    Keyring::hmac([7; 32])
 }
 
 /// Member `me` of [`GROUP`] with the provider token `token`.
@@ -64,7 +64,7 @@ async fn a_client_outside_the_group_is_refused_and_the_members_go_on() {
     let alice = create(&setup).await;
     put(&alice, "k", b"alice's").await;
     let remote = Remote::new(&setup.url(), TOKEN_BOB).unwrap();
-    let stranger = Group::join(remote, GROUP, 1, Keyring::Hmac { key: [8; 32] }, Mode::Compatible);
+    let stranger = Group::join(remote, GROUP, 1, Keyring::hmac([8; 32]), Mode::Compatible);
     let put_by_stranger = stranger.put(b"k", Cursor::new(b"x".to_vec())).await.map(drop);
     let list_by_stranger = stranger.list().await.map(drop);
     for attempt in [put_by_stranger, list_by_stranger] {

@@ -53,7 +53,7 @@ impl Pair {
             HashMap::from([(token_hash(TOKEN_A), "alice".to_string()), (token_hash(TOKEN_B), "bob".to_string())]);
         let server = vouch_server::start("127.0.0.1:0", provider, tokens, std::future::pending()).await.unwrap();
         let url = format!("http://{}", server.addr);
-        let keys = Keyring::Hmac { key: [7; 32] };
+        let keys = Keyring::hmac([7; 32]);
         let first = Group::create(Remote::new(&url, TOKEN_A).unwrap(), GROUP, 0, keys.clone(), Mode::Compatible, None)
             .await
             .unwrap();

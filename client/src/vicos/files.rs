@@ -68,7 +68,7 @@ impl GroupFile {
     /// signing key.
     pub fn keys(&self) -> Result<Keyring, ClientError> {
         match (&self.key, self.members.is_empty()) {
-            (Some(key), true) if self.signing.is_none() => Ok(Keyring::Hmac { key: bytes32(key, "the group key")? }),
+            (Some(key), true) if self.signing.is_none() => Ok(Keyring::hmac(bytes32(key, "the group key")?)),
             (None, false) => {
                 let me = match &self.signing {
                     Some(seed) => Some((self.id, bytes32(seed, "the signing key")?)),

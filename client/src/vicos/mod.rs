@@ -100,7 +100,7 @@ impl Group {
     /// The member whose AIP state is `client` (restored from a save, see [`files`]).
     fn with_client(remote: Remote, name: &str, client: aip::Client<Adict>) -> Group {
         let admission = match client.keys() {
-            Keyring::Hmac { key } => Some(Admission::of_group_key(key, name)),
+            Keyring::Hmac(key) => Some(Admission::of_group_key(key.bytes(), name)),
             Keyring::Ed25519 { .. } => None,
         };
         Group {

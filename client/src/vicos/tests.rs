@@ -23,7 +23,7 @@ async fn a_delete_between_a_puts_upload_and_its_adict_put_leaves_the_put_readabl
     let dir = tempfile::tempdir().unwrap();
     let server = provider(dir.path()).await;
     let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
-    let keys = Keyring::Hmac { key: [3; 32] };
+    let keys = Keyring::hmac([3; 32]);
     let alice = Group::create(remote(), "team", 0, keys.clone(), Mode::Compatible, None).await.unwrap();
     let bob = Group::join(remote(), "team", 1, keys, Mode::Compatible);
     assert_eq!(alice.put(b"k", Cursor::new(b"first".to_vec())).await.unwrap(), Outcome::Done(()));

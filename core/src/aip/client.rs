@@ -184,13 +184,14 @@ impl<F: Functionality> Client<F> {
         }
     }
 
-    /// `extend-chain(o, l, j)`: `H[l]` is computed, or checked when it is known already.
-    fn extend_chain(&mut self, op: &F::Op, l: u64, client: ClientId) -> Result<(), Violation> {
+    /// `extend-chain(o, l, j)`: `H[l]` is computed, or checked when it is known already;
+    /// `wire` is `op`'s encoding (made once per operation checked, as the statements take it).
+    fn extend_chain(&mut self, op: &F::Op, wire: &[u8], l: u64, client: ClientId) -> Result<(), Violation> {
         if l == 0 {
             return Ok(()); // the genesis: H[0] is fixed
         }
         let previous = self.chain.get(&(l - 1)).ok_or(Violation::Malformed("a gap in the history"))?;
-        let next = Link { hash: chain(&previous.hash, &op.to_wire(), l, client), update: !F::is_query(op) };
+        let next = Link { hash: chain(&previous.hash, wire, l, client), update: !F::is_query(op) };
         match self.chain.get(&l) {
             None => {
                 self.chain.insert(l, next);
@@ -204,10 +205,10 @@ impl<F: Functionality> Client<F> {
     /// `verify_j(φ, COMMIT || l || o || j || z || H[l])`, `H[l]` known. A COMMIT signed by
     /// another member than the operation's client is a takeover's (Sec. 3.7): it may only
     /// abort, and no later operation of the failed client may follow it.
-    fn check_commit(&mut self, committed: &Committed<F::Op>, l: u64) -> Result<(), Violation> {
+    fn check_commit(&mut self, committed: &Committed<F::Op>, wire: &[u8], l: u64) -> Result<(), Violation> {
         let hash = self.hash_at(l).ok_or(Violation::Malformed("a COMMIT for an operation not in this view"))?;
         let client = committed.client;
-        let statement = commit_statement(l, &committed.op.to_wire(), client, committed.status, &hash);
+        let statement = commit_statement(l, wire, client, committed.status, &hash);
         let by = committed.phi.by;
         self.check(self.keys.verify(by, &statement, &committed.phi.bytes), "COMMIT", by, l)?;
         if by != client {
@@ -248,8 +249,9 @@ impl<F: Functionality> Client<F> {
         for (k, committed) in delta.iter().enumerate() {
             let l = first + k as u64;
             self.check_not_retired(committed.client, l)?;
-            self.extend_chain(&committed.op, l, committed.client)?;
-            self.check_commit(committed, l)?;
+            let op = committed.op.to_wire();
+            self.extend_chain(&committed.op, &op, l, committed.client)?;
+            self.check_commit(committed, &op, l)?;
             if let Some(&failed) = self.aborted_for.get(&l) {
                 if committed.phi.by != self.me || committed.client != failed {
                     return Err(Violation::TakenOver { client: failed, at: l });
@@ -288,7 +290,7 @@ impl<F: Functionality> Client<F> {
             let (l, invoked) = (first + k as u64, &pending.invoked);
             self.check_not_retired(invoked.client, l)?;
             let op = invoked.op.to_wire();
-            self.extend_chain(&invoked.op, l, invoked.client)?;
+            self.extend_chain(&invoked.op, &op, l, invoked.client)?;
             let statement = invoke_statement(&op, invoked.client);
             self.check(self.keys.verify(invoked.client, &statement, &invoked.tau), "INVOKE", invoked.client, l)?;
             if let Some(phi) = &pending.aborted {
@@ -298,7 +300,7 @@ impl<F: Functionality> Client<F> {
                     phi: phi.clone(),
                     client: invoked.client,
                 };
-                self.check_commit(&committed, l)?;
+                self.check_commit(&committed, &op, l)?;
             }
         }
         if !own_last {
@@ -329,7 +331,7 @@ impl<F: Functionality> Client<F> {
             p if p.invoked.client == self.me => self.status.get(&(view.b + 1 + k as u64)).copied(),
             p => p.aborted.as_ref().map(|_| Status::Abort),
         };
-        let (mine, others) = separate_pending(self.me, &view.omega, status);
+        let (mine, others) = separate_pending(self.me, view.omega.iter().map(|p| &p.invoked), status);
         let (outcome, status) = match self.functionality.compatible(&others, &op) {
             true => {
                 F::authexec(&mine, &view.alpha.auth, &reply.response, &reply.aux).map_err(|_| Violation::Response)?;

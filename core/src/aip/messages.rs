@@ -90,6 +90,44 @@ pub struct View<F: Functionality> {
     pub omega: Vec<Pending<F::Op>>,
 }
 
+/// A [`View`] borrowed from wherever its parts are kept, encoded as the view itself is
+/// (`View`'s encoding is this one's): the server answers an INVOKE from its maps without
+/// copying the history it shows.
+pub(crate) struct ViewParts<'a, F: Functionality> {
+    pub(crate) delta: Vec<&'a Committed<F::Op>>,
+    pub(crate) b: u64,
+    pub(crate) authenticated: &'a Committed<F::Op>,
+    pub(crate) alpha: &'a Signed<F::Auth>,
+    /// Each pending operation, with its abort mark.
+    pub(crate) omega: Vec<(&'a Invoked<F::Op>, Option<&'a Signature>)>,
+}
+
+impl<'a, F: Functionality> ViewParts<'a, F> {
+    pub(crate) fn of(view: &'a View<F>) -> ViewParts<'a, F> {
+        ViewParts {
+            delta: view.delta.iter().collect(),
+            b: view.b,
+            authenticated: &view.authenticated,
+            alpha: &view.alpha,
+            omega: view.omega.iter().map(|p| (&p.invoked, p.aborted.as_ref())).collect(),
+        }
+    }
+
+    pub(crate) fn to_view(&self) -> View<F> {
+        View {
+            delta: self.delta.iter().map(|&c| c.clone()).collect(),
+            b: self.b,
+            authenticated: self.authenticated.clone(),
+            alpha: self.alpha.clone(),
+            omega: self
+                .omega
+                .iter()
+                .map(|&(invoked, aborted)| Pending { invoked: invoked.clone(), aborted: aborted.cloned() })
+                .collect(),
+        }
+    }
+}
+
 /// `[REPLY, δ, b, α, ω, t, r, σ_o]`; `ω` ends with the client's own operation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reply<F: Functionality> {

@@ -57,7 +57,8 @@ pub use client::{Client, Outcome, Replied, RestoreError, MAX_SAVED_POSITION};
 pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode};
 pub use functionality::Functionality;
 pub use inbox::{Inbox, ToClient, ToServer, Urgency};
-pub use keys::{Keyring, KeyringError};
+pub use keys::{GroupKey, Keyring, KeyringError};
+pub(crate) use messages::ViewParts;
 pub use messages::{
     Commit, CommitAuth, Committed, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
     ToAuthenticate, UpdateAuth, View,
@@ -139,23 +140,46 @@ fn auth_statement(op: &[u8], q: u64, chain: &Digest, auth: &[u8]) -> Vec<u8> {
 /// have aborted (Sec. 3.7 "Eliminating aborted operations"). `status(k)` is what is known of
 /// the `k`-th pending operation's status: for the client's own ones, what it committed
 /// before this one (FIFO); for the others', a checked abort mark.
-fn separate_pending<O: Clone>(
+fn separate_pending<'a, O: Clone + 'a>(
     me: ClientId,
-    omega: &[Pending<O>],
+    omega: impl ExactSizeIterator<Item = &'a Invoked<O>>,
     status: impl Fn(usize) -> Option<Status>,
 ) -> (Vec<O>, Vec<O>) {
     let (mut mine, mut others) = (Vec::new(), Vec::new());
-    for (k, pending) in omega.iter().enumerate() {
-        let (last, invoked) = (k + 1 == omega.len(), &pending.invoked);
-        if invoked.client != me {
-            if status(k) != Some(Status::Abort) {
-                others.push(invoked.op.clone());
-            }
-        } else if last || status(k) == Some(Status::Success) {
-            mine.push(invoked.op.clone());
+    let n = omega.len();
+    for (k, invoked) in omega.enumerate() {
+        match pending_side(me, invoked, k + 1 == n, || status(k)) {
+            Some(true) => mine.push(invoked.op.clone()),
+            Some(false) => others.push(invoked.op.clone()),
+            None => {}
         }
     }
     (mine, others)
+}
+
+/// `μ` of [`separate_pending`] alone (what the server answers from).
+fn own_pending<'a, O: Clone + 'a>(
+    me: ClientId,
+    omega: impl ExactSizeIterator<Item = &'a Invoked<O>>,
+    status: impl Fn(usize) -> Option<Status>,
+) -> Vec<O> {
+    let n = omega.len();
+    let own =
+        omega.enumerate().filter(|&(k, invoked)| pending_side(me, invoked, k + 1 == n, || status(k)) == Some(true));
+    own.map(|(_, invoked)| invoked.op.clone()).collect()
+}
+
+/// Where a pending operation goes: `μ` (`Some(true)`), `γ` (`Some(false)`), or neither.
+fn pending_side<O>(
+    me: ClientId,
+    invoked: &Invoked<O>,
+    last: bool,
+    status: impl Fn() -> Option<Status>,
+) -> Option<bool> {
+    match invoked.client == me {
+        false => (status() != Some(Status::Abort)).then_some(false),
+        true => (last || status() == Some(Status::Success)).then_some(true),
+    }
 }
 
 #[cfg(test)]

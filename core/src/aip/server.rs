@@ -5,8 +5,8 @@
 mod passive;
 
 use super::{
-    auth_statement, commit_statement, separate_pending, ClientId, Commit, Committed, Functionality, Invoke, Invoked,
-    Keyring, KeyringError, Pending, Reply, Signature, Signed, Status, View, Wire,
+    auth_statement, commit_statement, own_pending, ClientId, Commit, Committed, Functionality, Invoke, Invoked,
+    Keyring, KeyringError, Reply, Signature, Signed, Status, ViewParts, Wire,
 };
 use crate::hash::Digest;
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,8 +85,17 @@ impl Default for ServerConfig {
     }
 }
 
+/// What an accepted INVOKE's REPLY carries: its view (as the caller shows it), the position
+/// `t`, the response and `σ_o`.
+struct Answer<V, F: Functionality> {
+    view: V,
+    t: u64,
+    response: F::Response,
+    aux: F::Aux,
+}
+
 /// The server's state: `t`, `b`, `d`, the maps `I`, `O`, `A`, and `s`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Server<F: Functionality> {
     config: ServerConfig,
     /// `t`: the last invoked operation's sequence number.
@@ -178,19 +187,25 @@ impl<F: Functionality> Server<F> {
         }
     }
 
-    /// `δ` for a client that cleared `c`: `O[c+1..=b]`, or `O[b]`; then `O[d]` and `A[d]`.
-    fn view(&self, client: ClientId, c: u64) -> Result<View<F>, Refusal<F>> {
+    /// `δ` for a client that cleared `c`: `O[c+1..=b]`, or `O[b]`; then `O[d]` and `A[d]`;
+    /// borrowed from the maps.
+    fn view(&self, client: ClientId, c: u64) -> Result<ViewParts<'_, F>, Refusal<F>> {
         let b = self.applied;
         if c > b {
             return Err(ServerError::ClearedTooFar { client, cleared: c, applied: b });
         }
-        let kept = |l: u64| self.committed.get(&l).cloned().ok_or(ServerError::Forgotten(l));
-        let delta = (if b == c { b } else { c + 1 }..=b).map(kept).collect::<Result<_, _>>()?;
+        let kept = |l: u64| self.committed.get(&l).ok_or(ServerError::Forgotten(l));
+        let first = if b == c { b } else { c + 1 };
+        let delta: Vec<_> = self.committed.range(first..=b).map(|(_, o)| o).collect();
+        if delta.len() as u64 != b - first + 1 {
+            // Everything up to `b` was committed: what is missing was forgotten.
+            let missing = (first..=b).find(|l| !self.committed.contains_key(l)).unwrap_or(first);
+            return Err(ServerError::Forgotten(missing));
+        }
         // An aborted operation committed already goes with its COMMIT signature (Sec. 3.7).
-        let mark = |l: u64| self.committed.get(&l).filter(|c| c.status == Status::Abort).map(|c| c.phi.clone());
-        let omega = self.invoked.range(b + 1..).map(|(&l, i)| Pending { invoked: i.clone(), aborted: mark(l) });
-        let (authenticated, alpha) = (kept(self.last_update)?, self.auth.clone());
-        Ok(View { delta, b, authenticated, alpha, omega: omega.collect() })
+        let mark = |l: u64| self.committed.get(&l).filter(|c| c.status == Status::Abort).map(|c| &c.phi);
+        let omega = self.invoked.range(b + 1..).map(|(&l, i)| (i, mark(l))).collect();
+        Ok(ViewParts { delta, b, authenticated: kept(self.last_update)?, alpha: &self.auth, omega })
     }
 
     /// The INVOKE handler: assigns the next sequence number and answers with the REPLY. A full
@@ -198,26 +213,62 @@ impl<F: Functionality> Server<F> {
     /// holds INVOKEs back instead, as the paper's server buffers them); so does an operation
     /// the functionality cannot answer, before it takes a position.
     pub fn on_invoke(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<Reply<F>, Refusal<F>> {
+        let Answer { view, t, response, aux } = self.invoke(from, m, |view| view.to_view())?;
+        Ok(Reply { view, t, response, aux })
+    }
+
+    /// [`Server::on_invoke`] with the REPLY in its wire encoding (the same bytes), written
+    /// straight from the server's maps: the history a REPLY shows is not copied first.
+    pub fn on_invoke_wire(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<Vec<u8>, Refusal<F>> {
+        let encode = |view: &ViewParts<'_, F>| {
+            // About what an operation with its signature takes, so that the buffer seldom grows.
+            let mut out = Vec::with_capacity(1024 + 160 * (view.delta.len() + view.omega.len()));
+            view.encode(&mut out);
+            out
+        };
+        let Answer { view: mut out, t, response, aux } = self.invoke(from, m, encode)?;
+        t.encode(&mut out);
+        response.encode(&mut out);
+        aux.encode(&mut out);
+        Ok(out)
+    }
+
+    /// [`Server::on_invoke`] with no REPLY: an INVOKE accepted before, replayed (its position).
+    pub fn replay_invoke(&mut self, from: ClientId, m: Invoke<F::Op>) -> Result<u64, Refusal<F>> {
+        self.invoke(from, m, |_| ()).map(|answer| answer.t)
+    }
+
+    /// The INVOKE's checks and state change; the REPLY's view as `show` makes it of the view
+    /// before the change, `ω` ending with the new operation.
+    fn invoke<V>(
+        &mut self,
+        from: ClientId,
+        m: Invoke<F::Op>,
+        show: impl FnOnce(&ViewParts<'_, F>) -> V,
+    ) -> Result<Answer<V, F>, Refusal<F>> {
         self.refuse_retired(from)?;
         if self.pending_full() {
             let pending = self.invoked_up_to - self.applied;
             return Err(ServerError::PendingFull { pending, max: self.max_pending() });
         }
-        let mut view = self.view(from, m.cleared)?;
         let t = self.invoked_up_to + 1;
         let invoked = Invoked { op: m.op, tau: m.tau, client: from };
-        view.omega.push(Pending { invoked: invoked.clone(), aborted: None });
-        // The client committed its earlier operations before this one (FIFO): their status.
-        let b = view.b;
-        let status = |k: usize| self.committed.get(&(b + 1 + k as u64)).map(|c| c.status);
-        let (mine, _) = separate_pending(from, &view.omega, status);
-        let (response, aux) =
-            F::query(&self.state, &mine).map_err(|error| ServerError::Functionality { q: t, error })?;
+        let (shown, response, aux) = {
+            let mut view = self.view(from, m.cleared)?;
+            view.omega.push((&invoked, None));
+            // The client committed its earlier operations before this one (FIFO): their status.
+            let b = view.b;
+            let status = |k: usize| self.committed.get(&(b + 1 + k as u64)).map(|c| c.status);
+            let mine = own_pending(from, view.omega.iter().map(|&(i, _)| i), status);
+            let (response, aux) =
+                F::query(&self.state, &mine).map_err(|error| ServerError::Functionality { q: t, error })?;
+            (show(&view), response, aux)
+        };
         self.invoked_up_to = t;
         self.invoked.insert(t, invoked);
         self.cleared.insert(from, m.cleared);
         self.forget_old();
-        Ok(Reply { view, t, response, aux })
+        Ok(Answer { view: shown, t, response, aux })
     }
 
     /// The COMMIT handler: `O[q]`. A query needs no passive phase (Sec. 3.7): once it is the

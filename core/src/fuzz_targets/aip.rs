@@ -28,7 +28,7 @@ impl<F: Functionality> Debug for Group<F> {
 
 /// Builds [`Group`] from its four operations: two updates, an update, a query.
 fn group<F: Functionality + Clone>(f: F, genesis: F::Op, state: F::State, ops: [F::Op; 4]) -> Group<F> {
-    let keys = Keyring::Hmac { key: [42; 32] };
+    let keys = Keyring::hmac([42; 32]);
     let mut server = Server::genesis(&keys, 0, genesis, state).expect("an HMAC keyring signs for anyone");
     let mut clients: Vec<_> = (0..3).map(|i| Client::new(i, keys.clone(), f.clone())).collect();
     let [first, second, pending, query] = ops;

@@ -247,8 +247,7 @@ mod tests {
     }
 
     fn loaded_slot() -> Arc<Slot> {
-        let (genesis, auth) =
-            aip::genesis::<Adict>(&Keyring::Hmac { key: [1; 32] }, 0, DictOp::List, &Tree::new()).unwrap();
+        let (genesis, auth) = aip::genesis::<Adict>(&Keyring::hmac([1; 32]), 0, DictOp::List, &Tree::new()).unwrap();
         let slot = Arc::new(Slot::default());
         slot.lock().loaded = Some(Loaded::new(genesis, auth));
         slot

@@ -112,7 +112,7 @@ impl Entry {
                 return Ok(());
             }
             Entry::Invoke { from, invoke } => {
-                server.on_invoke(*from, Invoke::from_wire(invoke).map_err(malformed)?).map(drop)
+                server.replay_invoke(*from, Invoke::from_wire(invoke).map_err(malformed)?).map(drop)
             }
             Entry::Commit { from, commit } => server.on_commit(*from, Commit::from_wire(commit).map_err(malformed)?),
             Entry::CommitAuth { from, commit_auth } => {

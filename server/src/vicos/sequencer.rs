@@ -312,10 +312,10 @@ impl Sequencer {
             }
         }
         let entry = Entry::Invoke { from: req.from, invoke: req.invoke.clone() };
-        let step = |s: &mut aip::Server<Adict>| s.on_invoke(req.from, invoke);
+        let step = |s: &mut aip::Server<Adict>| s.on_invoke_wire(req.from, invoke);
         self.step(repo, &req.group, (req.from, caller), entry, step, |_, reply| Ok(reply))
             .await
-            .map(|reply| AipReply { reply: ByteBuf::from(reply.to_wire()) })
+            .map(|reply| AipReply { reply: ByteBuf::from(reply) })
     }
 
     /// `aip-commit`: `O[q]`, then the passive-phase work of its sender.

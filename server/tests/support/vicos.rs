@@ -67,7 +67,7 @@ pub fn refused<T: std::fmt::Debug>(answer: Result<T, ErrorBody>, code: ErrorCode
 }
 
 pub fn keys() -> Keyring {
-    Keyring::Hmac { key: [42; 32] }
+    Keyring::hmac([42; 32])
 }
 
 /// The admission secret of every test group (`group`'s, from [`keys`]).

@@ -46,7 +46,7 @@ impl<F: Functionality> Client<F> {
                 // older one's `H`.
                 self.check_auth(&m.previous.op, m.base, &m.alpha)?;
             }
-            self.check_commit(committed, q)?;
+            self.check_commit(committed, &committed.op.to_wire(), q)?;
             let next = match (committed.status, &entry.response, &entry.aux) {
                 (Status::Success, Some(response), Some(aux)) => {
                     F::authexec(std::slice::from_ref(&committed.op), &auth, response, aux)

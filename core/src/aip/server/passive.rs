@@ -104,7 +104,7 @@ impl<F: Functionality> Server<F> {
         if failed == taker || self.retired.contains_key(&taker) || !member(&failed) || !member(&taker) {
             return Err(ServerError::CannotTakeOver { client: taker, failed });
         }
-        let view = self.view(taker, cleared)?;
+        let view = self.view(taker, cleared)?.to_view();
         let hanging = self
             .invoked
             .range(view.b + 1..)

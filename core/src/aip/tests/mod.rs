@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 type Op = DictOp;
 
 fn keys() -> Keyring {
-    Keyring::Hmac { key: [42; 32] }
+    Keyring::hmac([42; 32])
 }
 
 fn server() -> Server<Adict> {

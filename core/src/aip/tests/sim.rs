@@ -168,13 +168,25 @@ impl Sim {
     }
 
     /// The server handles its next message, by priority.
+    /// Hands `m` to the server; an INVOKE is answered in its wire encoding, which must be
+    /// the encoding of the REPLY a twin of the server answers with.
+    fn deliver(&mut self, from: u32, m: ToServer<Adict>) -> Result<Option<Reply<Adict>>, Refusal<Adict>> {
+        let ToServer::Invoke(invoke) = m else { return self.s.deliver(from, m) };
+        let mut twin = self.s.clone();
+        let wire = self.s.on_invoke_wire(from, invoke.clone());
+        let owned = twin.on_invoke(from, invoke);
+        assert_eq!(wire, owned.map(|r| r.to_wire()), "the REPLY written from the maps");
+        assert_eq!((twin.invoked(), twin.applied()), (self.s.invoked(), self.s.applied()));
+        Ok(Some(Reply::from_wire(&wire?).expect("the server's own REPLY decodes")))
+    }
+
     fn serve(&mut self) {
         let Some((from, m)) = self.inbox.next_for(&self.s) else {
             self.seen.held_invokes += usize::from(!self.inbox.is_empty());
             return;
         };
         let committed = matches!(m, ToServer::Commit(_)).then_some(());
-        match self.s.deliver(from, m) {
+        match self.deliver(from, m) {
             Ok(Some(reply)) => {
                 self.seen.marks += reply.view.omega.iter().filter(|p| p.aborted.is_some()).count();
                 self.down[from as usize].push(from, ToClient::Reply(Box::new(reply)));

@@ -5,7 +5,7 @@
 use super::{bytes, list, put_bytes, put_list, tag, Wire, WireError, MAX_OPERATIONS, MAX_SIGNATURE_LEN};
 use crate::aip::{
     Commit, CommitAuth, Committed, Functionality, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
-    ToAuthenticate, ToClient, ToServer, UpdateAuth, View,
+    ToAuthenticate, ToClient, ToServer, UpdateAuth, View, ViewParts,
 };
 use crate::codec::Reader;
 
@@ -105,13 +105,29 @@ impl<O: Wire> Wire for Pending<O> {
 }
 
 /// `δ, b, O[d], A[d], ω`.
-impl<F: Functionality> Wire for View<F> {
-    fn encode(&self, out: &mut Vec<u8>) {
+impl<F: Functionality> ViewParts<'_, F> {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_list(out, &self.delta, |out, c| c.encode(out));
         self.b.encode(out);
         self.authenticated.encode(out);
         self.alpha.encode(out);
-        put_list(out, &self.omega, |out, p| p.encode(out));
+        // As `Pending` is: `I[l]`, then its abort mark as an `Option`.
+        put_list(out, &self.omega, |out, (invoked, aborted)| {
+            invoked.encode(out);
+            match aborted {
+                None => out.push(0),
+                Some(phi) => {
+                    out.push(1);
+                    phi.encode(out);
+                }
+            }
+        });
+    }
+}
+
+impl<F: Functionality> Wire for View<F> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        ViewParts::of(self).encode(out);
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<View<F>, WireError> {
