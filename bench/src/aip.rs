@@ -25,6 +25,8 @@ pub struct Report {
     pub sizes: Vec<Size>,
     /// SHA-256 of one 65-byte node input, per second.
     pub hashes_per_s: f64,
+    /// AIP's own work per operation over N members, in memory ([`crate::aip_protocol`]).
+    pub protocol: Vec<crate::aip_protocol::ProtocolPoint>,
     pub vicos: crate::vicos::Report,
     pub targets: Vec<Target>,
 }
@@ -115,6 +117,11 @@ pub(crate) fn run_with(
         "ops/s",
         None,
     )];
+    let mut protocol = Vec::new();
+    for &members in vicos_sizes.protocol_members() {
+        progress(&format!("AIP protocol in memory, {members} members"));
+        protocol.push(crate::aip_protocol::point(members, if opts.quick { 4_000 } else { 20_000 }, runs.min(3))?);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let vicos = crate::vicos::run_with(&rt, vicos_sizes, s3, &mut progress)?;
     let (n, overhead) = vicos.overhead();
@@ -133,7 +140,7 @@ pub(crate) fn run_with(
         "",
         Some("100% (Fig. 8)"),
     ));
-    Ok(Report { quick: opts.quick, sizes: figures, hashes_per_s, vicos, targets })
+    Ok(Report { quick: opts.quick, sizes: figures, hashes_per_s, protocol, vicos, targets })
 }
 
 impl Report {
@@ -147,6 +154,7 @@ impl Report {
             );
         }
         out += &format!("  baseline: SHA-256 of a 65-byte node {:.0}/s\n", self.hashes_per_s);
+        out += &crate::aip_protocol::to_text(&self.protocol);
         out += &self.vicos.to_text();
         out + &targets_text(&self.targets)
     }
@@ -178,5 +186,6 @@ mod tests {
         assert_eq!(report.targets.len(), 3);
         assert!(report.targets[1].met.is_none());
         assert!(report.to_text().contains("success rate"));
+        assert_eq!(report.protocol.iter().map(|p| p.members).collect::<Vec<_>>(), [1, 3]);
     }
 }

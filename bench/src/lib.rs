@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aip;
+mod aip_protocol;
 pub mod e2e;
 pub mod flexlist;
 pub mod gateway;

@@ -70,6 +70,11 @@ impl Sizes {
         }
     }
 
+    /// The member counts of the in-memory protocol part: those of the scaling part.
+    pub(crate) fn protocol_members(&self) -> &[usize] {
+        &self.clients
+    }
+
     fn ops_for(&self, len: usize, clients: usize) -> usize {
         (self.ops * 10_000 / len.max(10_000)).max(40).max(clients * 4)
     }

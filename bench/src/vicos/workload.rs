@@ -204,6 +204,7 @@ pub(crate) async fn preload(
 }
 
 /// What one closed-loop run does.
+#[derive(Clone, Copy)]
 pub(crate) struct Spec {
     pub clients: usize,
     /// All clients together.
@@ -217,8 +218,15 @@ pub(crate) struct Spec {
     pub split: bool,
 }
 
-/// The workload of `spec`, keys drawn from Zipf(θ).
+/// The workload of `spec`, keys drawn from Zipf(θ), after a warm-up: each client first reads
+/// once, untimed (COSBench's prepare stage), so that the timed run is the steady state. A
+/// member that has not spoken since the group's history grew checks all of that history at
+/// its next REPLY (every operation since its last view, Alg. 2 check-view); a native client
+/// opens its connection. Without it, the members of the larger points that the smaller ones
+/// left idle would all catch up on the whole history inside the timed run.
 pub(crate) async fn workload(target: &Target, spec: &Spec, written: &Written) -> Result<Run, SelfCheckFailed> {
+    let warm_up = Spec { ops: spec.clients, reads_pct: 100, theta: 0.0, split: true, ..*spec };
+    run_ops(target, &warm_up, written, |c, _| c).await?;
     let zipf = Arc::new(Zipf::new(KEYS, spec.theta));
     let seed = spec.seed;
     run_ops(target, spec, written, move |c, j| {
@@ -343,7 +351,7 @@ pub(crate) async fn group(
     direct: Option<&DirectObjects>,
 ) -> Result<Target, SelfCheckFailed> {
     let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(format!("group {name}: {e}"));
-    let keys = || Keyring::Hmac { key: [0x5a; 32] };
+    let keys = || Keyring::hmac([0x5a; 32]);
     let remote = || Remote::new(url, token).map_err(|e| fail(&e));
     let reach = |g: Group| match direct {
         Some(d) => g.with_direct_objects(d.clone()),
