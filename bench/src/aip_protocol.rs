@@ -107,12 +107,13 @@ impl Group {
             let work = timed(st, || {
                 let m = Commit::from_wire(&commit).map_err(|e| failed("COMMIT", e))?;
                 let t = m.t;
-                self.server.on_commit(from, m.clone()).map_err(|e| failed("on_commit", e))?;
-                self.accepted.push((from, ToServer::Commit(m)));
+                self.server.on_commit(from, m).map_err(|e| failed("on_commit", e))?;
                 let work = self.server.delegate_auth(from).map_err(|e| failed("delegate", e))?;
                 Ok::<_, SelfCheckFailed>((t, work.map(|w| w.to_wire())))
             })?;
             let (t, work) = work;
+            // The log is kept outside the clock, from the bytes the server took.
+            self.accepted.push((from, ToServer::Commit(Commit::from_wire(&commit).expect("decoded before"))));
             self.members[i].delivered(t);
             let Some(work) = work else { continue };
             let answers = timed(mt, || {
@@ -120,17 +121,22 @@ impl Group {
                 let auths = self.members[i].on_update_auth(m).map_err(|v| failed("on_update_auth", v))?;
                 Ok::<_, SelfCheckFailed>(auths.iter().map(Wire::to_wire).collect::<Vec<_>>())
             })?;
-            timed(st, || {
-                for answer in answers {
-                    let m = CommitAuth::from_wire(&answer).map_err(|e| failed("COMMIT-AUTH", e))?;
-                    match self.server.on_commit_auth(from, m.clone()) {
-                        Ok(()) => self.accepted.push((from, ToServer::CommitAuth(m))),
+            let taken = timed(st, || {
+                let mut taken = Vec::new();
+                for answer in &answers {
+                    let m = CommitAuth::from_wire(answer).map_err(|e| failed("COMMIT-AUTH", e))?;
+                    match self.server.on_commit_auth(from, m) {
+                        Ok(()) => taken.push(answer),
                         Err(ServerError::AlreadyAuthenticated { .. }) => {}
                         Err(e) => return Err(failed("on_commit_auth", e)),
                     }
                 }
-                Ok(())
+                Ok(taken)
             })?;
+            for answer in taken {
+                self.accepted
+                    .push((from, ToServer::CommitAuth(CommitAuth::from_wire(answer).expect("decoded before"))));
+            }
         }
         Ok(())
     }

@@ -167,7 +167,6 @@ impl Sim {
         }
     }
 
-    /// The server handles its next message, by priority.
     /// Hands `m` to the server; an INVOKE is answered in its wire encoding, which must be
     /// the encoding of the REPLY a twin of the server answers with.
     fn deliver(&mut self, from: u32, m: ToServer<Adict>) -> Result<Option<Reply<Adict>>, Refusal<Adict>> {
@@ -180,6 +179,7 @@ impl Sim {
         Ok(Some(Reply::from_wire(&wire?).expect("the server's own REPLY decodes")))
     }
 
+    /// The server handles its next message, by priority.
     fn serve(&mut self) {
         let Some((from, m)) = self.inbox.next_for(&self.s) else {
             self.seen.held_invokes += usize::from(!self.inbox.is_empty());

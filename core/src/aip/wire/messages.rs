@@ -2,7 +2,7 @@
 //! `A[l]`), with the fields of Sec. 3.7: each struct's fields in their declared order, each
 //! enum a tag byte (numbered from 1 in declaration order) then its fields.
 
-use super::{bytes, list, put_bytes, put_list, tag, Wire, WireError, MAX_OPERATIONS, MAX_SIGNATURE_LEN};
+use super::{bytes, list, put_bytes, put_list, put_option, tag, Wire, WireError, MAX_OPERATIONS, MAX_SIGNATURE_LEN};
 use crate::aip::{
     Commit, CommitAuth, Committed, Functionality, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
     ToAuthenticate, ToClient, ToServer, UpdateAuth, View, ViewParts,
@@ -112,15 +112,9 @@ impl<F: Functionality> ViewParts<'_, F> {
         self.authenticated.encode(out);
         self.alpha.encode(out);
         // As `Pending` is: `I[l]`, then its abort mark as an `Option`.
-        put_list(out, &self.omega, |out, (invoked, aborted)| {
+        put_list(out, &self.omega, |out, &(invoked, aborted)| {
             invoked.encode(out);
-            match aborted {
-                None => out.push(0),
-                Some(phi) => {
-                    out.push(1);
-                    phi.encode(out);
-                }
-            }
+            put_option(out, aborted);
         });
     }
 }

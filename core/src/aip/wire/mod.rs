@@ -172,16 +172,21 @@ impl Wire for Digest {
     }
 }
 
+/// An `Option`'s encoding, of a borrowed value: `0` for none, `1` then the value.
+pub(crate) fn put_option<T: Wire>(out: &mut Vec<u8>, value: Option<&T>) {
+    match value {
+        None => out.push(0),
+        Some(value) => {
+            out.push(1);
+            value.encode(out);
+        }
+    }
+}
+
 /// `0` for none, `1` then the value.
 impl<T: Wire> Wire for Option<T> {
     fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            None => out.push(0),
-            Some(value) => {
-                out.push(1);
-                value.encode(out);
-            }
-        }
+        put_option(out, self.as_ref());
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<Option<T>, WireError> {
