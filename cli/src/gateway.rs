@@ -73,6 +73,7 @@ async fn serve_group(config: &GatewayConfig, state: &Path, name: &str) -> Result
     // Stopped at an await: a save's write has none, so none is cut short.
     saving.abort();
     let _ = saving.await;
+    group.flush_retired().await;
     group.save(state).await?;
     eprintln!("vouch gateway: saved the AIP state of group {name}");
     stopped?;

@@ -204,6 +204,8 @@ pub async fn obj(args: ObjArgs, state: PathBuf, out: Output) -> Result<(), Failu
     let name = chosen(&state, args.group)?;
     let group = Group::open(&state, &name)?;
     let result = run(&group, args.which).await;
+    // The object a put or rm replaced goes before this process does.
+    group.flush_retired().await;
     // The AIP state moves on with every answer checked, aborted or not: keep it.
     group.save(&state).await?;
     let report = result?;

@@ -167,6 +167,8 @@ async fn an_object_tampered_with_rolled_back_or_swapped_in_the_store_is_caught()
         assert_eq!(files.len(), 1, "one stored copy");
         files.into_iter().next().unwrap()
     };
+    assert_eq!(stored_as(&setup.data, &one).len(), 1, "replaced, queued to go");
+    alice.flush_retired().await;
     let (f_two, g) = (file_of(&two), file_of(&other));
     assert!(stored_as(&setup.data, &one).is_empty(), "the object the second put replaced is gone");
 
@@ -252,8 +254,12 @@ async fn puts_of_one_key_at_once_abort_or_land_and_retries_finish() {
     }
     let last = get(&members[0], "hot").await.unwrap().unwrap();
     assert!((0..4).any(|i| last == data(i, 2)), "the key holds a member's last whole object");
-    // An aborted put deletes its object (Alg. 6), and a landed one the object it replaced:
-    // the store holds the key's last object alone, however often puts aborted first.
+    // An aborted put deletes its object (Alg. 6), and a landed one the object it replaced
+    // (queued: each member's queue goes here): the store holds the key's last object alone,
+    // however often puts aborted first.
+    for m in &members {
+        m.flush_retired().await;
+    }
     for i in 0..4 {
         for round in 0..3 {
             let copies = usize::from(data(i, round) == last);
@@ -280,6 +286,7 @@ async fn replaced_objects_leave_the_store_while_readers_go_on() {
             for round in 0..5 {
                 done(g.put(b"hot", Cursor::new(data(i, round))).await);
             }
+            g.flush_retired().await;
         }));
     }
     let mut readers = Vec::new();
@@ -317,6 +324,7 @@ async fn replaced_objects_leave_the_store_while_readers_go_on() {
         }
     }
     done(alice.delete(b"hot").await);
+    alice.flush_retired().await;
     assert!(stored_as(&setup.data, &last).is_empty(), "a delete takes the object it replaced");
     assert_eq!(get(&alice, "hot").await.unwrap(), None);
 }

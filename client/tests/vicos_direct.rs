@@ -106,11 +106,15 @@ async fn a_member_reaching_the_bucket_itself_shares_the_objects_and_catches_thei
     let missing = read(&alice, "small").await;
     assert_eq!(missing.unwrap_err().violation_kind(), Some(ViolationKind::UnprovenNotFound));
 
-    // A put replacing Bob's object removes it from the bucket; a delete removes the last.
+    // A put replacing Bob's object queues it, and it leaves the bucket with her queue (one
+    // bulk delete); a delete removes the last.
     put(&alice, "b", b"from alice, over bob's").await;
+    assert_eq!(objects_of(&store, "b").await.len(), 2, "queued, not yet deleted");
+    alice.flush_retired().await;
     let [now] = objects_of(&store, "b").await.try_into().unwrap();
     assert_eq!(store.get(&now).await.unwrap().bytes().await.unwrap(), &b"from alice, over bob's"[..]);
     assert_eq!(alice.delete(b"b").await.unwrap(), Outcome::Done(()));
+    alice.flush_retired().await;
     assert!(objects_of(&store, "b").await.is_empty());
     assert_eq!(read(&bob, "b").await.unwrap(), None);
 }

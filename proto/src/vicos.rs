@@ -65,13 +65,17 @@ pub struct AipReply {
     pub reply: ByteBuf,
 }
 
-/// `[COMMIT, o, t, z, φ]` from member `from`.
+/// `[COMMIT, o, t, z, φ]` from member `from`, and the COMMIT-AUTH of that same update when
+/// its REPLY showed nothing pending before it (`aip::Client::own_update`): then the member
+/// authenticated it at once, and its passive phase needs no round trip of its own.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AipCommit {
     pub group: String,
     pub from: u32,
     /// `Commit<DictOp>`.
     pub commit: ByteBuf,
+    /// `CommitAuth<Digest>` for the committed position, or none.
+    pub commit_auth: Option<ByteBuf>,
 }
 
 /// `[COMMIT-AUTH, ...]` from member `from`: the answers to one UPDATE-AUTH batch, in order

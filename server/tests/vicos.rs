@@ -276,7 +276,13 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
     let bad = |answer: Result<AipWork, _>| refused(answer, ErrorCode::BadRequest);
     let invoke = AipInvoke { group: "g".into(), from: 0, invoke: garbage.clone() };
     refused(call::<_, AipReply>(addr, BOB, Op::AipInvoke, &invoke).await, ErrorCode::BadRequest);
-    bad(call(addr, BOB, Op::AipCommit, &AipCommit { group: "g".into(), from: 0, commit: garbage.clone() }).await);
+    bad(call(
+        addr,
+        BOB,
+        Op::AipCommit,
+        &AipCommit { group: "g".into(), from: 0, commit: garbage.clone(), commit_auth: None },
+    )
+    .await);
     let commit_auth = AipCommitAuth { group: "g".into(), from: 0, commit_auths: vec![garbage.clone()] };
     bad(call(addr, BOB, Op::AipCommitAuth, &commit_auth).await);
     let (status, _) = post(addr, BOB, Op::AipInvoke, vec![0xff; 7]).await;
@@ -314,15 +320,15 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
     let (reply, _) = m.invoke(put("k", "v")).await.unwrap();
     let (_, commit) = m.aip.on_reply(reply).unwrap();
     admit(addr, ALICE, "g", 1, &admission("g")).await.unwrap();
-    let as_member_1 = AipCommit { group: "g".into(), from: 1, commit: commit.to_wire().into() };
+    let as_member_1 = AipCommit { group: "g".into(), from: 1, commit: commit.to_wire().into(), commit_auth: None };
     assert!(bad(call(addr, ALICE, Op::AipCommit, &as_member_1).await).contains("signature of client 0"));
     let never = Commit { t: 9, ..commit.clone() };
-    let never = AipCommit { group: "g".into(), from: 0, commit: never.to_wire().into() };
+    let never = AipCommit { group: "g".into(), from: 0, commit: never.to_wire().into(), commit_auth: None };
     refused(call::<_, AipWork>(addr, ALICE, Op::AipCommit, &never).await, ErrorCode::Conflict);
     let forged = Commit { phi: Signature { by: 0, bytes: vec![1; 32] }, ..commit.clone() };
-    let forged = AipCommit { group: "g".into(), from: 0, commit: forged.to_wire().into() };
+    let forged = AipCommit { group: "g".into(), from: 0, commit: forged.to_wire().into(), commit_auth: None };
     call::<_, AipWork>(addr, ALICE, Op::AipCommit, &forged).await.expect("the provider checks no signature");
-    let twice = AipCommit { group: "g".into(), from: 0, commit: commit.to_wire().into() };
+    let twice = AipCommit { group: "g".into(), from: 0, commit: commit.to_wire().into(), commit_auth: None };
     refused(call::<_, AipWork>(addr, ALICE, Op::AipCommit, &twice).await, ErrorCode::Conflict);
     assert_eq!(progress(&server, "g").await, (0, 1), "nothing refused changed the group");
     // The journal holds what was accepted (the forged COMMIT too: members catch it, Alg. 1).
@@ -387,5 +393,49 @@ async fn one_message_answers_a_whole_batch_passing_over_what_is_done_and_stoppin
     assert_eq!(progress(&server, "g").await, (5, 5));
     let mut fresh = Member::new(2, server.addr, ALICE, "g");
     assert_eq!(fresh.run(get("e")).await, value("5"));
+    server.shutdown().await.unwrap();
+}
+
+/// A COMMIT may carry its update's COMMIT-AUTH, made by the member from its REPLY when
+/// nothing was pending before it: one message, both journaled, and the group is as after
+/// the passive phase, also after a restart. One that does not authenticate is passed over:
+/// the COMMIT stands, and the update is handed out as passive work as ever.
+#[tokio::test]
+async fn a_commit_carries_its_updates_commit_auth_and_a_wrong_one_is_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    let addr = server.addr;
+    create(addr, ALICE, "g").await.unwrap();
+    let mut m = Member::new(0, addr, ALICE, "g");
+    let commit_with = |m: &Member, commit: &Commit<DictOp>, auth: &aip::CommitAuth<vouch_core::Digest>| AipCommit {
+        group: "g".into(),
+        from: m.aip.id(),
+        commit: commit.to_wire().into(),
+        commit_auth: Some(auth.to_wire().into()),
+    };
+
+    let (reply, t) = m.invoke(put("k", "1")).await.unwrap();
+    let own = m.aip.own_update(&reply).expect("nothing pending before it");
+    let (_, commit) = m.aip.on_reply(reply).unwrap();
+    let auth = m.aip.authenticate_own(own, &commit).unwrap().unwrap();
+    let work: AipWork = call(addr, ALICE, Op::AipCommit, &commit_with(&m, &commit, &auth)).await.unwrap();
+    assert!(work.update_auth.is_none(), "nothing left to authenticate");
+    assert_eq!(progress(&server, "g").await, (t, t));
+
+    let (reply, t) = m.invoke(put("k", "2")).await.unwrap();
+    let own = m.aip.own_update(&reply).unwrap();
+    let (_, commit) = m.aip.on_reply(reply).unwrap();
+    let mut wrong = m.aip.authenticate_own(own, &commit).unwrap().unwrap();
+    wrong.signed.auth = vouch_core::Digest([7; 32]);
+    let work: AipWork = call(addr, ALICE, Op::AipCommit, &commit_with(&m, &commit, &wrong)).await.unwrap();
+    assert_eq!(progress(&server, "g").await, (t - 1, t), "committed, not authenticated");
+    assert_eq!(m.passive(work).await, 1, "handed out as passive work");
+    assert_eq!(progress(&server, "g").await, (t, t));
+
+    server.shutdown().await.unwrap();
+    let server = serve(dir.path(), Limits::default()).await;
+    assert_eq!(progress(&server, "g").await, (t, t), "both COMMIT-AUTHs replayed from the journal");
+    m.addr = server.addr;
+    assert_eq!(m.run(get("k")).await, value("2"));
     server.shutdown().await.unwrap();
 }

@@ -214,6 +214,21 @@ impl DirectObjects {
             Err(e) => Err(self.failed(&format!("deleting {name}"), e)),
         }
     }
+
+    /// Deletes the objects `names` (on S3, in bulk requests); what failed, said.
+    pub(super) async fn delete_many(&self, names: Vec<String>) -> Vec<String> {
+        let keys = futures::stream::iter(names.into_iter().map(|n| Ok(Key::from(n)))).boxed();
+        self.store
+            .delete_stream(keys)
+            .filter_map(|deleted| async move {
+                match deleted {
+                    Ok(_) | Err(object_store::Error::NotFound { .. }) => None,
+                    Err(e) => Some(format!("{}: {e}", self.place)),
+                }
+            })
+            .collect()
+            .await
+    }
 }
 
 /// What the producer of a direct put hands over: a part, then the end (a producer that

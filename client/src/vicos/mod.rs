@@ -9,8 +9,8 @@
 //!
 //! * put: `cos-put(k||x, v)` streamed while `h = SHA-256(v)` is computed, then
 //!   `adict-put(k, x || h)`; on ABORT `cos-del(k||x)`. Once committed, the object it
-//!   replaced goes (`cos-del(k||x')`, `x'` by its REPLY: [`Adict::replaced`]), where Alg. 6
-//!   leaves it for good.
+//!   replaced is queued to go (`cos-del(k||x')`, `x'` by its REPLY: [`Adict::replaced`], in
+//!   batches: see [`retire`]), where Alg. 6 leaves it for good.
 //! * get: `adict-get(k)`, then `cos-get(k||x)` streamed into the output and hashed; a hash
 //!   that is not `h` is a violation (the bytes written are then not to be used).
 //! * del: `adict-del(k)`, then `cos-del(k||x')` of the object it replaced (not `k||*`: see
@@ -18,12 +18,15 @@
 //!
 //! An operation is one AIP round (INVOKE, REPLY, COMMIT), then the passive phase: the
 //! provider hands this client the updates it may authenticate (its own and, delegated, any
-//! before it: Sec. 3.7), so the group never waits on a member that went away. ABORT (an
+//! before it: Sec. 3.7), so the group never waits on a member that went away. An update
+//! with nothing pending before it is authenticated from its own REPLY and its COMMIT-AUTH
+//! travels with its COMMIT ([`aip::Client::own_update`]): no passive round trip of its own. ABORT (an
 //! incompatible operation of another member was pending) is an answer, not an error: the
 //! caller retries.
 
 mod direct;
 mod files;
+mod retire;
 #[cfg(test)]
 mod tests;
 
@@ -66,6 +69,10 @@ type Held<'a> = tokio::sync::MutexGuard<'a, aip::Client<Adict>>;
 struct Settled {
     outcome: Outcome<DictResponse>,
     replaced: Option<Vec<u8>>,
+    /// The COMMIT-AUTH of this member's update, made from its REPLY when nothing was pending
+    /// before it ([`aip::Client::own_update`]), with the position it is for: it goes with the
+    /// COMMIT.
+    early: Option<(u64, ByteBuf)>,
 }
 
 /// One member of a VICOS group.
@@ -87,6 +94,8 @@ pub struct Group {
     admitted: std::sync::atomic::AtomicBool,
     /// This member's id (its AIP client's, kept here to be read without the client's lock).
     me: ClientId,
+    /// Replaced objects not deleted yet (see [`retire`]).
+    retired: retire::RetireQueue,
 }
 
 impl Group {
@@ -112,6 +121,7 @@ impl Group {
             direct: None,
             admission,
             admitted: false.into(),
+            retired: Default::default(),
         }
     }
 
@@ -308,22 +318,6 @@ impl Group {
         Ok(Outcome::Done(()))
     }
 
-    /// Deletes the object a committed put or delete replaced, best effort: no operation after
-    /// it names the object, and a get that read the name before finds the object gone, asks
-    /// the history again and reads what is there now. The object of a put that is later
-    /// aborted by a takeover would still be named: hence only after the COMMIT was taken.
-    async fn retire(&self, key: &[u8], replaced: Option<Vec<u8>>, mine: Option<[u8; NONCE_LEN]>) {
-        // A value that is no nonce and hash names no object (as `adict_get` reads it).
-        let Some(value) = replaced.filter(|v| v.len() == NONCE_LEN + HASH_LEN) else { return };
-        let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
-        if Some(nonce) == mine {
-            return;
-        }
-        if let Err(e) = self.cos_delete(key, nonce).await {
-            tracing::warn!("a replaced object of group {} stays behind: {e}", self.name);
-        }
-    }
-
     /// `vicos-list()`: every key, in byte order.
     pub async fn list(&self) -> Result<Outcome<Vec<Vec<u8>>>, ClientError> {
         match self.run(DictOp::List).await?.0.outcome {
@@ -349,8 +343,8 @@ impl Group {
     ///
     /// Also returns whether every COMMIT it sent was taken by the provider.
     async fn run(&self, op: DictOp) -> Result<(Settled, bool), ClientError> {
-        let (settled, mut aip) = self.settle(op).await?;
-        let committed = self.finish(&mut aip).await?;
+        let (mut settled, mut aip) = self.settle(op).await?;
+        let committed = self.finish_with(&mut aip, settled.early.take()).await?;
         Ok((settled, committed))
     }
 
@@ -372,7 +366,16 @@ impl Group {
     /// outcome is settled already: the passive phase is help for the group, and only a lie
     /// it catches fails the operation. Returns whether every COMMIT sent was taken.
     async fn finish(&self, aip: &mut aip::Client<Adict>) -> Result<bool, ClientError> {
-        let (work, taken) = self.deliver(aip).await?;
+        self.finish_with(aip, None).await
+    }
+
+    /// [`Group::finish`], the COMMIT of position `early.0` sent with its COMMIT-AUTH.
+    async fn finish_with(
+        &self,
+        aip: &mut aip::Client<Adict>,
+        early: Option<(u64, ByteBuf)>,
+    ) -> Result<bool, ClientError> {
+        let (work, taken) = self.deliver(aip, early).await?;
         if let Err(e) = self.passive(aip, work.unwrap_or_default()).await {
             if e.violation_kind().is_some() {
                 return Err(e);
@@ -392,7 +395,7 @@ impl Group {
             self.persist(aip)?;
         }
         self.admit().await?;
-        self.deliver(aip).await?;
+        self.deliver(aip, None).await?;
         let invoke = aip.invoke(op).map_err(|v| aip_violation(&self.name, v))?;
         let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
         let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
@@ -406,22 +409,32 @@ impl Group {
             }
         };
         let replaced = Adict::replaced(&reply).map(<[u8]>::to_vec);
+        let own = aip.own_update(&reply);
         let replied = aip.on_reply(reply);
         if let Err(aip::Violation::UnknownMember { .. }) = &replied {
             aip.abandon(); // nothing accepted: the next operation, with the key, checks it again
         }
-        let (outcome, _commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
+        let (outcome, commit) = replied.map_err(|v| aip_violation(&self.name, v))?;
         self.persist(aip)?;
-        Ok(Settled { outcome, replaced })
+        let early = match own {
+            Some(own) => aip.authenticate_own(own, &commit).map_err(|v| aip_violation(&self.name, v))?,
+            None => None,
+        };
+        Ok(Settled { outcome, replaced, early: early.map(|auth| (commit.t, wire(&auth))) })
     }
 
     /// Sends the COMMITs the provider does not have yet, oldest first; the work the last
     /// answer hands over, and whether every one was taken. One the provider refuses (it has
     /// it, or has moved past it) is delivered too: sending it again would change nothing.
-    async fn deliver(&self, aip: &mut aip::Client<Adict>) -> Result<(Option<AipWork>, bool), ClientError> {
+    async fn deliver(
+        &self,
+        aip: &mut aip::Client<Adict>,
+        mut early: Option<(u64, ByteBuf)>,
+    ) -> Result<(Option<AipWork>, bool), ClientError> {
         let (mut work, mut taken) = (None, true);
         for commit in aip.unsent().to_vec() {
-            let sent = AipCommit { group: self.name.clone(), from: aip.id(), commit: wire(&commit) };
+            let commit_auth = early.take_if(|(t, _)| *t == commit.t).map(|(_, auth)| auth);
+            let sent = AipCommit { group: self.name.clone(), from: aip.id(), commit: wire(&commit), commit_auth };
             match self.remote.call::<_, AipWork>(Op::AipCommit, &sent).await {
                 Ok(answer) => work = Some(answer),
                 Err(ClientError::Refused { code, message }) => {
@@ -438,7 +451,9 @@ impl Group {
     /// Does the passive-phase work the provider has for this member now: updates of others
     /// delegated to it (Sec. 3.7), so that a member that went away holds up no one. A member
     /// that runs for long (a gateway) calls this now and then; each operation does it anyway.
+    /// First, the replaced objects this member queued go ([`Group::flush_retired`]).
     pub async fn help(&self) -> Result<(), ClientError> {
+        self.flush_retired().await;
         let mut aip = self.aip.lock().await;
         self.admit().await?;
         let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };

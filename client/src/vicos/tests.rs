@@ -42,3 +42,72 @@ async fn a_delete_between_a_puts_upload_and_its_adict_put_leaves_the_put_readabl
     assert_eq!(bob.get(b"k", &mut out).await.unwrap(), Outcome::Done(Some(6)));
     assert_eq!(out, b"second");
 }
+
+/// The objects a member's puts replaced wait in its queue until the put that fills the queue
+/// deletes them all; the object each key holds now stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_put_that_fills_the_retire_queue_deletes_every_object_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = provider(dir.path()).await;
+    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
+    let alice = Group::create(remote(), "team", 0, Keyring::hmac([3; 32]), Mode::Compatible, None).await.unwrap();
+    let bob = Group::join(remote(), "team", 1, Keyring::hmac([3; 32]), Mode::Compatible);
+    let object = |nonce: [u8; NONCE_LEN]| CosObject { group: "team".into(), key: ByteBuf::from(b"k".to_vec()), nonce };
+    let current = || async {
+        let (named, mut aip) = alice.adict_get(b"k").await.unwrap();
+        alice.finish(&mut aip).await.unwrap();
+        let Outcome::Done(Some(value)) = named else { panic!("the key holds an object") };
+        <[u8; NONCE_LEN]>::try_from(&value[..NONCE_LEN]).unwrap()
+    };
+    let bob = &bob;
+    let stored = |nonce| async move { bob.cos_get(&object(nonce), &mut Vec::new()).await.is_ok() };
+
+    let mut replaced = Vec::new();
+    for round in 0..=retire::RETIRE_BATCH {
+        if round > 0 {
+            replaced.push(current().await);
+        }
+        assert_eq!(alice.put(b"k", Cursor::new(vec![round as u8; 100])).await.unwrap(), Outcome::Done(()));
+        if round + 1 == retire::RETIRE_BATCH {
+            assert_eq!(alice.retired.len(), retire::RETIRE_BATCH - 1);
+            assert!(stored(replaced[0]).await && stored(replaced[replaced.len() - 1]).await, "queued, not deleted");
+        }
+    }
+    assert_eq!(alice.retired.len(), 0, "the batch went with the put that filled it");
+    for nonce in &replaced {
+        assert!(!stored(*nonce).await, "a replaced object is gone");
+    }
+    assert!(stored(current().await).await, "the key's object stays");
+    let mut out = Vec::new();
+    assert_eq!(bob.get(b"k", &mut out).await.unwrap(), Outcome::Done(Some(100)));
+    assert_eq!(out, vec![retire::RETIRE_BATCH as u8; 100]);
+}
+
+/// A put with nothing pending before it goes out with its COMMIT-AUTH: once its COMMIT is
+/// taken, the group has authenticated it, with no passive phase. A put behind another
+/// member's pending put waits for its UPDATE-AUTH, as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_put_is_authenticated_with_its_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = provider(dir.path()).await;
+    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
+    let alice = Group::create(remote(), "team", 0, Keyring::hmac([3; 32]), Mode::Compatible, None).await.unwrap();
+    let bob = Group::join(remote(), "team", 1, Keyring::hmac([3; 32]), Mode::Compatible);
+    let progress = || async { server.provider().honest().aip_progress("team").await.unwrap() };
+    let put = |key: &str| DictOp::Put { key: key.into(), value: vec![1; NONCE_LEN + HASH_LEN] };
+
+    let (mut settled, mut aip) = alice.settle(put("a")).await.unwrap();
+    let early = settled.early.take().expect("nothing was pending before it");
+    let taken = alice.deliver(&mut aip, Some(early)).await.unwrap();
+    assert!(taken.0.is_some_and(|work| work.update_auth.is_none()) && taken.1, "nothing left to do");
+    assert_eq!(progress().await, (1, 1), "authenticated with its COMMIT");
+    drop(aip);
+
+    let (pending, mut bobs) = bob.settle(put("b")).await.unwrap();
+    assert!(pending.early.is_some());
+    let (behind, mut alices) = alice.settle(put("c")).await.unwrap();
+    assert!(behind.early.is_none(), "bob's put was pending before it");
+    bob.finish_with(&mut bobs, pending.early).await.unwrap();
+    alice.finish_with(&mut alices, None).await.unwrap();
+    assert_eq!(progress().await, (3, 3), "the passive phase authenticated the rest");
+}

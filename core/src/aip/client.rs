@@ -6,6 +6,7 @@
 mod passive;
 mod state;
 
+pub use passive::OwnUpdate;
 pub use state::{RestoreError, MAX_SAVED_POSITION};
 
 use super::{

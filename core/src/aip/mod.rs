@@ -53,7 +53,7 @@ mod server;
 pub mod wire;
 
 pub use admission::Admission;
-pub use client::{Client, Outcome, Replied, RestoreError, MAX_SAVED_POSITION};
+pub use client::{Client, Outcome, OwnUpdate, Replied, RestoreError, MAX_SAVED_POSITION};
 pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode};
 pub use functionality::Functionality;
 pub use inbox::{Inbox, ToClient, ToServer, Urgency};

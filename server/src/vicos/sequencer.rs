@@ -261,7 +261,7 @@ impl Sequencer {
         group: &str,
         (from, caller): (ClientId, &str),
         entry: Entry,
-        apply: impl FnOnce(&mut aip::Server<Adict>) -> Result<R, aip::ServerError<std::convert::Infallible>>,
+        apply: impl FnOnce(&mut aip::Server<Adict>) -> Result<(R, Vec<Entry>), aip::ServerError<std::convert::Infallible>>,
         answer: impl FnOnce(&mut Loaded, R) -> Result<A, ProviderError>,
     ) -> Result<A, ProviderError> {
         let slot = self.slot(repo, group, false)?;
@@ -269,8 +269,9 @@ impl Sequencer {
             let mut state = slot.lock();
             let loaded = loaded(&mut state.loaded, repo, group)?;
             let bind = unbound(loaded, group, from, caller)?;
-            let result = apply(&mut loaded.server).map_err(|e| refused(group, e))?;
+            let (result, more) = apply(&mut loaded.server).map_err(|e| refused(group, e))?;
             let mut entries = vec![entry];
+            entries.extend(more);
             if bind {
                 loaded.members.insert(from, caller.to_string());
                 entries.push(Entry::Bind { member: from, client: caller.to_string() });
@@ -312,13 +313,16 @@ impl Sequencer {
             }
         }
         let entry = Entry::Invoke { from: req.from, invoke: req.invoke.clone() };
-        let step = |s: &mut aip::Server<Adict>| s.on_invoke_wire(req.from, invoke);
+        let step = |s: &mut aip::Server<Adict>| s.on_invoke_wire(req.from, invoke).map(|reply| (reply, Vec::new()));
         self.step(repo, &req.group, (req.from, caller), entry, step, |_, reply| Ok(reply))
             .await
             .map(|reply| AipReply { reply: ByteBuf::from(reply) })
     }
 
-    /// `aip-commit`: `O[q]`, then the passive-phase work of its sender.
+    /// `aip-commit`: `O[q]`, and `A[q]` when the sender authenticated its update at once,
+    /// then the passive-phase work of its sender. A COMMIT-AUTH refused there is passed over
+    /// (the COMMIT stands; the passive phase hands the update out as ever): an honest member's
+    /// is never refused, since nothing before `q` was pending when it was replied.
     pub(crate) async fn commit(
         &self,
         repo: &Repository,
@@ -326,10 +330,25 @@ impl Sequencer {
         caller: &str,
     ) -> Result<AipWork, ProviderError> {
         let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
+        let auth: Option<CommitAuth<vouch_core::Digest>> = req
+            .commit_auth
+            .as_ref()
+            .map(|b| CommitAuth::from_wire(b).map_err(|e| bad("commit-auth", e)))
+            .transpose()?;
         let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
         let group = &req.group;
         let answer = |l: &mut Loaded, ()| work(l, group, req.from);
-        let apply = |s: &mut aip::Server<Adict>| s.on_commit(req.from, commit);
+        let apply = |s: &mut aip::Server<Adict>| {
+            s.on_commit(req.from, commit)?;
+            let (Some(auth), Some(bytes)) = (auth, &req.commit_auth) else { return Ok(((), Vec::new())) };
+            match s.on_commit_auth(req.from, auth) {
+                Ok(()) => Ok(((), vec![Entry::CommitAuth { from: req.from, commit_auth: bytes.clone() }])),
+                Err(e) => {
+                    tracing::debug!("group {group}: a COMMIT-AUTH sent with its COMMIT is passed over: {e}");
+                    Ok(((), Vec::new()))
+                }
+            }
+        };
         let answered = self.step(repo, group, (req.from, caller), entry, apply, answer).await;
         // A committed query, or an aborted operation, may complete at once.
         if let Ok(slot) = self.slot(repo, group, false) {

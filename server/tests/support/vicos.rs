@@ -164,7 +164,12 @@ impl Member {
     pub async fn active(&mut self, op: DictOp) -> Result<(Outcome<DictResponse>, u64, AipWork), ErrorBody> {
         let (reply, t) = self.invoke(op).await?;
         let (outcome, commit) = self.aip.on_reply(reply).expect("an honest provider's REPLY verifies");
-        let req = AipCommit { group: self.group.clone(), from: self.aip.id(), commit: ByteBuf::from(commit.to_wire()) };
+        let req = AipCommit {
+            group: self.group.clone(),
+            from: self.aip.id(),
+            commit: ByteBuf::from(commit.to_wire()),
+            commit_auth: None,
+        };
         let work = self.call(Op::AipCommit, &req).await?;
         Ok((outcome, t, work))
     }

@@ -278,3 +278,40 @@ fn a_server_starts_from_a_genesis_its_creator_signed() {
     let ed25519 = Keyring::Ed25519 { me: None, members: BTreeMap::new() };
     assert_eq!(genesis::<Adict>(&ed25519, 0, DictOp::List, &Tree::new()), Err(KeyringError::CannotSign(0)));
 }
+
+/// Sec. 3.7 batching, at its smallest: a client whose REPLY shows nothing pending before its
+/// update authenticates it from the REPLY, and its COMMIT-AUTH is the one the server's
+/// UPDATE-AUTH would have drawn from it, byte for byte. With another operation pending
+/// before it, or for a query, there is nothing to authenticate early.
+#[test]
+fn an_update_with_nothing_pending_before_it_is_authenticated_from_its_reply() {
+    let (mut s, mut c) = (server(), clients(2, Mode::Compatible));
+    run(&mut s, &mut c, 1, put("x", "0")); // 1
+    let reply = reply_for(&mut s, &mut c[0], put("x", "1")); // 2
+    let own = c[0].own_update(&reply).expect("nothing pending before it");
+    let (outcome, commit) = c[0].on_reply(reply).unwrap();
+    assert_eq!(outcome, Outcome::Done(DictResponse::Nothing));
+    let early = c[0].authenticate_own(own.clone(), &commit).unwrap().expect("an update that succeeded");
+    let misplaced = Commit { t: commit.t + 1, ..commit.clone() };
+    assert_eq!(c[0].authenticate_own(own, &misplaced).unwrap(), None, "the REPLY of another position");
+    s.on_commit(0, commit).unwrap();
+    let (to, m) = s.update_auth().unwrap().unwrap();
+    assert_eq!(to, 0);
+    let from_server = c[0].on_update_auth(m).unwrap();
+    assert_eq!(from_server, std::slice::from_ref(&early));
+    s.on_commit_auth(0, early).unwrap();
+    assert_eq!((s.applied(), s.invoked()), (2, 2));
+    assert_eq!(s.state().get(b"x"), Some(&b"1"[..]));
+
+    // A query has no passive phase; an update behind a pending one waits for its UPDATE-AUTH.
+    let query = reply_for(&mut s, &mut c[1], get("x")); // 3
+    assert!(c[1].own_update(&query).is_none());
+    let (_, commit) = c[1].on_reply(query).unwrap();
+    s.on_commit(1, commit).unwrap();
+    let first = c[0].invoke(put("y", "1")).unwrap(); // 4, pending
+    let first = s.on_invoke(0, first).unwrap();
+    let behind = reply_for(&mut s, &mut c[1], put("z", "1")); // 5
+    assert_eq!(behind.view.omega.len(), 2);
+    assert!(c[1].own_update(&behind).is_none(), "operation 4 is pending before it");
+    assert!(c[0].own_update(&first).is_some());
+}

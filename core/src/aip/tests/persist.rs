@@ -37,10 +37,11 @@ proptest! {
         work in proptest::collection::vec(proptest::collection::vec(random_op(), 1..8), 3),
         schedule in proptest::collection::vec(0usize..10_000, 0..400),
         delegate in any::<bool>(),
+        early in any::<bool>(),
         max_pending in 1u64..6,
         crash in proptest::option::of((0usize..3, 0usize..200, any::<bool>())),
     ) {
-        let setup = |persist| Setup { mode: Mode::Compatible, max_pending, delegate, crash, persist };
+        let setup = |persist| Setup { mode: Mode::Compatible, max_pending, delegate, crash, persist, early };
         let (mut plain, mut saved) = (Sim::new(setup(false), work.clone()), Sim::new(setup(true), work));
         plain.run(schedule.clone());
         saved.run(schedule);

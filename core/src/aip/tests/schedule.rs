@@ -20,11 +20,12 @@ proptest! {
         schedule in proptest::collection::vec(0usize..10_000, 0..500),
         commutative in any::<bool>(),
         delegate in any::<bool>(),
+        early in any::<bool>(),
         max_pending in 1u64..6,
         crash in proptest::option::of((0usize..3, 0usize..200, any::<bool>())),
     ) {
         let mode = if commutative { Mode::Commutative } else { Mode::Compatible };
-        let mut sim = Sim::new(Setup { mode, max_pending, delegate, crash, persist: false }, work);
+        let mut sim = Sim::new(Setup { mode, max_pending, delegate, crash, persist: false, early }, work);
         sim.run(schedule);
         sim.check_linearizable();
     }
@@ -60,7 +61,8 @@ fn long_work(seed: u64, clients: usize, ops: usize) -> Vec<Vec<Op>> {
 fn a_long_run_keeps_the_server_bounded() {
     let crashes = [None, Some((2, 3_000, false)), Some((1, 2_000, true)), Some((0, 4_000, true))];
     for (seed, crash) in [7, 11, 13, 17].into_iter().zip(crashes) {
-        let setup = Setup { mode: Mode::Commutative, max_pending: 4, delegate: true, crash, persist: false };
+        let early = seed % 4 == 1;
+        let setup = Setup { mode: Mode::Commutative, max_pending: 4, delegate: true, crash, persist: false, early };
         let mut sim = Sim::new(setup, long_work(seed, 3, 300));
         sim.run(xorshift(seed * 31).take(60_000));
         sim.check_linearizable();
@@ -69,6 +71,7 @@ fn a_long_run_keeps_the_server_bounded() {
         assert!(seen.max_retained < 60, "kept up to {} of {} operations", seen.max_retained, sim.s.invoked());
         assert!(seen.marks > 0 && seen.delegated > 0 && seen.held_invokes > 0, "{seen:?}");
         assert_eq!(seen.takeovers, usize::from(crash.is_some()), "{seen:?}");
+        assert_eq!(seen.early_auths > 0, early, "{seen:?}");
         if crash.is_some_and(|(_, _, unhandled)| unhandled) {
             assert!(seen.takeover_aborts > 0, "{seen:?}");
         }

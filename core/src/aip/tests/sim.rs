@@ -21,6 +21,9 @@ pub(super) struct Setup {
     /// Each client is saved and restored ([`Client::save`], [`Client::restore`]) after
     /// everything it does, as a member that runs one process per step would be.
     pub(super) persist: bool,
+    /// A client whose REPLY showed nothing pending before its own update authenticates it at
+    /// once and sends the COMMIT-AUTH right after its COMMIT ([`Client::own_update`]).
+    pub(super) early: bool,
 }
 
 /// Counts of what a run exercised.
@@ -35,6 +38,8 @@ pub(super) struct Seen {
     /// Responses a crashed client output whose COMMIT never reached the server: its taker
     /// aborted the operation (Sec. 3.7), so the response is taken as lost with the client.
     pub(super) lost_outputs: usize,
+    /// Updates their own clients authenticated from their REPLY.
+    pub(super) early_auths: usize,
 }
 
 pub(super) struct Sim {
@@ -215,11 +220,20 @@ impl Sim {
         match m {
             ToClient::Reply(reply) => {
                 self.replied[i] = false;
+                let own = self.c[i].own_update(&reply).filter(|_| self.setup.early);
                 let (outcome, commit) = self.c[i].on_reply(*reply).expect("an honest server is never blamed");
                 self.done.insert(commit.t, (self.in_flight.remove(&i).unwrap(), outcome));
                 let stamps = (i as u32, self.invoked_at[&i], self.tick());
                 self.stamps.insert(commit.t, stamps);
+                let early = match own {
+                    Some(own) => self.c[i].authenticate_own(own, &commit).expect("an honest server is never blamed"),
+                    None => None,
+                };
                 self.send(i, ToServer::Commit(commit));
+                if let Some(auth) = early {
+                    self.seen.early_auths += 1;
+                    self.send(i, ToServer::CommitAuth(auth));
+                }
             }
             ToClient::UpdateAuth(m) => {
                 assert!(m.ops.iter().all(|o| !Adict::is_query(&o.committed.op)), "a query's passive phase");
