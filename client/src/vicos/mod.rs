@@ -19,10 +19,10 @@
 //! An operation is one AIP round (INVOKE, REPLY, COMMIT), then the passive phase: the
 //! provider hands this client the updates it may authenticate (its own and, delegated, any
 //! before it: Sec. 3.7), so the group never waits on a member that went away. An update
-//! with nothing pending before it is authenticated from its own REPLY and its COMMIT-AUTH
-//! travels with its COMMIT ([`aip::Client::own_update`]): no passive round trip of its own. ABORT (an
-//! incompatible operation of another member was pending) is an answer, not an error: the
-//! caller retries.
+//! with nothing pending before it is authenticated from its own REPLY, and its COMMIT-AUTH
+//! travels with its COMMIT ([`aip::Client::own_update`]): no passive round trip of its own.
+//! ABORT (an incompatible operation of another member was pending) is an answer, not an
+//! error: the caller retries.
 
 mod direct;
 mod files;

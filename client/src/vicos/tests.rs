@@ -1,5 +1,5 @@
-//! Races inside one operation, which need its steps apart: the object stored, then another
-//! member's operation, then the `adict-put`.
+//! Steps inside one operation, which need it taken apart: a race between the object stored
+//! and the `adict-put`, the retire queue, and the COMMIT-AUTH sent with a COMMIT.
 
 use super::*;
 use std::collections::HashMap;
@@ -14,6 +14,16 @@ async fn provider(dir: &std::path::Path) -> RunningServer {
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
 }
 
+/// A provider in `dir`, and the group "team" on it: its creator (member 0) and member 1.
+async fn team(dir: &std::path::Path) -> (RunningServer, Group, Group) {
+    let server = provider(dir).await;
+    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
+    let keys = Keyring::hmac([3; 32]);
+    let alice = Group::create(remote(), "team", 0, keys.clone(), Mode::Compatible, None).await.unwrap();
+    let bob = Group::join(remote(), "team", 1, keys, Mode::Compatible);
+    (server, alice, bob)
+}
+
 /// Alg. 6 deletes `k||*` after an `adict-del(k)`. A put of `k` by another member that stored
 /// its object before that and invokes its `adict-put` after it would then name an object the
 /// delete took: every reader would blame an honest provider. A delete takes only the object
@@ -21,11 +31,7 @@ async fn provider(dir: &std::path::Path) -> RunningServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_between_a_puts_upload_and_its_adict_put_leaves_the_put_readable() {
     let dir = tempfile::tempdir().unwrap();
-    let server = provider(dir.path()).await;
-    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
-    let keys = Keyring::hmac([3; 32]);
-    let alice = Group::create(remote(), "team", 0, keys.clone(), Mode::Compatible, None).await.unwrap();
-    let bob = Group::join(remote(), "team", 1, keys, Mode::Compatible);
+    let (_server, alice, bob) = team(dir.path()).await;
     assert_eq!(alice.put(b"k", Cursor::new(b"first".to_vec())).await.unwrap(), Outcome::Done(()));
 
     let nonce = [9; NONCE_LEN];
@@ -48,10 +54,7 @@ async fn a_delete_between_a_puts_upload_and_its_adict_put_leaves_the_put_readabl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_put_that_fills_the_retire_queue_deletes_every_object_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let server = provider(dir.path()).await;
-    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
-    let alice = Group::create(remote(), "team", 0, Keyring::hmac([3; 32]), Mode::Compatible, None).await.unwrap();
-    let bob = Group::join(remote(), "team", 1, Keyring::hmac([3; 32]), Mode::Compatible);
+    let (_server, alice, bob) = team(dir.path()).await;
     let object = |nonce: [u8; NONCE_LEN]| CosObject { group: "team".into(), key: ByteBuf::from(b"k".to_vec()), nonce };
     let current = || async {
         let (named, mut aip) = alice.adict_get(b"k").await.unwrap();
@@ -89,10 +92,7 @@ async fn the_put_that_fills_the_retire_queue_deletes_every_object_in_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncontended_put_is_authenticated_with_its_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let server = provider(dir.path()).await;
-    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
-    let alice = Group::create(remote(), "team", 0, Keyring::hmac([3; 32]), Mode::Compatible, None).await.unwrap();
-    let bob = Group::join(remote(), "team", 1, Keyring::hmac([3; 32]), Mode::Compatible);
+    let (server, alice, bob) = team(dir.path()).await;
     let progress = || async { server.provider().honest().aip_progress("team").await.unwrap() };
     let put = |key: &str| DictOp::Put { key: key.into(), value: vec![1; NONCE_LEN + HASH_LEN] };
 
