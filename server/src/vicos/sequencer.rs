@@ -330,17 +330,18 @@ impl Sequencer {
         caller: &str,
     ) -> Result<AipWork, ProviderError> {
         let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
-        let auth: Option<CommitAuth<vouch_core::Digest>> = req
+        // Decoded beside its bytes, which the journal keeps.
+        let auth: Option<(CommitAuth<vouch_core::Digest>, &ByteBuf)> = req
             .commit_auth
             .as_ref()
-            .map(|b| CommitAuth::from_wire(b).map_err(|e| bad("commit-auth", e)))
+            .map(|b| CommitAuth::from_wire(b).map(|m| (m, b)).map_err(|e| bad("commit-auth", e)))
             .transpose()?;
         let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
         let group = &req.group;
         let answer = |l: &mut Loaded, ()| work(l, group, req.from);
         let apply = |s: &mut aip::Server<Adict>| {
             s.on_commit(req.from, commit)?;
-            let (Some(auth), Some(bytes)) = (auth, &req.commit_auth) else { return Ok(((), Vec::new())) };
+            let Some((auth, bytes)) = auth else { return Ok(((), Vec::new())) };
             match s.on_commit_auth(req.from, auth) {
                 Ok(()) => Ok(((), vec![Entry::CommitAuth { from: req.from, commit_auth: bytes.clone() }])),
                 Err(e) => {
