@@ -3,6 +3,7 @@
 //! and the takeover of a failed client (Sec. 3.7) are in [`passive`]; saving and restoring
 //! the state, for a member that runs as one process per operation, in [`state`].
 
+mod chain;
 mod passive;
 mod state;
 
@@ -10,10 +11,12 @@ pub use passive::OwnUpdate;
 pub use state::{RestoreError, MAX_SAVED_POSITION};
 
 use super::{
-    auth_statement, chain, commit_statement, invoke_statement, separate_pending, ClientId, Commit, Committed,
-    Functionality, Invoke, Keyring, Pending, Reply, Signature, Signed, Status, View, Violation, Wire,
+    auth_statement, chain, commit_statement, commit_statement_into, invoke_statement, invoke_statement_into,
+    separate_pending, ClientId, Commit, Committed, Functionality, Invoke, Keyring, Pending, Reply, Signature, Signed,
+    Status, View, Violation, Wire,
 };
 use crate::hash::Digest;
+use chain::{Chain, Link};
 use std::collections::BTreeMap;
 
 /// What an operation returned: its response, or ABORT (a pending operation of another client
@@ -27,14 +30,6 @@ pub enum Outcome<R> {
 /// What a REPLY leads to: the operation's outcome, and the COMMIT to send.
 pub type Replied<F> = (Outcome<<F as Functionality>::Response>, Commit<<F as Functionality>::Op>);
 
-/// `H[l]`, and whether operation `l` is an update (a query has no passive phase, so no
-/// authenticator is ever signed at its position: Sec. 3.7).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Link {
-    hash: Digest,
-    update: bool,
-}
-
 /// Client `C_i`'s state: `c`, the hash chain `H`, the status map `Z`, and `u`.
 #[derive(Debug)]
 pub struct Client<F: Functionality> {
@@ -44,7 +39,7 @@ pub struct Client<F: Functionality> {
     /// `c`: the sequence number of the last cleared operation.
     cleared: u64,
     /// `H`, from `H[0]` (the genesis, zero) on; entries below what is still needed are dropped.
-    chain: BTreeMap<u64, Link>,
+    chain: Chain,
     /// `d` and `H[d]`: the last update at or before `c` (the genesis counts as one), kept
     /// apart from the chain because the chain below `c` is dropped and `A[d]` may still come.
     authenticated: (u64, Digest),
@@ -61,6 +56,17 @@ pub struct Client<F: Functionality> {
     /// This client's COMMITs the server has not acknowledged yet, oldest first (see
     /// [`Client::unsent`]).
     unsent: Vec<Commit<F::Op>>,
+    /// Buffers for the encodings checked, one operation of the others' after another.
+    scratch: Scratch,
+}
+
+/// The two encodings a member makes for each operation of the others' it checks (the
+/// operation, and the statement its signature covers), written over the same buffers rather
+/// than allocated each time: a REPLY at 128 members shows a few hundred operations.
+#[derive(Debug, Default)]
+struct Scratch {
+    op: Vec<u8>,
+    statement: Vec<u8>,
 }
 
 impl<F: Functionality> Client<F> {
@@ -71,13 +77,14 @@ impl<F: Functionality> Client<F> {
             keys,
             functionality,
             cleared: 0,
-            chain: BTreeMap::from([(0, genesis)]),
+            chain: Chain::new(0, [genesis]),
             authenticated: (0, Digest::ZERO),
             status: BTreeMap::new(),
             current: None,
             retired: BTreeMap::new(),
             aborted_for: BTreeMap::new(),
             unsent: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -170,7 +177,7 @@ impl<F: Functionality> Client<F> {
                 continue;
             }
             let op = pending.invoked.op.clone();
-            let phi = self.sign(&commit_statement(l, &op.to_wire(), self.me, Status::Abort, &self.chain[&l].hash))?;
+            let phi = self.sign(&commit_statement(l, &op.to_wire(), self.me, Status::Abort, &self.chain[l].hash))?;
             self.status.insert(l, Status::Abort);
             self.unsent.push(Commit { op, t: l, status: Status::Abort, client: self.me, phi });
         }
@@ -179,7 +186,7 @@ impl<F: Functionality> Client<F> {
 
     /// `H[l]`, from the chain or, for the last cleared update, from where it is kept.
     fn hash_at(&self, l: u64) -> Option<Digest> {
-        match self.chain.get(&l) {
+        match self.chain.get(l) {
             Some(link) => Some(link.hash),
             None => (l == self.authenticated.0).then_some(self.authenticated.1),
         }
@@ -191,11 +198,11 @@ impl<F: Functionality> Client<F> {
         if l == 0 {
             return Ok(()); // the genesis: H[0] is fixed
         }
-        let previous = self.chain.get(&(l - 1)).ok_or(Violation::Malformed("a gap in the history"))?;
+        let previous = self.chain.get(l - 1).ok_or(Violation::Malformed("a gap in the history"))?;
         let next = Link { hash: chain(&previous.hash, wire, l, client), update: !F::is_query(op) };
-        match self.chain.get(&l) {
+        match self.chain.get(l) {
             None => {
-                self.chain.insert(l, next);
+                self.chain.push(l, next);
                 Ok(())
             }
             Some(known) if *known == next => Ok(()),
@@ -209,9 +216,9 @@ impl<F: Functionality> Client<F> {
     fn check_commit(&mut self, committed: &Committed<F::Op>, wire: &[u8], l: u64) -> Result<(), Violation> {
         let hash = self.hash_at(l).ok_or(Violation::Malformed("a COMMIT for an operation not in this view"))?;
         let client = committed.client;
-        let statement = commit_statement(l, wire, client, committed.status, &hash);
+        commit_statement_into(&mut self.scratch.statement, l, wire, client, committed.status, &hash);
         let by = committed.phi.by;
-        self.check(self.keys.verify(by, &statement, &committed.phi.bytes), "COMMIT", by, l)?;
+        self.check(self.keys.verify(by, &self.scratch.statement, &committed.phi.bytes), "COMMIT", by, l)?;
         if by != client {
             if committed.status != Status::Abort {
                 return Err(Violation::Signature { what: "COMMIT (takeover, not an abort)", client: by, at: l });
@@ -247,10 +254,12 @@ impl<F: Functionality> Client<F> {
             return Err(Violation::Malformed("the authenticated operations do not end at b"));
         }
         let mut authenticated = self.authenticated;
+        let mut op = std::mem::take(&mut self.scratch.op);
         for (k, committed) in delta.iter().enumerate() {
             let l = first + k as u64;
             self.check_not_retired(committed.client, l)?;
-            let op = committed.op.to_wire();
+            op.clear();
+            committed.op.encode(&mut op);
             self.extend_chain(&committed.op, &op, l, committed.client)?;
             self.check_commit(committed, &op, l)?;
             if let Some(&failed) = self.aborted_for.get(&l) {
@@ -258,11 +267,12 @@ impl<F: Functionality> Client<F> {
                     return Err(Violation::TakenOver { client: failed, at: l });
                 }
             }
-            let link = self.chain[&l];
+            let link = self.chain[l];
             if link.update && l >= authenticated.0 {
                 authenticated = (l, link.hash);
             }
         }
+        self.scratch.op = op;
         Ok(authenticated)
     }
 
@@ -287,13 +297,16 @@ impl<F: Functionality> Client<F> {
     /// ABORT (Sec. 3.7). In a REPLY (`own_last`), the last is this client's current
     /// operation, and is not marked.
     fn check_pending(&mut self, omega: &[Pending<F::Op>], first: u64, own_last: bool) -> Result<(), Violation> {
+        let mut op = std::mem::take(&mut self.scratch.op);
         for (k, pending) in omega.iter().enumerate() {
             let (l, invoked) = (first + k as u64, &pending.invoked);
             self.check_not_retired(invoked.client, l)?;
-            let op = invoked.op.to_wire();
+            op.clear();
+            invoked.op.encode(&mut op);
             self.extend_chain(&invoked.op, &op, l, invoked.client)?;
-            let statement = invoke_statement(&op, invoked.client);
-            self.check(self.keys.verify(invoked.client, &statement, &invoked.tau), "INVOKE", invoked.client, l)?;
+            invoke_statement_into(&mut self.scratch.statement, &op, invoked.client);
+            let signed = self.keys.verify(invoked.client, &self.scratch.statement, &invoked.tau);
+            self.check(signed, "INVOKE", invoked.client, l)?;
             if let Some(phi) = &pending.aborted {
                 let committed = Committed {
                     op: invoked.op.clone(),
@@ -304,6 +317,7 @@ impl<F: Functionality> Client<F> {
                 self.check_commit(&committed, &op, l)?;
             }
         }
+        self.scratch.op = op;
         if !own_last {
             return Ok(());
         }
@@ -341,7 +355,7 @@ impl<F: Functionality> Client<F> {
             false => (Outcome::Abort, Status::Abort),
         };
         self.status.insert(t, status);
-        let phi = self.sign(&commit_statement(t, &op.to_wire(), self.me, status, &self.chain[&t].hash))?;
+        let phi = self.sign(&commit_statement(t, &op.to_wire(), self.me, status, &self.chain[t].hash))?;
         self.current = None;
         self.forget_old();
         let commit = Commit { op, t, status, client: self.me, phi };
@@ -362,6 +376,6 @@ impl<F: Functionality> Client<F> {
         self.status = self.status.split_off(&(self.cleared + 1));
         let oldest_own = self.status.keys().next().copied().unwrap_or(u64::MAX);
         let keep_from = self.cleared.min(oldest_own).saturating_sub(1);
-        self.chain = self.chain.split_off(&keep_from);
+        self.chain.drop_below(keep_from);
     }
 }

@@ -108,26 +108,45 @@ fn chain(previous: &Digest, op: &[u8], l: u64, client: ClientId) -> Digest {
     Digest(h.finalize().into())
 }
 
-/// The signed statements, each a distinct kind (its first byte) of length-prefixed fields.
-fn statement(kind: u8, fields: &[&[u8]]) -> Vec<u8> {
-    // Sized once: a member builds one per operation of the others it checks (Alg. 1).
-    let mut out = Vec::with_capacity(1 + fields.iter().map(|f| 8 + f.len()).sum::<usize>());
+/// The signed statements, each a distinct kind (its first byte) of length-prefixed fields,
+/// written over `out`: a member builds one per operation of the others' it checks (Alg. 1),
+/// each into the one buffer it keeps for them.
+fn statement_into(out: &mut Vec<u8>, kind: u8, fields: &[&[u8]]) {
+    out.clear();
+    out.reserve(1 + fields.iter().map(|f| 8 + f.len()).sum::<usize>());
     out.push(kind);
     for field in fields {
         out.extend_from_slice(&(field.len() as u64).to_le_bytes());
         out.extend_from_slice(field);
     }
+}
+
+fn statement(kind: u8, fields: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    statement_into(&mut out, kind, fields);
     out
 }
 
 /// `INVOKE || o || i`.
 fn invoke_statement(op: &[u8], client: ClientId) -> Vec<u8> {
-    statement(1, &[op, &client.to_le_bytes()])
+    let mut out = Vec::new();
+    invoke_statement_into(&mut out, op, client);
+    out
+}
+
+fn invoke_statement_into(out: &mut Vec<u8>, op: &[u8], client: ClientId) {
+    statement_into(out, 1, &[op, &client.to_le_bytes()]);
 }
 
 /// `COMMIT || t || o || i || z || H[t]`.
 fn commit_statement(t: u64, op: &[u8], client: ClientId, status: Status, chain: &Digest) -> Vec<u8> {
-    statement(2, &[&t.to_le_bytes(), op, &client.to_le_bytes(), &[status.byte()], &chain.0])
+    let mut out = Vec::new();
+    commit_statement_into(&mut out, t, op, client, status, chain);
+    out
+}
+
+fn commit_statement_into(out: &mut Vec<u8>, t: u64, op: &[u8], client: ClientId, status: Status, chain: &Digest) {
+    statement_into(out, 2, &[&t.to_le_bytes(), op, &client.to_le_bytes(), &[status.byte()], &chain.0]);
 }
 
 /// `AUTH || o || q || H[q] || a`.

@@ -13,12 +13,12 @@ impl<F: Functionality> Client<F> {
     /// The last update before `q` and its `H`: the authenticator `q` builds on. `None` when
     /// `q` is not in this client's view, or cleared already (authenticated by someone).
     fn previous_update(&self, q: u64) -> Option<(u64, Digest)> {
-        if q <= self.cleared || !self.chain.contains_key(&q) {
+        if q <= self.cleared || !self.chain.contains(q) {
             return None;
         }
         // Every position after `c` is in the chain; at or before it, `d` is the last update.
-        let later = self.chain.range(self.cleared + 1..q).rev().find(|(_, link)| link.update);
-        Some(later.map_or(self.authenticated, |(&p, link)| (p, link.hash)))
+        let later = self.chain.last_update_in(self.cleared + 1, q);
+        Some(later.map_or(self.authenticated, |(p, link)| (p, link.hash)))
     }
 
     /// The UPDATE-AUTH handler (Alg. 1), for a batch (Sec. 3.7): each update is checked
@@ -55,7 +55,7 @@ impl<F: Functionality> Client<F> {
                 (Status::Success, _, _) => return Err(Violation::Malformed("an update without its proof")),
                 (Status::Abort, _, _) => auth,
             };
-            let hash = self.chain[&q].hash;
+            let hash = self.chain[q].hash;
             let psi = self.sign(&auth_statement(&committed.op.to_wire(), q, &hash, &next.to_wire()))?;
             out.push(CommitAuth { q, signed: Signed { auth: next.clone(), psi } });
             (base, auth) = (q, next);
@@ -134,7 +134,7 @@ impl<F: Functionality> Client<F> {
             if pending.invoked.client != m.failed || pending.aborted.is_some() {
                 return Err(Violation::Malformed("a hanging operation not the failed client's, or committed"));
             }
-            let Link { hash, .. } = self.chain[&l];
+            let Link { hash, .. } = self.chain[l];
             let op = pending.invoked.op.clone();
             let phi = self.sign(&commit_statement(l, &op.to_wire(), m.failed, Status::Abort, &hash))?;
             self.aborted_for.insert(l, m.failed);

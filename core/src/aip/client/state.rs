@@ -15,7 +15,7 @@
 //! rely on, so that a restored client fails on a bad message as the original would, never by
 //! panicking.
 
-use super::{Client, Link};
+use super::{Chain, Client, Link};
 use crate::aip::wire::{count, list, put_list, tag, Wire, WireError, MAX_MESSAGE_LEN, MAX_OPERATIONS};
 use crate::aip::{ClientId, Commit, Functionality, Keyring, Status};
 use crate::codec::{put_varint, Reader};
@@ -87,9 +87,8 @@ impl<F: Functionality> Client<F> {
         self.me.encode(&mut out);
         self.cleared.encode(&mut out);
         // The chain is always a contiguous run of positions: its first, then its entries.
-        let first = self.chain.keys().next().copied().unwrap_or(0);
-        put_varint(&mut out, first);
-        put_list(&mut out, &self.chain.values().collect::<Vec<_>>(), |out, l| put_link(out, l));
+        put_varint(&mut out, self.chain.first());
+        put_list(&mut out, &self.chain.links().collect::<Vec<_>>(), |out, l| put_link(out, l));
         self.authenticated.encode(&mut out);
         put_list(&mut out, &self.status.iter().collect::<Vec<_>>(), |out, (q, z)| {
             q.encode(out);
@@ -126,10 +125,7 @@ impl<F: Functionality> Client<F> {
         let cleared = position(r)?;
         let first = position(r)?;
         let n = count(r, "chain entries", MAX_OPERATIONS)?;
-        let mut chain = BTreeMap::new();
-        for k in 0..n as u64 {
-            chain.insert(first + k, link(r)?);
-        }
+        let chain = Chain::new(first, (0..n).map(|_| link(r)).collect::<Result<Vec<_>, _>>()?);
         let authenticated = (position(r)?, Digest::decode(r)?);
         let status = map(r, "own operations", |r| Ok((position(r)?, Status::decode(r)?)))?;
         let current = Option::<F::Op>::decode(r)?;
@@ -154,6 +150,7 @@ impl<F: Functionality> Client<F> {
             retired,
             aborted_for,
             unsent,
+            scratch: Default::default(),
         };
         client.check_invariants()?;
         Ok(client)
@@ -166,17 +163,17 @@ impl<F: Functionality> Client<F> {
     /// the aborts for others lie within `H` (their REPLY or takeover extended it), the
     /// aborts after `c` (clearing drops them).
     fn check_invariants(&self) -> Result<(), RestoreError> {
-        let (Some((&first, _)), Some((&last, _))) = (self.chain.first_key_value(), self.chain.last_key_value()) else {
+        let Some((first, last)) = self.chain.bounds() else {
             return Err(RestoreError::Inconsistent("no hash chain"));
         };
         check(last <= MAX_SAVED_POSITION, "the hash chain runs past the largest position")?;
         check(first <= self.cleared.saturating_sub(1) && self.cleared <= last, "the hash chain does not cover c")?;
         let genesis = Link { hash: Digest::ZERO, update: true };
-        check(first > 0 || self.chain[&0] == genesis, "H[0] is not the genesis")?;
+        check(first > 0 || self.chain[0] == genesis, "H[0] is not the genesis")?;
         let (d, hash) = self.authenticated;
         check(d <= self.cleared, "the last authenticated update is after c")?;
         check(d > 0 || hash == Digest::ZERO, "H[0] is not the genesis")?;
-        if let Some(link) = self.chain.get(&d) {
+        if let Some(link) = self.chain.get(d) {
             check(*link == Link { hash, update: true }, "the last authenticated update disagrees with H")?;
         }
         check(self.status.keys().all(|&q| q >= first.max(1) && q <= last), "an own operation outside H")?;
