@@ -40,7 +40,7 @@ use bytes::Bytes;
 use serde_bytes::ByteBuf;
 use sha2::{Digest as _, Sha256};
 use std::io::{Read, Write};
-use vouch_core::adict::Tree;
+use vouch_core::adict::{key_path, Tree};
 use vouch_core::aip::{
     self, Adict, Admission, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
 };
@@ -60,6 +60,9 @@ const MAX_PASSIVE_ROUNDS: usize = 1024;
 /// Bytes of a nonce `x` and of a hash `h`: ADICT's value is `x || h`.
 const NONCE_LEN: usize = 16;
 const HASH_LEN: usize = 32;
+/// The keys a page of a listing asks for: a REPLY of 1,000 keys of up to 1 KiB each stays
+/// near a megabyte, and a listing of a million keys takes a thousand operations.
+pub const LIST_PAGE: u32 = 1_000;
 
 /// The member's AIP state, held by one operation.
 type Held<'a> = tokio::sync::MutexGuard<'a, aip::Client<Adict>>;
@@ -318,11 +321,38 @@ impl Group {
         Ok(Outcome::Done(()))
     }
 
-    /// `vicos-list()`: every key, in byte order.
+    /// `vicos-list()`: every key, in byte order. Read in pages of [`LIST_PAGE`] keys in the
+    /// dictionary's own order (by `H(key)`), each page a query of its own whose keys are
+    /// proven complete for its range under the authenticated root, so that no listing needs
+    /// a message of its own size. Like an S3 listing, it is no snapshot: a key put or
+    /// deleted while the listing runs may be in it or not. ABORT when a page is.
     pub async fn list(&self) -> Result<Outcome<Vec<Vec<u8>>>, ClientError> {
-        match self.run(DictOp::List).await?.0.outcome {
-            Outcome::Done(DictResponse::Keys(keys)) => Ok(Outcome::Done(keys)),
-            Outcome::Done(other) => Err(malformed(format!("a list answered with {other:?}"))),
+        let (mut keys, mut after) = (Vec::new(), None);
+        loop {
+            let Outcome::Done((page, more)) = self.list_page(after, LIST_PAGE).await? else {
+                return Ok(Outcome::Abort);
+            };
+            // A page with more after it holds a key (the check of its proof makes sure).
+            after = page.last().map(|k| key_path(k));
+            keys.extend(page);
+            if !more {
+                keys.sort();
+                return Ok(Outcome::Done(keys));
+            }
+        }
+    }
+
+    /// One page of a listing: at most `limit` keys whose paths `H(key)` come after `after`
+    /// (none: from the first), in path order, and whether keys follow them (the next page
+    /// starts after the last one's path).
+    pub async fn list_page(
+        &self,
+        after: Option<vouch_core::hash::Digest>,
+        limit: u32,
+    ) -> Result<Outcome<(Vec<Vec<u8>>, bool)>, ClientError> {
+        match self.run(DictOp::ListPage { after, limit }).await?.0.outcome {
+            Outcome::Done(DictResponse::Page { keys, more }) => Ok(Outcome::Done((keys, more))),
+            Outcome::Done(other) => Err(malformed(format!("a page of a listing answered with {other:?}"))),
             Outcome::Abort => Ok(Outcome::Abort),
         }
     }

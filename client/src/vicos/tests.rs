@@ -111,3 +111,31 @@ async fn an_uncontended_put_is_authenticated_with_its_commit() {
     alice.finish_with(&mut alices, None).await.unwrap();
     assert_eq!(progress().await, (3, 3), "the passive phase authenticated the rest");
 }
+
+/// A listing goes page by page through the provider: pages of two over five keys, in path
+/// order with each key once, the last one saying so; and `list` gathers them in byte order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_goes_page_by_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, alice, bob) = team(dir.path()).await;
+    let names: Vec<Vec<u8>> = (0..5).map(|k| format!("key-{k}").into_bytes()).collect();
+    for name in &names {
+        assert_eq!(alice.put(name, Cursor::new(name.clone())).await.unwrap(), Outcome::Done(()));
+    }
+    let (mut pages, mut after, mut listed) = (0, None, Vec::new());
+    loop {
+        let Outcome::Done((keys, more)) = bob.list_page(after, 2).await.unwrap() else { panic!("no write is pending") };
+        assert!(keys.len() <= 2 && (keys.len() == 2 || !more));
+        pages += 1;
+        after = keys.last().map(|k| key_path(k));
+        listed.extend(keys);
+        if !more {
+            break;
+        }
+    }
+    assert_eq!(pages, 3);
+    let mut by_path = names.clone();
+    by_path.sort_by_key(|k| key_path(k));
+    assert_eq!(listed, by_path);
+    assert_eq!(bob.list().await.unwrap(), Outcome::Done(names));
+}

@@ -18,9 +18,11 @@
 //! functions are the client's side.
 
 mod proof;
+mod range;
 mod tree;
 
 pub use proof::{root_of_all, Bottom, Proof, ProofError};
+pub use range::{range_root, verify_range, PathRange, RangeNode};
 pub use tree::Tree;
 
 use crate::hash::{in_domain, sha256_two_blocks, Digest, Domain};

@@ -166,3 +166,112 @@ fn an_empty_dictionary_and_a_single_key() {
     assert_eq!(root, tree.root());
     assert_eq!(tree.prove(b"k").root_after_delete(&root, b"k").unwrap(), Digest::ZERO);
 }
+
+/// Every key, page by page as a client lists them: each page checked against `root`.
+fn list_in_pages(tree: &Tree, limit: usize) -> Vec<Vec<u8>> {
+    let (root, mut after, mut out) = (tree.root(), None, Vec::new());
+    loop {
+        let (nodes, more) = tree.page(after, limit);
+        let upto = match more {
+            true => Some(key_path(tree_last_key(&nodes))),
+            false => None,
+        };
+        let (proven, keys) = verify_range(&nodes, &PathRange { after, upto }).unwrap();
+        assert_eq!(proven, root);
+        assert!(keys.len() <= limit.max(1) && (!more || !keys.is_empty()));
+        out.extend(keys);
+        match upto {
+            Some(path) => after = Some(path),
+            None => return out,
+        }
+    }
+}
+
+fn tree_last_key(nodes: &[RangeNode]) -> &[u8] {
+    nodes
+        .iter()
+        .rev()
+        .find_map(|n| match n {
+            RangeNode::Inside { key, .. } => Some(key.as_slice()),
+            _ => None,
+        })
+        .expect("a page with keys following holds a key")
+}
+
+proptest! {
+    #[test]
+    fn pages_list_every_key_once_in_path_order(keys in proptest::collection::btree_set(0u8..200, 0..120), limit in 1usize..9) {
+        let mut tree = Tree::new();
+        for &k in &keys {
+            tree.put(&key(k), &[k]);
+        }
+        let listed = list_in_pages(&tree, limit);
+        let mut expected: Vec<_> = keys.iter().map(|&k| key(k)).collect();
+        expected.sort_by_key(|k| key_path(k));
+        prop_assert_eq!(listed, expected);
+    }
+}
+
+/// A tree of 40 keys and the proof of its second page of 5.
+fn second_page() -> (Tree, PathRange, Vec<RangeNode>) {
+    let mut tree = Tree::new();
+    for k in 0..40 {
+        tree.put(&key(k), &[k]);
+    }
+    let (first, _) = tree.page(None, 5);
+    let after = Some(key_path(tree_last_key(&first)));
+    let (nodes, more) = tree.page(after, 5);
+    assert!(more);
+    let range = PathRange { after, upto: Some(key_path(tree_last_key(&nodes))) };
+    (tree, range, nodes)
+}
+
+#[test]
+fn a_page_whose_proof_is_bent_is_refused() {
+    let (tree, range, nodes) = second_page();
+    let (root, keys) = verify_range(&nodes, &range).unwrap();
+    assert_eq!((root, keys.len()), (tree.root(), 5));
+    let inside = nodes.iter().position(|n| matches!(n, RangeNode::Inside { .. })).unwrap();
+    let hidden =
+        nodes.iter().position(|n| matches!(n, RangeNode::Hidden(h) if *h != crate::hash::Digest::ZERO)).unwrap();
+
+    // A key of the range hidden (its leaf shown by its hash): refused for its place.
+    let mut hide = nodes.clone();
+    if let RangeNode::Inside { key, value_hash } = &nodes[inside] {
+        hide[inside] = RangeNode::Hidden(leaf_hash(&key_path(key), value_hash));
+    }
+    assert!(matches!(verify_range(&hide, &range), Err(ProofError::Malformed(_))));
+    // The same leaf shown as outside the range.
+    let mut outside = nodes.clone();
+    if let RangeNode::Inside { key, value_hash } = &nodes[inside] {
+        outside[inside] = RangeNode::Outside { path: key_path(key), value_hash: *value_hash };
+    }
+    assert!(matches!(verify_range(&outside, &range), Err(ProofError::Malformed(_))));
+    // Another value hash for a key: another root.
+    let mut value = nodes.clone();
+    if let RangeNode::Inside { key, .. } = &nodes[inside] {
+        value[inside] = RangeNode::Inside { key: key.clone(), value_hash: value_hash(b"other") };
+    }
+    assert_ne!(verify_range(&value, &range).unwrap().0, tree.root());
+    // A hidden subtree of other leaves given another hash: another root.
+    let mut forged = nodes.clone();
+    forged[hidden] = RangeNode::Hidden(value_hash(b"forged"));
+    assert_ne!(verify_range(&forged, &range).map(|(r, _)| r), Ok(tree.root()));
+    // Cut short, or with a node left over.
+    assert!(verify_range(&nodes[..nodes.len() - 1], &range).is_err());
+    let mut longer = nodes.clone();
+    longer.push(RangeNode::Hidden(crate::hash::Digest::ZERO));
+    assert!(verify_range(&longer, &range).is_err());
+    // The page's proof offered for a wider range (as a provider that claims it reached the
+    // end would): the keys after the page are hidden where the range holds them.
+    let wider = PathRange { after: range.after, upto: None };
+    assert!(matches!(verify_range(&nodes, &wider), Err(ProofError::Malformed(_))));
+}
+
+#[test]
+fn a_pruned_tree_deeper_than_a_path_is_refused() {
+    let mut nodes = vec![RangeNode::Inner; 257];
+    nodes.extend(std::iter::repeat_n(RangeNode::Hidden(crate::hash::Digest::ZERO), 258));
+    let all = PathRange { after: None, upto: None };
+    assert_eq!(verify_range(&nodes, &all), Err(ProofError::Malformed("deeper than a path")));
+}

@@ -1,6 +1,7 @@
 //! The server's side of ADICT: a persistent compressed sparse Merkle tree holding the values.
 
 use super::proof::{Bottom, Proof};
+use super::range::{right_of, PathRange, RangeNode};
 use super::{bit, key_path, leaf_hash, node_hash, value_hash};
 use crate::hash::Digest;
 use std::sync::Arc;
@@ -224,5 +225,53 @@ impl Tree {
         let mut out = Vec::with_capacity(self.len);
         collect(&self.root, &mut out);
         out
+    }
+
+    /// The next page of a listing in path order: at most `limit` keys (at least one when any
+    /// is left) whose paths come after `after`, as the pruned tree that proves them
+    /// ([`super::verify_range`]), and whether keys follow the page. The page's range ends at
+    /// its last key's path when keys follow, else at the last path.
+    pub fn page(&self, after: Option<Digest>, limit: usize) -> (Vec<RangeNode>, bool) {
+        let mut paths = Vec::new();
+        let from = PathRange { after, upto: None };
+        first_paths(&self.root, Digest::ZERO, 0, &from, limit.max(1) + 1, &mut paths);
+        let more = paths.len() > limit.max(1);
+        let upto = if more { paths.get(limit.max(1) - 1).copied() } else { None };
+        let mut nodes = Vec::new();
+        prune(&self.root, Digest::ZERO, 0, &PathRange { after, upto }, &mut nodes);
+        (nodes, more)
+    }
+}
+
+/// Up to `want` paths of `range` under `node` (at `depth`, prefix `prefix`), in order.
+fn first_paths(node: &Node, prefix: Digest, depth: usize, range: &PathRange, want: usize, out: &mut Vec<Digest>) {
+    if out.len() >= want || range.misses(&prefix, depth) {
+        return;
+    }
+    match node {
+        Node::Empty => {}
+        Node::Leaf(l) if range.contains(&l.path) => out.push(l.path),
+        Node::Leaf(_) => {}
+        Node::Inner(i) => {
+            first_paths(&i.left, prefix, depth + 1, range, want, out);
+            first_paths(&i.right, right_of(prefix, depth), depth + 1, range, want, out);
+        }
+    }
+}
+
+/// `node` pruned to `range`, appended in pre-order.
+fn prune(node: &Node, prefix: Digest, depth: usize, range: &PathRange, out: &mut Vec<RangeNode>) {
+    match node {
+        Node::Empty => out.push(RangeNode::Hidden(Digest::ZERO)),
+        _ if range.misses(&prefix, depth) => out.push(RangeNode::Hidden(node.hash())),
+        Node::Leaf(l) if range.contains(&l.path) => {
+            out.push(RangeNode::Inside { key: l.key.clone(), value_hash: l.value_hash })
+        }
+        Node::Leaf(l) => out.push(RangeNode::Outside { path: l.path, value_hash: l.value_hash }),
+        Node::Inner(i) => {
+            out.push(RangeNode::Inner);
+            prune(&i.left, prefix, depth + 1, range, out);
+            prune(&i.right, right_of(prefix, depth), depth + 1, range, out);
+        }
     }
 }

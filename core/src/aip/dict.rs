@@ -3,17 +3,36 @@
 //! commutativity.
 
 use super::{Functionality, Reply};
-use crate::adict::{key_path, root_of_all, value_hash, Proof, ProofError, Tree};
+use crate::adict::{
+    key_path, range_root, root_of_all, value_hash, verify_range, PathRange, Proof, ProofError, RangeNode, Tree,
+};
 use crate::hash::Digest;
 use std::convert::Infallible;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DictOp {
-    Put { key: Vec<u8>, value: Vec<u8> },
-    Get { key: Vec<u8> },
-    Delete { key: Vec<u8> },
+    Put {
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Get {
+        key: Vec<u8>,
+    },
+    Delete {
+        key: Vec<u8>,
+    },
+    /// Every key at once (as the genesis's operation; a large dictionary needs pages).
     List,
+    /// A page of a listing in path order (`H(key)`): at most `limit` keys whose paths come
+    /// after `after` (none: from the first).
+    ListPage {
+        after: Option<Digest>,
+        limit: u32,
+    },
 }
+
+/// The most keys a page holds, whatever its operation asks for.
+pub const MAX_PAGE: u32 = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DictResponse {
@@ -22,6 +41,12 @@ pub enum DictResponse {
     Value(Option<Vec<u8>>),
     /// Every key, in byte order.
     Keys(Vec<Vec<u8>>),
+    /// A page's keys, in path order, and whether keys follow it: the next page starts after
+    /// the last one's path.
+    Page {
+        keys: Vec<Vec<u8>>,
+        more: bool,
+    },
 }
 
 /// What proves one operation: a key's proof (a get's), a key's proof and the value a put or
@@ -37,6 +62,8 @@ pub enum DictStep {
         replaced: Option<Vec<u8>>,
     },
     All(Vec<(Vec<u8>, Digest)>),
+    /// A page's: the tree pruned to its range ([`crate::adict::verify_range`]).
+    Range(Vec<RangeNode>),
 }
 
 /// The proofs of a sequence of operations, one each, each against the dictionary after the
@@ -138,11 +165,51 @@ fn check_replaced(proven: Option<Digest>, replaced: &Option<Vec<u8>>) -> Result<
     }
 }
 
+fn inside_key(node: &RangeNode) -> Option<&[u8]> {
+    match node {
+        RangeNode::Inside { key, .. } => Some(key),
+        _ => None,
+    }
+}
+
+/// A page's proof against `root`; with its `response` (the operation's own, not a pending
+/// one's), that the response shows the keys the proof does, no more than asked for, at
+/// least one when more follow (so a listing ends), and that the range the proof covers is
+/// the page's: from `after` to its last key when more follow, else to the last path.
+fn check_page(
+    root: &Digest,
+    after: Option<Digest>,
+    limit: u32,
+    nodes: &[RangeNode],
+    response: Option<&DictResponse>,
+) -> Result<(), DictError> {
+    let Some(response) = response else {
+        // A page pending before the operation: its keys are not this client's to check.
+        return match range_root(nodes)? == *root {
+            true => Ok(()),
+            false => Err(ProofError::WrongRoot.into()),
+        };
+    };
+    let DictResponse::Page { keys, more } = response else { return Err(DictError::Response) };
+    let upto = match more {
+        true => Some(key_path(keys.last().ok_or(DictError::Response)?)),
+        false => None,
+    };
+    let (proven, shown) = verify_range(nodes, &PathRange { after, upto })?;
+    if proven != *root {
+        return Err(ProofError::WrongRoot.into());
+    }
+    if shown != *keys || keys.len() > limit.clamp(1, MAX_PAGE) as usize {
+        return Err(DictError::Response);
+    }
+    Ok(())
+}
+
 /// Whether `op`'s response is the same with `pending` before it (Table 1).
 fn compatible(pending: &DictOp, op: &DictOp) -> bool {
     match (pending.changed_key(), op) {
         (None, _) => true,
-        (Some(_), DictOp::List) => false,
+        (Some(_), DictOp::List | DictOp::ListPage { .. }) => false,
         (Some(changed), DictOp::Get { key }) => changed != key.as_slice(),
         (Some(_), _) => true,
     }
@@ -154,7 +221,7 @@ fn commute(a: &DictOp, b: &DictOp) -> bool {
     let updates = |o: &DictOp| o.changed_key().is_some();
     match (a, b) {
         (DictOp::Delete { key: x }, DictOp::Delete { key: y }) if x == y => true,
-        (DictOp::List, o) | (o, DictOp::List) => !updates(o),
+        (DictOp::List | DictOp::ListPage { .. }, o) | (o, DictOp::List | DictOp::ListPage { .. }) => !updates(o),
         _ => a.key() != b.key() || (!updates(a) && !updates(b)),
     }
 }
@@ -193,6 +260,12 @@ impl Functionality for Adict {
                     keys.sort();
                     steps.push(DictStep::All(all));
                     response = DictResponse::Keys(keys);
+                }
+                DictOp::ListPage { after, limit } => {
+                    let (nodes, more) = tree.page(*after, (*limit).clamp(1, MAX_PAGE) as usize);
+                    let keys = nodes.iter().filter_map(inside_key).map(<[u8]>::to_vec).collect();
+                    steps.push(DictStep::Range(nodes));
+                    response = DictResponse::Page { keys, more };
                 }
             }
         }
@@ -245,6 +318,10 @@ impl Functionality for Adict {
                     }
                     root
                 }
+                (DictOp::ListPage { after, limit }, DictStep::Range(nodes)) => {
+                    check_page(&root, *after, *limit, nodes, last.then_some(response))?;
+                    root
+                }
                 _ => return Err(DictError::Mismatch("a proof of another kind of operation")),
             };
         }
@@ -255,7 +332,7 @@ impl Functionality for Adict {
         match op {
             DictOp::Put { key, value } => state.put(key, value),
             DictOp::Delete { key } => state.delete(key),
-            DictOp::Get { .. } | DictOp::List => {}
+            DictOp::Get { .. } | DictOp::List | DictOp::ListPage { .. } => {}
         }
         Ok(())
     }
@@ -272,7 +349,7 @@ impl Functionality for Adict {
     }
 
     fn is_query(op: &DictOp) -> bool {
-        matches!(op, DictOp::Get { .. } | DictOp::List)
+        matches!(op, DictOp::Get { .. } | DictOp::List | DictOp::ListPage { .. })
     }
 }
 

@@ -63,12 +63,23 @@ impl Sequential for DictOp {
             }
             DictOp::Get { key } => DictResponse::Value(state.get(key).cloned()),
             DictOp::List => DictResponse::Keys(state.keys().cloned().collect()),
+            DictOp::ListPage { after, limit } => page(state, *after, *limit),
         }
     }
 
     fn is_query(&self) -> bool {
-        matches!(self, DictOp::Get { .. } | DictOp::List)
+        matches!(self, DictOp::Get { .. } | DictOp::List | DictOp::ListPage { .. })
     }
+}
+
+/// A page of `state`'s keys in path order: at most `limit` (at least 1) after `after`.
+pub(crate) fn page(state: &BTreeMap<Vec<u8>, Vec<u8>>, after: Option<crate::hash::Digest>, limit: u32) -> DictResponse {
+    let limit = limit.clamp(1, crate::aip::MAX_PAGE) as usize;
+    let mut paths: Vec<_> = state.keys().map(|k| (crate::adict::key_path(k), k)).collect();
+    paths.sort();
+    let mut after_start = paths.into_iter().filter(|(p, _)| after.is_none_or(|a| *p > a)).map(|(_, k)| k.clone());
+    let keys: Vec<_> = after_start.by_ref().take(limit).collect();
+    DictResponse::Page { keys, more: after_start.next().is_some() }
 }
 
 /// One completed operation of a client: what it was, what it returned, and when.

@@ -54,7 +54,7 @@ pub mod wire;
 
 pub use admission::Admission;
 pub use client::{Client, Outcome, OwnUpdate, Replied, RestoreError, MAX_SAVED_POSITION};
-pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode};
+pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode, MAX_PAGE};
 pub use functionality::Functionality;
 pub use inbox::{Inbox, ToClient, ToServer, Urgency};
 pub use keys::{GroupKey, Keyring, KeyringError};

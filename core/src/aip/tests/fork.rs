@@ -140,6 +140,7 @@ fn random_op() -> impl Strategy<Value = Op> {
         key.clone().prop_map(|key| DictOp::Get { key }),
         key.prop_map(|key| DictOp::Delete { key }),
         Just(DictOp::List),
+        Just(DictOp::ListPage { after: None, limit: 1 }),
     ]
 }
 

@@ -20,6 +20,61 @@ fn a_forged_response_is_caught() {
     assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
 }
 
+/// A page of one from the start of `history()`'s two keys, and what the provider may bend.
+fn first_page() -> (Vec<Client<Adict>>, Reply<Adict>) {
+    let (mut s, mut c) = history();
+    let reply = reply_for(&mut s, &mut c[1], DictOp::ListPage { after: None, limit: 1 });
+    let DictResponse::Page { keys, more: true } = &reply.response else { panic!("a page of one of two keys") };
+    assert_eq!(keys.len(), 1);
+    (c, reply)
+}
+
+fn range_nodes(reply: &mut Reply<Adict>) -> &mut Vec<crate::adict::RangeNode> {
+    match reply.aux.0.last_mut() {
+        Some(DictStep::Range(nodes)) => nodes,
+        other => panic!("a page's proof, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_page_of_a_listing_bent_in_any_way_is_caught() {
+    use crate::adict::RangeNode;
+    // The honest page passes.
+    let (mut c, reply) = first_page();
+    assert!(matches!(c[1].on_reply(reply), Ok((Outcome::Done(_), _))));
+    // The last page, claimed early: the key after it would be hidden in the range.
+    let (mut c, mut reply) = first_page();
+    let DictResponse::Page { more, .. } = &mut reply.response else { unreachable!() };
+    *more = false;
+    assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
+    // The key left out of the response, or another key put in.
+    let (mut c, mut reply) = first_page();
+    reply.response = DictResponse::Page { keys: vec![], more: false };
+    assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
+    let (mut c, mut reply) = first_page();
+    reply.response = DictResponse::Page { keys: vec![b"z".to_vec()], more: true };
+    assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
+    // The key's leaf hidden behind its hash, in the response and the proof alike.
+    let (mut c, mut reply) = first_page();
+    let nodes = range_nodes(&mut reply);
+    let at = nodes.iter().position(|n| matches!(n, RangeNode::Inside { .. })).unwrap();
+    let RangeNode::Inside { key, .. } = nodes[at].clone() else { unreachable!() };
+    // A tree of that one leaf hashes to the leaf's hash.
+    let mut alone = Tree::new();
+    alone.put(&key, if key == b"x" { b"1" } else { b"2" });
+    nodes[at] = RangeNode::Hidden(alone.root());
+    reply.response = DictResponse::Page { keys: vec![], more: false };
+    assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
+    // More keys than asked for: a whole listing as one page of one.
+    let (mut s, mut c) = history();
+    let mut reply = reply_for(&mut s, &mut c[1], DictOp::ListPage { after: None, limit: 1 });
+    let all = s.state().page(None, 2);
+    *range_nodes(&mut reply) = all.0;
+    let keys = s.state().entries().iter().map(|(k, _)| k.to_vec()).collect();
+    reply.response = DictResponse::Page { keys, more: false };
+    assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
+}
+
 #[test]
 fn a_stale_authenticator_is_caught() {
     let (mut s, mut c) = (server(), clients(3, Mode::Compatible));

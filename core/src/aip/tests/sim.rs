@@ -305,6 +305,9 @@ impl Sim {
                 }
                 DictOp::Get { key } => assert_eq!(response, &DictResponse::Value(model.get(key).cloned())),
                 DictOp::List => assert_eq!(response, &DictResponse::Keys(model.keys().cloned().collect())),
+                DictOp::ListPage { after, limit } => {
+                    assert_eq!(response, &crate::aip::history::page(&model, *after, *limit))
+                }
             }
         }
         let kept: BTreeMap<_, _> =
@@ -345,5 +348,8 @@ pub(super) fn random_op() -> impl proptest::strategy::Strategy<Value = Op> {
         key.clone().prop_map(|key| DictOp::Get { key }),
         key.prop_map(|key| DictOp::Delete { key }),
         Just(DictOp::List),
+        // A page of two from the start, or after one of the keys' paths.
+        proptest::option::of(0u8..4)
+            .prop_map(|k| DictOp::ListPage { after: k.map(|k| crate::adict::key_path(&[b'k', b'0' + k])), limit: 2 }),
     ]
 }

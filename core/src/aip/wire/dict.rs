@@ -3,7 +3,7 @@
 
 use super::{bytes, list, put_bytes, put_list, tag, Wire, WireError, MAX_ENTRIES, MAX_KEY_LEN, MAX_OPERATIONS};
 use super::{MAX_PROOF_DEPTH, MAX_VALUE_LEN};
-use crate::adict::{Bottom, Proof};
+use crate::adict::{Bottom, Proof, RangeNode};
 use crate::aip::{DictAux, DictOp, DictResponse, DictStep};
 use crate::codec::Reader;
 use crate::hash::Digest;
@@ -16,7 +16,7 @@ fn value(r: &mut Reader<'_>) -> Result<Vec<u8>, WireError> {
     Ok(bytes(r, "value bytes", MAX_VALUE_LEN)?.to_vec())
 }
 
-/// `1` put key value, `2` get key, `3` delete key, `4` list.
+/// `1` put key value, `2` get key, `3` delete key, `4` list, `5` list-page after? limit.
 impl Wire for DictOp {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
@@ -34,15 +34,21 @@ impl Wire for DictOp {
                 put_bytes(out, key);
             }
             DictOp::List => out.push(4),
+            DictOp::ListPage { after, limit } => {
+                out.push(5);
+                after.encode(out);
+                limit.encode(out);
+            }
         }
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<DictOp, WireError> {
-        Ok(match tag(r, "dictionary operation", 4)? {
+        Ok(match tag(r, "dictionary operation", 5)? {
             1 => DictOp::Put { key: key(r)?, value: value(r)? },
             2 => DictOp::Get { key: key(r)? },
             3 => DictOp::Delete { key: key(r)? },
-            _ => DictOp::List,
+            4 => DictOp::List,
+            _ => DictOp::ListPage { after: Option::decode(r)?, limit: u32::decode(r)? },
         })
     }
 }
@@ -56,7 +62,8 @@ fn optional_value(r: &mut Reader<'_>) -> Result<Option<Vec<u8>>, WireError> {
     }
 }
 
-/// `1` nothing, `2` an optional value, `3` the keys.
+/// `1` nothing, `2` an optional value, `3` the keys, `4` a page's keys and `1` (more follow)
+/// or `2` (the last page).
 impl Wire for DictResponse {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
@@ -75,14 +82,23 @@ impl Wire for DictResponse {
                 out.push(3);
                 put_list(out, keys, |out, k| put_bytes(out, k));
             }
+            DictResponse::Page { keys, more } => {
+                out.push(4);
+                put_list(out, keys, |out, k| put_bytes(out, k));
+                out.push(if *more { 1 } else { 2 });
+            }
         }
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<DictResponse, WireError> {
-        Ok(match tag(r, "dictionary response", 3)? {
+        Ok(match tag(r, "dictionary response", 4)? {
             1 => DictResponse::Nothing,
             2 => DictResponse::Value(optional_value(r)?),
-            _ => DictResponse::Keys(list(r, "listed keys", MAX_ENTRIES, key)?),
+            3 => DictResponse::Keys(list(r, "listed keys", MAX_ENTRIES, key)?),
+            _ => DictResponse::Page {
+                keys: list(r, "listed keys", MAX_ENTRIES, key)?,
+                more: tag(r, "page end", 2)? == 1,
+            },
         })
     }
 }
@@ -131,7 +147,40 @@ impl Wire for Proof {
     }
 }
 
-/// `1` a key's proof, `2` every (key, value hash), `3` a key's proof and the value replaced.
+/// `1` inner, `2` hidden hash, `3` outside path value-hash, `4` inside key value-hash.
+impl Wire for RangeNode {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            RangeNode::Inner => out.push(1),
+            RangeNode::Hidden(hash) => {
+                out.push(2);
+                hash.encode(out);
+            }
+            RangeNode::Outside { path, value_hash } => {
+                out.push(3);
+                path.encode(out);
+                value_hash.encode(out);
+            }
+            RangeNode::Inside { key, value_hash } => {
+                out.push(4);
+                put_bytes(out, key);
+                value_hash.encode(out);
+            }
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<RangeNode, WireError> {
+        Ok(match tag(r, "pruned tree node", 4)? {
+            1 => RangeNode::Inner,
+            2 => RangeNode::Hidden(Digest::decode(r)?),
+            3 => RangeNode::Outside { path: Digest::decode(r)?, value_hash: Digest::decode(r)? },
+            _ => RangeNode::Inside { key: key(r)?, value_hash: Digest::decode(r)? },
+        })
+    }
+}
+
+/// `1` a key's proof, `2` every (key, value hash), `3` a key's proof and the value replaced,
+/// `4` a page's pruned tree.
 impl Wire for DictStep {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
@@ -157,14 +206,19 @@ impl Wire for DictStep {
                     v.encode(out);
                 });
             }
+            DictStep::Range(nodes) => {
+                out.push(4);
+                put_list(out, nodes, |out, n| n.encode(out));
+            }
         }
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<DictStep, WireError> {
-        Ok(match tag(r, "dictionary proof", 3)? {
+        Ok(match tag(r, "dictionary proof", 4)? {
             1 => DictStep::Key(Proof::decode(r)?),
             2 => DictStep::All(list(r, "listed entries", MAX_ENTRIES, |r| Ok((key(r)?, Digest::decode(r)?)))?),
-            _ => DictStep::Change { proof: Proof::decode(r)?, replaced: optional_value(r)? },
+            3 => DictStep::Change { proof: Proof::decode(r)?, replaced: optional_value(r)? },
+            _ => DictStep::Range(list(r, "pruned tree nodes", MAX_ENTRIES, RangeNode::decode)?),
         })
     }
 }

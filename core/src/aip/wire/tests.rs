@@ -2,7 +2,7 @@
 //! every trailing byte is refused as such, and each bound is enforced with its typed error.
 
 use super::*;
-use crate::adict::{Bottom, Proof};
+use crate::adict::{Bottom, Proof, RangeNode};
 use crate::aip::{
     Adict, Commit, CommitAuth, Committed, DictAux, DictOp, DictResponse, DictStep, Invoke, Invoked, Pending, Reply,
     Signature, Signed, Status, TakeOver, ToAuthenticate, ToClient, ToServer, UpdateAuth, View,
@@ -25,6 +25,7 @@ fn op() -> impl Strategy<Value = DictOp> + Clone {
         blob(12).prop_map(|key| DictOp::Get { key }),
         blob(12).prop_map(|key| DictOp::Delete { key }),
         Just(DictOp::List),
+        (proptest::option::of(digest()), any::<u32>()).prop_map(|(after, limit)| DictOp::ListPage { after, limit }),
     ]
 }
 
@@ -33,6 +34,7 @@ fn response() -> impl Strategy<Value = DictResponse> {
         Just(DictResponse::Nothing),
         proptest::option::of(blob(20)).prop_map(DictResponse::Value),
         vec(blob(8), 0..4).prop_map(DictResponse::Keys),
+        (vec(blob(8), 0..4), any::<bool>()).prop_map(|(keys, more)| DictResponse::Page { keys, more }),
     ]
 }
 
@@ -44,6 +46,15 @@ fn bottom() -> impl Strategy<Value = Bottom> + Clone {
     ]
 }
 
+fn range_node() -> impl Strategy<Value = RangeNode> {
+    prop_oneof![
+        Just(RangeNode::Inner),
+        digest().prop_map(RangeNode::Hidden),
+        (digest(), digest()).prop_map(|(path, value_hash)| RangeNode::Outside { path, value_hash }),
+        (blob(8), digest()).prop_map(|(key, value_hash)| RangeNode::Inside { key, value_hash }),
+    ]
+}
+
 fn aux() -> impl Strategy<Value = DictAux> {
     let proof = (vec(digest(), 0..5), bottom(), proptest::option::of(bottom()))
         .prop_map(|(siblings, end, last_sibling)| Proof { siblings, end, last_sibling });
@@ -51,6 +62,7 @@ fn aux() -> impl Strategy<Value = DictAux> {
         proof.clone().prop_map(DictStep::Key),
         (proof, proptest::option::of(blob(8))).prop_map(|(proof, replaced)| DictStep::Change { proof, replaced }),
         vec((blob(8), digest()), 0..4).prop_map(DictStep::All),
+        vec(range_node(), 0..6).prop_map(DictStep::Range),
     ];
     vec(step, 0..3).prop_map(DictAux)
 }
@@ -210,7 +222,11 @@ fn a_count_is_refused_before_anything_is_reserved() {
 #[test]
 fn unknown_tags_and_out_of_range_numbers_are_refused() {
     assert_eq!(DictOp::from_wire(&[0]), unknown("dictionary operation", 0));
-    assert_eq!(DictOp::from_wire(&[5]), unknown("dictionary operation", 5));
+    assert_eq!(DictOp::from_wire(&[6]), unknown("dictionary operation", 6));
+    assert_eq!(DictResponse::from_wire(&[5]), unknown("dictionary response", 5));
+    assert_eq!(DictStep::from_wire(&[5]), unknown("dictionary proof", 5));
+    assert_eq!(RangeNode::from_wire(&[5]), unknown("pruned tree node", 5));
+    assert_eq!(DictResponse::from_wire(&[4, 0, 3]), unknown("page end", 3));
     assert_eq!(ToServer::<Adict>::from_wire(&[4]), unknown("message to the server", 4));
     assert_eq!(ToClient::<Adict>::from_wire(&[0]), unknown("message to a client", 0));
     assert_eq!(Status::from_wire(&[3]), unknown("status", 3));
