@@ -41,11 +41,13 @@ impl PathRange {
     /// Whether no path with the first `depth` bits of `prefix` (the rest zero) is in range.
     pub(super) fn misses(&self, prefix: &Digest, depth: usize) -> bool {
         let (mut lowest, mut highest) = (*prefix, *prefix);
-        for d in depth..256 {
-            highest.0[d / 8] |= 0x80 >> (d % 8);
-        }
-        for d in depth..256 {
-            lowest.0[d / 8] &= !(0x80 >> (d % 8));
+        if depth < 256 {
+            // The bits from `depth` on: the rest of its byte, then whole bytes.
+            let rest = 0xffu8 >> (depth % 8);
+            lowest.0[depth / 8] &= !rest;
+            highest.0[depth / 8] |= rest;
+            lowest.0[depth / 8 + 1..].fill(0);
+            highest.0[depth / 8 + 1..].fill(0xff);
         }
         self.after.is_some_and(|a| highest <= a) || self.upto.is_some_and(|u| lowest > u)
     }

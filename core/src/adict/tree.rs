@@ -232,11 +232,12 @@ impl Tree {
     /// ([`super::verify_range`]), and whether keys follow the page. The page's range ends at
     /// its last key's path when keys follow, else at the last path.
     pub fn page(&self, after: Option<Digest>, limit: usize) -> (Vec<RangeNode>, bool) {
-        let mut paths = Vec::new();
+        let (limit, mut paths) = (limit.max(1), Vec::new());
         let from = PathRange { after, upto: None };
-        first_paths(&self.root, Digest::ZERO, 0, &from, limit.max(1) + 1, &mut paths);
-        let more = paths.len() > limit.max(1);
-        let upto = if more { paths.get(limit.max(1) - 1).copied() } else { None };
+        // One path past the page tells whether keys follow it.
+        first_paths(&self.root, Digest::ZERO, 0, &from, limit + 1, &mut paths);
+        let more = paths.len() > limit;
+        let upto = if more { Some(paths[limit - 1]) } else { None };
         let mut nodes = Vec::new();
         prune(&self.root, Digest::ZERO, 0, &PathRange { after, upto }, &mut nodes);
         (nodes, more)

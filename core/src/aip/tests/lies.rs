@@ -75,6 +75,29 @@ fn a_page_of_a_listing_bent_in_any_way_is_caught() {
     assert_eq!(c[1].on_reply(reply).unwrap_err(), Violation::Response);
 }
 
+/// A member's own page, committed and still pending before its next operation (another
+/// member's earlier get holds `b` back), is proven again in that operation's REPLY: against
+/// the root only, as its keys were this member's to check when it ran.
+#[test]
+fn a_page_pending_before_a_members_next_operation_is_checked_for_its_root() {
+    let (mut s, mut c) = history();
+    let _held = reply_for(&mut s, &mut c[0], get("x"));
+    let page = reply_for(&mut s, &mut c[1], DictOp::ListPage { after: None, limit: 1 });
+    let (_, commit) = c[1].on_reply(page).unwrap();
+    s.on_commit(1, commit).unwrap();
+    let honest = reply_for(&mut s, &mut c[1], get("y"));
+    assert!(matches!(honest.aux.0.first(), Some(DictStep::Range(_))), "the page is proven again first");
+    let mut reply = honest.clone();
+    let Some(DictStep::Range(nodes)) = reply.aux.0.first_mut() else { unreachable!() };
+    let at = nodes.iter().position(|n| matches!(n, crate::adict::RangeNode::Inside { .. })).unwrap();
+    if let crate::adict::RangeNode::Inside { value_hash, .. } = &mut nodes[at] {
+        *value_hash = crate::adict::value_hash(b"other");
+    }
+    let mut lied_to = Client::restore(&c[1].save(), 1, keys(), Adict { mode: Mode::Compatible }).unwrap();
+    assert_eq!(lied_to.on_reply(reply).unwrap_err(), Violation::Response);
+    assert!(matches!(c[1].on_reply(honest), Ok((Outcome::Done(_), _))));
+}
+
 #[test]
 fn a_stale_authenticator_is_caught() {
     let (mut s, mut c) = (server(), clients(3, Mode::Compatible));
