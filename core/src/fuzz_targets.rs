@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 mod aip;
 
-pub use aip::{adict_group, aip_messages, aip_seeds, namespace_group, Group};
+pub use aip::{adict_group, adict_page_group, aip_messages, aip_seeds, namespace_group, Group};
 
 /// A small fixed list that fuzzed proofs are checked against (seed proofs come from it).
 pub fn reference_list() -> &'static FlexList {

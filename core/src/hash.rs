@@ -1,22 +1,33 @@
 //! Domain-separated hashing for every authenticated structure in vouch.
 //!
-//! **Choice: SHA-256.** FlexList hashes many short inputs (81-82 bytes per node). With the SHA
-//! extensions (SHA-NI) that every current x86-64 and ARMv8 server has, SHA-256 of such an input
-//! costs two compression calls and runs about twice as fast as BLAKE3, whose strength is long
-//! inputs and SIMD across many chunks. The `sha2` crate detects SHA-NI at run time: this module
-//! is the one dispatch point.
+//! **Choice: SHA-256, except VICOS.** FlexList hashes many short inputs (81-82 bytes per
+//! node). With the SHA extensions (SHA-NI), SHA-256 of such an input costs two compression
+//! calls and runs about twice as fast as BLAKE3, whose strength is long inputs and SIMD across
+//! many chunks. The `sha2` crate detects SHA-NI at run time.
 //!
-//! **Domain separation.** Every input starts with one byte that names its kind ([`Domain`]), and
-//! every kind has a fixed-length layout, so two different kinds (or two different nodes) can
-//! never share an input.
+//! The ADICT's nodes are two digests, 64 bytes: exactly one BLAKE3 block, but two SHA-256
+//! blocks, since SHA-256's padding spills into a second one. So the ADICT hashes with BLAKE3 in
+//! keyed mode, one key per kind ([`Keyed`]): one compression per node. Measured on one core of
+//! a 2.5 GHz x86-64 without SHA-NI: 72 ns per node, where SHA-256 of the 65-byte node input
+//! took 760 ns; with SHA-NI, SHA-256 of it took about 130 ns on earlier machines. AIP's hash
+//! chain and the contents of VICOS objects hash with BLAKE3 too: a member hashes one link for
+//! every operation it is shown, and BLAKE3 hashes longer inputs on several SIMD lanes at once.
+//!
+//! This module is the one dispatch point for both.
+//!
+//! **Domain separation.** Every SHA-256 input starts with one byte that names its kind
+//! ([`Domain`]), and every kind has a fixed-length layout, so two different kinds (or two
+//! different nodes) can never share an input. A BLAKE3 kind is its key instead: the key is
+//! `blake3::derive_key` of the kind's context string.
 
 use sha2::{Digest as _, Sha256};
 use std::fmt;
+use std::sync::LazyLock;
 
 /// Length in bytes of a [`Digest`].
 pub const DIGEST_LEN: usize = 32;
 
-/// A 32-byte SHA-256 output.
+/// A 32-byte hash output (SHA-256, or BLAKE3 for a [`Keyed`] kind).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Digest(pub [u8; DIGEST_LEN]);
 
@@ -70,16 +81,65 @@ pub enum Domain {
     PorRawLeaf = 0x40,
     /// An inner node of U's Merkle tree: `0x41 || height:u8 || left:32 || right:32`.
     PorRawNode = 0x41,
-    /// The path of a key in the authenticated dictionary: `0x50 || key` (`crate::adict`).
-    AdictKey = 0x50,
-    /// A value in the authenticated dictionary: `0x51 || value`.
-    AdictValue = 0x51,
-    /// A leaf of the dictionary's tree: `0x52 || key path:32 || value hash:32`.
-    AdictLeaf = 0x52,
-    /// An inner node of the dictionary's tree: `0x53 || left:32 || right:32`.
-    AdictNode = 0x53,
-    /// An entry of AIP's hash chain (`crate::aip`).
-    AipChain = 0x58,
+    // 0x50-0x53 named the ADICT's kinds while it hashed with SHA-256; they are not reused.
+    // 0x58 named AIP's hash chain while it hashed with SHA-256; it is not reused.
+}
+
+/// A kind of input hashed with BLAKE3 in keyed mode (the ADICT's, `crate::adict`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keyed {
+    /// The path of a key in the authenticated dictionary: the key's bytes.
+    AdictKey,
+    /// A value in the authenticated dictionary: the value's bytes.
+    AdictValue,
+    /// A leaf of the dictionary's tree: `key path:32 || value hash:32`.
+    AdictLeaf,
+    /// An inner node of the dictionary's tree: `left:32 || right:32`.
+    AdictNode,
+    /// An entry of AIP's hash chain (`crate::aip`): `previous:32 || length:u64le || op ||
+    /// position:u64le || client:u32le`.
+    AipChain,
+    /// The contents of a VICOS object, whose hash its dictionary entry holds (paper 003,
+    /// Alg. 6).
+    VicosObject,
+}
+
+impl Keyed {
+    /// The context each kind's key is derived from (`blake3::derive_key`); a kind's hash
+    /// changes with it, so these strings are part of the format.
+    const CONTEXTS: [&'static str; 6] = [
+        "vouch 2026-11-26 ADICT key path",
+        "vouch 2026-11-26 ADICT value",
+        "vouch 2026-11-26 ADICT leaf",
+        "vouch 2026-11-26 ADICT inner node",
+        "vouch 2026-11-26 AIP hash chain",
+        "vouch 2026-11-26 VICOS object",
+    ];
+
+    fn key(self) -> &'static [u8; 32] {
+        static KEYS: LazyLock<[[u8; 32]; 6]> = LazyLock::new(|| Keyed::CONTEXTS.map(|c| blake3::derive_key(c, b"")));
+        &KEYS[self as usize]
+    }
+}
+
+/// BLAKE3 of `bytes` keyed by `kind`'s key.
+#[inline]
+pub fn keyed(kind: Keyed, bytes: &[u8]) -> Digest {
+    Digest(*blake3::keyed_hash(kind.key(), bytes).as_bytes())
+}
+
+/// A BLAKE3 hasher keyed by `kind`'s key, for an input hashed as it arrives.
+pub fn keyed_hasher(kind: Keyed) -> blake3::Hasher {
+    blake3::Hasher::new_keyed(kind.key())
+}
+
+/// BLAKE3 of `left || right` keyed by `kind`'s key: 64 bytes, one compression.
+#[inline]
+pub fn keyed_pair(kind: Keyed, left: &Digest, right: &Digest) -> Digest {
+    let mut buf = [0u8; 2 * DIGEST_LEN];
+    buf[..DIGEST_LEN].copy_from_slice(&left.0);
+    buf[DIGEST_LEN..].copy_from_slice(&right.0);
+    keyed(kind, &buf)
 }
 
 /// Hash of a FlexList leaf node: its own block's length and tag, and its after child's rank

@@ -69,7 +69,7 @@ fn seed_proofs_are_valid() {
 #[test]
 fn aip_seeds_are_current_and_accepted() {
     use vouch_core::aip::{Adict, DictResponse, Outcome, ToClient, ToServer, Wire};
-    use vouch_core::fuzz_targets::{adict_group, aip_seeds, namespace_group};
+    use vouch_core::fuzz_targets::{adict_group, adict_page_group, aip_seeds, namespace_group};
     use vouch_core::namespace::{NamespaceOps, NamespaceResponse};
     let seed = |name: &str| std::fs::read(corpus("aip_messages").join(name)).unwrap();
     for (name, bytes) in aip_seeds() {
@@ -80,6 +80,9 @@ fn aip_seeds_are_current_and_accepted() {
     assert_eq!(ToClient::<Adict>::from_wire(&seed("seed-reply")), Ok(ToClient::Reply(Box::new(reply.clone()))));
     let (outcome, _) = g.clients[1].on_reply(reply).unwrap();
     assert_eq!(outcome, Outcome::Done(DictResponse::Value(Some(b"1".to_vec()))));
+    let Ok(ToClient::Reply(page)) = ToClient::<Adict>::from_wire(&seed("seed-page-reply")) else { panic!() };
+    let (outcome, _) = adict_page_group().clients[1].on_reply(*page).unwrap();
+    assert!(matches!(outcome, Outcome::Done(DictResponse::Page { ref keys, more: true }) if keys.len() == 1));
     let Ok(ToClient::UpdateAuth(m)) = ToClient::<Adict>::from_wire(&seed("seed-update-auth")) else { panic!() };
     for answer in g.clients[0].on_update_auth(*m).unwrap() {
         g.server.on_commit_auth(0, answer).unwrap();

@@ -9,6 +9,7 @@
 //! checked against the hash the group's history holds, and a "not found" for an object the
 //! history names is a lie ([`ViolationKind::UnprovenNotFound`]).
 
+use super::object_hasher;
 use crate::error::ClientError;
 use crate::violation::ViolationKind;
 use bytes::Bytes;
@@ -16,7 +17,6 @@ use futures::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart};
-use sha2::{Digest as _, Sha256};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,14 +197,14 @@ impl DirectObjects {
             Err(e) => return Err(self.failed(&format!("reading {name}"), e)),
         };
         let mut bytes = got.into_stream();
-        let (mut hasher, mut len) = (Sha256::new(), 0u64);
+        let (mut hasher, mut len) = (object_hasher(), 0u64);
         while let Some(chunk) = bytes.next().await {
             let chunk = chunk.map_err(|e| self.failed(&format!("reading {name}"), e))?;
             hasher.update(&chunk);
             len += chunk.len() as u64;
             out.write_all(&chunk).map_err(ClientError::io("writing the output"))?;
         }
-        Ok((len, hasher.finalize().into()))
+        Ok((len, *hasher.finalize().as_bytes()))
     }
 
     /// Deletes object `name`; deleting what is not there succeeds.
@@ -240,7 +240,7 @@ enum Part {
 
 /// The producer half of a direct put: `reader`'s bytes in parts, hashed as they go.
 fn read_parts(mut reader: impl Read, tx: &tokio::sync::mpsc::Sender<Part>) -> Result<[u8; 32], ClientError> {
-    let mut hasher = Sha256::new();
+    let mut hasher = object_hasher();
     loop {
         let mut part = Vec::with_capacity(PART_BYTES.min(1 << 20));
         let n = (&mut reader)
@@ -258,5 +258,5 @@ fn read_parts(mut reader: impl Read, tx: &tokio::sync::mpsc::Sender<Part>) -> Re
             break;
         }
     }
-    Ok(hasher.finalize().into())
+    Ok(*hasher.finalize().as_bytes())
 }

@@ -38,7 +38,6 @@ use crate::remote::Remote;
 use crate::violation::ViolationKind;
 use bytes::Bytes;
 use serde_bytes::ByteBuf;
-use sha2::{Digest as _, Sha256};
 use std::io::{Read, Write};
 use vouch_core::adict::{key_path, Tree};
 use vouch_core::aip::{
@@ -60,6 +59,12 @@ const MAX_PASSIVE_ROUNDS: usize = 1024;
 /// Bytes of a nonce `x` and of a hash `h`: ADICT's value is `x || h`.
 const NONCE_LEN: usize = 16;
 const HASH_LEN: usize = 32;
+
+/// `h`, the hash of an object's contents: BLAKE3 keyed for VICOS objects (see
+/// `vouch_core::hash`), fed as the bytes go by.
+fn object_hasher() -> blake3::Hasher {
+    vouch_core::hash::keyed_hasher(vouch_core::hash::Keyed::VicosObject)
+}
 /// The keys a page of a listing asks for: a REPLY of 1,000 keys of up to 1 KiB each stays
 /// near a megabyte, and a listing of a million keys takes a thousand operations.
 pub const LIST_PAGE: u32 = 1_000;
@@ -570,7 +575,7 @@ impl Group {
             .frames(Op::CosGet, object)
             .await
             .map_err(|e| e.not_found_is(ViolationKind::UnprovenNotFound, &what))?;
-        let (mut hasher, mut len) = (Sha256::new(), 0u64);
+        let (mut hasher, mut len) = (object_hasher(), 0u64);
         loop {
             match frames.next::<CosGetFrame>().await? {
                 Some(CosGetFrame::Data(bytes)) => {
@@ -578,7 +583,7 @@ impl Group {
                     len += bytes.len() as u64;
                     out.write_all(&bytes).map_err(ClientError::io("writing the output"))?;
                 }
-                Some(CosGetFrame::End) => return Ok((len, hasher.finalize().into())),
+                Some(CosGetFrame::End) => return Ok((len, *hasher.finalize().as_bytes())),
                 // The history names this object: "not found", first or midway, is no answer.
                 Some(CosGetFrame::Error(e)) => {
                     return Err(ClientError::from_server(e.code, e.message)
@@ -608,7 +613,7 @@ fn send_object(
         })
     };
     send(&CosPutFrame::Head(object))?;
-    let mut hasher = Sha256::new();
+    let mut hasher = object_hasher();
     let mut buf = vec![0u8; PUT_FRAME_BYTES];
     loop {
         let n = read_full(&mut reader, &mut buf).map_err(ClientError::io("reading the input"))?;
@@ -619,7 +624,7 @@ fn send_object(
         send(&CosPutFrame::Data(ByteBuf::from(buf[..n].to_vec())))?;
     }
     send(&CosPutFrame::End)?;
-    Ok(hasher.finalize().into())
+    Ok(*hasher.finalize().as_bytes())
 }
 
 /// Fills `buf` as far as the input goes; the bytes read.

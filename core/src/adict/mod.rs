@@ -25,32 +25,24 @@ pub use proof::{root_of_all, Bottom, Proof, ProofError};
 pub use range::{range_root, verify_range, PathRange, RangeNode};
 pub use tree::Tree;
 
-use crate::hash::{in_domain, sha256_two_blocks, Digest, Domain};
+use crate::hash::{keyed, keyed_pair, Digest, Keyed};
 
 /// A key's path: which child to take at each depth.
 pub fn key_path(key: &[u8]) -> Digest {
-    in_domain(Domain::AdictKey, key)
+    keyed(Keyed::AdictKey, key)
 }
 
 pub fn value_hash(value: &[u8]) -> Digest {
-    in_domain(Domain::AdictValue, value)
+    keyed(Keyed::AdictValue, value)
 }
 
 fn leaf_hash(path: &Digest, value: &Digest) -> Digest {
-    let mut buf = [0u8; 65];
-    buf[0] = Domain::AdictLeaf as u8;
-    buf[1..33].copy_from_slice(&path.0);
-    buf[33..65].copy_from_slice(&value.0);
-    sha256_two_blocks(&buf)
+    keyed_pair(Keyed::AdictLeaf, path, value)
 }
 
 /// An inner node; an empty subtree is [`Digest::ZERO`] (no input hashes to it).
 fn node_hash(left: &Digest, right: &Digest) -> Digest {
-    let mut buf = [0u8; 65];
-    buf[0] = Domain::AdictNode as u8;
-    buf[1..33].copy_from_slice(&left.0);
-    buf[33..65].copy_from_slice(&right.0);
-    sha256_two_blocks(&buf)
+    keyed_pair(Keyed::AdictNode, left, right)
 }
 
 /// Bit `depth` of `path`, most significant first: 0 goes left, 1 right.

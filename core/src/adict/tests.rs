@@ -275,3 +275,22 @@ fn a_pruned_tree_deeper_than_a_path_is_refused() {
     let all = PathRange { after: None, upto: None };
     assert_eq!(verify_range(&nodes, &all), Err(ProofError::Malformed("deeper than a path")));
 }
+
+/// The format, from its description in `crate::hash`: each kind is BLAKE3 keyed by the key
+/// derived from its context, and a node hashes its two children's 64 bytes. The root of a
+/// small dictionary is pinned, so that any change of a hash shows as a changed format.
+#[test]
+fn the_hashes_are_blake3_keyed_by_each_kinds_context_and_a_root_is_pinned() {
+    let keyed =
+        |context: &str, input: &[u8]| Digest(*blake3::keyed_hash(&blake3::derive_key(context, b""), input).as_bytes());
+    let (a, b) = (key_path(b"a"), value_hash(b"1"));
+    assert_eq!(a, keyed("vouch 2026-11-26 ADICT key path", b"a"));
+    assert_eq!(b, keyed("vouch 2026-11-26 ADICT value", b"1"));
+    assert_eq!(leaf_hash(&a, &b), keyed("vouch 2026-11-26 ADICT leaf", &[a.0, b.0].concat()));
+    assert_eq!(node_hash(&a, &b), keyed("vouch 2026-11-26 ADICT inner node", &[a.0, b.0].concat()));
+    let mut tree = Tree::new();
+    for (k, v) in [("a", "1"), ("b", "2"), ("c", "3")] {
+        tree.put(k.as_bytes(), v.as_bytes());
+    }
+    assert_eq!(tree.root().to_hex(), "1ebfed6fa688a24e8a4bf3c0322252442caf5764d79713ba3466ebea76cecbc4");
+}

@@ -66,8 +66,7 @@ pub use messages::{
 pub use server::{genesis, Genesis, Refusal, Server, ServerConfig, ServerError};
 pub use wire::{Wire, WireError};
 
-use crate::hash::{Digest, Domain};
-use sha2::{Digest as _, Sha256};
+use crate::hash::{self, Digest, Keyed};
 
 /// A client's identity in its group.
 pub type ClientId = u32;
@@ -96,16 +95,17 @@ pub enum Violation {
     UnknownMember { client: ClientId, at: u64 },
 }
 
-/// `hash(H[l-1] || o || l || j)`.
+/// `hash(H[l-1] || o || l || j)`: BLAKE3 keyed for the chain ([`Keyed::AipChain`]). A member
+/// hashes one link per operation of the others' it is shown (Alg. 2), so this and the
+/// signature check are most of its work.
 fn chain(previous: &Digest, op: &[u8], l: u64, client: ClientId) -> Digest {
-    let mut h = Sha256::new();
-    h.update([Domain::AipChain as u8]);
-    h.update(previous.0);
-    h.update((op.len() as u64).to_le_bytes());
+    let mut h = hash::keyed_hasher(Keyed::AipChain);
+    h.update(&previous.0);
+    h.update(&(op.len() as u64).to_le_bytes());
     h.update(op);
-    h.update(l.to_le_bytes());
-    h.update(client.to_le_bytes());
-    Digest(h.finalize().into())
+    h.update(&l.to_le_bytes());
+    h.update(&client.to_le_bytes());
+    Digest(*h.finalize().as_bytes())
 }
 
 /// The signed statements, each a distinct kind (its first byte) of length-prefixed fields,

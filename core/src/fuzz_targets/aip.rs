@@ -54,6 +54,16 @@ pub fn adict_group() -> Group<Adict> {
     group(Adict { mode: Mode::Compatible }, DictOp::List, Tree::new(), ops)
 }
 
+/// [`adict_group`] with client 1 asking for the first page of one key instead: its REPLY
+/// carries the dictionary pruned to the page's range. Client 0's last operation is a get
+/// here, since a page aborts beside a pending put (Table 1) and would leave its proof unread.
+pub fn adict_page_group() -> Group<Adict> {
+    let put = |k: &[u8], v: &[u8]| DictOp::Put { key: k.to_vec(), value: v.to_vec() };
+    let page = DictOp::ListPage { after: None, limit: 1 };
+    let ops = [put(b"x", b"1"), put(b"y", b"2"), DictOp::Get { key: b"x".to_vec() }, page];
+    group(Adict { mode: Mode::Compatible }, DictOp::List, Tree::new(), ops)
+}
+
 fn reference_entry(name: &str) -> EntryRecord {
     EntryRecord::new(name.into(), FileId([4; 16]))
 }
@@ -83,6 +93,7 @@ pub fn aip_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-invoke", ToServer::<Adict>::Invoke(invoke).to_wire()),
         ("seed-commit", ToServer::<Adict>::Commit(commit).to_wire()),
         ("seed-commit-auth", ToServer::<Adict>::CommitAuth(answer).to_wire()),
+        ("seed-page-reply", ToClient::Reply(Box::new(adict_page_group().reply)).to_wire()),
         ("seed-namespace-reply", ToClient::Reply(Box::new(n.reply)).to_wire()),
         ("seed-namespace-update-auth", ToClient::UpdateAuth(Box::new(ns_update_auth)).to_wire()),
     ]
@@ -147,6 +158,12 @@ fn offer<F: Functionality + Debug>(data: &[u8], group: fn() -> Group<F>) {
 /// decodes goes to a real client or server in a fixed state, so the verifiers run too.
 pub fn aip_messages(data: &[u8]) {
     offer(data, adict_group);
+    if let Some(reply) = decoded::<Reply<Adict>>(data) {
+        to_client(adict_page_group(), ToClient::Reply(Box::new(reply)));
+    }
+    if let Some(ToClient::Reply(reply)) = decoded::<ToClient<Adict>>(data) {
+        to_client(adict_page_group(), ToClient::Reply(reply));
+    }
     offer(data, namespace_group);
     let _ = decoded::<DictOp>(data);
     let _ = decoded::<DictResponse>(data);
@@ -157,6 +174,9 @@ pub fn aip_messages(data: &[u8]) {
             &DictResponse::Value(None),
             &aux,
         );
+        let page = DictOp::ListPage { after: None, limit: 2 };
+        let nothing = DictResponse::Page { keys: Vec::new(), more: false };
+        let _ = Adict::authexec(&[page], &Tree::new().root(), &nothing, &aux);
     }
     let _ = decoded::<NamespaceOp>(data);
     let _ = decoded::<NamespaceResponse>(data);

@@ -38,8 +38,10 @@ pub(crate) const MAX_PENDING: u64 = 128;
 /// encoding, checked when it arrived and again when replayed).
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Entry {
-    /// The group's genesis (always entry 0): `Committed<DictOp>` and `Signed<Digest>`.
-    Create {
+    /// The genesis of a group journaled while VICOS hashed with SHA-256 (its dictionary, its
+    /// hash chain, its objects): its members signed SHA-256 roots and chain links, which no
+    /// longer match, so it is refused at load.
+    CreateSha256 {
         genesis: ByteBuf,
         auth: ByteBuf,
     },
@@ -65,6 +67,12 @@ pub(super) enum Entry {
     /// The hash of the group's admission secret (entry 1, after the genesis).
     Admission {
         hash: [u8; 32],
+    },
+    /// The group's genesis (always entry 0): `Committed<DictOp>` and `Signed<Digest>`. Its
+    /// dictionary, hash chain and objects hash with BLAKE3 (`vouch_core::hash::Keyed`).
+    Create {
+        genesis: ByteBuf,
+        auth: ByteBuf,
     },
 }
 
@@ -102,7 +110,7 @@ impl Entry {
         let malformed = |e: aip::WireError| corrupt(group, e);
         let server = &mut loaded.server;
         let accepted = match self {
-            Entry::Create { .. } => return Err(corrupt(group, "a second genesis")),
+            Entry::Create { .. } | Entry::CreateSha256 { .. } => return Err(corrupt(group, "a second genesis")),
             Entry::Bind { member, client } => {
                 loaded.members.insert(*member, client.clone());
                 return Ok(());
@@ -121,6 +129,15 @@ impl Entry {
         };
         accepted.map_err(|e| corrupt(group, format!("an accepted message is refused at replay: {}", refused(group, e))))
     }
+}
+
+/// A group an older vouch made: refused as a request, not reported as damage, since
+/// nothing is lost or forged (its members' data is intact, but this provider cannot prove it).
+fn older(group: &str) -> ProviderError {
+    ProviderError::BadRequest(format!(
+        "group {group} was made by an older vouch, whose VICOS hashed with SHA-256, and this \
+         provider's hashes with BLAKE3: read it with that version, or make a new group"
+    ))
 }
 
 fn corrupt(group: &str, why: impl ToString) -> ProviderError {
@@ -170,6 +187,7 @@ pub(super) fn load(repo: &Repository, group: &str) -> Result<Option<Loaded>, Pro
                 let auth = Signed::from_wire(auth).map_err(|e| corrupt(group, e))?;
                 loaded = Some(Loaded::new(genesis, auth));
             }
+            (None, Entry::CreateSha256 { .. }) => return Err(older(group)),
             (None, _) => return Err(corrupt(group, "the first entry is not the genesis")),
             (Some(l), entry) => {
                 entry.replay(group, l)?;
@@ -181,4 +199,33 @@ pub(super) fn load(repo: &Repository, group: &str) -> Result<Option<Loaded>, Pro
         tracing::info!(group, entries = l.next, took = ?started.elapsed(), "VICOS group replayed from its journal");
     }
     Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vouch_core::aip::{Keyring, Wire};
+    use vouch_store::{MetaDb, ObjectBlobs};
+
+    /// A group journaled by an older vouch (its genesis an `Entry::CreateSha256`) is refused
+    /// as a request, not reported as damage; the same genesis journaled now loads.
+    #[tokio::test]
+    async fn a_group_whose_dictionary_hashed_with_sha256_is_refused_as_older_not_as_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = ObjectBlobs::local(&dir.path().join("blobs")).unwrap();
+        let repo = Repository::open(blobs, MetaDb::open(&dir.path().join("meta.redb")).unwrap()).unwrap();
+        let (genesis, auth) = aip::genesis::<Adict>(&Keyring::hmac([1; 32]), 0, DictOp::List, &Tree::new()).unwrap();
+        let (genesis, auth) = (ByteBuf::from(genesis.to_wire()), ByteBuf::from(auth.to_wire()));
+        for (group, entry) in [
+            ("old", Entry::CreateSha256 { genesis: genesis.clone(), auth: auth.clone() }),
+            ("new", Entry::Create { genesis, auth }),
+        ] {
+            InRepository { repo: &repo, group }.append(0, vec![entry.encode()]).await.unwrap();
+        }
+        match load(&repo, "old") {
+            Err(ProviderError::BadRequest(why)) => assert!(why.contains("older vouch"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(load(&repo, "new").unwrap().map(|l| l.next), Some(1));
+    }
 }

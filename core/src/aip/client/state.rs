@@ -22,8 +22,10 @@ use crate::codec::{put_varint, Reader};
 use crate::hash::Digest;
 use std::collections::BTreeMap;
 
-/// The layout's version, its first byte. Version 1 had no unsent COMMITs; it is still read.
-const STATE_VERSION: u8 = 2;
+/// The layout's version, its first byte. Versions 1 and 2 (version 1 had no unsent COMMITs)
+/// hold a hash chain of SHA-256 links, which no longer continues: they are refused
+/// ([`RestoreError::Older`]), not restored to a chain that would look forked.
+const STATE_VERSION: u8 = 3;
 /// The largest position a saved state may name. No history gets near it (2^62 operations);
 /// refusing beyond keeps the client's arithmetic on positions (`c + 1`, `b + length(ω)`)
 /// clear of overflow.
@@ -38,6 +40,11 @@ pub enum RestoreError {
     OtherClient { saved: ClientId, me: ClientId },
     #[error("inconsistent client state: {0}")]
     Inconsistent(&'static str),
+    #[error(
+        "the state was saved by an older vouch (layout {0}), whose hash chain was SHA-256's; \
+         this member's group must be made again"
+    )]
+    Older(u8),
 }
 
 /// An entry of `H`: its digest, then a tag byte, `1` for an update, `2` for a query.
@@ -110,14 +117,17 @@ impl<F: Functionality> Client<F> {
     /// Client `me` as [`Client::save`] left it, with its keys and functionality. Refuses bytes
     /// out of form or over the bounds of [`crate::aip::wire`] ([`RestoreError::Wire`]), another
     /// client's state ([`RestoreError::OtherClient`]: two members sharing one chain would
-    /// sign over each other's views), and a state no client can be in
-    /// ([`RestoreError::Inconsistent`]).
+    /// sign over each other's views), a state no client can be in
+    /// ([`RestoreError::Inconsistent`]), and one an older vouch saved ([`RestoreError::Older`]).
     pub fn restore(bytes: &[u8], me: ClientId, keys: Keyring, functionality: F) -> Result<Client<F>, RestoreError> {
         if bytes.len() > MAX_MESSAGE_LEN {
             return Err(WireError::TooLong { len: bytes.len(), max: MAX_MESSAGE_LEN }.into());
         }
         let r = &mut Reader::new(bytes);
-        let version = tag(r, "client state version", STATE_VERSION)?;
+        match tag(r, "client state version", STATE_VERSION)? {
+            STATE_VERSION => {}
+            older => return Err(RestoreError::Older(older)),
+        }
         let saved = u32::decode(r)?;
         if saved != me {
             return Err(RestoreError::OtherClient { saved, me });
@@ -131,10 +141,7 @@ impl<F: Functionality> Client<F> {
         let current = Option::<F::Op>::decode(r)?;
         let retired = map(r, "clients taken over", |r| Ok((u32::decode(r)?, position(r)?)))?;
         let aborted_for = map(r, "operations aborted for others", |r| Ok((position(r)?, u32::decode(r)?)))?;
-        let unsent = match version {
-            1 => Vec::new(),
-            _ => list(r, "unsent COMMITs", MAX_OPERATIONS, Commit::decode)?,
-        };
+        let unsent = list(r, "unsent COMMITs", MAX_OPERATIONS, Commit::decode)?;
         if r.remaining() > 0 {
             return Err(WireError::TrailingBytes(r.remaining()).into());
         }

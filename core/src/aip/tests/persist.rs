@@ -144,14 +144,14 @@ struct Raw {
     d: u64,
     status: Vec<(u64, u8)>,
     retired: Vec<(u64, u64)>,
-    /// Encoded COMMITs (none in version 1's layout).
+    /// Encoded COMMITs.
     unsent: Vec<Vec<u8>>,
 }
 
 impl Raw {
     fn new() -> Raw {
         let links = vec![(Digest::ZERO, 1), (Digest([7; 32]), 1)];
-        Raw { version: 2, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![], unsent: vec![] }
+        Raw { version: 3, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![], unsent: vec![] }
     }
 
     fn bytes(&self) -> Vec<u8> {
@@ -177,11 +177,9 @@ impl Raw {
             put_varint(&mut out, l);
         }
         out.push(0); // no aborts for others
-        if self.version >= 2 {
-            put_varint(&mut out, self.unsent.len() as u64);
-            for commit in &self.unsent {
-                out.extend_from_slice(commit);
-            }
+        put_varint(&mut out, self.unsent.len() as u64);
+        for commit in &self.unsent {
+            out.extend_from_slice(commit);
         }
         out
     }
@@ -223,8 +221,10 @@ fn malformed_state_bytes_are_refused_with_their_error() {
 
     let check = |raw: Raw| raw.restore().map(|_| ());
     let unknown = |what, tag| wire(WireError::UnknownTag { what, tag });
-    assert_eq!(check(Raw { version: 3, ..Raw::new() }), unknown("client state version", 3));
-    assert!(check(Raw { version: 1, ..Raw::new() }).is_ok(), "the layout before unsent COMMITs");
+    assert_eq!(check(Raw { version: 4, ..Raw::new() }), unknown("client state version", 4));
+    for older in [1, 2] {
+        assert_eq!(check(Raw { version: older, ..Raw::new() }), Err(RestoreError::Older(older)), "SHA-256 links");
+    }
     assert_eq!(check(Raw { me: 1 << 32, ..Raw::new() }), wire(WireError::OutOfRange("a 32-bit number")));
     let past = WireError::OutOfRange("a position in the history");
     assert_eq!(check(Raw { cleared: MAX_SAVED_POSITION + 1, ..Raw::new() }), wire(past));

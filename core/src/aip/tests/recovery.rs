@@ -73,19 +73,3 @@ fn unsent_commits_are_forgotten_once_their_position_is_cleared() {
         assert!(c[0].unsent().len() <= 1, "{:?}", c[0].unsent());
     }
 }
-
-#[test]
-fn a_state_saved_before_unsent_commits_existed_is_still_read() {
-    let (mut s, mut c) = (server(), clients(1, Mode::Compatible));
-    active(&mut s, &mut c[0], put("k", "v")).unwrap();
-    authenticate_all(&mut s, &mut c);
-    active(&mut s, &mut c[0], get("k")).unwrap();
-    let t = c[0].unsent()[0].t;
-    c[0].delivered(t);
-    let now = c[0].save();
-    let mut old = now.clone();
-    assert_eq!(old.pop(), Some(0), "an empty list of unsent COMMITs ends the state");
-    old[0] = 1;
-    let restored = Client::restore(&old, 0, keys(), Adict { mode: Mode::Compatible }).unwrap();
-    assert_eq!(restored.save(), now);
-}
