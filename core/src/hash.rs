@@ -85,7 +85,7 @@ pub enum Domain {
     // 0x58 named AIP's hash chain while it hashed with SHA-256; it is not reused.
 }
 
-/// A kind of input hashed with BLAKE3 in keyed mode (the ADICT's, `crate::adict`).
+/// A kind of input hashed with BLAKE3 in keyed mode: VICOS's (`crate::adict`, `crate::aip`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Keyed {
     /// The path of a key in the authenticated dictionary: the key's bytes.

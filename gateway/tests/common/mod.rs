@@ -108,6 +108,10 @@ impl Harness {
             .with_access_key_id(ACCESS_KEY)
             .with_secret_access_key(secret)
             .with_retry(object_store::RetryConfig { max_retries: 0, ..Default::default() })
+            // The tests check bytes, not latency (`vouch bench gateway` measures that): a put
+            // queued behind many writers of one key may take longer than the default 30 s
+            // on a slow machine, and is no error.
+            .with_client_options(object_store::ClientOptions::new().with_timeout(std::time::Duration::from_secs(600)))
             .build()
             .unwrap()
     }
