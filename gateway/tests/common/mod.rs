@@ -101,6 +101,10 @@ impl Harness {
     /// An object_store client of `bucket` through the gateway, signing with `secret`.
     pub fn store_with(&self, bucket: &str, secret: &str) -> object_store::aws::AmazonS3 {
         object_store::aws::AmazonS3Builder::new()
+            // The tests check bytes, not latency (`vouch bench gateway` measures that): a put
+            // queued behind many writers of one key may take longer than the default 30 s
+            // on a slow machine, and is no error. (Set first: it replaces every client option.)
+            .with_client_options(object_store::ClientOptions::new().with_timeout(std::time::Duration::from_secs(600)))
             .with_endpoint(self.endpoint())
             .with_allow_http(true)
             .with_region("us-east-1")
@@ -108,10 +112,6 @@ impl Harness {
             .with_access_key_id(ACCESS_KEY)
             .with_secret_access_key(secret)
             .with_retry(object_store::RetryConfig { max_retries: 0, ..Default::default() })
-            // The tests check bytes, not latency (`vouch bench gateway` measures that): a put
-            // queued behind many writers of one key may take longer than the default 30 s
-            // on a slow machine, and is no error.
-            .with_client_options(object_store::ClientOptions::new().with_timeout(std::time::Duration::from_secs(600)))
             .build()
             .unwrap()
     }
