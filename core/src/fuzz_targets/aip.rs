@@ -48,20 +48,26 @@ fn group<F: Functionality + Clone>(f: F, genesis: F::Op, state: F::State, ops: [
     Group { server, clients, reply }
 }
 
-pub fn adict_group() -> Group<Adict> {
-    let put = |k: &[u8], v: &[u8]| DictOp::Put { key: k.to_vec(), value: v.to_vec() };
-    let ops = [put(b"x", b"1"), put(b"y", b"2"), put(b"z", b"3"), DictOp::Get { key: b"x".to_vec() }];
+fn put(key: &[u8], value: &[u8]) -> DictOp {
+    DictOp::Put { key: key.to_vec(), value: value.to_vec() }
+}
+
+/// [`Group`] over ADICT: puts of `x` and `y` authenticated, then client 0's `pending`
+/// operation and client 1's `query`.
+fn adict_group_ending(pending: DictOp, query: DictOp) -> Group<Adict> {
+    let ops = [put(b"x", b"1"), put(b"y", b"2"), pending, query];
     group(Adict { mode: Mode::Compatible }, DictOp::List, Tree::new(), ops)
+}
+
+pub fn adict_group() -> Group<Adict> {
+    adict_group_ending(put(b"z", b"3"), DictOp::Get { key: b"x".to_vec() })
 }
 
 /// [`adict_group`] with client 1 asking for the first page of one key instead: its REPLY
 /// carries the dictionary pruned to the page's range. Client 0's last operation is a get
 /// here, since a page aborts beside a pending put (Table 1) and would leave its proof unread.
 pub fn adict_page_group() -> Group<Adict> {
-    let put = |k: &[u8], v: &[u8]| DictOp::Put { key: k.to_vec(), value: v.to_vec() };
-    let page = DictOp::ListPage { after: None, limit: 1 };
-    let ops = [put(b"x", b"1"), put(b"y", b"2"), DictOp::Get { key: b"x".to_vec() }, page];
-    group(Adict { mode: Mode::Compatible }, DictOp::List, Tree::new(), ops)
+    adict_group_ending(DictOp::Get { key: b"x".to_vec() }, DictOp::ListPage { after: None, limit: 1 })
 }
 
 fn reference_entry(name: &str) -> EntryRecord {
@@ -138,33 +144,35 @@ fn to_server<F: Functionality>(mut g: Group<F>, m: ToServer<F>) {
     let _ = g.server.deliver(from, m);
 }
 
-/// Every decoder of `F`'s messages on `data`, and each message that decodes to its group.
-fn offer<F: Functionality + Debug>(data: &[u8], group: fn() -> Group<F>) {
-    if let Some(m) = decoded::<ToClient<F>>(data) {
-        to_client(group(), m);
+/// Every decoder of `F`'s messages on `data`; each message that decodes goes to the first of
+/// `groups`, and a REPLY to each of them, so that it meets every query it may answer.
+fn offer<F: Functionality + Clone + Debug>(data: &[u8], groups: &[fn() -> Group<F>]) {
+    let replied = |reply: Box<Reply<F>>| {
+        for group in groups {
+            to_client(group(), ToClient::Reply(reply.clone()));
+        }
+    };
+    match decoded::<ToClient<F>>(data) {
+        Some(ToClient::Reply(reply)) => replied(reply),
+        Some(m) => to_client(groups[0](), m),
+        None => {}
     }
     if let Some(m) = decoded::<ToServer<F>>(data) {
-        to_server(group(), m);
+        to_server(groups[0](), m);
     }
     if let Some(m) = decoded::<Reply<F>>(data) {
-        to_client(group(), ToClient::Reply(Box::new(m)));
+        replied(Box::new(m));
     }
     if let Some(m) = decoded::<UpdateAuth<F>>(data) {
-        to_client(group(), ToClient::UpdateAuth(Box::new(m)));
+        to_client(groups[0](), ToClient::UpdateAuth(Box::new(m)));
     }
 }
 
 /// Target `aip_messages`: every AIP decoder, over ADICT and the namespace; a message that
 /// decodes goes to a real client or server in a fixed state, so the verifiers run too.
 pub fn aip_messages(data: &[u8]) {
-    offer(data, adict_group);
-    if let Some(reply) = decoded::<Reply<Adict>>(data) {
-        to_client(adict_page_group(), ToClient::Reply(Box::new(reply)));
-    }
-    if let Some(ToClient::Reply(reply)) = decoded::<ToClient<Adict>>(data) {
-        to_client(adict_page_group(), ToClient::Reply(reply));
-    }
-    offer(data, namespace_group);
+    offer(data, &[adict_group, adict_page_group]);
+    offer(data, &[namespace_group]);
     let _ = decoded::<DictOp>(data);
     let _ = decoded::<DictResponse>(data);
     if let Some(aux) = decoded::<DictAux>(data) {
