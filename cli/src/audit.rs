@@ -9,7 +9,9 @@ use serde::Serialize;
 use std::path::Path;
 use vouch_client::public::read_public_key;
 use vouch_client::state::write_atomic;
-use vouch_client::{key_id, AuditReport, AuditRoot, Client, ClientError, PublicAuditor, Remote, Transport};
+use vouch_client::{
+    key_id, AuditReport, AuditRoot, Client, ClientError, PublicAuditor, Remote, Transport, MIN_POR_LAMBDA,
+};
 use vouch_core::pdp::SchemeId;
 
 /// A scheme as users name it.
@@ -53,20 +55,26 @@ pub async fn por(client: &Client, args: Audit, out: Output) -> Result<(), Failur
             ClientError::BadInput("--por audits the client's whole PoR log: no NAME, no --public".into()).into()
         );
     }
-    if !(1..=4096).contains(&args.lambda) {
-        return Err(ClientError::BadInput("--lambda is 1 to 4096".into()).into());
+    if !(MIN_POR_LAMBDA..=4096).contains(&args.lambda) {
+        return Err(ClientError::BadInput(format!(
+            "--lambda is {MIN_POR_LAMBDA} to 4096: a part missing half its slots passes an audit with probability \
+             2^-lambda, and below {MIN_POR_LAMBDA} that is no proof"
+        ))
+        .into());
     }
     let report = client.audit_por(args.lambda).await?;
     out.print(&report, || {
         let mut lines = vec![format!(
-            "PoR log: 2^{} slots, time {}, {} slots used; {} picks per part, proof {}",
+            "PoR log: 2^{} slots, time {}, {} slots used; {} picks per part (a part missing half its slots \
+             passes with probability 2^-{}), proof {}",
             report.log_capacity,
             report.time,
             report.slots_used,
             report.lambda,
+            report.lambda,
             human(report.proof_bytes as u64)
         )];
-        for p in &report.parts {
+        for p in report.parts.iter().chain(&report.copy) {
             let verdict = match &p.problem {
                 None => "verified".to_string(),
                 Some(problem) => format!("FAILED: {problem}"),

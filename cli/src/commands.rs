@@ -313,10 +313,16 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
                         r.name, r.version
                     ),
                 };
+                let blocks = match r.healed_blocks {
+                    0 => "block store: the copy `get` reads is intact".to_string(),
+                    n => {
+                        format!("block store: {n} blocks failed their checks; written again from the PoR copy, checked")
+                    }
+                };
                 match r.healed.as_slice() {
-                    [] => copy,
+                    [] => format!("{copy}\n{blocks}"),
                     parts => format!(
-                        "{copy}\nlog: {} failed their audit; C re-encoded from U, audit passes",
+                        "{copy}\n{blocks}\nlog: {} failed their audit; C re-encoded from U, audit passes",
                         parts.join(", ")
                     ),
                 }

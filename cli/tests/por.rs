@@ -36,7 +36,7 @@ fn put_get_audit_and_repair_with_retrievability() {
     assert_eq!(got["from"], "por", "{got}");
     assert_eq!(std::fs::read(&copy).unwrap(), bytes);
 
-    let audit = json(&vouch(&["--json", "audit", "--por", "--lambda", "16"]));
+    let audit = json(&vouch(&["--json", "audit", "--por", "--lambda", "32"]));
     let parts = audit["parts"].as_array().unwrap();
     assert!(parts.len() >= 2 && parts.last().unwrap()["region"] == "coded", "{audit}");
     assert!(parts.iter().all(|p| p["verified"] == true && p["picks"].as_u64().unwrap() > 0), "{audit}");
@@ -76,6 +76,9 @@ fn put_get_audit_and_repair_with_retrievability() {
         &["get", "--por", "plain.txt"][..],
         &["repair", "plain.txt"],
         &["audit", "--por", "--lambda", "0"],
+        // λ = 1 proves nothing: a part missing half its slots passes with probability 1/2.
+        &["audit", "--por", "--lambda", "1"],
+        &["audit", "--por", "--lambda", "31"],
         &["get", "--por", "photo.raw", "--range", "0-10"],
     ] {
         let out = vouch(args);

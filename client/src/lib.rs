@@ -64,7 +64,7 @@ pub use error::ClientError;
 pub use intent::Intent;
 pub use keys::{key_id, ClientKey, KeyChoice, SecretKey};
 pub use persist::{MemoryState, StateStore};
-pub use por::{PorAuditReport, PorCopyReport, PorPartReport};
+pub use por::{PorAuditReport, PorCopyReport, PorPartReport, MIN_POR_LAMBDA};
 pub use public::{AuditRoot, PublicAuditor};
 pub use remote::{Remote, MAX_ERROR_BODY};
 pub use transport::{Transport, DEFAULT_MIN_RATE, DEFAULT_TIMEOUT};

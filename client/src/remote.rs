@@ -34,6 +34,7 @@ pub struct Remote {
     token: String,
     timeout: Duration,
     min_rate: u64,
+    por_part_bytes: usize,
     /// The provider's own time for the last answered request (its `Server-Timing`), in µs.
     last_server_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
@@ -70,6 +71,7 @@ impl Remote {
             token: token.to_string(),
             timeout: transport.timeout,
             min_rate: transport.min_rate.max(1),
+            por_part_bytes: transport.por_part_bytes.clamp(1, vouch_proto::por::POR_PART_BYTES),
             last_server_us: Default::default(),
         })
     }
@@ -77,6 +79,11 @@ impl Remote {
     /// The provider's URL.
     pub fn url(&self) -> &str {
         &self.base
+    }
+
+    /// The most bytes of a PoR plan's answer or batch's upload in one message.
+    pub(crate) fn por_part_bytes(&self) -> usize {
+        self.por_part_bytes
     }
 
     fn unreachable(&self, e: reqwest::Error) -> ClientError {
@@ -157,8 +164,20 @@ impl Remote {
 
     /// One request, one answer, within the call deadline.
     pub async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ClientError> {
+        let body = encode(req);
+        if body.len() > MAX_MESSAGE {
+            // The provider would refuse it part way, which reads as a broken connection: said
+            // here for what it is, before anything is sent.
+            return Err(ClientError::Refused {
+                code: vouch_proto::ErrorCode::TooLarge,
+                message: format!(
+                    "a {op} request of {} bytes is larger than the protocol allows ({MAX_MESSAGE} bytes)",
+                    body.len()
+                ),
+            });
+        }
         let deadline = self.deadline();
-        let resp = self.send(op, encode(req).into(), Some(deadline)).await?;
+        let resp = self.send(op, body.into(), Some(deadline)).await?;
         let bytes = self.body(resp, deadline).await?;
         decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
     }
@@ -403,6 +422,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request past the protocol's size is refused for its size, here, not sent and cut off
+    /// by the provider part way (which would read as "cannot reach the provider").
+    #[tokio::test]
+    async fn a_request_larger_than_the_protocol_allows_is_refused_for_its_size() {
+        let remote = Remote::new("http://127.0.0.1:9", "token").unwrap();
+        let request = vouch_proto::por::PorPlanRequest { plan: serde_bytes::ByteBuf::from(vec![0; MAX_MESSAGE + 1]) };
+        match remote.call::<_, vouch_proto::por::PorContext>(Op::PorPlan, &request).await {
+            Err(ClientError::Refused { code: vouch_proto::ErrorCode::TooLarge, message }) => {
+                assert!(message.contains("larger than the protocol allows"), "{message}")
+            }
+            other => panic!("expected a refusal for size, got {other:?}"),
+        }
+    }
 
     #[test]
     fn a_stream_budget_bounds_each_frame_and_the_average_rate() {

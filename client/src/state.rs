@@ -112,6 +112,10 @@ pub struct ClientConfig {
     /// Slowest average rate, in KiB/s, a streamed transfer may keep up (default 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_rate_kib: Option<u64>,
+    /// The most KiB of a PoR plan's answer or batch's upload in one message (default and
+    /// most 24 MiB; at least 4): for a proxy in front of the provider that caps bodies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub por_part_kib: Option<u64>,
     /// The provider's certificate or CA (PEM), relative to the state directory: over
     /// `https://` the client trusts it and nothing else.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@
 //! server = "https://provider.example:7447"
 //! timeout_secs = 300    # a call's deadline; a stream's deadline for each frame
 //! min_rate_kib = 64     # the slowest average a stream may keep, beyond timeout_secs of grace
+//! por_part_kib = 24576  # the most of a PoR plan's answer or batch's upload in one message
 //! ca = "ca.pem"         # `vouch init --ca FILE`: over https:// trust this and nothing else
 //! ```
 //!
@@ -22,6 +23,7 @@ use crate::keys::{KeyChoice, SecretKey};
 use crate::state::{ClientConfig, StateDir};
 use std::path::Path;
 use std::time::Duration;
+use vouch_proto::por::POR_PART_BYTES;
 
 /// Default of `timeout_secs`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -36,11 +38,14 @@ pub struct Transport {
     pub min_rate: u64,
     /// PEM certificates, the provider's own or its CA's: over `https://`, the only ones trusted.
     pub ca_pem: Option<Vec<u8>>,
+    /// The most bytes of a PoR plan's answer or batch's upload in one message
+    /// (`vouch_proto::por`'s parts).
+    pub por_part_bytes: usize,
 }
 
 impl Default for Transport {
     fn default() -> Self {
-        Transport { timeout: DEFAULT_TIMEOUT, min_rate: DEFAULT_MIN_RATE, ca_pem: None }
+        Transport { timeout: DEFAULT_TIMEOUT, min_rate: DEFAULT_MIN_RATE, ca_pem: None, por_part_bytes: POR_PART_BYTES }
     }
 }
 
@@ -60,7 +65,18 @@ impl Transport {
                 ClientError::State(format!("{}: the pinned certificate {}: {e}", dir.display(), file.display()))
             })?),
         };
-        Ok(Transport { timeout, min_rate, ca_pem })
+        let por_part_bytes = match config.por_part_kib {
+            None => POR_PART_BYTES,
+            Some(kib @ 4..) if kib.saturating_mul(1024) <= POR_PART_BYTES as u64 => kib as usize * 1024,
+            Some(_) => {
+                return Err(ClientError::State(format!(
+                    "{}: config.toml: por_part_kib is 4 to {}",
+                    dir.display(),
+                    POR_PART_BYTES >> 10
+                )))
+            }
+        };
+        Ok(Transport { timeout, min_rate, ca_pem, por_part_bytes })
     }
 }
 

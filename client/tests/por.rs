@@ -11,6 +11,7 @@ use common::por::{
 use common::{assert_violation, sample, Setup};
 use vouch_client::{Client, ClientError, ViolationKind};
 use vouch_server::Misbehave;
+use vouch_store::BlobStore;
 
 #[tokio::test]
 async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
@@ -378,4 +379,94 @@ async fn a_delete_whose_commit_was_refused_frees_nothing() {
     assert!(client.audit_por(16).await.unwrap().slots_used > before.slots_used, "no slot of \"kept\" was freed");
     assert_eq!(get_por(&client, "kept", None).await.unwrap(), kept);
     each_repaired_after_u_is_lost(&mut setup, client, &[("kept", &kept)]).await;
+}
+
+/// An honest fault: the provider lost the `sealed` object of C (or of a level), the sealed
+/// checksums beside its slots. The client must not be locked out: repair finds the part
+/// failing and re-encodes it from U, every version reads back, and audits pass again.
+#[tokio::test]
+async fn a_lost_sealed_object_is_healed_by_repair() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let files = [("big", sample(400_000, 15)), ("small", sample(70_000, 16))];
+    for (name, data) in &files {
+        put_por(&client, name, data).await;
+    }
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |stores| {
+        let sealed: Vec<String> =
+            stores.blobs.list("por").await.unwrap().into_iter().filter(|k| k.ends_with("/sealed")).collect();
+        assert!(sealed.len() >= 2, "C and a level are stored: {sealed:?}");
+        for key in &sealed {
+            stores.blobs.delete(key).await.unwrap();
+        }
+    })
+    .await;
+    let report = client.repair("big").await.unwrap();
+    assert!(!report.healed.is_empty() && report.unhealed.is_none(), "{report:?}");
+    for (name, data) in &files {
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name} after repair");
+    }
+    let audit = client.audit_por(64).await.unwrap();
+    assert!(audit.verified, "{audit:?}");
+    put_por(&client, "after", &sample(30_000, 17)).await;
+    assert_eq!(get_por(&client, "after", None).await.unwrap(), sample(30_000, 17));
+}
+
+/// A client whose messages are capped at 4 KiB (`por_part_kib`): a plan's answer (all of U's
+/// sealed checksums when C is rebuilt) and a batch's upload (all of C's) travel in parts, as
+/// they must for any client past about 2^20 slots; the log reads back, audits and repairs as
+/// in one message.
+#[tokio::test]
+async fn plans_and_uploads_larger_than_a_message_travel_in_parts() {
+    let setup = Setup::new(Misbehave::None).await;
+    let config = setup.state.join("config.toml");
+    let server = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{server}por_part_kib = 4\n")).unwrap();
+    let client = setup.client();
+    let files = [("big", sample(400_000, 25)), ("small", sample(70_000, 26))];
+    for (name, data) in &files {
+        put_por(&client, name, data).await;
+    }
+    for (name, data) in &files {
+        assert_eq!(&get_por(&client, name, None).await.unwrap(), data);
+    }
+    assert!(client.audit_por(64).await.unwrap().verified);
+    client.remove("small").await.unwrap();
+    put_por(&client, "again", &files[1].1).await;
+    assert_eq!(get_por(&client, "again", None).await.unwrap(), files[1].1);
+    assert!(client.audit_por(64).await.unwrap().verified);
+}
+
+/// The provider's disk damages the block store's copy of a PoR file (what a plain `get`
+/// reads): the plain get is caught, and repair writes the damaged blocks again from the
+/// verified PoR copy, after which a plain get returns the exact bytes, and a second repair
+/// finds nothing to do.
+#[tokio::test]
+async fn repair_heals_a_damaged_block_store_copy_from_the_por_copy() {
+    let setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let data = sample(300_000, 35);
+    put_por(&client, "f", &data).await;
+    let segments = setup.data.join("blobs").join("segments");
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(&segments).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if bytes.len() > 5000 {
+            bytes[4096 + 7] ^= 0x40;
+            std::fs::write(&path, &bytes).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged >= 1, "a segment holds the file's blocks");
+    let mut out = Vec::new();
+    assert_violation(client.get("f", None, None, &mut out).await, ViolationKind::DataLost, "a plain get");
+    let report = client.repair("f").await.unwrap();
+    assert!(!report.damaged && report.healed_blocks > 0, "{report:?}");
+    let mut out = Vec::new();
+    client.get("f", None, None, &mut out).await.unwrap();
+    assert_eq!(out, data, "a plain get after repair");
+    assert_eq!(client.repair("f").await.unwrap().healed_blocks, 0, "nothing left to heal");
+    assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
 }

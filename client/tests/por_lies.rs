@@ -38,7 +38,7 @@ fn assert_caught<T>(result: Result<T, ClientError>, kind: ViolationKind, check: 
 /// Every part of the audit verified.
 #[track_caller]
 fn all_verified(report: &PorAuditReport) {
-    assert!(report.verified && report.parts.iter().all(|p| p.verified), "{report:?}");
+    assert!(report.verified && report.parts.iter().chain(&report.copy).all(|p| p.verified), "{report:?}");
 }
 
 /// Stops the provider, lets `work` look at or change its data directory, starts it again
@@ -237,4 +237,55 @@ async fn live_slots_named_free_are_refused_before_anything_is_written() {
     assert_eq!(get_por(&client, "a").await.unwrap(), first);
     assert_eq!(get_por(&client, "b").await.unwrap(), second, "the owed copy is made, honestly");
     all_verified(&client.audit_por(16).await.unwrap());
+}
+
+/// The provider refuses the batch that carries a copy's label, without applying it, and later
+/// serves that label as if it had been applied. The client's record, not the provider's label,
+/// says the copy is owed: the next PoR operation writes it again into the very slots the label
+/// names, so the label names the copy; another file's copy never takes those slots, and
+/// removing the first file writes ⊥ over its own slots only.
+#[tokio::test]
+async fn a_label_from_a_refused_batch_is_never_believed_over_the_clients_record() {
+    let setup = Setup::new(Misbehave::RefusedPorLabel).await;
+    let client = setup.client();
+    let (a, b) = (sample(30_000, 81), sample(20_000, 82));
+    assert!(put_por(&client, "a", &a).await.is_err(), "the batch with the label is refused");
+    put_por(&client, "b", &b).await.unwrap();
+    assert_eq!(get_por(&client, "a").await.unwrap(), a, "a's copy was written where its label says");
+    assert_eq!(get_por(&client, "b").await.unwrap(), b);
+    all_verified(&client.audit_por(32).await.unwrap());
+    client.remove("a").await.unwrap();
+    assert_eq!(get_por(&client, "b").await.unwrap(), b, "removing a wrote ⊥ over a's slots only");
+    all_verified(&client.audit_por(32).await.unwrap());
+}
+
+/// A provider that dropped the copies' labels: every part of the log still proves (it holds
+/// what it holds), and the audit's check of a copy at random reports the copy missing.
+#[tokio::test]
+async fn dropped_labels_fail_the_audit_of_a_copy_at_random() {
+    let setup = Setup::new(Misbehave::DropPorLabels).await;
+    let client = setup.client();
+    put_por(&client, "a", &sample(30_000, 91)).await.unwrap();
+    let report = client.audit_por(32).await.unwrap();
+    assert!(report.parts.iter().all(|p| p.verified), "{report:?}");
+    let copy = report.copy.as_ref().expect("a PoR file has a version to check");
+    assert!(!copy.verified && copy.problem.as_deref().unwrap().contains("no copy"), "{report:?}");
+    assert!(!report.verified);
+    assert_caught(report.into_result(), ViolationKind::BadPorAudit, "no copy", "a dropped label");
+}
+
+/// An honest fault: the provider makes a batch durable and goes down before its answer, and
+/// U's slots are lost while it is down, the one the client would probe the batch by too.
+/// Repair must not stop at that probe: it goes on from the batch applied, makes the copy owed
+/// and the file reads back through U.
+#[tokio::test]
+async fn a_lost_probe_slot_does_not_block_repair() {
+    let mut setup = Setup::new(Misbehave::DropPorAnswer).await;
+    let client = setup.client();
+    let a = sample(30_000, 95);
+    assert!(put_por(&client, "a", &a).await.is_err(), "the answer is lost");
+    let (client, ()) = with_provider_stopped(&mut setup, lose_all_of_u).await;
+    client.repair("a").await.unwrap();
+    assert_eq!(get_por(&client, "a").await.unwrap(), a);
+    all_verified(&client.audit_por(32).await.unwrap());
 }

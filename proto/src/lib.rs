@@ -27,6 +27,7 @@
 //! | `audit` | [`AuditRequest`] | [`AuditAnswer`] |
 //! | `blocks` | [`BlocksRequest`] | [`BlockList`] |
 //! | `last-commit` | [`LastCommitRequest`] | [`LastCommit`] |
+//! | `heal-blocks` | [`HealBlocksRequest`] | [`HealedBlocks`] |
 //! | `por-*` | the PoR log's messages ([`por`]) | |
 //! | `aip-*`, `cos-*` | VICOS's messages ([`vicos`]) | |
 //!
@@ -67,6 +68,7 @@ pub enum Op {
     Audit,
     Blocks,
     LastCommit,
+    HealBlocks,
     PorInit,
     PorStatus,
     PorPlan,
@@ -77,6 +79,8 @@ pub enum Op {
     PorRestore,
     PorLabel,
     PorFree,
+    PorMore,
+    PorStage,
     AipCreate,
     AipAdmit,
     AipInvoke,
@@ -89,7 +93,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 33] = [
+    pub const ALL: [Op; 36] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -104,6 +108,7 @@ impl Op {
         Op::Audit,
         Op::Blocks,
         Op::LastCommit,
+        Op::HealBlocks,
         Op::PorInit,
         Op::PorStatus,
         Op::PorPlan,
@@ -114,6 +119,8 @@ impl Op {
         Op::PorRestore,
         Op::PorLabel,
         Op::PorFree,
+        Op::PorMore,
+        Op::PorStage,
         Op::AipCreate,
         Op::AipAdmit,
         Op::AipInvoke,
@@ -142,6 +149,7 @@ impl Op {
             Op::Audit => "audit",
             Op::Blocks => "blocks",
             Op::LastCommit => "last-commit",
+            Op::HealBlocks => "heal-blocks",
             Op::PorInit => "por-init",
             Op::PorStatus => "por-status",
             Op::PorPlan => "por-plan",
@@ -152,6 +160,8 @@ impl Op {
             Op::PorRestore => "por-restore",
             Op::PorLabel => "por-label",
             Op::PorFree => "por-free",
+            Op::PorMore => "por-more",
+            Op::PorStage => "por-stage",
             Op::AipCreate => "aip-create",
             Op::AipAdmit => "aip-admit",
             Op::AipInvoke => "aip-invoke",
@@ -177,7 +187,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 9;
+pub const PROTOCOL_VERSION: u16 = 10;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -446,6 +456,22 @@ pub struct AuditAnswer {
     pub proof: ByteBuf,
 }
 
+/// Blocks a file of the client holds already, their bytes written again (repair, from the
+/// client's verified PoR copy, after the provider's copy of them was damaged or lost): each
+/// must be one the file's blocks have, by nonce and tag. The client checks what it reads
+/// afterwards as it checks any read; the provider is trusted with nothing here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealBlocksRequest {
+    /// The file id (`FileId`'s 16 bytes).
+    pub file: ByteBuf,
+    pub blocks: Vec<WireBlock>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealedBlocks {
+    pub healed: u64,
+}
+
 /// Asks for a version's block list without the data (what `sync` diffs against).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlocksRequest {
@@ -537,6 +563,8 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<AuditAnswer>(data);
     reencode::<BlockList>(data);
     reencode::<LastCommit>(data);
+    reencode::<HealBlocksRequest>(data);
+    reencode::<HealedBlocks>(data);
     reencode::<EditRequest>(data);
     reencode::<CommitStagedRequest>(data);
     reencode::<StagedUpload>(data);
@@ -550,6 +578,10 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<ErrorBody>(data);
     reencode::<por::PorWriteRequest>(data);
     reencode::<por::PorContext>(data);
+    reencode::<por::PorMoreRequest>(data);
+    reencode::<por::PorMoreAnswer>(data);
+    reencode::<por::PorStageRequest>(data);
+    reencode::<por::PorStaged>(data);
     reencode::<por::PorAuditAnswer>(data);
     reencode::<por::PorRestoreRequest>(data);
     reencode::<por::PorStatus>(data);

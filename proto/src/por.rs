@@ -13,6 +13,15 @@
 //! | `por-region` | [`PorRegionRequest`] | [`PorRegionAnswer`] |
 //! | `por-restore` | [`PorRestoreRequest`] | [`PorStatus`] |
 //! | `por-label` | [`PorLabelRequest`] | [`PorLabelAnswer`] |
+//! | `por-free` | [`PorFreeRequest`] | [`PorFreeAnswer`] |
+//! | `por-more` | [`PorMoreRequest`] | [`PorMoreAnswer`] |
+//! | `por-stage` | [`PorStageRequest`] | [`PorStaged`] |
+//!
+//! **Parts.** A plan's answer (all of U's sealed checksums when C is rebuilt) and a batch's
+//! upload (all of C's) grow with the log, past one message at about 2^20 slots. Each travels
+//! in parts of at most [`POR_PART_BYTES`]: the answer's first part with its `total`, the rest
+//! by `por-more`; the upload's parts but the last by `por-stage`, the last in the batch,
+//! which names how many bytes were staged before it.
 
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
@@ -37,16 +46,54 @@ pub struct PorStatus {
     pub time: u64,
 }
 
-/// A write plan (`WritePlan::to_bytes`).
+/// A write plan (`WritePlan::to_bytes`), and the most bytes of its answer in one message
+/// (at most [`POR_PART_BYTES`]; the parts after the first by `por-more`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorPlanRequest {
     pub plan: ByteBuf,
+    pub part: u32,
 }
 
-/// The answer to a plan (`WriteContext::to_bytes`).
+/// The most bytes of a plan's answer or a batch's upload in one message (see the module
+/// documentation); well under `MAX_MESSAGE` with a batch's slots beside it.
+pub const POR_PART_BYTES: usize = 24 << 20;
+
+/// The most bytes a batch's upload may stage, or a plan's answer hold: C's sealed checksums of
+/// a log of `2^23` slots (32 GiB of PoR data) and more.
+pub const POR_MAX_PARTS_BYTES: u64 = 2 << 30;
+
+/// The answer to a plan (`WriteContext::to_bytes`): its first `context.len()` bytes of
+/// `total`; the rest by `por-more`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PorContext {
     pub context: ByteBuf,
+    pub total: u64,
+}
+
+/// More of the last plan's answer, from `offset`, in a part of the size the plan asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorMoreRequest {
+    pub offset: u64,
+}
+
+/// At most [`POR_PART_BYTES`] of the last plan's answer, from the offset asked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorMoreAnswer {
+    pub part: ByteBuf,
+}
+
+/// A part of the next batch's upload at `offset` of it (0 starts a new one, dropping any
+/// staged before).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorStageRequest {
+    pub offset: u64,
+    pub part: ByteBuf,
+}
+
+/// The bytes of the next batch's upload staged so far.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorStaged {
+    pub staged: u64,
 }
 
 /// A batch: the plan again, the U indices in write order, the slots (`slots_to_bytes`), the
@@ -60,7 +107,10 @@ pub struct PorWriteRequest {
     pub writes: Vec<u64>,
     pub deleted: Vec<u64>,
     pub slots: ByteBuf,
+    /// The last part of the upload: the whole upload is the `staged` bytes staged before it
+    /// (`por-stage`), then these.
     pub upload: ByteBuf,
+    pub staged: u64,
     pub labels: Vec<PorLabel>,
 }
 

@@ -23,13 +23,13 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::frame::Decoder;
 use vouch_proto::por::{
-    PorAuditRequest, PorFreeRequest, PorInitRequest, PorLabelRequest, PorPlanRequest, PorReadRequest, PorRegionRequest,
-    PorRestoreRequest, PorStatusRequest, PorWriteRequest,
+    PorAuditRequest, PorFreeRequest, PorInitRequest, PorLabelRequest, PorMoreRequest, PorPlanRequest, PorReadRequest,
+    PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStatusRequest, PorWriteRequest,
 };
 use vouch_proto::{
     decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, CommitStagedRequest, EditRequest,
-    ErrorBody, ErrorCode, Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op, PruneRequest,
-    PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
+    ErrorBody, ErrorCode, HealBlocksRequest, Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op,
+    PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Longest time a non-streaming request may take.
@@ -69,6 +69,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::Audit.path(), post(audit))
         .route(&Op::Blocks.path(), post(blocks))
         .route(&Op::LastCommit.path(), post(last_commit))
+        .route(&Op::HealBlocks.path(), post(heal_blocks))
         .route(&Op::PorInit.path(), post(por_init))
         .route(&Op::PorStatus.path(), post(por_status))
         .route(&Op::PorPlan.path(), post(por_plan))
@@ -78,6 +79,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::PorRegion.path(), post(por_region))
         .route(&Op::PorRestore.path(), post(por_restore))
         .route(&Op::PorLabel.path(), post(por_label))
+        .route(&Op::PorMore.path(), post(por_more))
+        .route(&Op::PorStage.path(), post(por_stage))
         .route(&Op::PorFree.path(), post(por_free))
         .route(&Op::AipCreate.path(), post(vicos::aip_create))
         .route(&Op::AipAdmit.path(), post(vicos::aip_admit))
@@ -119,7 +122,14 @@ impl IntoResponse for Failure {
 }
 
 fn ok<T: Serialize>(message: &T) -> Response {
-    encode(message).into_response()
+    let bytes = encode(message);
+    if bytes.len() > MAX_MESSAGE {
+        // A client takes no answer past the protocol's size (it would be a lie to it): the
+        // honest answer is a refusal for size.
+        let why = format!("the answer would be {} bytes, more than the protocol allows ({MAX_MESSAGE})", bytes.len());
+        return Failure(ErrorCode::TooLarge, why).into_response();
+    }
+    bytes.into_response()
 }
 
 /// The client a request speaks for, after checking its protocol version and token.
@@ -248,6 +258,11 @@ async fn last_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
     .await
 }
 
+async fn heal_blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: HealBlocksRequest| async move { app.provider.heal_blocks(&c, &r).await })
+        .await
+}
+
 async fn por_init(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: PorInitRequest| async move { app.provider.por_init(&c, &r).await }).await
 }
@@ -278,6 +293,14 @@ async fn por_region(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
 
 async fn por_label(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: PorLabelRequest| async move { app.provider.por_label(&c, &r).await }).await
+}
+
+async fn por_more(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorMoreRequest| async move { app.provider.por_more(&c, &r).await }).await
+}
+
+async fn por_stage(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, c, r: PorStageRequest| async move { app.provider.por_stage(&c, &r).await }).await
 }
 
 async fn por_free(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -436,4 +459,19 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> 
         }
     };
     with_timing(work.await.unwrap_or_else(IntoResponse::into_response), started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer past the protocol's size is never sent (the client would take it for a lie):
+    /// the provider refuses for size instead, which the client reports as such.
+    #[test]
+    fn an_answer_larger_than_the_protocol_allows_is_a_refusal_for_size() {
+        let small = ok(&serde_bytes::ByteBuf::from(vec![0; 16]));
+        assert_eq!(small.status(), StatusCode::OK);
+        let large = ok(&serde_bytes::ByteBuf::from(vec![0; MAX_MESSAGE]));
+        assert_eq!(large.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
 }

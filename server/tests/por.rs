@@ -13,9 +13,13 @@ use vouch_core::por::heap::{encode_slot, join_block, slots_for, split_block, SLO
 
 /// Blocks of H are pairs of writes; every batch flushes its group.
 const GROUP_LOG: u32 = 1;
+use serde_bytes::ByteBuf;
 use vouch_core::por::repair::{recover_raw, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_proto::por::*;
+
+/// The least part of a plan's answer a client may ask for.
+const SMALL_PART: usize = 4 << 10;
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
 use vouch_server::{token_hash, Misbehave, Misbehaving, Provider, RunningServer, ServeOptions};
 
@@ -94,6 +98,36 @@ impl Client {
         firsts
     }
 
+    /// The answer to a plan, in parts of the least size a client may ask for (a client's
+    /// messages stay small whatever the log's size).
+    async fn context(&self, plan: &[u8]) -> Vec<u8> {
+        let request = PorPlanRequest { plan: plan.to_vec().into(), part: SMALL_PART as u32 };
+        let answer: PorContext = self.call(Op::PorPlan, &request).await.unwrap();
+        let mut context = answer.context.into_vec();
+        assert!(context.len() <= SMALL_PART);
+        while (context.len() as u64) < answer.total {
+            let more: PorMoreAnswer =
+                self.call(Op::PorMore, &PorMoreRequest { offset: context.len() as u64 }).await.unwrap();
+            assert!(!more.part.is_empty() && more.part.len() <= SMALL_PART);
+            context.extend_from_slice(&more.part);
+        }
+        assert_eq!(context.len() as u64, answer.total);
+        context
+    }
+
+    /// `request` with `upload` staged in parts of an odd size but the last, which it carries.
+    async fn staged(&self, mut request: PorWriteRequest, upload: Vec<u8>) -> PorWriteRequest {
+        const PART: usize = 1000;
+        let staged = upload.len().saturating_sub(1) / PART * PART;
+        for (i, part) in upload[..staged].chunks(PART).enumerate() {
+            let stage = PorStageRequest { offset: (i * PART) as u64, part: part.to_vec().into() };
+            let answer: PorStaged = self.call(Op::PorStage, &stage).await.unwrap();
+            assert_eq!(answer.staged, ((i + 1) * PART) as u64);
+        }
+        (request.staged, request.upload) = (staged as u64, upload[staged..].to_vec().into());
+        request
+    }
+
     /// Writes ⊥ over U's slots `indices` (App. A.3's delete), sending their indices alone.
     async fn delete(&mut self, indices: &[u64]) {
         let slots: Vec<u64> = indices.iter().flat_map(|&i| encode_slot(i, None)).collect();
@@ -102,9 +136,7 @@ impl Client {
 
     async fn send(&mut self, writes: Vec<u64>, slots: Vec<u64>, deleted: Vec<u64>) {
         let planned = plan(&self.state, &writes, true).unwrap();
-        let context: PorContext =
-            self.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
-        let context = WriteContext::from_bytes(&context.context).unwrap();
+        let context = WriteContext::from_bytes(&self.context(&planned.to_bytes()).await).unwrap();
         let written = write(&self.state, &planned, &context, &writes, &slots, &self.seal, &self.sums).unwrap();
         let data: Vec<u64> = writes
             .iter()
@@ -117,9 +149,11 @@ impl Client {
             writes,
             deleted,
             slots: slots_to_bytes(&data).into(),
-            upload: written.upload_bytes().into(),
+            upload: ByteBuf::new(),
+            staged: 0,
             labels: std::mem::take(&mut self.labels),
         };
+        let request = self.staged(request, written.upload_bytes()).await;
         let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
         assert_eq!(
             (u32::from(status.log_capacity), status.time),
@@ -239,9 +273,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     assert_eq!(client.label(b"file-1").await, Some(b"where".to_vec()));
     let before: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
     let planned = plan(&client.state, &[client.next], true).unwrap();
-    let context: PorContext =
-        client.call(Op::PorPlan, &PorPlanRequest { plan: planned.to_bytes().into() }).await.unwrap();
-    let context = WriteContext::from_bytes(&context.context).unwrap();
+    let context = WriteContext::from_bytes(&client.context(&planned.to_bytes()).await).unwrap();
     let slots = split_block(client.next, b"x");
     let written = write(&client.state, &planned, &context, &[client.next], &slots, &client.seal, &client.sums).unwrap();
     let oversized = PorWriteRequest {
@@ -250,6 +282,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
         deleted: Vec::new(),
         slots: slots_to_bytes(&slots).into(),
         upload: written.upload_bytes().into(),
+        staged: 0,
         labels: vec![label(&[7; 65], b"too long a key")],
     };
     let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &oversized).await;
@@ -383,11 +416,28 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
             deleted,
             slots: slots_to_bytes(&slots).into(),
             upload: Vec::new().into(),
+            staged: 0,
             labels: Vec::new(),
         };
         let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
         assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
     }
+    // Staged parts out of order, or a batch naming more than was staged, are refused.
+    let stray = PorStageRequest { offset: 5, part: vec![1; 10].into() };
+    assert_eq!(client.call::<_, PorStaged>(Op::PorStage, &stray).await.unwrap_err().code, ErrorCode::BadRequest);
+    let request = PorWriteRequest {
+        plan: planned.to_bytes().into(),
+        writes: vec![8],
+        deleted: vec![8],
+        slots: ByteBuf::new(),
+        upload: ByteBuf::new(),
+        staged: 10,
+        labels: Vec::new(),
+    };
+    let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
+    assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
+    let past = PorMoreRequest { offset: 1 << 40 };
+    assert_eq!(client.call::<_, PorMoreAnswer>(Op::PorMore, &past).await.unwrap_err().code, ErrorCode::BadRequest);
     assert_eq!(client.audit(8).await.unwrap(), vec![true; parts(&client.state.schedule).len()]);
 }
 

@@ -249,7 +249,7 @@ impl Client {
                 false => writes.to_vec(),
             };
             let slots = writes.iter().flat_map(|&i| encode_slot(i, None)).collect();
-            let batch = Batch { writes, slots, labels: carried.to_vec(), into_free: false };
+            let batch = Batch { writes, slots, labels: carried.to_vec(), into_free: false, copy: None };
             self.por_batch(keys, record, batch).await?;
             record.compacting.as_mut().expect("a consolidation under way").freed += taken;
             self.por_save(record)?;

@@ -89,7 +89,7 @@ impl Client {
         for writes in indices.chunks(super::REQUEST_SLOTS) {
             let slots: Vec<u64> = writes.iter().flat_map(|&i| encode_slot(i, None)).collect();
             debug_assert_eq!(slots.len(), writes.len() * SLOT_WIDTH);
-            let batch = Batch { writes: writes.to_vec(), slots, labels: Vec::new(), into_free: false };
+            let batch = Batch { writes: writes.to_vec(), slots, labels: Vec::new(), into_free: false, copy: None };
             self.por_batch(keys, record, batch).await?;
         }
         Ok(())

@@ -5,7 +5,7 @@
 use super::copy::{self, TaggedData};
 use super::layout::{self, Layout};
 use super::record::PorRecord;
-use super::{sealed_label, PorKeys};
+use super::PorKeys;
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::ledger::Committing;
@@ -30,10 +30,7 @@ impl Client {
         let keys = self.por_keys()?;
         let mut record = self.por_ready(&keys, false).await?;
         match self.por_reuse(&keys, &record, name, base, version, written).await? {
-            Some((layout, (writes, slots))) => {
-                let label = sealed_label(&keys, version, &layout, record.generation);
-                self.por_write_fresh(&keys, &mut record, writes, slots, label).await?
-            }
+            Some((layout, written)) => self.por_write_copy(&keys, &mut record, version, &layout, written, true).await?,
             None => {
                 let blocks = self.tagged_blocks(commit, name, version.number).await?;
                 self.por_copy(&keys, &mut record, version, &blocks).await?

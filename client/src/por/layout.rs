@@ -122,7 +122,7 @@ impl Layout {
     /// Where every block of the version this layout holds starts, by its id, from the slots
     /// each takes (`blocks`: id and slot count, in the version's order). `None` when the
     /// blocks do not fill the runs exactly, block by block.
-    fn starts<K: Hash + Eq + Clone>(&self, blocks: &[(K, u64)]) -> Option<HashMap<K, u64>> {
+    pub(crate) fn starts<K: Hash + Eq + Clone>(&self, blocks: &[(K, u64)]) -> Option<HashMap<K, u64>> {
         let mut starts = HashMap::with_capacity(blocks.len());
         let mut blocks = blocks.iter();
         for run in &self.runs {

@@ -75,6 +75,13 @@ const INITIAL_LOG_CAPACITY: u32 = DEFAULT_GROUP_LOG;
 const REQUEST_SLOTS: usize = 4096;
 /// `PorRegionRequest::region` of C.
 const CODED_REGION: u8 = 0xFE;
+/// The fewest picks per part an audit a user runs may ask for (`vouch audit --por`, the
+/// gateway's `por_lambda`): a part missing half its slots passes with probability
+/// `2^-lambda`, and below this that is no proof.
+pub const MIN_POR_LAMBDA: u32 = 32;
+/// Refused batches within one epoch after which the next PoR operation first starts a new
+/// epoch (a re-encode of C from U), which folds their incarnations' ends into one number.
+const MAX_INCARNATION_ENDS: usize = 16;
 
 /// The log's keys: the checksum matrix and the sealing key, derived from the client's secret.
 pub(crate) struct PorKeys {
@@ -91,6 +98,11 @@ impl PorKeys {
         let checksum_secret = blake3::derive_key("vouch por checksum key v1", secret);
         let sums = ChecksumKey::grouped(&checksum_secret, SLOT_WIDTH, DEFAULT_GROUP_LOG);
         PorKeys { seal, sums, checksum_secret, layout: LayoutKey::derive(secret) }
+    }
+
+    /// The sealing keys of H and C in the incarnations of `record`.
+    fn seal_in(&self, record: &PorRecord) -> SealKey {
+        self.seal.in_incarnations(&record.incarnations)
     }
 
     /// The checksum matrix of a log grouped as `schedule` says (a log made before grouping
@@ -121,6 +133,9 @@ pub struct PorCopyReport {
     pub healed: Vec<String>,
     /// Why the parts that failed are not replaced yet (repair only): U still has lost slots.
     pub unhealed: Option<String>,
+    /// Blocks of the provider's block store (what a plain `get` reads) that failed their
+    /// checks and were written again from the verified PoR copy (repair only).
+    pub healed_blocks: u64,
     pub seconds: f64,
 }
 
@@ -145,6 +160,9 @@ pub struct PorAuditReport {
     pub slots_used: u64,
     pub lambda: u32,
     pub parts: Vec<PorPartReport>,
+    /// One version of a PoR file, at random, checked for its copy (`vouch audit --por`; none
+    /// when no PoR file has bytes, or in repair's own audits).
+    pub copy: Option<PorPartReport>,
     pub proof_bytes: usize,
     pub verified: bool,
     pub seconds: f64,
@@ -167,6 +185,9 @@ struct Batch {
     labels: Vec<PorLabel>,
     /// Whether every slot written must be free (never written, or ⊥): a new copy's are.
     into_free: bool,
+    /// The version (by number) and layout of the copy whose label it carries: kept in the
+    /// record from when the batch has passed its checks until it is seen applied.
+    copy: Option<(u64, Layout)>,
 }
 
 /// The writes whose slots are ⊥, and the other writes' slots (flat, in order).
@@ -246,14 +267,24 @@ impl Client {
         match record.in_flight {
             _ if at == point(&record.at) => {
                 if record.in_flight.take().is_some() {
+                    // Not applied: what the batch sealed for H and C is void from now on.
+                    record.incarnations.end(record.at.log.schedule.group_time());
                     self.por_save(&record)?;
                 }
             }
             Some(flight) if at == point(&flight.after) => {
                 // Applied, the provider says: one of its slots must read under the new root.
-                self.por_read(keys, &flight.after.log, &[flight.probe]).await?;
-                record.at = flight.after;
-                record.in_flight = None;
+                match self.por_read(keys, &flight.after.log, &[flight.probe]).await {
+                    Ok(_) => {}
+                    // Its bytes are lost, it says: an honest fault that repair heals from C
+                    // and H (which need the log at its new point), or a lie that every read
+                    // under the new root catches. Either way the client must go on from there.
+                    Err(e) if e.violation_kind() == Some(ViolationKind::DataLost) => {
+                        tracing::warn!("the PoR batch in flight is applied, and its probe slot is lost: {e}")
+                    }
+                    Err(e) => return Err(e),
+                }
+                record.applied(flight.after);
                 self.por_save(&record)?;
             }
             _ => {
@@ -282,18 +313,17 @@ impl Client {
         planned: WritePlan,
         batch: Batch,
     ) -> Result<(), ClientError> {
-        let Batch { writes, slots, labels, into_free } = batch;
+        let Batch { writes, slots, labels, into_free, copy } = batch;
         let log = record.at.log;
-        let context: PorContext =
-            self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()) }).await?;
+        let context = self.por_context(&planned).await?;
         let context =
-            WriteContext::from_bytes(&context.context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+            WriteContext::from_bytes(&context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
         let sums = keys.sums_for(&log.schedule);
-        let written = write(&log, &planned, &context, &writes, &slots, &keys.seal, &sums)
+        let seal = keys.seal_in(record);
+        let written = write(&log, &planned, &context, &writes, &slots, &seal, &sums)
             .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         if into_free {
-            check_free(&planned, &context, &keys.seal, &sums)
-                .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
+            check_free(&planned, &context, &seal, &sums).map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         }
         // A shrink takes the slots from the new capacity on away: they are fresh again.
         let next_slot =
@@ -301,15 +331,20 @@ impl Client {
         let after = LogPoint { log: written.state, next_slot };
         // A re-encode leaves U's root as it was: any slot reads under it.
         record.in_flight = Some(InFlight { after, probe: writes.first().copied().unwrap_or(0) });
+        if copy.is_some() {
+            record.copy_layout = copy;
+        }
         self.por_save(record)?;
         // ⊥ slots follow from their index: only the others travel.
         let (deleted, data) = split_deleted(&writes, &slots);
+        let (staged, upload) = self.por_stage(written.upload_bytes()).await?;
         let request = PorWriteRequest {
             plan: ByteBuf::from(planned.to_bytes()),
             writes,
             deleted,
             slots: ByteBuf::from(slots_to_bytes(&data)),
-            upload: ByteBuf::from(written.upload_bytes()),
+            upload: ByteBuf::from(upload),
+            staged,
             labels,
         };
         match self.remote.call::<_, PorStatus>(Op::PorWrite, &request).await {
@@ -317,8 +352,7 @@ impl Client {
                 if (u32::from(status.log_capacity), status.time)
                     == (after.log.schedule.log_capacity, after.log.schedule.time) =>
             {
-                record.at = after;
-                record.in_flight = None;
+                record.applied(after);
                 self.por_save(record)
             }
             Ok(status) => Err(ClientError::violation(
@@ -336,6 +370,49 @@ impl Client {
                 Err(e)
             }
         }
+    }
+
+    /// The provider's answer to `planned`, in parts when it is larger than one message (all of
+    /// U's sealed checksums, when C is rebuilt).
+    async fn por_context(&self, planned: &WritePlan) -> Result<Vec<u8>, ClientError> {
+        let part = self.remote.por_part_bytes() as u32;
+        let answer: PorContext =
+            self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
+        let mut context = answer.context.into_vec();
+        if answer.total > POR_MAX_PARTS_BYTES || (context.len() as u64) > answer.total {
+            let why = format!("a plan's answer of {} bytes in all, {} in its first part", answer.total, context.len());
+            return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
+        }
+        while (context.len() as u64) < answer.total {
+            let more: PorMoreAnswer =
+                self.remote.call(Op::PorMore, &PorMoreRequest { offset: context.len() as u64 }).await?;
+            let left = answer.total - context.len() as u64;
+            if more.part.is_empty() || more.part.len() as u64 > left {
+                let why = format!("a part of {} bytes of a plan's answer with {left} left", more.part.len());
+                return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
+            }
+            context.extend_from_slice(&more.part);
+        }
+        Ok(context)
+    }
+
+    /// Stages all but the last part of a batch's upload (all of C's sealed checksums, when C
+    /// is rebuilt, grow past one message): how many bytes it staged, and the last part, which
+    /// goes with the batch.
+    async fn por_stage(&self, mut upload: Vec<u8>) -> Result<(u64, Vec<u8>), ClientError> {
+        let size = self.remote.por_part_bytes();
+        let staged = upload.len().saturating_sub(1) / size * size;
+        for (i, part) in upload[..staged].chunks(size).enumerate() {
+            let offset = (i * size) as u64;
+            let end = offset + part.len() as u64;
+            let request = PorStageRequest { offset, part: ByteBuf::from(part.to_vec()) };
+            let answer: PorStaged = self.remote.call(Op::PorStage, &request).await?;
+            if answer.staged != end {
+                let why = format!("{} bytes staged after a part that ends at {end}", answer.staged);
+                return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
+            }
+        }
+        Ok((staged as u64, upload.split_off(staged)))
     }
 
     /// Writes the copy of version `version` (its blocks, in order), whole: into ⊥ slots the
@@ -357,8 +434,34 @@ impl Client {
             None => layout::whole(&counts, &mut Allocator::fresh(record.at.next_slot)).expect("fresh slots: one run"),
         };
         let (writes, slots) = copy::lay_out(&starts, blocks);
-        let label = sealed_label(keys, version, &layout, record.generation);
-        self.por_write_fresh(keys, record, writes, slots, label).await
+        self.por_write_copy(keys, record, version, &layout, (writes, slots), true).await
+    }
+
+    /// Writes the copy of `version` again, whole, where the record says it was being written
+    /// (its label's batch was refused, or its answer not seen): the slots the provider may have
+    /// seen in that label are the slots the copy is in now. They were checked free when that
+    /// batch was sent (its earlier batches were applied, and the version's kept blocks are in
+    /// the runs of the version before it), and nothing else wrote U since (an owed copy is
+    /// settled before any other PoR write), so this writes over free slots or over the same
+    /// blocks.
+    async fn por_copy_again(
+        &self,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+        version: &VersionRecord,
+        layout: &Layout,
+        blocks: &[TaggedData],
+    ) -> Result<(), ClientError> {
+        let counts: Vec<(usize, u64)> = copy::slot_counts(blocks).into_iter().enumerate().collect();
+        let starts = layout.starts(&counts).ok_or_else(|| {
+            ClientError::State(format!(
+                "the PoR record's layout for version {} does not fit its blocks; the record is damaged",
+                version.number
+            ))
+        })?;
+        let starts: Vec<u64> = (0..blocks.len()).map(|i| starts[&i]).collect();
+        let (writes, slots) = copy::lay_out(&starts, blocks);
+        self.por_write_copy(keys, record, version, layout, (writes, slots), false).await
     }
 
     /// Where new blocks of `most_slots` slots in all may go: the runs of ⊥ slots the provider
@@ -375,17 +478,21 @@ impl Client {
         Ok(Allocator::new(runs, record.at.next_slot))
     }
 
-    /// Writes a new copy's slots (`writes`, and the slots flat in the same order) in batches,
-    /// each checked to write only free slots; the last carries the label of a version's
-    /// layout. With no slots, a ⊥ write of the next fresh slot carries it.
-    async fn por_write_fresh(
+    /// Writes a copy's slots (`writes`, and the slots flat in the same order) in batches,
+    /// each checked to write only free slots when `into_free`; the last carries the label of
+    /// `version`'s `layout`. With no slots, a ⊥ write of the next fresh slot carries it. The
+    /// layout is in the record from when that last batch passed its checks until it is seen
+    /// applied.
+    async fn por_write_copy(
         &self,
         keys: &PorKeys,
         record: &mut PorRecord,
-        mut writes: Vec<u64>,
-        mut slots: Vec<u64>,
-        label: PorLabel,
+        version: &VersionRecord,
+        layout: &Layout,
+        (mut writes, mut slots): (Vec<u64>, Vec<u64>),
+        into_free: bool,
     ) -> Result<(), ClientError> {
+        let label = sealed_label(keys, version, layout, record.generation);
         if writes.is_empty() {
             writes = vec![record.at.next_slot];
             slots = encode_slot(record.at.next_slot, None);
@@ -394,10 +501,14 @@ impl Client {
         for (i, (writes, slots)) in
             writes.chunks(REQUEST_SLOTS).zip(slots.chunks(REQUEST_SLOTS * SLOT_WIDTH)).enumerate()
         {
-            let labels = if i + 1 == batches { vec![label.clone()] } else { Vec::new() };
-            let batch = Batch { writes: writes.to_vec(), slots: slots.to_vec(), labels, into_free: true };
+            let (labels, copy) = match i + 1 == batches {
+                true => (vec![label.clone()], Some((version.number, layout.clone()))),
+                false => (Vec::new(), None),
+            };
+            let batch = Batch { writes: writes.to_vec(), slots: slots.to_vec(), labels, into_free, copy };
             self.por_batch(keys, record, batch).await?;
         }
+        record.copy_layout = None;
         Ok(())
     }
 
@@ -479,6 +590,9 @@ impl Client {
     }
 
     /// Makes the copy a commit to `name` may have left owed (see the module documentation).
+    /// Only the client's own record says whether it is made (a batch seen applied); the
+    /// provider's word (a label it shows) settles nothing. A copy whose batches had begun is
+    /// written again into the same slots ([`Client::por_copy_again`]).
     async fn por_settle_copy(
         &self,
         commit: &Committing<'_>,
@@ -488,19 +602,19 @@ impl Client {
         let Some(name) = record.copying.clone() else { return Ok(()) };
         match self.version_in(&View::Committing, &name, None).await {
             Ok(latest) if is_por_file(&latest.record.file) && latest.record.len > 0 => {
-                let answer: PorLabelAnswer = self
-                    .remote
-                    .call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(label_key(&latest.record)) })
-                    .await?;
-                if answer.value.is_none() {
-                    let blocks = self.tagged_blocks(commit, &name, latest.record.number).await?;
-                    self.por_copy(keys, record, &latest.record, &blocks).await?;
+                let blocks = self.tagged_blocks(commit, &name, latest.record.number).await?;
+                match record.copy_layout.take() {
+                    Some((number, layout)) if number == latest.record.number => {
+                        self.por_copy_again(keys, record, &latest.record, &layout, &blocks).await?
+                    }
+                    _ => self.por_copy(keys, record, &latest.record, &blocks).await?,
                 }
             }
             Ok(_) | Err(ClientError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
         record.copying = None;
+        record.copy_layout = None;
         self.por_save(record)
     }
 
@@ -508,6 +622,12 @@ impl Client {
     async fn por_begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
         let mut record = self.por_ready(keys, create).await?;
         self.por_settle(commit, keys, &mut record).await?;
+        if record.incarnations.ends.len() >= MAX_INCARNATION_ENDS {
+            // Many batches refused in this epoch: a new one (C re-encoded from U, H emptied)
+            // leaves no seal of an older incarnation in use.
+            let planned = vouch_core::por::client::plan_reencode(&record.at.log);
+            self.por_send(keys, &mut record, planned, Batch::default()).await?;
+        }
         Ok(record)
     }
 
@@ -620,6 +740,7 @@ impl Client {
             restored: 0,
             healed: Vec::new(),
             unhealed: None,
+            healed_blocks: 0,
             seconds: started.elapsed().as_secs_f64(),
         })
     }
@@ -628,7 +749,7 @@ impl Client {
 impl PorAuditReport {
     /// The failed audit as an error (for callers that stop at the first lie).
     pub fn into_result(self) -> Result<PorAuditReport, ClientError> {
-        match self.parts.iter().find(|p| !p.verified) {
+        match self.parts.iter().chain(&self.copy).find(|p| !p.verified) {
             None => Ok(self),
             Some(p) => Err(ClientError::violation(
                 ViolationKind::BadPorAudit,

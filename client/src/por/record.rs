@@ -8,23 +8,27 @@
 //! each version's number as `u64`); then the generation of layouts (`u64`), the bounds of
 //! older labels (`count:u8`, each `generation:u64`, `end:u64`), and, behind a flag byte, the
 //! consolidation under way (`log_target:u8`, `moved:u64`, `freed:u64`, `count:u32`, each move
-//! as `from`, `to`, `slots`, `u64` each); then a SHA-256 of everything before it. All integers
+//! as `from`, `to`, `slots`, `u64` each); then the incarnations of H's and C's seals
+//! (`base:u64`, `count:u8`, each end `u64`); then, behind a flag byte, the layout of the
+//! copy owed (`version:u64`, `count:u32`, each run `first:u64`, `slots:u64`); then a SHA-256
+//! of everything before it. All integers
 //! little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in the log
 //! state) still reads, as a log of ungrouped writes, one of layout 2 (no window flag) as a log
-//! whose epoch opened without a window, one of layouts 1 to 3 as owing no delete, and one of
-//! layouts 1 to 4 as never consolidated (generation 0).
+//! whose epoch opened without a window, one of layouts 1 to 3 as owing no delete, one of
+//! layouts 1 to 4 as never consolidated (generation 0), and one of layouts 1 to 5 as never
+//! refused (incarnation 0) with no copy's layout owed.
 
-use super::layout::Layout;
+use super::layout::{Layout, Run, MAX_RUNS};
 use super::moves::{Move, MAX_MOVES};
 use crate::error::ClientError;
 use sha2::{Digest as _, Sha256};
 use vouch_core::pdp::FileId;
-use vouch_core::por::checksum::Checksum;
+use vouch_core::por::checksum::{Checksum, Incarnations};
 use vouch_core::por::client::LogState;
 use vouch_core::por::code::Schedule;
 use vouch_core::Digest;
 
-const MAGIC: &[u8; 8] = b"vouchPR\x05";
+const MAGIC: &[u8; 8] = b"vouchPR\x06";
 /// Layout 1: log states without grouping.
 const MAGIC_1: &[u8; 8] = b"vouchPR\x01";
 /// Layout 2: log states without the window flag.
@@ -33,6 +37,11 @@ const MAGIC_2: &[u8; 8] = b"vouchPR\x02";
 const MAGIC_3: &[u8; 8] = b"vouchPR\x03";
 /// Layout 4: never consolidated.
 const MAGIC_4: &[u8; 8] = b"vouchPR\x04";
+/// Layout 5: never refused.
+const MAGIC_5: &[u8; 8] = b"vouchPR\x05";
+/// Most ends of incarnations a record keeps: past [`super::MAX_INCARNATION_ENDS`], the next
+/// PoR operation starts a new epoch, which folds them all.
+const MAX_ENDS: usize = 255;
 /// Most bounds a record keeps: their ends rise with their generations, and each is a power of
 /// two.
 const MAX_BOUNDS: usize = 64;
@@ -98,6 +107,13 @@ pub(crate) struct PorRecord {
     /// What older labels may name, ascending (see [`PorRecord::label_is_current`]).
     pub bounds: Vec<Bound>,
     pub compacting: Option<Compacting>,
+    /// The incarnations H's and C's seals are under: one more each time a sent batch settled
+    /// as not applied.
+    pub incarnations: Incarnations,
+    /// Where the copy owed is written (`copying`'s version, by number), fixed before its
+    /// first batch is sent: a batch refused after the provider saw its label is sent again
+    /// the same, so that label becomes true rather than naming slots other data may take.
+    pub copy_layout: Option<(u64, Layout)>,
 }
 
 impl PorRecord {
@@ -110,10 +126,20 @@ impl PorRecord {
             generation: 0,
             bounds: Vec::new(),
             compacting: None,
+            incarnations: Incarnations::default(),
+            copy_layout: None,
         }
     }
 
-    /// Whether a label sealed in `generation` for `layout` may still be believed: sealed by a
+    /// A batch to `after` was seen applied: the log is there, and sealed checksums of times
+    /// before its C are opened no more (their incarnations' ends fold).
+    pub fn applied(&mut self, after: LogPoint) {
+        self.at = after;
+        self.in_flight = None;
+        self.incarnations.fold_before(after.log.schedule.coded_time());
+    }
+
+    /// Whether a label sealed in `generation` for `layout` may still be believed: sealed by a    /// Whether a label sealed in `generation` for `layout` may still be believed: sealed by a
     /// generation this client reached, and naming no slot a later consolidation moved copies
     /// out of (those slots are free or hold other data since).
     pub fn label_is_current(&self, generation: u64, layout: &Layout) -> bool {
@@ -175,6 +201,21 @@ impl PorRecord {
                 }
             }
         }
+        out.extend_from_slice(&self.incarnations.base.to_le_bytes());
+        out.push(self.incarnations.ends.len() as u8);
+        self.incarnations.ends.iter().for_each(|e| out.extend_from_slice(&e.to_le_bytes()));
+        match &self.copy_layout {
+            None => out.push(0),
+            Some((version, layout)) => {
+                out.push(1);
+                out.extend_from_slice(&version.to_le_bytes());
+                out.extend_from_slice(&(layout.runs.len() as u32).to_le_bytes());
+                for run in &layout.runs {
+                    out.extend_from_slice(&run.first.to_le_bytes());
+                    out.extend_from_slice(&run.slots.to_le_bytes());
+                }
+            }
+        }
         let sum = Sha256::digest(&out);
         out.extend_from_slice(&sum);
         out
@@ -189,7 +230,7 @@ impl PorRecord {
             )
         };
         let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
-        let layout = [MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC]
+        let layout = [MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC_5, MAGIC]
             .iter()
             .position(|m| body.starts_with(*m))
             .ok_or_else(damaged)?
@@ -230,10 +271,22 @@ impl PorRecord {
                 (generation, bounds, compacting)
             }
         };
+        let (incarnations, copy_layout) = match r.layout {
+            ..=5 => (Incarnations::default(), None),
+            _ => {
+                let incarnations = r.incarnations().ok_or_else(damaged)?;
+                let copy_layout = match r.take(1).ok_or_else(damaged)?[0] {
+                    0 => None,
+                    1 => Some(r.copy_layout().ok_or_else(damaged)?),
+                    _ => return Err(damaged()),
+                };
+                (incarnations, copy_layout)
+            }
+        };
         if !r.bytes.is_empty() {
             return Err(damaged());
         }
-        Ok(PorRecord { at, in_flight, copying, deleting, generation, bounds, compacting })
+        Ok(PorRecord { at, in_flight, copying, deleting, generation, bounds, compacting, incarnations, copy_layout })
     }
 }
 
@@ -255,8 +308,9 @@ fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
 
 struct Reader<'a> {
     bytes: &'a [u8],
-    /// 1 to 5: from 2 log states carry their grouping and open group, from 3 the window
-    /// flag, from 4 the delete owed, from 5 the consolidations.
+    /// 1 to 6: from 2 log states carry their grouping and open group, from 3 the window
+    /// flag, from 4 the delete owed, from 5 the consolidations, from 6 the incarnations and
+    /// the owed copy's layout.
     layout: usize,
 }
 
@@ -295,6 +349,23 @@ impl<'a> Reader<'a> {
             return None;
         }
         (0..count).map(|_| Some(Bound { generation: self.u64()?, end: self.u64()? })).collect()
+    }
+
+    fn incarnations(&mut self) -> Option<Incarnations> {
+        let base = self.u64()?;
+        let count = usize::from(self.take(1)?[0]);
+        let ends: Vec<u64> = (0..count).map(|_| self.u64()).collect::<Option<_>>()?;
+        (count <= MAX_ENDS && ends.is_sorted()).then_some(Incarnations { base, ends })
+    }
+
+    fn copy_layout(&mut self) -> Option<(u64, Layout)> {
+        let version = self.u64()?;
+        let count = self.u32()? as usize;
+        if count == 0 || count > MAX_RUNS {
+            return None;
+        }
+        let runs = (0..count).map(|_| Some(Run { first: self.u64()?, slots: self.u64()? })).collect::<Option<_>>()?;
+        Some((version, Layout { runs }))
     }
 
     fn compacting(&mut self) -> Option<Compacting> {
@@ -360,6 +431,11 @@ mod tests {
                 }),
                 ..PorRecord::new(log)
             },
+            PorRecord {
+                incarnations: Incarnations { base: 4, ends: vec![7, 7, 12] },
+                copy_layout: Some((3, Layout { runs: vec![Run { first: 4, slots: 2 }, Run { first: 90, slots: 7 }] })),
+                ..PorRecord::new(log)
+            },
         ];
         for record in records {
             let bytes = record.to_bytes();
@@ -376,12 +452,25 @@ mod tests {
     }
 
     #[test]
+    fn a_record_of_layout_5_reads_as_never_refused() {
+        let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
+        let record = PorRecord { generation: 2, copying: Some("a".into()), ..PorRecord::new(log) };
+        let bytes = record.to_bytes();
+        // Layout 5: the same without the incarnations (base, count) and the copy's flag.
+        let mut body = bytes[..bytes.len() - 32 - 10].to_vec();
+        body[..8].copy_from_slice(MAGIC_5);
+        let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
+    }
+
+    #[test]
     fn a_record_of_layout_4_reads_as_never_consolidated() {
         let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
         let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
         let bytes = record.to_bytes();
-        // Layout 4: the same without the generation, the bounds' count and the flag byte.
-        let mut body = bytes[..bytes.len() - 32 - 10].to_vec();
+        // Layout 4: the same without the generation, the bounds' count and the flag byte (and
+        // layout 6's incarnations and copy flag, 10 bytes).
+        let mut body = bytes[..bytes.len() - 32 - 10 - 10].to_vec();
         body[..8].copy_from_slice(MAGIC_4);
         let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
@@ -415,7 +504,7 @@ mod tests {
         let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
         let bytes = record.to_bytes();
         // Layout 3: the same without the delete's flag byte and what follows it.
-        let mut body = bytes[..bytes.len() - 33 - 10].to_vec();
+        let mut body = bytes[..bytes.len() - 33 - 10 - 10].to_vec();
         body[..8].copy_from_slice(MAGIC_3);
         let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);

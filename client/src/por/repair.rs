@@ -4,9 +4,12 @@
 use super::layout::Run;
 use super::*;
 use vouch_core::por::client::plan_reencode;
+use vouch_proto::{HealBlocksRequest, HealedBlocks, WireBlock};
 
 /// Picks per part of the audits repair runs before and after it heals the log.
 const HEAL_LAMBDA: u32 = 64;
+/// Bytes of blocks per request when repair writes the block store's copy again.
+const HEAL_BYTES: usize = 16 << 20;
 
 impl Client {
     /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
@@ -40,6 +43,7 @@ impl Client {
             restored: 0,
             healed: Vec::new(),
             unhealed: None,
+            healed_blocks: 0,
             seconds: 0.0,
         };
         if version.len > 0 {
@@ -63,9 +67,52 @@ impl Client {
             }
         }
         report.restored = report.restored.max(restored);
+        if version.len > 0 {
+            report.healed_blocks = self.por_heal_blocks(&keys, &record, name, &version).await?;
+        }
         (report.healed, report.unhealed) = self.por_heal(&keys, &mut record).await?;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// The provider's block store's copy of `version` (what a plain `get` reads), read and
+    /// checked as `get` checks it; when it fails, its blocks are written again from the
+    /// verified PoR copy and the version is read and checked again. How many blocks it wrote.
+    async fn por_heal_blocks(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        name: &str,
+        version: &VersionRecord,
+    ) -> Result<u64, ClientError> {
+        match self.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await {
+            Ok(_) => return Ok(0),
+            Err(e) if e.violation_kind().is_some() => {
+                tracing::warn!(
+                    "{name}: the block store's copy fails its checks ({e}); writing it again from the PoR copy"
+                )
+            }
+            Err(e) => return Err(e),
+        }
+        let (_, blocks) = self.por_copy_of(keys, record, version, None).await?;
+        let mut healed = 0;
+        let mut batch: Vec<WireBlock> = Vec::new();
+        let mut bytes = 0;
+        for (i, b) in blocks.iter().enumerate() {
+            bytes += b.data.len() + b.tag.len();
+            batch.push(WireBlock { nonce: b.nonce, tag: ByteBuf::from(b.tag.clone()), data: b.data.clone() });
+            if bytes >= HEAL_BYTES || i + 1 == blocks.len() {
+                let request = HealBlocksRequest {
+                    file: ByteBuf::from(version.file.0.to_vec()),
+                    blocks: std::mem::take(&mut batch),
+                };
+                let answer: HealedBlocks = self.remote.call(Op::HealBlocks, &request).await?;
+                healed += answer.healed;
+                bytes = 0;
+            }
+        }
+        self.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await?;
+        Ok(healed)
     }
 
     /// Writes back U's slots of `runs` from `raw` (all of U, as repair decoded it), but those
@@ -134,7 +181,7 @@ impl Client {
                 schedule.pending()
             )));
         }
-        let sums = keys.sums_for(&schedule);
+        let (sums, seal) = (keys.sums_for(&schedule), keys.seal_in(record));
         let mut gathered = Vec::new();
         for (region, time, slots) in regions(&schedule) {
             let mut g = Gathered::new(region, time, slots);
@@ -157,7 +204,7 @@ impl Client {
                         format!("a page of {count} slots of {region:?} came with {}", page.slots.len()),
                     ));
                 }
-                g.add(first, page, &keys.seal, &sums).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+                g.add(first, page, &seal, &sums).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
                 first += u64::from(count);
             }
             gathered.push(g);
@@ -170,13 +217,68 @@ impl Client {
 
     /// Challenges every level of H and C with `lambda` random slots each (Sec. 5.5): a report
     /// per part. A part that fails is in the report, not an error.
+    ///
+    /// It also checks one version of a PoR file, at random, for its copy
+    /// ([`Client::por_audit_copy`]): the parts prove what the log holds, and this that the
+    /// log still holds the copies.
     pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
         let keys = self.por_keys()?;
-        let record = {
+        let (record, copy) = {
             let commit = self.begin_commit().await?;
-            self.por_begin(&commit, &keys, false).await?
+            let record = self.por_begin(&commit, &keys, false).await?;
+            let copy = self.por_audit_copy(&keys, &record).await?;
+            (record, copy)
         };
-        self.por_audit_at(&keys, &record, lambda).await
+        let mut report = self.por_audit_at(&keys, &record, lambda).await?;
+        report.verified &= copy.as_ref().is_none_or(|c| c.verified);
+        report.copy = copy;
+        Ok(report)
+    }
+
+    /// One version of the namespace's PoR files, at random, checked to have its copy: a label
+    /// this client sealed for it, current and naming written slots, and one slot of those, at
+    /// random, reading under U's root as data (not ⊥, not never written). A provider that
+    /// dropped a share of the copies (or their labels) fails it with that chance at each
+    /// audit. `None` when no PoR file has a version with bytes.
+    async fn por_audit_copy(&self, keys: &PorKeys, record: &PorRecord) -> Result<Option<PorPartReport>, ClientError> {
+        use rand::seq::SliceRandom;
+        let files: Vec<_> =
+            self.list_in(&View::Committing).await?.into_iter().filter(|e| is_por_file(&e.file)).collect();
+        let Some(entry) = files.choose(&mut rand::thread_rng()) else { return Ok(None) };
+        let versions: Vec<_> =
+            self.log_in(&View::Committing, &entry.name).await?.into_iter().filter(|v| v.len > 0).collect();
+        let Some(version) = versions.choose(&mut rand::thread_rng()) else { return Ok(None) };
+        let caught = |e: ClientError| match e.violation_kind() {
+            Some(_) => Ok(Err(e.to_string())),
+            None => Err(e),
+        };
+        let verdict = match self.por_sealed_location(keys, record, version).await {
+            Ok((layout, _)) => {
+                let (mut pick, mut index) = (rand::random::<u64>() % layout.slots().max(1), 0);
+                for run in &layout.runs {
+                    if pick < run.slots {
+                        index = run.first + pick;
+                        break;
+                    }
+                    pick -= run.slots;
+                }
+                match self.por_read(keys, &record.at.log, &[index]).await {
+                    Ok(slot) if slot.iter().all(|&e| e == 0) => Err(format!("slot {index} was never written")),
+                    Ok(slot) if is_deleted_slot(index, &slot) => Err(format!("slot {index} holds ⊥")),
+                    Ok(_) => Ok(()),
+                    Err(e) => caught(e)?,
+                }
+            }
+            Err(e) => caught(e)?,
+        };
+        Ok(Some(PorPartReport {
+            region: format!("copy of {} version {}", entry.name, version.number),
+            slots: 0,
+            time: record.at.log.schedule.time,
+            picks: 1,
+            verified: verdict.is_ok(),
+            problem: verdict.err(),
+        }))
     }
 
     /// The audit of the log at `record`.
@@ -190,7 +292,7 @@ impl Client {
         let seed: [u8; 32] = rand::random();
         let answer: PorAuditAnswer = self.remote.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
         let schedule = record.at.log.schedule;
-        let sums = keys.sums_for(&schedule);
+        let (sums, seal) = (keys.sums_for(&schedule), keys.seal_in(record));
         let all = parts(&schedule);
         let mut reports = Vec::with_capacity(all.len());
         for (i, part) in all.iter().enumerate() {
@@ -200,9 +302,9 @@ impl Client {
                 Some(PorPartAnswer::Lost(why)) => Err(format!("the provider says its bytes are lost: {why}")),
                 Some(PorPartAnswer::Proof(bytes)) => {
                     let width = sums.region_width(part.region);
-                    PartProof::from_bytes(bytes, chosen.len(), width).map_err(|e| e.to_string()).and_then(|proof| {
-                        verify_part(&keys.seal, &sums, part, &chosen, &proof).map_err(|e| e.to_string())
-                    })
+                    PartProof::from_bytes(bytes, chosen.len(), width)
+                        .map_err(|e| e.to_string())
+                        .and_then(|proof| verify_part(&seal, &sums, part, &chosen, &proof).map_err(|e| e.to_string()))
                 }
             };
             reports.push(PorPartReport {
@@ -232,6 +334,7 @@ impl Client {
             lambda,
             verified: reports.iter().all(|p| p.verified),
             parts: reports,
+            copy: None,
             proof_bytes: answer.parts.iter().map(PorPartAnswer::proof_len).sum(),
             seconds: started.elapsed().as_secs_f64(),
         })

@@ -275,13 +275,60 @@ pub enum OpenError {
 /// **Times are absolute.** `time` is the slot's write time as a counter that never wraps. A
 /// counter taken modulo some n (a level's rebuild period, say) would repeat `(addr, t mod n)`
 /// and let the server hand back an older epoch's slot with its still-valid sealed checksum.
+///
+/// **Refused batches.** A batch the provider refuses without applying has still handed it
+/// sealed checksums of H and C for times after the log's; the batch sent in its place seals
+/// the same `(addr, t)` over other content. Were both under one key, the provider would hold
+/// two authentic versions of a level and could mix their slots past every audit. So the key
+/// of H and C also binds the **incarnation** in force when `t` was sealed ([`Incarnations`]):
+/// it rises whenever a sent batch settles as not applied, and what the refused batch sealed
+/// opens under no key the client uses again.
 #[derive(Clone)]
 pub struct SealKey {
     master: [u8; 32],
-    /// `PRF(sk0, 1)`: U's fixed key (its slots' last-write times are not predictable).
+    /// `PRF(sk0, 1)`: U's fixed key (its slots' last-write times are not predictable; U's
+    /// root, which the client keeps, binds its checksums to the write history).
     raw: [u8; 32],
     /// `PRF(sk0, 2)`: the key of the synthetic nonces.
     nonce: [u8; 32],
+    incarnations: Incarnations,
+}
+
+/// Which incarnation of the log's write history sealed each time: `base` plus the number of
+/// `ends` before it. An end is the group time a refused batch started from: everything it
+/// sealed is at a later time, under the incarnation before the end, and everything sealed
+/// for those times since is under a later one.
+///
+/// Ends older than every sealed checksum still in use (C's time, [`super::code::Schedule::coded_time`])
+/// fold into `base` ([`Incarnations::fold_before`]), so the list holds the refusals of the
+/// current epoch only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Incarnations {
+    pub base: u64,
+    /// Ascending group times.
+    pub ends: Vec<u64>,
+}
+
+impl Incarnations {
+    /// The incarnation that sealed group time `time`.
+    pub fn at(&self, time: u64) -> u64 {
+        self.base + self.ends.iter().filter(|&&end| end < time).count() as u64
+    }
+
+    /// A batch sent from group time `time` settled as not applied: what it sealed (at later
+    /// times) is void from now on.
+    pub fn end(&mut self, time: u64) {
+        let at = self.ends.partition_point(|&end| end <= time);
+        self.ends.insert(at, time);
+    }
+
+    /// No sealed checksum before group time `oldest` is opened again: ends before it are
+    /// behind every time still in use, and count in `base` alone.
+    pub fn fold_before(&mut self, oldest: u64) {
+        let folded = self.ends.partition_point(|&end| end < oldest);
+        self.base += folded as u64;
+        self.ends.drain(..folded);
+    }
 }
 
 impl fmt::Debug for SealKey {
@@ -302,18 +349,34 @@ fn associated_data(addr: SlotAddress, time: u64) -> [u8; 17] {
 impl SealKey {
     pub fn new(master: &[u8; 32]) -> Self {
         let prf = |input: &[u8]| *blake3::keyed_hash(master, input).as_bytes();
-        SealKey { master: *master, raw: prf(&[1]), nonce: prf(&[2]) }
+        SealKey { master: *master, raw: prf(&[1]), nonce: prf(&[2]), incarnations: Incarnations::default() }
     }
 
-    /// κ: `PRF(sk0, 0, addr, t)` for H and C, `PRF(sk0, 1)` for U. The PRF is keyed BLAKE3;
-    /// the first input byte separates the three uses, and each use has one input length.
+    /// The same keys, with H's and C's bound to `incarnations` (the client's record of them).
+    pub fn in_incarnations(&self, incarnations: &Incarnations) -> SealKey {
+        SealKey { incarnations: incarnations.clone(), ..self.clone() }
+    }
+
+    /// κ: `PRF(sk0, 0, addr, t)` for H and C in incarnation 0, `PRF(sk0, 3, addr, t, i)` in
+    /// incarnation `i > 0`, `PRF(sk0, 1)` for U. The PRF is keyed BLAKE3; the first input
+    /// byte separates the uses, and each use has one input length.
     fn slot_key(&self, addr: SlotAddress, time: u64) -> [u8; 32] {
         if addr.region == Region::Raw {
             return self.raw;
         }
-        let mut input = [0; 18];
-        input[1..].copy_from_slice(&associated_data(addr, time));
-        *blake3::keyed_hash(&self.master, &input).as_bytes()
+        match self.incarnations.at(time) {
+            0 => {
+                let mut input = [0; 18];
+                input[1..].copy_from_slice(&associated_data(addr, time));
+                *blake3::keyed_hash(&self.master, &input).as_bytes()
+            }
+            incarnation => {
+                let mut input = [3; 26];
+                input[1..18].copy_from_slice(&associated_data(addr, time));
+                input[18..].copy_from_slice(&incarnation.to_le_bytes());
+                *blake3::keyed_hash(&self.master, &input).as_bytes()
+            }
+        }
     }
 
     /// Seals `sum` for slot `addr` written at `time`. The nonce is synthetic (a keyed hash of
@@ -515,6 +578,43 @@ mod tests {
             assert_eq!(seal.seal(addr, TIME, Checksum([1, 2])), sealed);
             assert_ne!(seal.seal(addr, TIME, Checksum([1, 3])).to_bytes()[..24], sealed.to_bytes()[..24]);
         }
+    }
+
+    /// The provider refuses a batch from group time 10 after it was handed the batch's
+    /// sealed checksums (a level at time 11); the batch sent in its place seals time 11 over
+    /// other content. What the refused batch sealed opens under no key the client uses since,
+    /// so the two versions of the level cannot be mixed; what was sealed before the refusal
+    /// still opens.
+    #[test]
+    fn a_level_sealed_in_a_refused_batch_does_not_open_after_the_refusal() {
+        let addr = SlotAddress { region: Region::Level(2), index: 1 };
+        let before = SealKey::new(&SECRET);
+        let kept = before.seal(addr, 10, Checksum([5, 6]));
+        let refused = before.seal(addr, 11, Checksum([1, 2]));
+        let mut incarnations = Incarnations::default();
+        incarnations.end(10);
+        let after = before.in_incarnations(&incarnations);
+        assert_eq!(after.open(addr, 11, &refused), Err(OpenError::Forged), "the refused batch's seal is void");
+        let retried = after.seal(addr, 11, Checksum([3, 4]));
+        assert_eq!(after.open(addr, 11, &retried), Ok(Checksum([3, 4])));
+        assert_eq!(after.open(addr, 10, &kept), Ok(Checksum([5, 6])), "sealed before the refusal");
+        // U's key is not the incarnation's: its root binds U's checksums.
+        let raw = SlotAddress { region: Region::Raw, index: 1 };
+        assert_eq!(after.open(raw, 0, &before.seal(raw, 0, Checksum([7, 8]))), Ok(Checksum([7, 8])));
+        // Two refusals from one time: each one's seals are void.
+        incarnations.end(10);
+        let twice = before.in_incarnations(&incarnations);
+        assert_eq!(twice.open(addr, 11, &retried), Err(OpenError::Forged));
+        // Folding ends before every time in use keeps every key.
+        let mut folded = incarnations.clone();
+        folded.fold_before(11);
+        assert_eq!((folded.base, folded.ends.as_slice()), (2, &[][..]));
+        assert_eq!(
+            before.in_incarnations(&folded).open(addr, 11, &twice.seal(addr, 11, Checksum([1, 1]))),
+            Ok(Checksum([1, 1]))
+        );
+        folded.fold_before(5);
+        assert_eq!(folded.at(11), 2);
     }
 
     #[test]

@@ -103,6 +103,18 @@ pub enum Misbehave {
     /// Answer each request for a PoR label with the first value the label held (a label sealed
     /// again since, by a consolidation that moved the copy, is served as it was).
     StalePorLabel,
+    /// Refuse, with "storage unavailable" and without applying it, the first PoR write that
+    /// carries labels, and keep them; from then on answer each request for one of those labels
+    /// with the value kept (a label the provider saw in a batch it refused, served as if the
+    /// batch had been applied).
+    RefusedPorLabel,
+    /// Answer every request for a PoR label with "none": a provider that dropped the labels
+    /// (and with them, for all the client can tell, the copies).
+    DropPorLabels,
+    /// Apply the first PoR write, then fail it and every PoR write and status request after
+    /// it with "storage unavailable". Not a lie: a provider that went down right after a
+    /// batch was durable, before its answer went out.
+    DropPorAnswer,
     /// Fork every VICOS group at its creation: members with odd ids run AIP on a second copy
     /// of the history, each copy honest in itself, for their first [`FORK_OPERATIONS`]
     /// operations; then the forks meet (those members are shown the real history again).
@@ -116,7 +128,7 @@ pub const FORK_OPERATIONS: u64 = 3;
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl Misbehave {
-    pub const ALL: [Misbehave; 27] = [
+    pub const ALL: [Misbehave; 30] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -143,6 +155,9 @@ impl Misbehave {
         Misbehave::FailPorWrites,
         Misbehave::FlakyPorWrites,
         Misbehave::StalePorLabel,
+        Misbehave::RefusedPorLabel,
+        Misbehave::DropPorLabels,
+        Misbehave::DropPorAnswer,
         Misbehave::ForkAip,
     ];
 
@@ -174,6 +189,9 @@ impl Misbehave {
             Misbehave::FailPorWrites => "fail-por-writes",
             Misbehave::FlakyPorWrites => "flaky-por-writes",
             Misbehave::StalePorLabel => "stale-por-label",
+            Misbehave::RefusedPorLabel => "refused-por-label",
+            Misbehave::DropPorLabels => "drop-por-labels",
+            Misbehave::DropPorAnswer => "drop-por-answer",
             Misbehave::ForkAip => "fork-aip",
         }
     }
@@ -217,7 +235,8 @@ pub struct Misbehaving {
     por_handed: Mutex<HashMap<String, por::Handed>>,
     /// For [`Misbehave::FlakyPorWrites`]: the PoR writes asked for so far.
     por_writes: AtomicU64,
-    /// For [`Misbehave::StalePorLabel`]: the first value of each (client, label key).
+    /// For [`Misbehave::StalePorLabel`]: the first value of each (client, label key); for
+    /// [`Misbehave::RefusedPorLabel`], the values of the labels of the batch it refused.
     por_first_labels: Mutex<HashMap<LabelOf, Vec<u8>>>,
     /// For [`Misbehave::ForkAip`]: per (group, member), the operations it invoked so far.
     fork_invokes: Mutex<HashMap<(String, u32), u64>>,

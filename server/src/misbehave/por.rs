@@ -16,7 +16,12 @@
 //!   which U's root binds, show data, and the copy is refused before anything is sent;
 //! * a stale label ([`Misbehave::StalePorLabel`]): the label of a copy a consolidation moved,
 //!   as it was before; it names slots past the bound the client's record keeps, and is
-//!   refused before anything is read or freed through it.
+//!   refused before anything is read or freed through it;
+//! * a label from a refused batch ([`Misbehave::RefusedPorLabel`]): the client writes the copy
+//!   again into the slots that label names, so it names the copy, and the provider's word
+//!   never settles a copy owed;
+//! * dropped labels ([`Misbehave::DropPorLabels`]): a read of a PoR copy, and each PoR audit
+//!   (which checks one version's label at random), report the copy missing.
 //!
 //! The last two lies need sealed checksums the client made for something else: the provider
 //! keeps those it was handed with each batch ([`Handed`]), as a cheating provider would.
@@ -37,8 +42,8 @@ use vouch_core::por::field::{add, P};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::por::{
     PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
-    PorLabelRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest,
-    PorRestoreRequest, PorStatus, PorWriteRequest,
+    PorLabelRequest, PorMoreAnswer, PorMoreRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest,
+    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorWriteRequest,
 };
 
 impl Misbehaving {
@@ -47,12 +52,16 @@ impl Misbehaving {
     }
 
     pub async fn por_status(&self, client: &str) -> Result<PorStatus, ProviderError> {
+        if self.lie == Misbehave::DropPorAnswer && self.refused.load(Ordering::SeqCst) {
+            return Err(down("drop-por-answer"));
+        }
         self.honest.por_status(client).await
     }
 
     pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
         let answer = self.honest.por_plan(client, req).await?;
-        if !matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
+        let whole = answer.total == answer.context.len() as u64;
+        if !whole || !matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
             return Ok(answer);
         }
         let plan = WritePlan::from_bytes(&req.plan).expect("the honest provider decoded it");
@@ -72,16 +81,29 @@ impl Misbehaving {
                 }
             }
         }
-        Ok(PorContext { context: ByteBuf::from(context.to_bytes()) })
+        let context = context.to_bytes();
+        Ok(PorContext { total: context.len() as u64, context: ByteBuf::from(context) })
     }
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
         let flaky = self.lie == Misbehave::FlakyPorWrites && self.por_writes.fetch_add(1, Ordering::SeqCst) % 2 == 1;
-        if self.lie == Misbehave::FailPorWrites || flaky {
-            return Err(ProviderError::Store(vouch_store::StoreError::Backend {
-                at: "the PoR log".into(),
-                detail: "down on purpose (fail-por-writes)".into(),
-            }));
+        let refuse_labels = self.lie == Misbehave::RefusedPorLabel
+            && !req.labels.is_empty()
+            && !self.refused.swap(true, Ordering::SeqCst);
+        if refuse_labels {
+            let mut kept = self.por_first_labels.lock().expect("first PoR labels");
+            for label in &req.labels {
+                kept.insert((client.to_string(), label.key.to_vec()), label.value.to_vec());
+            }
+        }
+        if self.lie == Misbehave::FailPorWrites || flaky || refuse_labels {
+            return Err(down(self.lie.name()));
+        }
+        if self.lie == Misbehave::DropPorAnswer {
+            if !self.refused.swap(true, Ordering::SeqCst) {
+                self.honest.por_write(client, req).await?;
+            }
+            return Err(down(self.lie.name()));
         }
         if self.lie == Misbehave::SkipPorRebuild {
             // The fault is the store's: the honest steps of the write run with it on.
@@ -99,7 +121,7 @@ impl Misbehaving {
                 first.entry((client.to_string(), label.key.to_vec())).or_insert_with(|| label.value.to_vec());
             }
         }
-        if matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
+        if req.staged == 0 && matches!(self.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
             // The log's state in the upload is the provider's own business; any schedule reads it.
             let schedule = Schedule { time: status.time, ..Schedule::new(u32::from(status.log_capacity), 0) };
             let written = Written::from_upload_bytes(&req.upload, schedule).expect("the honest provider decoded it");
@@ -110,7 +132,10 @@ impl Misbehaving {
     }
 
     pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
-        if self.lie == Misbehave::StalePorLabel {
+        if self.lie == Misbehave::DropPorLabels {
+            return Ok(PorLabelAnswer { value: None });
+        }
+        if matches!(self.lie, Misbehave::StalePorLabel | Misbehave::RefusedPorLabel) {
             let first = self.por_first_labels.lock().expect("first PoR labels");
             if let Some(value) = first.get(&(client.to_string(), req.key.to_vec())) {
                 return Ok(PorLabelAnswer { value: Some(ByteBuf::from(value.clone())) });
@@ -166,6 +191,14 @@ impl Misbehaving {
         Ok(answer)
     }
 
+    pub async fn por_more(&self, client: &str, req: &PorMoreRequest) -> Result<PorMoreAnswer, ProviderError> {
+        self.honest.por_more(client, req).await
+    }
+
+    pub async fn por_stage(&self, client: &str, req: &PorStageRequest) -> Result<PorStaged, ProviderError> {
+        self.honest.por_stage(client, req).await
+    }
+
     pub async fn por_region(&self, client: &str, req: &PorRegionRequest) -> Result<PorRegionAnswer, ProviderError> {
         self.honest.por_region(client, req).await
     }
@@ -173,6 +206,14 @@ impl Misbehaving {
     pub async fn por_restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
         self.honest.por_restore(client, req).await
     }
+}
+
+/// "Storage unavailable", on purpose.
+fn down(lie: &str) -> ProviderError {
+    ProviderError::Store(vouch_store::StoreError::Backend {
+        at: "the PoR log".into(),
+        detail: format!("down on purpose ({lie})"),
+    })
 }
 
 /// The sealed checksums a client handed the provider with its batches: what a provider can

@@ -7,7 +7,8 @@ use vouch_core::flexlist::tamper;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::MultiProof;
 use vouch_proto::{
-    Attempt, AuditAnswer, AuditRequest, BlockList, LastCommit, Listing, Located, Log, ReadChunk, WireBlock,
+    Attempt, AuditAnswer, AuditRequest, BlockList, HealBlocksRequest, HealedBlocks, LastCommit, Listing, Located, Log,
+    ReadChunk, WireBlock,
 };
 
 impl Misbehaving {
@@ -48,6 +49,10 @@ impl Misbehaving {
 
     pub async fn last_commit(&self, client: &str, name: &str, attempt: Attempt) -> Result<LastCommit, ProviderError> {
         self.honest.last_commit(client, name, attempt).await
+    }
+
+    pub async fn heal_blocks(&self, client: &str, req: &HealBlocksRequest) -> Result<HealedBlocks, ProviderError> {
+        self.honest.heal_blocks(client, req).await
     }
 
     pub fn read_plan(

@@ -18,9 +18,9 @@ use vouch_core::namespace::{
 use vouch_core::pdp::{self, Challenge, FileId, Held, PossessionProof, SchemeId};
 use vouch_core::{hash, Block, Edit, FlexList};
 use vouch_proto::{
-    Attempt, AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, Listing, Located, Log,
-    PruneRequest, ReadChunk, RemoveRequest, StagedUpload, WireBlock, WireEdit, WireLookup, WireVersion,
-    READ_CHUNK_BYTES,
+    Attempt, AuditAnswer, AuditRequest, BlockList, BlockMeta, Committed, EditRequest, ErrorCode, HealBlocksRequest,
+    HealedBlocks, Listing, Located, Log, PruneRequest, ReadChunk, RemoveRequest, StagedUpload, WireBlock, WireEdit,
+    WireLookup, WireVersion, READ_CHUNK_BYTES,
 };
 use vouch_store::{Commit, MetaDb, ObjectBlobs, Repository, StoreError, StoredBlocks, Upload};
 
@@ -107,6 +107,8 @@ pub struct Provider {
     applying: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
     /// Per client, its PoR log (see `por`).
     por: por::PorLogs,
+    /// Per client, the parts of its last PoR plan's answer and of its next batch's upload.
+    por_parts: por::PorParts,
     /// Per client, the uploads waiting for their commits (see `staged`).
     staged: staged::StagedUploads,
     /// The VICOS groups' sequencers (see `crate::vicos`; groups are shared, not per client).
@@ -135,6 +137,7 @@ impl Provider {
             changes: Mutex::new(HashMap::new()),
             applying: Mutex::new(HashMap::new()),
             por: std::sync::Mutex::new(HashMap::new()),
+            por_parts: std::sync::Mutex::new(HashMap::new()),
             staged: staged::StagedUploads::default(),
             vicos: crate::vicos::Sequencer::default(),
         })

@@ -17,8 +17,9 @@ use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::{
     PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
-    PorLabelRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest, PorRegionAnswer, PorRegionRequest,
-    PorRestoreRequest, PorStatus, PorWriteRequest,
+    PorLabelRequest, PorMoreAnswer, PorMoreRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest,
+    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorWriteRequest,
+    POR_MAX_PARTS_BYTES, POR_PART_BYTES,
 };
 use vouch_store::{PorLog, PorStoreError, StoreError};
 
@@ -31,6 +32,21 @@ pub const MAX_POR_FREE_RUNS: usize = 4096;
 
 /// The provider's logs, by client: each behind its own lock, `None` until opened or made.
 pub(crate) type PorLogs = std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PorLog>>>>>;
+
+/// A client's messages too large for one (see `vouch_proto::por`'s parts): the answer to its
+/// last plan, and the upload of its next batch staged so far.
+#[derive(Debug, Default)]
+pub(crate) struct Parts {
+    /// The answer past its first part, and the size of its parts.
+    answer: Vec<u8>,
+    part: usize,
+    upload: Vec<u8>,
+}
+
+/// The smallest part of a plan's answer a client may ask for.
+const MIN_POR_PART: usize = 4 << 10;
+
+pub(crate) type PorParts = std::sync::Mutex<HashMap<String, Parts>>;
 
 impl From<PorStoreError> for ProviderError {
     fn from(e: PorStoreError) -> Self {
@@ -139,16 +155,77 @@ impl Provider {
     pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
         let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
         bounded(plan.indices.len())?;
-        self.with_log(client, async |log, _| Ok(PorContext { context: ByteBuf::from(log.context(&plan)?.to_bytes()) }))
-            .await
+        let mut context = self.with_log(client, async |log, _| Ok(log.context(&plan)?.to_bytes())).await?;
+        let total = context.len() as u64;
+        if total > POR_MAX_PARTS_BYTES {
+            return Err(ProviderError::TooLarge(format!("a plan's answer of {total} bytes")));
+        }
+        let part = (req.part as usize).clamp(MIN_POR_PART, POR_PART_BYTES);
+        let rest = context.split_off(context.len().min(part));
+        self.with_parts(client, |parts| (parts.answer, parts.part) = (rest, part));
+        Ok(PorContext { context: ByteBuf::from(context), total })
+    }
+
+    /// More of the last plan's answer: `offset` counts from its start (the first part was in
+    /// the plan's own answer).
+    pub async fn por_more(&self, client: &str, req: &PorMoreRequest) -> Result<PorMoreAnswer, ProviderError> {
+        self.with_parts(client, |parts| {
+            let more = parts.answer.len() as u64;
+            let at = req.offset.checked_sub(parts.part as u64).filter(|&at| at < more).ok_or_else(|| {
+                bad(format!("no part of the last plan's answer at {} (it has {more} bytes more)", req.offset))
+            })? as usize;
+            let end = (at + parts.part).min(parts.answer.len());
+            let part = ByteBuf::from(parts.answer[at..end].to_vec());
+            if end == parts.answer.len() {
+                // All of it asked for: the memory goes (a lost last part means a new plan).
+                parts.answer = Vec::new();
+            }
+            Ok(PorMoreAnswer { part })
+        })
+    }
+
+    /// A part of the client's next batch's upload.
+    pub async fn por_stage(&self, client: &str, req: &PorStageRequest) -> Result<PorStaged, ProviderError> {
+        if req.part.len() > POR_PART_BYTES || req.offset.saturating_add(req.part.len() as u64) > POR_MAX_PARTS_BYTES {
+            return Err(ProviderError::TooLarge(format!(
+                "an upload past {POR_MAX_PARTS_BYTES} bytes, or a part past {POR_PART_BYTES}"
+            )));
+        }
+        self.with_parts(client, |parts| {
+            if req.offset == 0 {
+                parts.upload.clear();
+            }
+            if req.offset != parts.upload.len() as u64 {
+                return Err(bad(format!("a part at {} of an upload staged to {}", req.offset, parts.upload.len())));
+            }
+            parts.upload.extend_from_slice(&req.part);
+            Ok(PorStaged { staged: parts.upload.len() as u64 })
+        })
+    }
+
+    /// `work` on the client's parts, under the map's lock (never held across an await).
+    fn with_parts<T>(&self, client: &str, work: impl FnOnce(&mut Parts) -> T) -> T {
+        let mut all = self.por_parts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        work(all.entry(client.to_string()).or_default())
     }
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
         let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
         bounded(req.writes.len())?;
         let slots = with_deleted(&req.writes, &req.deleted, slots_from_bytes(&req.slots).map_err(bad)?)?;
+        let upload = match req.staged {
+            0 => std::borrow::Cow::Borrowed(&req.upload[..]),
+            staged => {
+                let mut upload = self.with_parts(client, |parts| std::mem::take(&mut parts.upload));
+                if upload.len() as u64 != staged {
+                    return Err(bad(format!("a batch after {staged} bytes staged; {} are", upload.len())));
+                }
+                upload.extend_from_slice(&req.upload);
+                std::borrow::Cow::Owned(upload)
+            }
+        };
         self.with_log(client, async |log, repo| {
-            let written = Written::from_upload_bytes(&req.upload, log.schedule()).map_err(bad)?;
+            let written = Written::from_upload_bytes(&upload, log.schedule()).map_err(bad)?;
             let labels: Vec<(Vec<u8>, Vec<u8>)> =
                 req.labels.iter().map(|l| (l.key.to_vec(), l.value.to_vec())).collect();
             log.apply_labelled(repo, (&plan, &req.writes, &slots, &written), &labels).await?;

@@ -295,6 +295,33 @@ impl Provider {
         Ok(self.repo.maintain(policy).await?)
     }
 
+    /// Writes again the bytes of blocks the client's file `req.file` holds (each known by
+    /// nonce and tag), where its copy of them was damaged or lost: the index moves to the new
+    /// copies, and the damaged ones are left to compaction. Nothing else changes, and nothing
+    /// is believed: the client reads and checks the blocks afterwards.
+    pub async fn heal_blocks(&self, client: &str, req: &HealBlocksRequest) -> Result<HealedBlocks, ProviderError> {
+        let file = FileId(req.file.as_ref().try_into().map_err(|_| bad("a file id is 16 bytes"))?);
+        let owner = keys::owner(client, &file);
+        let ids: Vec<u64> = req.blocks.iter().map(|b| b.nonce).collect();
+        if ids.iter().collect::<HashSet<_>>().len() != ids.len() {
+            return Err(bad("a block named twice"));
+        }
+        let tags = self.repo.block_tags(&owner, &ids).map_err(|_| bad("a block the file does not hold"))?;
+        if req.blocks.iter().zip(&tags).any(|(b, tag)| b.tag[..] != tag[..] || b.data.is_empty()) {
+            return Err(bad("a block's tag is not the one the file holds for it"));
+        }
+        let mut upload = self.repo.upload(&owner)?;
+        for b in &req.blocks {
+            upload.add(b.nonce, &b.tag, b.data.clone()).await?;
+        }
+        let stored = upload.finish().await?;
+        let _write = self.write.lock().await;
+        let mut commit = self.repo.begin();
+        commit.replace_blocks(stored);
+        self.repo.commit(commit).await?;
+        Ok(HealedBlocks { healed: req.blocks.len() as u64 })
+    }
+
     /// Copies what only the local metadata log holds to the blob store (a clean shutdown).
     pub async fn close(&self) -> Result<(), ProviderError> {
         Ok(self.repo.close().await?)

@@ -17,6 +17,8 @@ use vouch_core::{Edit, FlexList};
 pub struct Commit {
     records: MetaBatch,
     blocks: Vec<StoredBlocks>,
+    /// Uploads of blocks already indexed, whose entries move to the new copies.
+    replaced: Vec<StoredBlocks>,
     lists: Vec<ListChange>,
     /// Per owner, the ids of its committed blocks to keep; the others are forgotten.
     forget: Vec<(Vec<u8>, HashSet<u64>)>,
@@ -43,6 +45,14 @@ impl Commit {
     /// Indexes an upload's blocks (and writes its inline segment).
     pub fn add_blocks(&mut self, blocks: StoredBlocks) -> &mut Self {
         self.blocks.push(blocks);
+        self
+    }
+
+    /// Indexes an upload of blocks the owner has already (a copy of their bytes written again
+    /// after the old one was damaged): their entries move to the new copies, and the old
+    /// copies count as garbage of their segments, for compaction to reclaim.
+    pub fn replace_blocks(&mut self, blocks: StoredBlocks) -> &mut Self {
+        self.replaced.push(blocks);
         self
     }
 
@@ -87,6 +97,14 @@ impl Commit {
         lists.finish(&mut batch);
 
         let mut segments: HashMap<u64, SegmentInfo> = HashMap::new();
+        for stored in &self.replaced {
+            for (id, _, _) in &stored.entries {
+                let Some(value) = repo.meta.get(&keys::block(&stored.owner, *id)?)? else { continue };
+                let at = old_location(&stored.owner, *id, &value)?;
+                drop_from(&mut segments, repo, at)?;
+            }
+        }
+        self.blocks.append(&mut self.replaced);
         for stored in &mut self.blocks {
             for (id, at, tag) in &stored.entries {
                 batch.put(keys::block(&stored.owner, *id)?, [&at.to_bytes()[..], tag].concat());
@@ -102,22 +120,9 @@ impl Commit {
                 if keep.contains(&id) {
                     continue;
                 }
-                let at = value.get(..Location::ENCODED_LEN).and_then(Location::from_bytes).ok_or_else(|| {
-                    StoreError::Corrupt {
-                        at: format!("block {id} of {}", String::from_utf8_lossy(owner)),
-                        detail: "short index entry".into(),
-                    }
-                })?;
+                let at = old_location(owner, id, &value)?;
                 batch.delete(key);
-                let info = match segments.get_mut(&at.segment) {
-                    Some(info) => info,
-                    None => {
-                        let stored = repo.segment_info(at.segment)?.unwrap_or_default();
-                        segments.entry(at.segment).or_insert(stored)
-                    }
-                };
-                info.live_bytes = info.live_bytes.saturating_sub(u64::from(at.len));
-                info.live_blocks = info.live_blocks.saturating_sub(1);
+                drop_from(&mut segments, repo, at)?;
             }
         }
         for (id, info) in &segments {
@@ -136,4 +141,26 @@ impl Commit {
         }
         Ok(batch)
     }
+}
+
+/// Where an index entry says block `id` of `owner` is.
+fn old_location(owner: &[u8], id: u64, value: &[u8]) -> Result<Location, StoreError> {
+    value.get(..Location::ENCODED_LEN).and_then(Location::from_bytes).ok_or_else(|| StoreError::Corrupt {
+        at: format!("block {id} of {}", String::from_utf8_lossy(owner)),
+        detail: "short index entry".into(),
+    })
+}
+
+/// The block at `at` is no longer live in its segment.
+fn drop_from(segments: &mut HashMap<u64, SegmentInfo>, repo: &Repository, at: Location) -> Result<(), StoreError> {
+    let info = match segments.get_mut(&at.segment) {
+        Some(info) => info,
+        None => {
+            let stored = repo.segment_info(at.segment)?.unwrap_or_default();
+            segments.entry(at.segment).or_insert(stored)
+        }
+    };
+    info.live_bytes = info.live_bytes.saturating_sub(u64::from(at.len));
+    info.live_blocks = info.live_blocks.saturating_sub(1);
+    Ok(())
 }
