@@ -32,6 +32,23 @@
 //!
 //! A client need not have a directory: [`Client::new`] takes a [`ClientState`] (a key and a
 //! [`StateStore`], e.g. [`MemoryState`]) and a [`Remote`].
+//!
+//! # Invariants
+//!
+//! The provider is the adversary, and it chooses: which write to refuse after seeing it, which
+//! old answer or signed message to replay, where to cut a stream. Every path of the client
+//! keeps these, and each has a test where the provider breaks it and is caught:
+//!
+//! * **A write that was refused, lost or not applied leaves nothing the provider can use
+//!   later**: no label (a PoR copy whose label's batch was refused is written again where that
+//!   label points), no sealed checksum (H's and C's seals are bound to an incarnation of the
+//!   write history, which a batch settled as not applied ends), no signed statement valid in
+//!   another place.
+//! * **No byte reaches an output before the whole object it belongs to is verified, or the
+//!   output is discarded.**
+//! * **The provider's word settles nothing the client's own record can settle** (an owed PoR
+//!   copy is made unless the client saw its batch applied), and an honest fault (a crash, a
+//!   refusal, a lost answer, lost bytes) is never reported as a lie: the client can go on.
 #![forbid(unsafe_code)]
 
 mod cache;
