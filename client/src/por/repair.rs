@@ -3,7 +3,7 @@
 
 use super::layout::Run;
 use super::*;
-use vouch_core::por::client::plan_reencode;
+use vouch_core::por::client::{plan_reencode, raw_checksums};
 use vouch_proto::{HealBlocksRequest, HealedBlocks, WireBlock};
 
 /// Picks per part of the audits repair runs before and after it heals the log.
@@ -30,7 +30,7 @@ impl Client {
             // parts of the log from U, whose slots are lost: all of U is restored first.
             tracing::warn!("an unfinished PoR operation needs lost slots of U ({e}); restoring all of U from C and H");
             let raw = self.por_recover(&keys, &record).await?;
-            restored = self.por_restore(&raw, &[Run { first: 0, slots: record.at.next_slot }]).await?;
+            restored = self.por_restore(&keys, &record, &raw, &[Run { first: 0, slots: record.at.next_slot }]).await?;
             self.por_settle(&commit, &keys, &mut record).await?;
         }
         let mut report = PorCopyReport {
@@ -59,7 +59,7 @@ impl Client {
                     report.damaged = true;
                     let raw = self.por_recover(&keys, &record).await?;
                     let (layout, _) = self.por_copy_of(&keys, &record, &version, Some(&raw)).await?;
-                    self.por_restore(&raw, &layout.runs).await?;
+                    self.por_restore(&keys, &record, &raw, &layout.runs).await?;
                     let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
                     (report.slots, report.blocks, report.restored) = (layout.slots(), blocks.len(), layout.slots());
                 }
@@ -116,13 +116,33 @@ impl Client {
     }
 
     /// Writes back U's slots of `runs` from `raw` (all of U, as repair decoded it), but those
-    /// never written (all zeros): how many it wrote.
-    async fn por_restore(&self, raw: &[u64], runs: &[Run]) -> Result<u64, ClientError> {
+    /// never written (all zeros): how many it wrote. Each slot is checked first against U's
+    /// own checksum (its sealed checksum under U's root): a slot that decoded to anything else
+    /// is never written back.
+    async fn por_restore(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        raw: &[u64],
+        runs: &[Run],
+    ) -> Result<u64, ClientError> {
+        let context = self.por_context(&plan_reencode(&record.at.log)).await?;
+        let context =
+            WriteContext::from_bytes(&context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+        let checksums = raw_checksums(&record.at.log, &context, &keys.seal_in(record))
+            .map_err(ClientError::caught(ViolationKind::BadPorRead))?;
+        let sums = keys.sums_for(&record.at.log.schedule);
+        let slot = |i: u64| &raw[i as usize * SLOT_WIDTH..(i as usize + 1) * SLOT_WIDTH];
         let mut restored = 0;
         for run in runs {
-            let written: Vec<u64> = (run.first..run.first + run.slots)
-                .filter(|&i| raw[i as usize * SLOT_WIDTH..(i as usize + 1) * SLOT_WIDTH].iter().any(|&e| e != 0))
-                .collect();
+            let written: Vec<u64> =
+                (run.first..run.first + run.slots).filter(|&i| slot(i).iter().any(|&e| e != 0)).collect();
+            if let Some(&bad) = written.iter().find(|&&i| checksums.get(i as usize) != Some(&sums.checksum(slot(i)))) {
+                return Err(ClientError::violation(
+                    ViolationKind::DataLost,
+                    format!("slot {bad} of U decoded from C and H does not match U's checksum of it"),
+                ));
+            }
             for part in written.chunks(REQUEST_SLOTS) {
                 let slots: Vec<u64> = part
                     .iter()

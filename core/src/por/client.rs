@@ -461,6 +461,14 @@ fn kept_free(
     Ok((tree.root(), opened))
 }
 
+/// U's checksums from a context the provider gave for [`plan_reencode`] (all of U's sealed
+/// checksums), checked against `state`'s root: what repair checks each slot it decoded against
+/// before it writes it back (a never written slot's is zero).
+pub fn raw_checksums(state: &LogState, context: &WriteContext, seal: &SealKey) -> Result<Vec<Checksum>, WriteError> {
+    let all = context.raw.as_ref().ok_or(WriteError::Shape)?;
+    open_whole_raw(all, &state.raw_root, state.schedule.log_capacity, seal)
+}
+
 fn open_whole_raw(
     all: &[Option<SealedChecksum>],
     root: &Digest,
