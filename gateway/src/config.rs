@@ -9,6 +9,9 @@
 //! keep_replaced_secs = 30 # a replaced version stays readable this long (reads in flight)
 //! tls_cert = "cert.pem"   # serve https:// (both or neither; `vouch tls-cert` makes a pair)
 //! tls_key = "key.pem"
+//! header_read_timeout_secs = 30 # a connection that sends no request head (or TLS handshake)
+//!                         # in this long is closed, and an idle one after this long
+//! max_connections = 512   # connections served at once; more wait to be accepted
 //! # group = "team"        # serve the VICOS group `team` (a membership in the state directory,
 //! #                       # `vouch group init/join`) instead of this client's own namespace
 //! [[keys]]
@@ -53,6 +56,16 @@ pub struct GatewayConfig {
     pub tls_cert: Option<std::path::PathBuf>,
     #[serde(default)]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Seconds a connection has to finish its TLS handshake, and then each request's head
+    /// (and the wait for it: an idle connection is closed after this long), so that a client
+    /// that connects and sends nothing, or a byte at a time, holds no connection for long.
+    #[serde(default = "default_header_read_timeout_secs")]
+    pub header_read_timeout_secs: u64,
+    /// Connections served at once (on each listener); past it, the next connection is
+    /// accepted when one ends, so that no client can exhaust the gateway's file descriptors
+    /// (its provider connections need some).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
     /// Background audits; none when absent.
     #[serde(default)]
     pub audit: Option<AuditConfig>,
@@ -125,6 +138,14 @@ fn default_keep_replaced_secs() -> u64 {
     30
 }
 
+fn default_header_read_timeout_secs() -> u64 {
+    30
+}
+
+fn default_max_connections() -> usize {
+    512
+}
+
 impl GatewayConfig {
     /// Listening on `listen` for applications signing with `keys`; the rest as by default.
     pub fn new(listen: impl Into<String>, keys: Vec<AccessKey>) -> GatewayConfig {
@@ -136,6 +157,8 @@ impl GatewayConfig {
             keep_replaced_secs: default_keep_replaced_secs(),
             tls_cert: None,
             tls_key: None,
+            header_read_timeout_secs: default_header_read_timeout_secs(),
+            max_connections: default_max_connections(),
             audit: None,
             group: None,
             keys,
@@ -165,6 +188,9 @@ impl GatewayConfig {
         }
         if config.keys.iter().any(|k| k.access_key.is_empty() || k.secret_key.len() < 8) {
             return Err("each access key needs a name and a secret of at least 8 characters".into());
+        }
+        if config.header_read_timeout_secs == 0 || config.max_connections == 0 {
+            return Err("header_read_timeout_secs and max_connections must be at least 1".into());
         }
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key go together".into());
@@ -209,6 +235,9 @@ mod tests {
         assert_eq!((audit.every_secs, audit.objects, audit.blocks, audit.repair_threshold), (60, 100, 460, 1));
         assert!(GatewayConfig::parse(&format!("{keys}[audit]\nevery_secs = 0\n")).is_err());
         assert!(GatewayConfig::parse(&format!("{keys}[audit]\nevery = 60\n")).is_err(), "a typo");
+        assert_eq!((good.header_read_timeout_secs, good.max_connections), (30, 512));
+        assert!(GatewayConfig::parse(&format!("max_connections = 0\n{keys}")).is_err());
+        assert!(GatewayConfig::parse(&format!("header_read_timeout_secs = 0\n{keys}")).is_err());
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod metrics;
 mod multipart;
 pub mod names;
 pub mod object;
+mod refuse;
 mod s3;
 mod serve;
 mod stream;

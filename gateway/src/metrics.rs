@@ -24,6 +24,7 @@ pub struct Metrics {
     audits: Family<Labels, Counter>,
     last_audit_failures: Gauge,
     last_audit_time: Gauge,
+    connections: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -50,6 +51,7 @@ impl Metrics {
         let violations = Family::<Labels, Counter>::default();
         let audits = Family::<Labels, Counter>::default();
         let (last_audit_failures, last_audit_time) = (Gauge::default(), Gauge::default());
+        let connections = Gauge::default();
         registry.register("requests", "S3 requests answered, by method and HTTP status", requests.clone());
         registry.register("request_seconds", "Time to an S3 request's response headers, by method", latency.clone());
         registry.register(
@@ -68,15 +70,24 @@ impl Metrics {
             "When the last background audit round ended (Unix time)",
             last_audit_time.clone(),
         );
+        registry.register("connections", "S3 connections open", connections.clone());
         if let Some(client) = client {
             registry.register_collector(Box::new(CacheCollector(client)));
         }
-        Metrics { registry, requests, latency, violations, audits, last_audit_failures, last_audit_time }
+        Metrics { registry, requests, latency, violations, audits, last_audit_failures, last_audit_time, connections }
     }
 
-    pub fn request(&self, method: &str, status: u16, seconds: f64) {
+    /// A request answered: its method's label is one of a fixed few ([`method_label`]), so
+    /// that no client can grow the metrics without bound with methods of its own.
+    pub fn request(&self, method: &http::Method, status: u16, seconds: f64) {
+        let method = method_label(method);
         self.requests.get_or_create(&vec![("method", method.to_string()), ("status", status.to_string())]).inc();
         self.latency.get_or_create(&vec![("method", method.to_string())]).observe(seconds);
+    }
+
+    /// A connection opened (`1`) or closed (`-1`).
+    pub(crate) fn connections(&self, change: i64) {
+        self.connections.inc_by(change);
     }
 
     pub fn violation(&self, kind: &str) {
@@ -100,6 +111,19 @@ impl Metrics {
             Ok(()) => text,
             Err(e) => format!("# the metrics could not be written: {e}\n"),
         }
+    }
+}
+
+/// `method` as a metric label: the methods S3 uses, and `other` for any else.
+pub fn method_label(method: &http::Method) -> &'static str {
+    match *method {
+        http::Method::GET => "GET",
+        http::Method::HEAD => "HEAD",
+        http::Method::PUT => "PUT",
+        http::Method::POST => "POST",
+        http::Method::DELETE => "DELETE",
+        http::Method::OPTIONS => "OPTIONS",
+        _ => "other",
     }
 }
 

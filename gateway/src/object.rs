@@ -13,8 +13,11 @@ use std::collections::BTreeMap;
 /// The file's last bytes: the metadata's length, then this mark.
 pub const MAGIC: &[u8; 8] = b"vouchS3\x01";
 pub const TRAILER: u64 = 4 + MAGIC.len() as u64;
-/// Most bytes of metadata one object carries (S3 allows 2 KB of user metadata).
+/// Most bytes of metadata one object carries (S3 allows 2 KB of user metadata, and 8 KB of
+/// headers in all).
 pub const MAX_META: usize = 16 << 10;
+/// Most bytes of user metadata (`x-amz-meta-*`, its keys and values) a write sets, as in S3.
+pub const MAX_USER_META: usize = 2 << 10;
 
 /// What S3 says of an object besides its bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

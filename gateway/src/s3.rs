@@ -6,7 +6,7 @@ use crate::errors::to_s3;
 use crate::listing::{self, Listed};
 use crate::metrics::Metrics;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
-use crate::object::{ObjectMeta, TRAILER};
+use crate::object::{ObjectMeta, MAX_META, MAX_USER_META, TRAILER};
 use crate::stream::{body_stream, Piece, PutBody};
 use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
@@ -113,6 +113,10 @@ const LISTING_LOOKUPS: usize = 16;
 
 /// Bytes of a file's tail read at once to find its metadata.
 const TAIL_READ: u64 = 4096;
+
+/// Bytes a write adds to the metadata an application sets, at most: the ETag (a multipart
+/// one's), the five checksums, the time (group mode), with their names.
+const META_ADDED: usize = 1024;
 
 impl Gateway {
     /// A portal for `client`, counting into `metrics`; `por`: objects get a PoR copy; a
@@ -247,7 +251,7 @@ impl Gateway {
     /// to serve, and its body with the first read made.
     async fn open_object(&self, input: &GetObjectInput) -> S3Result<(Stat, std::ops::Range<u64>, StreamingBlob)> {
         let (name, stat) = self.object(&input.bucket, &input.key).await?;
-        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
+        check_read_conditions(read_conditions!(input), &stat.meta, stat.time)?;
         let range = match &input.range {
             None => 0..stat.body_len,
             Some(r) => r.check(stat.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", stat.body_len))?,
@@ -395,29 +399,107 @@ fn matches(condition: &ETagCondition, meta: Option<&ObjectMeta>) -> bool {
     }
 }
 
-/// The If-Match / If-None-Match checks of a read.
+/// A read's conditions: If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since.
+pub(crate) type ReadConditions<'a> =
+    (Option<&'a ETagCondition>, Option<&'a ETagCondition>, Option<&'a Timestamp>, Option<&'a Timestamp>);
+
+/// The conditions of the read `$input` (a GetObject's or HeadObject's input).
+macro_rules! read_conditions {
+    ($input:expr) => {
+        (
+            $input.if_match.as_ref(),
+            $input.if_none_match.as_ref(),
+            $input.if_modified_since.as_ref(),
+            $input.if_unmodified_since.as_ref(),
+        )
+    };
+}
+
+pub(crate) use read_conditions;
+
+/// The checks of a read's conditions on an object with `meta` stored at `modified` (Unix
+/// seconds), in HTTP's order (RFC 9110 13.2.2): a failed If-Match (or, without one,
+/// If-Unmodified-Since) is PreconditionFailed; then a matched If-None-Match (or, without one,
+/// If-Modified-Since) is NotModified.
 pub(crate) fn check_read_conditions(
-    if_match: Option<&ETagCondition>,
-    if_none_match: Option<&ETagCondition>,
+    (if_match, if_none_match, modified_since, unmodified_since): ReadConditions<'_>,
     meta: &ObjectMeta,
+    modified: u64,
 ) -> S3Result<()> {
-    if if_match.is_some_and(|c| !matches(c, Some(meta))) {
-        return Err(s3_error!(PreconditionFailed, "If-Match does not hold"));
+    let after = |date: &Timestamp| unix_seconds(date).map(|date| modified as i64 > date);
+    let failed = match (if_match, unmodified_since) {
+        (Some(condition), _) => !matches(condition, Some(meta)),
+        (None, Some(date)) => after(date)?,
+        (None, None) => false,
+    };
+    if failed {
+        return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
     }
-    if if_none_match.is_some_and(|c| matches(c, Some(meta))) {
+    let not_modified = match (if_none_match, modified_since) {
+        (Some(condition), _) => matches(condition, Some(meta)),
+        (None, Some(date)) => !after(date)?,
+        (None, None) => false,
+    };
+    if not_modified {
         return Err(S3Error::new(S3ErrorCode::NotModified));
     }
     Ok(())
 }
 
+/// `date` in whole Unix seconds (HTTP dates have no finer part).
+fn unix_seconds(date: &Timestamp) -> S3Result<i64> {
+    let mut text = Vec::new();
+    date.format(TimestampFormat::EpochSeconds, &mut text).map_err(|_| s3_error!(InvalidArgument, "a date"))?;
+    let seconds: f64 = std::str::from_utf8(&text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| s3_error!(InvalidArgument, "a date"))?;
+    Ok(seconds.floor() as i64)
+}
+
+/// `$output` (a GetObject's or HeadObject's) with the headers its input `$input` asks to be
+/// answered with instead (`response-content-type` and the like; S3 honours them on signed
+/// requests, and every request the gateway serves is signed).
+macro_rules! with_overrides {
+    ($output:expr, $input:expr) => {{
+        let mut output = $output;
+        let input = &$input;
+        if let Some(value) = &input.response_cache_control {
+            output.cache_control = Some(value.clone());
+        }
+        if let Some(value) = &input.response_content_disposition {
+            output.content_disposition = Some(value.clone());
+        }
+        if let Some(value) = &input.response_content_encoding {
+            output.content_encoding = Some(value.clone());
+        }
+        if let Some(value) = &input.response_content_language {
+            output.content_language = Some(value.clone());
+        }
+        if let Some(value) = &input.response_content_type {
+            output.content_type = Some(value.clone());
+        }
+        if let Some(value) = &input.response_expires {
+            output.expires = Some(value.clone());
+        }
+        output
+    }};
+}
+
+pub(crate) use with_overrides;
+
+/// The metadata a write sets, or MetadataTooLarge: S3's 2 KB of user metadata (its keys and
+/// values), and all of it small enough to be stored, with the ETag and checksums the write
+/// adds, where a read finds it ([`MAX_META`]). Refused before the body is read, never stored
+/// and then unreadable.
 pub(crate) fn meta_of(
     content_type: Option<String>,
     content_encoding: Option<String>,
     content_disposition: Option<String>,
     cache_control: Option<String>,
     user: Option<Metadata>,
-) -> ObjectMeta {
-    ObjectMeta {
+) -> S3Result<ObjectMeta> {
+    let meta = ObjectMeta {
         etag: String::new(),
         content_type,
         content_encoding,
@@ -426,7 +508,19 @@ pub(crate) fn meta_of(
         user: user.unwrap_or_default().into_iter().collect(),
         checksums: Default::default(),
         modified: None,
+    };
+    let user_bytes: usize = meta.user.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if user_bytes > MAX_USER_META {
+        return Err(s3_error!(
+            MetadataTooLarge,
+            "{user_bytes} bytes of user metadata (x-amz-meta-*); at most {MAX_USER_META}"
+        ));
     }
+    let stored = serde_json::to_vec(&meta).map_err(|e| s3_error!(InternalError, "metadata: {e}"))?.len();
+    if stored + META_ADDED > MAX_META {
+        return Err(s3_error!(MetadataTooLarge, "the object's headers and metadata are too long to store"));
+    }
+    Ok(meta)
 }
 
 #[async_trait::async_trait]
@@ -478,6 +572,7 @@ impl S3 for Gateway {
 
     async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
         let S3Request { input, headers, trailing_headers, .. } = req;
+        let meta = meta_from!(input)?;
         let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         self.need_bucket(&input.bucket).await?;
         let conditional = input.if_match.is_some() || input.if_none_match.is_some();
@@ -494,7 +589,6 @@ impl S3 for Gateway {
                 return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
             }
         }
-        let meta = meta_from!(input);
         let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
         let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
@@ -521,25 +615,23 @@ impl S3 for Gateway {
             .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
         let length = range.end - range.start;
         let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
-        Ok(S3Response::new(object_output!(
+        let output = object_output!(
             GetObjectOutput { body: Some(body), content_length: Some(length as i64), content_range: content_range },
             stat,
             stat.meta,
             sums
-        )))
+        );
+        Ok(S3Response::new(with_overrides!(output, input)))
     }
 
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = req.input;
         let (_, stat) = self.object(&input.bucket, &input.key).await?;
-        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &stat.meta)?;
+        check_read_conditions(read_conditions!(input), &stat.meta, stat.time)?;
         let sums = checksums_for(input.checksum_mode.as_ref(), true, &stat.meta);
-        Ok(S3Response::new(object_output!(
-            HeadObjectOutput { content_length: Some(stat.body_len as i64) },
-            stat,
-            stat.meta,
-            sums
-        )))
+        let output =
+            object_output!(HeadObjectOutput { content_length: Some(stat.body_len as i64) }, stat, stat.meta, sums);
+        Ok(S3Response::new(with_overrides!(output, input)))
     }
 
     async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
@@ -590,7 +682,7 @@ impl S3 for Gateway {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let input = req.input;
-        let meta = meta_from!(input);
+        let meta = meta_from!(input)?;
         let id = self.create_upload(&input.bucket, &input.key, meta).await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket),
@@ -700,7 +792,7 @@ impl S3 for Gateway {
         self.need_bucket(&input.bucket).await?;
         let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         let meta = match replace {
-            true => meta_from!(input),
+            true => meta_from!(input)?,
             false => ObjectMeta { etag: String::new(), ..stat.meta },
         };
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };

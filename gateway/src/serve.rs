@@ -1,6 +1,11 @@
 //! The gateway's HTTP servers: s3s's service over hyper, one task per connection, each
 //! request timed and counted; `/metrics` on a listener of its own; the background audits (own
 //! namespace) or the group's passive AIP work (group mode).
+//!
+//! Of a request not yet authenticated nothing is read past its head: a connection has
+//! `header_read_timeout_secs` for its TLS handshake and for each request head (idle or slow,
+//! it is closed), at most `max_connections` are served at once, and what s3s would read before
+//! it authenticates (a POST form) is refused from the head ([`crate::refuse`]).
 
 use crate::background::Background;
 use crate::config::GatewayConfig;
@@ -12,17 +17,18 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use s3s::auth::SimpleAuth;
+use s3s::config::{S3Config, StaticConfigProvider};
 use s3s::service::{S3Service, S3ServiceBuilder};
 use s3s::S3;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use vouch_client::vicos::Group;
 use vouch_client::Client;
 
@@ -102,6 +108,8 @@ async fn listen<G: S3>(
     let background = Background::new(stopped);
     let mut builder = S3ServiceBuilder::new(gateway(background.clone()));
     builder.set_auth(auth);
+    builder.set_access(crate::refuse::Refusals);
+    builder.set_config(Arc::new(StaticConfigProvider::new(Arc::new(s3s_limits()))));
     let service = builder.build();
     let listener = TcpListener::bind(&config.listen).await?;
     let addr = listener.local_addr()?;
@@ -117,7 +125,12 @@ async fn listen<G: S3>(
         }
         _ => None,
     };
-    let mut tasks = vec![serve(listener, tls, background.clone(), s3)];
+    let limits = Limits {
+        header_read: Duration::from_secs(config.header_read_timeout_secs.max(1)),
+        connections: Arc::new(Semaphore::new(config.max_connections.max(1))),
+        counted: Some(metrics.clone()),
+    };
+    let mut tasks = vec![serve(listener, tls, background.clone(), limits.clone(), s3)];
     let mut metrics_addr = None;
     if let Some(listen) = &config.metrics_listen {
         let listener = TcpListener::bind(listen).await?;
@@ -127,20 +140,52 @@ async fn listen<G: S3>(
             let answer = metrics_response(req.uri().path(), || scraped.render());
             async move { Ok::<_, Infallible>(answer) }
         };
-        tasks.push(serve(listener, None, background.clone(), handler));
+        // A semaphore of its own: scrapes are served while applications hold every S3 slot.
+        let limits =
+            Limits { connections: Arc::new(Semaphore::new(config.max_connections.max(1))), counted: None, ..limits };
+        tasks.push(serve(listener, None, background.clone(), limits, handler));
     }
     tracing::info!("vouch gateway listening on {addr}");
     Ok(RunningGateway { addr, metrics_addr, metrics, stop, tasks, background })
 }
 
-/// One S3 request through s3s, timed and counted (with the violation its answer names).
+/// s3s's limits on what it reads of a request. POST forms never reach it (refused from their
+/// head), so the form limits only back that refusal up; a form's file is not accepted at all.
+fn s3s_limits() -> S3Config {
+    let mut limits = S3Config::default();
+    limits.post_object_max_file_size = 0;
+    limits.form_max_field_size = 8 << 10;
+    limits.form_max_fields_size = 64 << 10;
+    limits.form_max_parts = 64;
+    limits
+}
+
+/// What one listener's connections may hold: the time each has to send its TLS handshake and
+/// each request head, the connections served at once, and the gauge that counts them.
+#[derive(Clone)]
+struct Limits {
+    header_read: Duration,
+    connections: Arc<Semaphore>,
+    counted: Option<Arc<Metrics>>,
+}
+
+/// How long the accept loop waits after a failed accept (out of file descriptors, say)
+/// before it tries again, rather than spin on the error.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// One S3 request through s3s, timed and counted (with the violation its answer names); or
+/// refused from its head alone, its body never read ([`crate::refuse::before_auth`]).
 async fn counted_call(service: &S3Service, metrics: &Metrics, req: http::Request<Incoming>) -> s3s::HttpResponse {
     let started = Instant::now();
-    let method = req.method().to_string();
-    let response = match service.call(req.map(s3s::Body::from)).await {
+    let method = req.method().clone();
+    let answer = match crate::refuse::before_auth(&req) {
+        Some(refusal) => refusal.to_http_response().map_err(|e| format!("{e:?}")),
+        None => service.call(req.map(s3s::Body::from)).await.map_err(|e| format!("{e:?}")),
+    };
+    let response = match answer {
         Ok(response) => response,
         Err(e) => {
-            tracing::error!("gateway: a request failed: {e:?}");
+            tracing::error!("gateway: a request failed: {e}");
             let mut response = http::Response::new(s3s::Body::empty());
             *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
             response
@@ -167,12 +212,13 @@ fn metrics_response(path: &str, render: impl FnOnce() -> String) -> http::Respon
 }
 
 /// Accepts connections on `listener` until `stopped`, serving each (over TLS with `tls`) with
-/// `handler` on a task of its own; at the stop, each open connection closes after its request
-/// in flight.
+/// `handler` on a task of its own, within `limits`; at the stop, each open connection closes
+/// after its request in flight.
 fn serve<F, Fut, B>(
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     background: Background,
+    limits: Limits,
     handler: F,
 ) -> tokio::task::JoinHandle<()>
 where
@@ -184,12 +230,25 @@ where
     let mut stopped = background.stopping();
     tokio::spawn(async move {
         loop {
+            // A slot first: at the cap, the next connection waits in the listen backlog
+            // until one ends (it is not accepted only to be dropped).
+            let permit = tokio::select! {
+                permit = limits.connections.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                _ = stopped.changed() => break,
+            };
             let (stream, _) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(e) => {
+                        // Out of file descriptors, say: trying again at once would spin.
                         tracing::warn!("gateway: accept failed: {e}");
-                        continue;
+                        tokio::select! {
+                            () = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
+                            _ = stopped.changed() => break,
+                        }
                     }
                 },
                 _ = stopped.changed() => break,
@@ -197,17 +256,21 @@ where
             // Small answers must not wait for a delayed ACK (Nagle).
             let _ = stream.set_nodelay(true);
             let (handler, mut stop, tls) = (handler.clone(), stopped.clone(), tls.clone());
+            let (header_read, counted) = (limits.header_read, limits.counted.clone());
             background.spawn(async move {
+                let _permit = permit;
+                let _open = counted.map(Open::new);
                 match tls {
-                    None => connection(stream, handler, stop).await,
+                    None => connection(stream, handler, header_read, stop).await,
                     Some(tls) => {
                         let handshake = tokio::select! {
-                            done = tls.accept(stream) => done,
+                            done = tokio::time::timeout(header_read, tls.accept(stream)) => done,
                             _ = stop.changed() => return,
                         };
                         match handshake {
-                            Ok(stream) => connection(stream, handler, stop).await,
-                            Err(e) => tracing::debug!("gateway: a TLS handshake failed: {e}"),
+                            Ok(Ok(stream)) => connection(stream, handler, header_read, stop).await,
+                            Ok(Err(e)) => tracing::debug!("gateway: a TLS handshake failed: {e}"),
+                            Err(_) => tracing::debug!("gateway: a TLS handshake took too long"),
                         }
                     }
                 }
@@ -216,9 +279,26 @@ where
     })
 }
 
+/// An open connection, counted in the metrics while it lasts.
+struct Open(Arc<Metrics>);
+
+impl Open {
+    fn new(metrics: Arc<Metrics>) -> Open {
+        metrics.connections(1);
+        Open(metrics)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections(-1);
+    }
+}
+
 /// Serves one connection with `handler` until it ends, or until `stop` (then after the
-/// request in flight).
-async fn connection<S, F, Fut, B>(stream: S, handler: F, mut stop: watch::Receiver<bool>)
+/// request in flight). A request head not read in full within `header_read` of the wait for
+/// it (idle or slow) closes the connection.
+async fn connection<S, F, Fut, B>(stream: S, handler: F, header_read: Duration, mut stop: watch::Receiver<bool>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     F: Fn(http::Request<Incoming>) -> Fut + Send + 'static,
@@ -226,8 +306,10 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let connection =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handler));
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read)
+        .serve_connection(TokioIo::new(stream), service_fn(handler));
     tokio::pin!(connection);
     let ended = tokio::select! {
         ended = connection.as_mut() => ended,

@@ -16,9 +16,9 @@
 //!   (SDKs retry it). Each runs to its end on a task of its own even if the application
 //!   hangs up, so the member's AIP state never stops mid-operation, and shutdown waits for it.
 //! * Not in group mode: multipart uploads, conditional writes (If-Match / If-None-Match on
-//!   PutObject, x-amz-copy-source-if-*), If-Modified-Since / If-Unmodified-Since, reads by
-//!   part number and versions answer NotImplemented (If-Match / If-None-Match on reads are
-//!   served: the ETag is known once the object is read). ListBuckets names no creation dates
+//!   PutObject, x-amz-copy-source-if-*), reads by part number and versions answer
+//!   NotImplemented (a read's conditions are served: the ETag and time are known once the
+//!   object is read). ListBuckets names no creation dates
 //!   (a bucket is an empty marker). No member can hold the others while it checks and then
 //!   writes, so a check-then-write (CreateBucket's "exists?", DeleteBucket's "empty?", a put's
 //!   "is there a bucket?") is only atomic within one gateway: a put racing a DeleteBucket
@@ -162,7 +162,9 @@ impl GroupGateway {
     }
 
     /// The outcome of the group operation `op` makes, tried again (after a growing wait)
-    /// while it aborts or the sequencer is busy; ServiceUnavailable after [`ATTEMPTS`].
+    /// while it aborts, the sequencer is busy or a read's object changed while it came (each
+    /// attempt makes its own output: what a failed one wrote is never served);
+    /// ServiceUnavailable after [`ATTEMPTS`].
     /// Other errors become S3's, with `missing` for "not found".
     async fn retried<T, F, Fut>(&self, missing: S3ErrorCode, op: F) -> S3Result<T>
     where
@@ -176,6 +178,9 @@ impl GroupGateway {
                 Ok(Outcome::Done(done)) => return Ok(done),
                 Ok(Outcome::Abort) => "another member's operation was pending".to_string(),
                 Err(e) if is_busy(&e) => e.to_string(),
+                // A read whose object another member replaced while it came: its spool goes
+                // with the attempt, and the next attempt reads into a fresh one.
+                Err(e @ ClientError::Changed(_)) => e.to_string(),
                 Err(e) => return Err(to_s3(e, missing)),
             };
             tracing::debug!("group {}: attempt {attempt} of an operation did not go through: {why}", self.group.name());

@@ -9,7 +9,8 @@ use crate::listing::{self, Listed};
 use crate::names;
 use crate::object::ObjectMeta;
 use crate::s3::{
-    check_read_conditions, checksums, checksums_for, etag, meta_from, meta_of, object_output, timestamp, with_checksums,
+    check_read_conditions, checksums, checksums_for, etag, meta_from, meta_of, object_output, read_conditions,
+    timestamp, with_checksums, with_overrides,
 };
 use crate::stream::PutBody;
 use futures::{StreamExt, TryStreamExt};
@@ -132,7 +133,7 @@ impl S3 for GroupGateway {
         refuse_if(input.write_offset_bytes.is_some(), "an append (x-amz-write-offset-bytes)")?;
         let key = object_key(&input.bucket, &input.key)?;
         self.need_bucket(&input.bucket).await?;
-        let meta = ObjectMeta { modified: Some(now()), ..meta_from!(input) };
+        let meta = ObjectMeta { modified: Some(now()), ..meta_from!(input)? };
         let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
         let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
@@ -143,12 +144,10 @@ impl S3 for GroupGateway {
 
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let input = req.input;
-        let since = input.if_modified_since.is_some() || input.if_unmodified_since.is_some();
-        refuse_if(since, "If-Modified-Since / If-Unmodified-Since")?;
         refuse_if(input.part_number.is_some(), "a read by part number")?;
         let fetched = self.object(&input.bucket, &input.key).await?;
         let found = &fetched.found;
-        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &found.meta)?;
+        check_read_conditions(read_conditions!(input), &found.meta, found.time)?;
         let range = match &input.range {
             None => 0..found.body_len,
             Some(r) => r.check(found.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", found.body_len))?,
@@ -161,28 +160,24 @@ impl S3 for GroupGateway {
         let sums = checksums_for(input.checksum_mode.as_ref(), length == found.body_len, &found.meta);
         // Verified whole: only now does a byte of it leave the spool.
         let body = fetched.spool.clone().body(range).map_err(spool_failed)?;
-        Ok(S3Response::new(object_output!(
+        let output = object_output!(
             GetObjectOutput { body: Some(body), content_length: Some(length as i64), content_range: content_range },
             found,
             found.meta,
             sums
-        )))
+        );
+        Ok(S3Response::new(with_overrides!(output, input)))
     }
 
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = req.input;
-        let since = input.if_modified_since.is_some() || input.if_unmodified_since.is_some();
-        refuse_if(since, "If-Modified-Since / If-Unmodified-Since")?;
         refuse_if(input.part_number.is_some(), "a read by part number")?;
         let found = self.object_stat(&input.bucket, &input.key).await?;
-        check_read_conditions(input.if_match.as_ref(), input.if_none_match.as_ref(), &found.meta)?;
+        check_read_conditions(read_conditions!(input), &found.meta, found.time)?;
         let sums = checksums_for(input.checksum_mode.as_ref(), true, &found.meta);
-        Ok(S3Response::new(object_output!(
-            HeadObjectOutput { content_length: Some(found.body_len as i64) },
-            found,
-            found.meta,
-            sums
-        )))
+        let output =
+            object_output!(HeadObjectOutput { content_length: Some(found.body_len as i64) }, found, found.meta, sums);
+        Ok(S3Response::new(with_overrides!(output, input)))
     }
 
     async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
@@ -241,7 +236,7 @@ impl S3 for GroupGateway {
         let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         // The body is the source's, verified: so are its ETag and checksums.
         let described = match replace {
-            true => meta_from!(input),
+            true => meta_from!(input)?,
             false => kept.clone(),
         };
         let meta = ObjectMeta { etag: kept.etag, checksums: kept.checksums, modified: Some(now()), ..described };

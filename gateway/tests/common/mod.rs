@@ -121,6 +121,89 @@ impl Harness {
     }
 }
 
+/// An answer to a raw request: its status, headers and body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    /// The S3 error code its body names (empty when none).
+    pub fn code(&self) -> &str {
+        self.body.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map_or("", |(code, _)| code)
+    }
+
+    /// The value of the header `name` (empty when absent).
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+}
+
+impl Harness {
+    /// A URL for `method` on the raw `path` (`"box"` a bucket, `"box/key"` an object) with
+    /// `query`, presigned for `expires` by object_store (which has no call for most of what the
+    /// tests ask); headers sent with it are not signed.
+    pub async fn presigned(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, &str)],
+        expires: std::time::Duration,
+    ) -> String {
+        use object_store::signer::{SignedUrlOptions, Signer};
+        // Virtual-hosted style with the bare endpoint: the URL's path is `path` itself.
+        let signer = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_virtual_hosted_style_request(true)
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_bucket_name("unused")
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(SECRET_KEY)
+            .build()
+            .unwrap();
+        let options = SignedUrlOptions::default().with_query(query.iter().copied());
+        let path = object_store::path::Path::from(path);
+        signer.signed_url_opts(method, &path, expires, &options).await.unwrap().to_string()
+    }
+
+    /// `method` on `path` with `query` (signed) and `headers`, with no body.
+    pub async fn raw(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        self.raw_with(method, path, query, headers, Vec::new()).await
+    }
+
+    /// `method` on `path` with `query` (signed), `headers` and `body`.
+    pub async fn raw_with(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Answer {
+        let url = self.presigned(method.clone(), path, query, std::time::Duration::from_secs(300)).await;
+        let mut request = reqwest::Client::new().request(method, url).body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        answer(request).await
+    }
+}
+
+/// What `request` gets.
+pub async fn answer(request: reqwest::RequestBuilder) -> Answer {
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    Answer { status, headers, body: response.text().await.unwrap() }
+}
+
 /// Bytes that differ from seed to seed.
 pub fn sample(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
