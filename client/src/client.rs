@@ -397,8 +397,12 @@ impl Client {
             cutting,
             frames: tx,
             attempt: new_attempt(),
-            // A PoR copy needs every block; the cache takes a version that fits it.
-            keep_blocks: if por_file { Some(u64::MAX) } else { self.cache.written_limit() },
+            // A PoR copy of a version that fits in memory is made from its blocks as sent (a
+            // larger one is read back a batch at a time); the cache takes a version that fits it.
+            keep_blocks: match por_file {
+                true => Some(crate::por::POR_KEEP_BYTES.max(self.cache.written_limit().unwrap_or(0))),
+                false => self.cache.written_limit(),
+            },
             commits: true,
         };
         let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
@@ -551,27 +555,6 @@ impl Client {
             each(parts, &chunk)?;
         }
         Ok((verified, read.finish()?))
-    }
-
-    /// The blocks of version `number` of `name` with their nonces and tags, read verified
-    /// (for a PoR copy).
-    pub(crate) async fn tagged_blocks(
-        &self,
-        _commit: &Committing<'_>,
-        name: &str,
-        number: u64,
-    ) -> Result<Vec<crate::por::TaggedData>, ClientError> {
-        let mut blocks = Vec::new();
-        self.read_blocks(View::Committing, name, Some(number), None, |_, chunk| {
-            blocks.extend(chunk.blocks.iter().map(|b| crate::por::TaggedData {
-                nonce: b.nonce,
-                tag: b.tag.to_vec(),
-                data: b.data.clone(),
-            }));
-            Ok(())
-        })
-        .await?;
-        Ok(blocks)
     }
 
     /// Every name, verified complete.

@@ -470,3 +470,19 @@ async fn repair_heals_a_damaged_block_store_copy_from_the_por_copy() {
     assert_eq!(client.repair("f").await.unwrap().healed_blocks, 0, "nothing left to heal");
     assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
 }
+
+/// A copy owed after its put (the provider went down for PoR writes) is made by the next PoR
+/// operation from the version read back a batch at a time: a file larger than one request's
+/// slots takes several batches, each read and checked, none holding the whole file.
+#[tokio::test]
+async fn an_owed_copy_larger_than_a_request_is_made_a_batch_at_a_time() {
+    let mut setup = Setup::new(Misbehave::FailPorWrites).await;
+    let data = sample(18_000_000, 45);
+    let client = setup.client();
+    let failed = client.put_por("large", std::io::Cursor::new(data.clone()), None, |_| {}).await;
+    assert!(failed.is_err(), "the copy's batches are refused");
+    drop(client);
+    let client = with_provider_stopped(&mut setup, async |_| {}).await;
+    assert_eq!(get_por(&client, "large", None).await.unwrap(), data, "the owed copy is made");
+    assert!(client.audit_por(64).await.unwrap().verified);
+}

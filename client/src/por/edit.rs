@@ -31,10 +31,7 @@ impl Client {
         let mut record = self.por_ready(&keys, false).await?;
         match self.por_reuse(&keys, &record, name, base, version, written).await? {
             Some((layout, written)) => self.por_write_copy(&keys, &mut record, version, &layout, written, true).await?,
-            None => {
-                let blocks = self.tagged_blocks(commit, name, version.number).await?;
-                self.por_copy(&keys, &mut record, version, &blocks).await?
-            }
+            None => self.por_copy_streamed(commit, &keys, &mut record, name, version, None).await?,
         }
         record.copying = None;
         self.por_save(&record)
@@ -82,7 +79,11 @@ impl Client {
     }
 
     /// The verified list of `version`'s blocks (their nonces, tags and lengths; no data).
-    async fn por_block_list(&self, name: &str, version: &VersionRecord) -> Result<Vec<StoredBlock>, ClientError> {
+    pub(super) async fn por_block_list(
+        &self,
+        name: &str,
+        version: &VersionRecord,
+    ) -> Result<Vec<StoredBlock>, ClientError> {
         let request = BlocksRequest { name: name.into(), version: Some(version.number) };
         let answer: BlockList = self.remote.call(Op::Blocks, &request).await.map_err(|e| e.absence_unproven(name))?;
         match verify::located(&self.root(), name, Some(version.number), &answer.located)? {

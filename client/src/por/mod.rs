@@ -42,6 +42,7 @@ mod layout;
 mod moves;
 mod record;
 mod repair;
+mod streamed;
 
 pub(crate) use copy::{is_por_file, new_file_id, TaggedData};
 
@@ -79,6 +80,10 @@ const CODED_REGION: u8 = 0xFE;
 /// gateway's `por_lambda`): a part missing half its slots passes with probability
 /// `2^-lambda`, and below this that is no proof.
 pub const MIN_POR_LAMBDA: u32 = 32;
+/// Most bytes of a version a put keeps in memory for its PoR copy; a larger version's copy is
+/// read back from the provider a batch at a time ([`streamed`]), so that a copy's memory stays
+/// bounded at any file size.
+pub(crate) const POR_KEEP_BYTES: u64 = 64 << 20;
 /// Refused batches within one epoch after which the next PoR operation first starts a new
 /// epoch (a re-encode of C from U), which folds their incarnations' ends into one number.
 const MAX_INCARNATION_ENDS: usize = 16;
@@ -437,33 +442,6 @@ impl Client {
         self.por_write_copy(keys, record, version, &layout, (writes, slots), true).await
     }
 
-    /// Writes the copy of `version` again, whole, where the record says it was being written
-    /// (its label's batch was refused, or its answer not seen): the slots the provider may have
-    /// seen in that label are the slots the copy is in now. They were checked free when that
-    /// batch was sent (its earlier batches were applied, and the version's kept blocks are in
-    /// the runs of the version before it), and nothing else wrote U since (an owed copy is
-    /// settled before any other PoR write), so this writes over free slots or over the same
-    /// blocks.
-    async fn por_copy_again(
-        &self,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-        version: &VersionRecord,
-        layout: &Layout,
-        blocks: &[TaggedData],
-    ) -> Result<(), ClientError> {
-        let counts: Vec<(usize, u64)> = copy::slot_counts(blocks).into_iter().enumerate().collect();
-        let starts = layout.starts(&counts).ok_or_else(|| {
-            ClientError::State(format!(
-                "the PoR record's layout for version {} does not fit its blocks; the record is damaged",
-                version.number
-            ))
-        })?;
-        let starts: Vec<u64> = (0..blocks.len()).map(|i| starts[&i]).collect();
-        let (writes, slots) = copy::lay_out(&starts, blocks);
-        self.por_write_copy(keys, record, version, layout, (writes, slots), false).await
-    }
-
     /// Where new blocks of `most_slots` slots in all may go: the runs of ⊥ slots the provider
     /// names, checked for shape here (each is checked free again, against U's checksums,
     /// before a batch writes it), then fresh slots.
@@ -602,13 +580,11 @@ impl Client {
         let Some(name) = record.copying.clone() else { return Ok(()) };
         match self.version_in(&View::Committing, &name, None).await {
             Ok(latest) if is_por_file(&latest.record.file) && latest.record.len > 0 => {
-                let blocks = self.tagged_blocks(commit, &name, latest.record.number).await?;
-                match record.copy_layout.take() {
-                    Some((number, layout)) if number == latest.record.number => {
-                        self.por_copy_again(keys, record, &latest.record, &layout, &blocks).await?
-                    }
-                    _ => self.por_copy(keys, record, &latest.record, &blocks).await?,
-                }
+                let again = match record.copy_layout.take() {
+                    Some((number, layout)) if number == latest.record.number => Some(layout),
+                    _ => None,
+                };
+                self.por_copy_streamed(commit, keys, record, &name, &latest.record, again).await?;
             }
             Ok(_) | Err(ClientError::NotFound(_)) => {}
             Err(e) => return Err(e),
@@ -664,11 +640,13 @@ impl Client {
     ) -> Result<(), ClientError> {
         let keys = self.por_keys()?;
         let mut record = self.por_ready(&keys, false).await?;
-        let blocks = match blocks {
-            Some(b) => b,
-            None => self.tagged_blocks(commit, name, version.number).await?,
-        };
-        self.por_copy(&keys, &mut record, version, &blocks).await?;
+        match blocks {
+            // Kept by the put: all of the version (see `POR_KEEP_BYTES`).
+            Some(b) if b.iter().map(|b| b.data.len() as u64).sum::<u64>() == version.len => {
+                self.por_copy(&keys, &mut record, version, &b).await?
+            }
+            _ => self.por_copy_streamed(commit, &keys, &mut record, name, version, None).await?,
+        }
         record.copying = None;
         self.por_save(&record)
     }
