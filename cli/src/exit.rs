@@ -24,7 +24,9 @@ pub const STATE: i32 = 6;
 /// The provider refused the credentials.
 pub const UNAUTHORIZED: i32 = 7;
 /// A VICOS operation aborted: another member's incompatible operation was pending. Nothing
-/// changed; run the command again.
+/// changed; run the command again. Also a get whose object another member replaced or
+/// deleted while it was read ([`ClientError::Changed`]): its partial output is gone (a file)
+/// or to be discarded (standard output); run it again.
 pub const ABORTED: i32 = 8;
 
 /// The exit code for a client error.
@@ -37,6 +39,7 @@ pub fn exit_code(e: &ClientError) -> i32 {
         ClientError::State(_) | ClientError::UnknownMember { .. } => STATE,
         ClientError::BadInput(_) => USAGE,
         ClientError::Refused { .. } | ClientError::Io { .. } | ClientError::Busy { .. } => FAILURE,
+        ClientError::Changed(_) => ABORTED,
     }
 }
 
@@ -63,6 +66,7 @@ mod tests {
             (ClientError::Refused { code: ProviderError::TooLarge(s()).code(), message: s() }, 1),
             (ClientError::Io { what: s(), source: std::io::Error::other("x") }, 1),
             (ClientError::Busy { dir: s(), holder: s() }, 1),
+            (ClientError::Changed(s()), 8),
         ];
         for (e, code) in cases {
             assert_eq!(exit_code(&e), code, "{e:?}");

@@ -26,8 +26,8 @@ pub enum GroupCommand {
         #[arg(long, value_enum, default_value_t = ModeArg::Compatible)]
         mode: ModeArg,
         /// `hmac`: one group key, in the key file (the paper's default); `ed25519`: a key pair
-        /// per member, the key file a roster of public keys (members exchange rosters with
-        /// `vouch group roster`).
+        /// per member, the key file a roster of public keys with the group's admission secret
+        /// (members exchange rosters, which hold no secret, with `vouch group roster`).
         #[arg(long, value_enum, default_value_t = SignaturesArg::Hmac)]
         signatures: SignaturesArg,
     },
@@ -38,17 +38,21 @@ pub enum GroupCommand {
         #[arg(long)]
         id: Option<u32>,
     },
-    /// An Ed25519 group's roster (its members' public keys and the group's admission secret,
-    /// no signing key): written for the others, after adding those of another member's roster with `--import`. A member's
-    /// operations are accepted once its key is in the roster.
+    /// An Ed25519 group's roster (its members' public keys; no secret): written for the
+    /// others, after adding those of another member's roster with `--import`. A member's
+    /// operations are accepted once its key is in the roster. Or a key file for a new member.
     Roster {
         name: String,
         /// Add the members this roster file names (a known member with another key is refused).
         #[arg(long, value_name = "FILE")]
         import: Option<PathBuf>,
-        /// Write the roster here (it also serves as a key file to join with).
+        /// Write the roster here (it admits no one: a new member joins with a key file).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Write a key file for the next new member here: the roster with the group's
+        /// admission secret (an HMAC group's: its key). Hand it to that member alone.
+        #[arg(long, value_name = "FILE")]
+        key_out: Option<PathBuf>,
     },
     /// Reach the group's objects in the provider's S3 bucket directly, with this member's own
     /// credentials (only AIP goes through the provider), or again through the provider.
@@ -140,11 +144,15 @@ pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(
             };
             out.print(&file.group, || format!("joined group {} as member {}{next}", file.group, file.id));
         }
-        GroupCommand::Roster { name, import, out: to } => {
-            let (roster, added) = Group::roster(&state, &name, import.as_deref())?;
+        GroupCommand::Roster { name, import, out: to, key_out } => {
+            let (key_file, added) = Group::roster(&state, &name, import.as_deref())?;
             if let Some(path) = &to {
-                roster.write(path)?;
+                key_file.as_roster()?.write(path)?;
             }
+            if let Some(path) = &key_out {
+                key_file.write(path)?;
+            }
+            let roster = key_file;
             let ids: Vec<String> = roster.members.keys().cloned().collect();
             out.print(&roster.members, || {
                 let mut text = format!("group {name}: members {}", ids.join(", "));
@@ -156,6 +164,9 @@ pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(
                 }
                 if let Some(path) = &to {
                     text += &format!("; roster written to {}", path.display());
+                }
+                if let Some(path) = &key_out {
+                    text += &format!("; key file for member {} written to {}", roster.id, path.display());
                 }
                 text
             });
@@ -248,7 +259,8 @@ async fn run(group: &Group, which: ObjCommand) -> Result<Report, Failure> {
 }
 
 /// A verified get: whole or not at all to `path`; or to standard output as the bytes come,
-/// checked against the object's hash at their end (a failed check exits 3 after them).
+/// checked against the object's hash at their end (a failed check exits 3 after them, an
+/// object another member replaced while it came exits 8 after them: discard what came).
 async fn get(group: &Group, key: &str, path: Option<&Path>) -> Result<u64, Failure> {
     let missing = || Failure::Client(ClientError::NotFound(format!("object {key} (proven absent)")));
     let Some(path) = path else {

@@ -153,6 +153,8 @@ fn an_ed25519_group_exchanges_rosters_from_the_command_line() {
     assert_eq!(code(&unknown), 6, "{}", text(&unknown.stderr));
     assert!(text(&unknown.stderr).contains("--import"), "{}", text(&unknown.stderr));
     bob.ok(&["group", "roster", "team", "--out", roster.to_str().unwrap()]);
+    let exported = std::fs::read_to_string(&roster).unwrap();
+    assert!(!exported.contains("admission") && !exported.contains("signing"), "a roster holds no secret: {exported}");
     assert!(alice.ok(&["group", "roster", "team", "--import", roster.to_str().unwrap()]).contains("1 imported"));
     assert_eq!(alice.run(&["obj", "get", "b"]).stdout, b"from bob");
 }
@@ -208,6 +210,6 @@ fn a_member_reaches_the_bucket_itself_once_told_to() {
     // Her credentials never leave her own group file.
     let shared = dir.path().join("shared.key");
     alice.ok(&["group", "direct", "team", "--s3", mine.to_str().unwrap()]);
-    alice.ok(&["group", "roster", "team", "--out", shared.to_str().unwrap()]);
+    alice.ok(&["group", "roster", "team", "--key-out", shared.to_str().unwrap()]);
     assert!(!std::fs::read_to_string(&shared).unwrap().contains(&c.secret_key));
 }

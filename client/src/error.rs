@@ -38,6 +38,12 @@ pub enum ClientError {
     /// Another process holds the client state directory (its `lock` file).
     #[error("client state {dir} is in use by another vouch process{holder}; try again when it is done")]
     Busy { dir: String, holder: String },
+    /// A VICOS object was replaced or deleted by another member while it was read, after
+    /// some of its bytes had reached the output: what was written is not a verified object.
+    /// Not the provider's doing (an honest store drops a deleted object); discard the output
+    /// and read again into a fresh one.
+    #[error("{0} changed while it was read: what was written of it is not the object; discard it and read again")]
+    Changed(String),
     #[error("{0}")]
     BadInput(String),
     #[error("{what}: {source}")]

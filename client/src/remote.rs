@@ -428,7 +428,8 @@ mod tests {
     #[tokio::test]
     async fn a_request_larger_than_the_protocol_allows_is_refused_for_its_size() {
         let remote = Remote::new("http://127.0.0.1:9", "token").unwrap();
-        let request = vouch_proto::por::PorPlanRequest { plan: serde_bytes::ByteBuf::from(vec![0; MAX_MESSAGE + 1]) };
+        let request =
+            vouch_proto::por::PorPlanRequest { plan: serde_bytes::ByteBuf::from(vec![0; MAX_MESSAGE + 1]), part: 0 };
         match remote.call::<_, vouch_proto::por::PorContext>(Op::PorPlan, &request).await {
             Err(ClientError::Refused { code: vouch_proto::ErrorCode::TooLarge, message }) => {
                 assert!(message.contains("larger than the protocol allows"), "{message}")

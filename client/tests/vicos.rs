@@ -381,3 +381,99 @@ async fn an_object_said_missing_midway_is_a_lie() {
     let bob = Group::join(Remote::new(&url, TOKEN_BOB).unwrap(), GROUP, 1, keys(), Mode::Compatible);
     assert_caught(get(&bob, "big").await, ViolationKind::UnprovenNotFound, "not found midway");
 }
+
+/// Passes the provider's answer through unchanged.
+fn unchanged() -> proxy::Pass {
+    Box::new(|code, body| (code, body))
+}
+
+/// The race of a get retried after a "not found": the store streams garbage for the object
+/// the history names, then says "not found"; the reader asks the history again, and the
+/// provider holds that INVOKE until another member's put of the key lands. The key now names
+/// another object, so the "not found" is what an honest store says of a replaced object,
+/// but the garbage has reached the output: the get must not go on into the new object and
+/// report garbage ‖ new object as verified. It fails as changed (its output to be
+/// discarded), and a read into a fresh output gets the new object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_then_not_found_while_another_put_lands_is_never_a_verified_get() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use tokio::sync::Semaphore;
+    use vouch_proto::vicos::CosGetFrame;
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    put(&alice, "k", b"the first object").await;
+    let (lied, invokes) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let (arrived, gate) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
+    let url = {
+        let (arrived, gate) = (arrived.clone(), gate.clone());
+        proxy::proxy(setup.url(), move |op| match op {
+            "cos-get" if !lied.swap(true, SeqCst) => {
+                // Shorter than the object: within the length its value holds.
+                let garbage = CosGetFrame::Data(serde_bytes::ByteBuf::from(b"GARBAGE".to_vec()));
+                let missing = vouch_proto::ErrorBody { code: vouch_proto::ErrorCode::NotFound, message: "gone".into() };
+                let mut body = vouch_proto::encode_frame(&garbage);
+                body.extend(vouch_proto::encode_frame(&CosGetFrame::Error(missing)));
+                proxy::Answer::Own(200, body)
+            }
+            // The reader's second INVOKE (its get asked again) waits for the other put.
+            "aip-invoke" if invokes.fetch_add(1, SeqCst) == 1 => {
+                arrived.add_permits(1);
+                proxy::Answer::After(gate.clone(), unchanged())
+            }
+            _ => proxy::Answer::Forward(unchanged()),
+        })
+        .await
+    };
+    let bob = Arc::new(Group::join(Remote::new(&url, TOKEN_BOB).unwrap(), GROUP, 1, keys(), Mode::Compatible));
+    let mut reader = tokio::spawn({
+        let bob = bob.clone();
+        async move {
+            let mut out = Vec::new();
+            let got = bob.get(b"k", &mut out).await;
+            (got, out)
+        }
+    });
+    tokio::select! {
+        held = arrived.acquire() => held.unwrap().forget(),
+        ended = &mut reader => panic!("the get ended before it asked the history again: {:?}", ended.unwrap()),
+    }
+    put(&alice, "k", b"second").await;
+    gate.add_permits(1);
+    let (got, out) = reader.await.unwrap();
+    assert!(matches!(got, Err(ClientError::Changed(_))), "{got:?}, output {:?}", String::from_utf8_lossy(&out));
+    assert_eq!(get(&bob, "k").await.unwrap().unwrap(), b"second", "a fresh read gets the new object");
+}
+
+/// A store that streams more bytes than the object holds (here: the object, then garbage
+/// and a stream that never ends) is caught at the first byte past the length the group's
+/// history holds: the reader neither writes those bytes nor waits for the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_streamed_past_its_length_is_caught_without_reading_on() {
+    use vouch_proto::vicos::CosGetFrame;
+    let setup = Setup::new(Misbehave::None).await;
+    let alice = create(&setup).await;
+    put(&alice, "k", b"small").await;
+    let stretch = |code: u16, body: Vec<u8>| {
+        if code != 200 {
+            return (code, body);
+        }
+        let first = 4 + u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
+        let mut out = body[..first].to_vec();
+        let more = CosGetFrame::Data(serde_bytes::ByteBuf::from(vec![0xee; 64 << 10]));
+        out.extend_from_slice(&vouch_proto::encode_frame(&more));
+        (code, out)
+    };
+    let url = proxy::proxy(setup.url(), move |op| match op {
+        "cos-get" => proxy::Answer::Endless(Box::new(stretch)),
+        _ => proxy::Answer::Forward(unchanged()),
+    })
+    .await;
+    let bob = Group::join(Remote::new(&url, TOKEN_BOB).unwrap(), GROUP, 1, keys(), Mode::Compatible);
+    let mut out = Vec::new();
+    let got = tokio::time::timeout(std::time::Duration::from_secs(30), bob.get(b"k", &mut out))
+        .await
+        .expect("caught at its length, not read on");
+    assert_caught(got, ViolationKind::AlteredObject, "past its length");
+    assert_eq!(out, b"small", "nothing past the length reached the output");
+}

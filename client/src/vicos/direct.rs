@@ -9,7 +9,7 @@
 //! checked against the hash the group's history holds, and a "not found" for an object the
 //! history names is a lie ([`ViolationKind::UnprovenNotFound`]).
 
-use super::object_hasher;
+use super::{object_hasher, Incoming, HASH_LEN};
 use crate::error::ClientError;
 use crate::violation::ViolationKind;
 use bytes::Bytes;
@@ -108,9 +108,14 @@ impl DirectObjects {
         }
     }
 
-    /// Stores the bytes of `reader` as `name`; returns their SHA-256. Nothing is visible under
-    /// `name` unless the whole object is (an input that fails midway stores nothing).
-    pub(super) async fn put(&self, name: &str, reader: impl Read + Send + 'static) -> Result<[u8; 32], ClientError> {
+    /// Stores the bytes of `reader` as `name`; returns their length and hash. Nothing is
+    /// visible under `name` unless the whole object is (an input that fails midway stores
+    /// nothing).
+    pub(super) async fn put(
+        &self,
+        name: &str,
+        reader: impl Read + Send + 'static,
+    ) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Part>(PARTS_IN_FLIGHT);
         let producer = tokio::task::spawn_blocking(move || read_parts(reader, &tx));
         let key = Key::from(name);
@@ -122,7 +127,7 @@ impl DirectObjects {
             }
             _ => None, // the input failed: the producer says how
         };
-        let hash = producer
+        let counted = producer
             .await
             .map_err(|e| ClientError::Io { what: "reading the input".into(), source: std::io::Error::other(e) })??;
         match stored {
@@ -134,7 +139,7 @@ impl DirectObjects {
                 })
             }
         }
-        Ok(hash)
+        Ok(counted)
     }
 
     /// One PUT of a whole object, sent again (twice) when MinIO answers 400 IncompleteBody to
@@ -183,9 +188,15 @@ impl DirectObjects {
         }
     }
 
-    /// Streams object `name` into `out`; returns its length and SHA-256. A missing object is
-    /// a lie when the group's history names it: the caller knows it does.
-    pub(super) async fn get(&self, name: &str, out: &mut (impl Write + Send)) -> Result<(u64, [u8; 32]), ClientError> {
+    /// Streams object `name`, of `len` bytes by the group's history, into `out` (never more:
+    /// see [`Incoming`]); returns its hash. A missing object is a lie when the group's history
+    /// names it: the caller knows it does.
+    pub(super) async fn get(
+        &self,
+        name: &str,
+        len: u64,
+        out: &mut (impl Write + Send),
+    ) -> Result<[u8; HASH_LEN], ClientError> {
         let got = match self.store.get(&Key::from(name)).await {
             Ok(got) => got,
             Err(object_store::Error::NotFound { .. }) => {
@@ -197,14 +208,12 @@ impl DirectObjects {
             Err(e) => return Err(self.failed(&format!("reading {name}"), e)),
         };
         let mut bytes = got.into_stream();
-        let (mut hasher, mut len) = (object_hasher(), 0u64);
+        let what = format!("{} object {name}", self.place);
+        let mut incoming = Incoming::new(out, len, &what);
         while let Some(chunk) = bytes.next().await {
-            let chunk = chunk.map_err(|e| self.failed(&format!("reading {name}"), e))?;
-            hasher.update(&chunk);
-            len += chunk.len() as u64;
-            out.write_all(&chunk).map_err(ClientError::io("writing the output"))?;
+            incoming.take(&chunk.map_err(|e| self.failed(&format!("reading {name}"), e))?)?;
         }
-        Ok((len, *hasher.finalize().as_bytes()))
+        incoming.end()
     }
 
     /// Deletes object `name`; deleting what is not there succeeds.
@@ -238,9 +247,13 @@ enum Part {
     End,
 }
 
-/// The producer half of a direct put: `reader`'s bytes in parts, hashed as they go.
-fn read_parts(mut reader: impl Read, tx: &tokio::sync::mpsc::Sender<Part>) -> Result<[u8; 32], ClientError> {
-    let mut hasher = object_hasher();
+/// The producer half of a direct put: `reader`'s bytes in parts, counted and hashed as they
+/// go.
+fn read_parts(
+    mut reader: impl Read,
+    tx: &tokio::sync::mpsc::Sender<Part>,
+) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
+    let (mut hasher, mut len) = (object_hasher(), 0u64);
     loop {
         let mut part = Vec::with_capacity(PART_BYTES.min(1 << 20));
         let n = (&mut reader)
@@ -249,6 +262,7 @@ fn read_parts(mut reader: impl Read, tx: &tokio::sync::mpsc::Sender<Part>) -> Re
             .map_err(ClientError::io("reading the input"))?;
         if n > 0 {
             hasher.update(&part);
+            len += n as u64;
             if tx.blocking_send(Part::Data(Bytes::from(part))).is_err() {
                 break; // the upload failed: its error is the one reported
             }
@@ -258,5 +272,5 @@ fn read_parts(mut reader: impl Read, tx: &tokio::sync::mpsc::Sender<Part>) -> Re
             break;
         }
     }
-    Ok(*hasher.finalize().as_bytes())
+    Ok((len, *hasher.finalize().as_bytes()))
 }

@@ -15,8 +15,10 @@
 //!   not as the provider's lie (the provider could invent a member, but never sign for one).
 //!
 //! Either way a key file admits its holder at the provider (`vouch_core::aip::Admission`):
-//! an HMAC group's admission secret comes from its key, an Ed25519 group's is in its files
-//! and rosters. Share them only with the group.
+//! an HMAC group's admission secret comes from its key, an Ed25519 group's is in its files.
+//! Share them only with the group. A roster holds public keys only, never the admission
+//! secret: rosters go back and forth between members, and one that leaked would otherwise
+//! let its holder speak to the provider as a member that has not spoken yet.
 
 use super::{DirectObjects, Group, S3Access};
 use crate::error::ClientError;
@@ -115,11 +117,34 @@ impl GroupFile {
         Ok(added)
     }
 
-    /// This file as another member may see it: the group, its mode, its keys and admission
+    /// This file as a key file for a new member: the group, its mode, its keys and admission
     /// secret, none of this member's own secrets, and the next free member id.
     pub fn shared(&self) -> Result<GroupFile, ClientError> {
         let next = self.roster()?.keys().next_back().map_or(self.id, |last| (*last).max(self.id)) + 1;
         Ok(GroupFile { id: next, signing: None, direct: None, ..self.clone() })
+    }
+
+    /// This key file ([`GroupFile::shared`]) as an Ed25519 group's roster for the other
+    /// members: without the admission secret (a roster admits no one). An HMAC group has no
+    /// roster.
+    pub fn as_roster(&self) -> Result<GroupFile, ClientError> {
+        if self.key.is_some() {
+            return Err(bad(
+                "an HMAC group has no roster (its members share one key): a new member joins with a key file",
+            ));
+        }
+        Ok(GroupFile { admission: None, signing: None, direct: None, ..self.clone() })
+    }
+
+    /// A roster file ([`GroupFile::as_roster`]), to import: checked as [`GroupFile::read`]
+    /// checks a group file, but with no admission secret asked for (an older vouch's rosters
+    /// held one; it is not read).
+    pub fn read_roster(path: &Path) -> Result<GroupFile, ClientError> {
+        let file = GroupFile { admission: None, ..GroupFile::parse(path)? };
+        if file.key.is_some() {
+            return Err(bad(&format!("{}: an HMAC group's key file, not a roster", path.display())));
+        }
+        Ok(file)
     }
 
     /// Whether the group runs ADICT compatible (Table 1) or commutative.
@@ -132,11 +157,17 @@ impl GroupFile {
     }
 
     pub fn read(path: &Path) -> Result<GroupFile, ClientError> {
+        let file = GroupFile::parse(path)?;
+        file.admission()?;
+        Ok(file)
+    }
+
+    /// The file at `path`, its name, keys and mode checked.
+    fn parse(path: &Path) -> Result<GroupFile, ClientError> {
         let text = std::fs::read_to_string(path).map_err(ClientError::io(format!("reading {}", path.display())))?;
         let file: GroupFile = toml::from_str(&text).map_err(|e| bad(&format!("{}: {e}", path.display())))?;
         check_name(&file.group)?;
         file.keys()?;
-        file.admission()?;
         file.mode()?;
         Ok(file)
     }
@@ -265,8 +296,16 @@ impl Group {
     /// In an Ed25519 group, this member makes its key pair and adds itself to its roster;
     /// the others import that roster ([`Group::roster`]) before they accept its operations.
     pub fn join_with(state: &Path, key_file: &Path, id: Option<ClientId>) -> Result<GroupFile, ClientError> {
+        let mut file = GroupFile::parse(key_file)?;
+        if file.key.is_none() && file.admission.is_none() {
+            return Err(bad(&format!(
+                "{} is a roster, which admits no one: join with a key file (vouch group roster {} --key-out FILE, on a member)",
+                key_file.display(),
+                file.group
+            )));
+        }
+        file.admission()?;
         StateDir::open(state)?;
-        let mut file = GroupFile::read(key_file)?;
         if config_path(state, &file.group).exists() {
             return Err(ClientError::State(format!("already a member of group {}", file.group)));
         }
@@ -288,9 +327,10 @@ impl Group {
         Ok(file)
     }
 
-    /// `vouch group roster`: this member's view of group `name` for others (see
-    /// [`GroupFile::shared`]); with `import`, first adds the members of that roster file.
-    /// Returns the roster and the ids imported.
+    /// `vouch group roster`: this member's key file of group `name` for a new member (see
+    /// [`GroupFile::shared`]; its roster for the others is [`GroupFile::as_roster`], with no
+    /// admission secret); with `import`, first adds the members of that roster file. Returns
+    /// the key file and the ids imported.
     ///
     /// Runs beside a process that holds the member (a gateway): it takes only the group
     /// file's own lock, so two imports never lose one another's members, and the member reads
@@ -305,7 +345,7 @@ impl Group {
         let mut mine = GroupFile::read(&path)?;
         let mut added = Vec::new();
         if let Some(other) = import {
-            added = mine.import(&GroupFile::read(other)?)?;
+            added = mine.import(&GroupFile::read_roster(other)?)?;
             mine.write(&path)?;
         }
         Ok((mine.shared()?, added))
@@ -462,7 +502,7 @@ mod tests {
         let shared = updated.shared().unwrap();
         assert_eq!((shared.signing.as_ref(), shared.direct.as_ref()), (None, None), "no secret of this member's");
         assert_eq!((shared.id, shared.signing.as_ref()), (2, None), "the next id, and no secret");
-        assert_eq!(shared.admission, mine.admission, "the group's admission secret goes with it");
+        assert_eq!(shared.admission, mine.admission, "the group's admission secret goes with a key file");
         // A roster that gives a known member another key is refused whole.
         let forged = GroupFile { members: BTreeMap::from([("0".into(), key(9)), ("5".into(), key(5))]), ..theirs };
         let mut kept = updated.clone();
@@ -470,5 +510,54 @@ mod tests {
         assert_eq!(kept, updated);
         let other_group = GroupFile { group: "other".into(), ..shared };
         assert!(kept.import(&other_group).is_err());
+    }
+}
+
+#[cfg(test)]
+mod roster_tests {
+    use super::*;
+
+    fn member() -> GroupFile {
+        GroupFile {
+            group: "team".into(),
+            id: 0,
+            mode: "compatible".into(),
+            key: None,
+            signing: Some(to_hex(&[1; 32])),
+            members: BTreeMap::from([("0".into(), to_hex(&Keyring::ed25519_public(&[1; 32])))]),
+            admission: Some("cd".repeat(32)),
+            direct: None,
+        }
+    }
+
+    /// Rosters go from member to member; one that carried the admission secret would admit
+    /// whoever it leaked to at the provider, in the name of a member id no one has used yet.
+    /// A roster written for export holds no admission secret (nor any other secret), it
+    /// still imports, and it does not serve to join with.
+    #[test]
+    fn an_exported_roster_carries_no_admission_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let roster = member().shared().unwrap().as_roster().unwrap();
+        assert_eq!((&roster.admission, &roster.signing, &roster.direct), (&None, &None, &None));
+        let path = dir.path().join("team.roster");
+        roster.write(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&"cd".repeat(32)) && !text.contains("admission"), "{text}");
+        let mut theirs = GroupFile { id: 1, members: BTreeMap::new(), ..member() };
+        theirs.members.insert("1".into(), to_hex(&Keyring::ed25519_public(&[2; 32])));
+        assert_eq!(theirs.import(&GroupFile::read_roster(&path).unwrap()).unwrap(), [0]);
+        let state = dir.path().join("state");
+        match Group::join_with(&state, &path, Some(5)) {
+            Err(ClientError::BadInput(why)) => assert!(why.contains("roster, which admits no one"), "{why}"),
+            other => panic!("a roster is no key file: {other:?}"),
+        }
+        let hmac = GroupFile {
+            key: Some("ab".repeat(32)),
+            signing: None,
+            members: BTreeMap::new(),
+            admission: None,
+            ..member()
+        };
+        assert!(hmac.as_roster().is_err(), "an HMAC group's key file is its secret: no roster of it");
     }
 }

@@ -7,12 +7,15 @@
 //! live in the provider's object store (COS) under a translated key `k || x`, `x` a fresh
 //! nonce per put, so that two puts of one key never overwrite each other's bytes (Sec. 4.3).
 //!
-//! * put: `cos-put(k||x, v)` streamed while `h = SHA-256(v)` is computed, then
-//!   `adict-put(k, x || h)`; on ABORT `cos-del(k||x)`. Once committed, the object it
+//! * put: `cos-put(k||x, v)` streamed while `h = H(v)` and `v`'s length `n` are computed,
+//!   then `adict-put(k, x || n || h)`; on ABORT `cos-del(k||x)`. Once committed, the object it
 //!   replaced is queued to go (`cos-del(k||x')`, `x'` by its REPLY: [`Adict::replaced`], in
 //!   batches: see [`retire`]), where Alg. 6 leaves it for good.
-//! * get: `adict-get(k)`, then `cos-get(k||x)` streamed into the output and hashed; a hash
-//!   that is not `h` is a violation (the bytes written are then not to be used).
+//! * get: `adict-get(k)`, then `cos-get(k||x)` streamed into the output and hashed, read up
+//!   to `n` bytes and no further; a hash that is not `h`, or a stream that runs past `n` or
+//!   ends short of it, is a violation (the bytes written are then not to be used). The value
+//!   holds `n` (Alg. 6's is `x || h`) so that a provider cannot stream without end into an
+//!   output before the hash check at its end.
 //! * del: `adict-del(k)`, then `cos-del(k||x')` of the object it replaced (not `k||*`: see
 //!   [`Group::delete`]). list: `adict-list()`.
 //!
@@ -56,9 +59,96 @@ const PUT_FRAME_BYTES: usize = 1 << 20;
 const MAX_GET_TRIES: usize = 4;
 /// Most batches one passive phase authenticates before it leaves the rest to others.
 const MAX_PASSIVE_ROUNDS: usize = 1024;
-/// Bytes of a nonce `x` and of a hash `h`: ADICT's value is `x || h`.
+/// Bytes of a nonce `x`, of a length `n` and of a hash `h`: ADICT's value is `x || n || h`
+/// ([`Named`]).
 const NONCE_LEN: usize = 16;
+const LENGTH_LEN: usize = 8;
 const HASH_LEN: usize = 32;
+/// An older vouch's value, `x || h`: no length, so no reader takes it.
+const UNLENGTHED_VALUE_LEN: usize = NONCE_LEN + HASH_LEN;
+
+/// The object a key's ADICT value names: `x || n || h`, the nonce of its name, its length
+/// (little-endian) and its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Named {
+    nonce: [u8; NONCE_LEN],
+    len: u64,
+    hash: [u8; HASH_LEN],
+}
+
+impl Named {
+    const VALUE_LEN: usize = NONCE_LEN + LENGTH_LEN + HASH_LEN;
+
+    fn value(&self) -> Vec<u8> {
+        [&self.nonce[..], &self.len.to_le_bytes(), &self.hash].concat()
+    }
+
+    /// The object `value` names; `None` when it is no `x || n || h`.
+    fn parse(value: &[u8]) -> Option<Named> {
+        let (nonce, rest) = value.split_first_chunk::<NONCE_LEN>()?;
+        let (len, hash) = rest.split_first_chunk::<LENGTH_LEN>()?;
+        Some(Named { nonce: *nonce, len: u64::from_le_bytes(*len), hash: hash.try_into().ok()? })
+    }
+}
+
+/// An output that counts what reached it: a get may ask the history again after a failed
+/// read only while nothing of that read reached its output.
+struct Counted<'a, W> {
+    out: &'a mut W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// An object's bytes as they come: hashed and written to the output, never past the length
+/// the group's history holds for it (what runs past it is a violation, caught before it is
+/// read on), and checked to reach that length at the end.
+pub(super) struct Incoming<'a, W> {
+    out: &'a mut W,
+    hasher: blake3::Hasher,
+    got: u64,
+    len: u64,
+    what: &'a str,
+}
+
+impl<'a, W: Write> Incoming<'a, W> {
+    pub(super) fn new(out: &'a mut W, len: u64, what: &'a str) -> Incoming<'a, W> {
+        Incoming { out, hasher: object_hasher(), got: 0, len, what }
+    }
+
+    pub(super) fn take(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
+        if bytes.len() as u64 > self.len - self.got {
+            return Err(ClientError::violation(
+                ViolationKind::AlteredObject,
+                format!("{} runs past its length in the group's history, {} bytes", self.what, self.len),
+            ));
+        }
+        self.hasher.update(bytes);
+        self.got += bytes.len() as u64;
+        self.out.write_all(bytes).map_err(ClientError::io("writing the output"))
+    }
+
+    /// The object's hash, once the stream ended at its length.
+    pub(super) fn end(self) -> Result<[u8; HASH_LEN], ClientError> {
+        if self.got < self.len {
+            return Err(ClientError::violation(
+                ViolationKind::ShortStream,
+                format!("{} ended after {} of its {} bytes", self.what, self.got, self.len),
+            ));
+        }
+        Ok(*self.hasher.finalize().as_bytes())
+    }
+}
 
 /// `h`, the hash of an object's contents: BLAKE3 keyed for VICOS objects (see
 /// `vouch_core::hash`), fed as the bytes go by.
@@ -198,8 +288,8 @@ impl Group {
     pub async fn put(&self, key: &[u8], reader: impl Read + Send + 'static) -> Result<Outcome<()>, ClientError> {
         let nonce: [u8; NONCE_LEN] = rand::random();
         let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
-        let hash = self.cos_put(object, reader).await?;
-        let value = [&nonce[..], &hash[..]].concat();
+        let (len, hash) = self.cos_put(object, reader).await?;
+        let value = Named { nonce, len, hash }.value();
         let (settled, committed) = self.run(DictOp::Put { key: key.to_vec(), value }).await?;
         match settled.outcome {
             Outcome::Done(_) => {
@@ -224,25 +314,33 @@ impl Group {
     ///
     /// The object is fetched while the COMMIT of the `adict-get` goes out: the REPLY settled
     /// the value (and the COMMIT is saved), so the two need not wait for each other.
+    ///
+    /// A "not found" for the object is a lie while the key still names it; once another
+    /// member replaced or deleted it, it is an honest store's answer, and the get asks the
+    /// history again, but only when nothing of the object reached `out`: bytes written
+    /// there before the "not found" were never verified, and the next object must not
+    /// follow them. Then the get fails with [`ClientError::Changed`], and the caller
+    /// discards its output (and may read again into a fresh one).
     pub async fn get(&self, key: &[u8], out: &mut (impl Write + Send)) -> Result<Outcome<Option<u64>>, ClientError> {
         let mut named = self.adict_get(key).await?;
         for _ in 0..MAX_GET_TRIES {
             let (outcome, mut aip) = named;
-            let value = match outcome {
-                Outcome::Done(Some(value)) => value,
+            let found = match outcome {
+                Outcome::Done(Some(found)) => found,
                 Outcome::Done(None) => return self.finish(&mut aip).await.map(|_| Outcome::Done(None)),
                 Outcome::Abort => return self.finish(&mut aip).await.map(|_| Outcome::Abort),
             };
-            let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
-            let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
+            let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce: found.nonce };
             // The member's state is let go as soon as the COMMIT is out, so that another
             // operation of this member (a gateway's) need not wait for the object's bytes.
             let finish = async move { self.finish(&mut aip).await };
-            let (finished, fetched) = tokio::join!(finish, self.cos_get(&object, out));
+            let mut counted = Counted { out: &mut *out, written: 0 };
+            let (finished, fetched) = tokio::join!(finish, self.cos_get(&object, found.len, &mut counted));
+            let written = counted.written;
             // A lie caught in the object is reported over a failure to deliver the COMMIT: a
             // provider that drops that connection must not turn a caught lie into an outage.
             let lie_in_object = match &fetched {
-                Ok((_, hash)) => hash[..] != value[NONCE_LEN..],
+                Ok(hash) => *hash != found.hash,
                 Err(e) => e.violation_kind().is_some(),
             };
             match finished {
@@ -250,7 +348,7 @@ impl Group {
                 _ => {}
             }
             match fetched {
-                Ok((len, hash)) if hash[..] == value[NONCE_LEN..] => return Ok(Outcome::Done(Some(len))),
+                Ok(hash) if hash == found.hash => return Ok(Outcome::Done(Some(found.len))),
                 Ok(_) => {
                     return Err(ClientError::violation(
                         ViolationKind::AlteredObject,
@@ -266,9 +364,13 @@ impl Group {
                 // it makes the "not found" a lie.
                 Err(e) if e.violation_kind() == Some(ViolationKind::UnprovenNotFound) => {
                     let (now, mut aip) = self.adict_get(key).await?;
-                    if matches!(&now, Outcome::Done(Some(now)) if *now == value) {
+                    if matches!(&now, Outcome::Done(Some(now)) if *now == found) {
                         self.finish(&mut aip).await?;
                         return Err(e);
+                    }
+                    if written > 0 {
+                        self.finish(&mut aip).await?;
+                        return Err(ClientError::Changed(format!("object {} of group {}", show(key), self.name)));
                     }
                     named = (now, aip);
                 }
@@ -283,25 +385,34 @@ impl Group {
         })
     }
 
-    /// `adict-get(k)`, settled ([`Group::settle`]): the value the group's history holds for
-    /// `key` (a nonce and a hash), and the member's AIP state to finish the operation with.
-    async fn adict_get(&self, key: &[u8]) -> Result<(Outcome<Option<Vec<u8>>>, Held<'_>), ClientError> {
+    /// `adict-get(k)`, settled ([`Group::settle`]): the object the group's history names for
+    /// `key`, and the member's AIP state to finish the operation with.
+    async fn adict_get(&self, key: &[u8]) -> Result<(Outcome<Option<Named>>, Held<'_>), ClientError> {
         let (settled, mut aip) = self.settle(DictOp::Get { key: key.to_vec() }).await?;
         let value = match settled.outcome {
             Outcome::Abort => Ok(Outcome::Abort),
             Outcome::Done(DictResponse::Value(None)) => Ok(Outcome::Done(None)),
-            Outcome::Done(DictResponse::Value(Some(value))) if value.len() == NONCE_LEN + HASH_LEN => {
-                Ok(Outcome::Done(Some(value)))
+            Outcome::Done(DictResponse::Value(Some(value))) if value.len() == Named::VALUE_LEN => {
+                Ok(Outcome::Done(Named::parse(&value)))
+            }
+            // Put by a member (the provider cannot sign one), of an older vouch: no lie.
+            Outcome::Done(DictResponse::Value(Some(value))) if value.len() == UNLENGTHED_VALUE_LEN => {
+                Err(ClientError::State(format!(
+                    "object {} of group {} was stored by an older vouch, without its length, which this one \
+                     needs to read it: read it with that version, or make the group again",
+                    show(key),
+                    self.name
+                )))
             }
             Outcome::Done(DictResponse::Value(Some(_))) => {
-                Err(malformed("the key's value is not a nonce and a hash".into()))
+                Err(malformed("the key's value is not a nonce, a length and a hash".into()))
             }
             Outcome::Done(other) => Err(malformed(format!("a get answered with {other:?}"))),
         };
         match value {
             Ok(value) => Ok((value, aip)),
             Err(e) => {
-                // The COMMIT still goes out (the outcome is settled); the lie is reported.
+                // The COMMIT still goes out (the outcome is settled); the error is reported.
                 if let Err(other) = self.finish(&mut aip).await {
                     tracing::debug!("group {}: after a malformed value: {other}", self.name);
                 }
@@ -539,12 +650,12 @@ impl Group {
         }
     }
 
-    /// Streams `reader` to the store as object `object`; returns its SHA-256.
+    /// Streams `reader` to the store as object `object`; returns its length and hash.
     async fn cos_put(
         &self,
         object: CosObject,
         reader: impl Read + Send + 'static,
-    ) -> Result<[u8; HASH_LEN], ClientError> {
+    ) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
         if let Some(direct) = &self.direct {
             return direct.put(&object_name(&object.group, &object.key, &object.nonce), reader).await;
         }
@@ -559,14 +670,16 @@ impl Group {
         hash
     }
 
-    /// Streams object `object` into `out`; returns its length and SHA-256.
+    /// Streams object `object`, of `len` bytes by the group's history, into `out` (never
+    /// more: see [`Incoming`]); returns its hash.
     async fn cos_get(
         &self,
         object: &CosObject,
+        len: u64,
         out: &mut (impl Write + Send),
-    ) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
+    ) -> Result<[u8; HASH_LEN], ClientError> {
         if let Some(direct) = &self.direct {
-            return direct.get(&object_name(&object.group, &object.key, &object.nonce), out).await;
+            return direct.get(&object_name(&object.group, &object.key, &object.nonce), len, out).await;
         }
         self.admit().await?;
         let what = format!("object {} of group {}", show(&object.key), object.group);
@@ -575,15 +688,11 @@ impl Group {
             .frames(Op::CosGet, object)
             .await
             .map_err(|e| e.not_found_is(ViolationKind::UnprovenNotFound, &what))?;
-        let (mut hasher, mut len) = (object_hasher(), 0u64);
+        let mut incoming = Incoming::new(out, len, &what);
         loop {
             match frames.next::<CosGetFrame>().await? {
-                Some(CosGetFrame::Data(bytes)) => {
-                    hasher.update(&bytes);
-                    len += bytes.len() as u64;
-                    out.write_all(&bytes).map_err(ClientError::io("writing the output"))?;
-                }
-                Some(CosGetFrame::End) => return Ok((len, *hasher.finalize().as_bytes())),
+                Some(CosGetFrame::Data(bytes)) => incoming.take(&bytes)?,
+                Some(CosGetFrame::End) => return incoming.end(),
                 // The history names this object: "not found", first or midway, is no answer.
                 Some(CosGetFrame::Error(e)) => {
                     return Err(ClientError::from_server(e.code, e.message)
@@ -600,12 +709,13 @@ impl Group {
     }
 }
 
-/// The producer half of a `cos-put`: frames of `reader`'s bytes, hashed as they go.
+/// The producer half of a `cos-put`: frames of `reader`'s bytes, counted and hashed as they
+/// go.
 fn send_object(
     object: CosObject,
     mut reader: impl Read,
     tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
-) -> Result<[u8; HASH_LEN], ClientError> {
+) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
     let send = |frame: &CosPutFrame| {
         tx.blocking_send(Ok(Bytes::from(encode_frame(frame)))).map_err(|_| ClientError::Io {
             what: "upload".into(),
@@ -613,7 +723,7 @@ fn send_object(
         })
     };
     send(&CosPutFrame::Head(object))?;
-    let mut hasher = object_hasher();
+    let (mut hasher, mut len) = (object_hasher(), 0u64);
     let mut buf = vec![0u8; PUT_FRAME_BYTES];
     loop {
         let n = read_full(&mut reader, &mut buf).map_err(ClientError::io("reading the input"))?;
@@ -621,10 +731,11 @@ fn send_object(
             break;
         }
         hasher.update(&buf[..n]);
+        len += n as u64;
         send(&CosPutFrame::Data(ByteBuf::from(buf[..n].to_vec())))?;
     }
     send(&CosPutFrame::End)?;
-    Ok(*hasher.finalize().as_bytes())
+    Ok((len, *hasher.finalize().as_bytes()))
 }
 
 /// Fills `buf` as far as the input goes; the bytes read.

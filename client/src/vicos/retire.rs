@@ -55,9 +55,8 @@ impl Group {
     /// queue's batch when that filled it. Only after the COMMIT was taken: the object of a
     /// put that a takeover later aborts would still be named.
     pub(super) async fn retire(&self, key: &[u8], replaced: Option<Vec<u8>>, mine: Option<[u8; NONCE_LEN]>) {
-        // A value that is no nonce and hash names no object (as `adict_get` reads it).
-        let Some(value) = replaced.filter(|v| v.len() == NONCE_LEN + super::HASH_LEN) else { return };
-        let nonce: [u8; NONCE_LEN] = value[..NONCE_LEN].try_into().expect("length checked");
+        // A value that is no `x || n || h` names no object (as `adict_get` reads it).
+        let Some(super::Named { nonce, .. }) = replaced.as_deref().and_then(super::Named::parse) else { return };
         if Some(nonce) == mine {
             return;
         }

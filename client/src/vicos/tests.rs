@@ -36,9 +36,9 @@ async fn a_delete_between_a_puts_upload_and_its_adict_put_leaves_the_put_readabl
 
     let nonce = [9; NONCE_LEN];
     let object = CosObject { group: "team".into(), key: ByteBuf::from(b"k".to_vec()), nonce };
-    let hash = alice.cos_put(object, Cursor::new(b"second".to_vec())).await.unwrap();
+    let (len, hash) = alice.cos_put(object, Cursor::new(b"second".to_vec())).await.unwrap();
     assert_eq!(bob.delete(b"k").await.unwrap(), Outcome::Done(()));
-    let value = [&nonce[..], &hash[..]].concat();
+    let value = Named { nonce, len, hash }.value();
     let (settled, committed) = alice.run(DictOp::Put { key: b"k".to_vec(), value }).await.unwrap();
     assert_eq!(settled.outcome, Outcome::Done(DictResponse::Nothing));
     assert!(committed);
@@ -59,11 +59,11 @@ async fn the_put_that_fills_the_retire_queue_deletes_every_object_in_it() {
     let current = || async {
         let (named, mut aip) = alice.adict_get(b"k").await.unwrap();
         alice.finish(&mut aip).await.unwrap();
-        let Outcome::Done(Some(value)) = named else { panic!("the key holds an object") };
-        <[u8; NONCE_LEN]>::try_from(&value[..NONCE_LEN]).unwrap()
+        let Outcome::Done(Some(named)) = named else { panic!("the key holds an object") };
+        named.nonce
     };
     let bob = &bob;
-    let stored = |nonce| async move { bob.cos_get(&object(nonce), &mut Vec::new()).await.is_ok() };
+    let stored = |nonce| async move { bob.cos_get(&object(nonce), 100, &mut Vec::new()).await.is_ok() };
 
     let mut replaced = Vec::new();
     for round in 0..=retire::RETIRE_BATCH {
@@ -94,7 +94,7 @@ async fn an_uncontended_put_is_authenticated_with_its_commit() {
     let dir = tempfile::tempdir().unwrap();
     let (server, alice, bob) = team(dir.path()).await;
     let progress = || async { server.provider().honest().aip_progress("team").await.unwrap() };
-    let put = |key: &str| DictOp::Put { key: key.into(), value: vec![1; NONCE_LEN + HASH_LEN] };
+    let put = |key: &str| DictOp::Put { key: key.into(), value: vec![1; Named::VALUE_LEN] };
 
     let (mut settled, mut aip) = alice.settle(put("a")).await.unwrap();
     let early = settled.early.take().expect("nothing was pending before it");
@@ -138,4 +138,19 @@ async fn a_listing_goes_page_by_page() {
     by_path.sort_by_key(|k| key_path(k));
     assert_eq!(listed, by_path);
     assert_eq!(bob.list().await.unwrap(), Outcome::Done(names));
+}
+
+/// A key whose value an older vouch put (`x || h`, no length) is refused with a message that
+/// says so, and blames no one: a member put it, and the provider cannot sign for one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_with_no_length_is_refused_as_an_older_vouchs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, alice, bob) = team(dir.path()).await;
+    let value = vec![7; NONCE_LEN + HASH_LEN];
+    let (settled, _) = alice.run(DictOp::Put { key: b"old".to_vec(), value }).await.unwrap();
+    assert_eq!(settled.outcome, Outcome::Done(DictResponse::Nothing));
+    match bob.get(b"old", &mut Vec::new()).await {
+        Err(ClientError::State(why)) => assert!(why.contains("older vouch"), "{why}"),
+        other => panic!("expected an older vouch's value refused, got {other:?}"),
+    }
 }

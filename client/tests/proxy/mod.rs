@@ -48,6 +48,9 @@ pub enum Answer {
     After(Gate, Pass),
     /// Forwards as `Forward` does, then holds the answer until the gate opens.
     Hold(Gate, Pass),
+    /// Forwards as `Forward` does and sends what the pass made, announced as the start of a
+    /// body without end: the connection stays open and nothing more comes.
+    Endless(Pass),
 }
 
 /// What a test opens (`add_permits`, one per request) to let a held request or answer go on.
@@ -93,11 +96,16 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
                     assert!(n > 0, "request body cut short");
                     buf.extend_from_slice(&piece[..n]);
                 }
+                let mut endless = false;
                 let (before, pass, after) = match decide(path.trim_start_matches("/v1/")) {
                     Answer::Own(code, body) => (None, Err((code, body)), None),
                     Answer::Forward(pass) => (None, Ok(pass), None),
                     Answer::After(gate, pass) => (Some(gate), Ok(pass), None),
                     Answer::Hold(gate, pass) => (None, Ok(pass), Some(gate)),
+                    Answer::Endless(pass) => {
+                        endless = true;
+                        (None, Ok(pass), None)
+                    }
                 };
                 if let Some(gate) = before {
                     gate.acquire().await.unwrap().forget();
@@ -120,9 +128,14 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
                 if let Some(gate) = after {
                     gate.acquire().await.unwrap().forget();
                 }
-                let head = format!("HTTP/1.1 {code} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                let announced = if endless { body.len() + (1 << 40) } else { body.len() };
+                let head = format!("HTTP/1.1 {code} X\r\ncontent-length: {announced}\r\nconnection: close\r\n\r\n");
                 socket.write_all(head.as_bytes()).await.unwrap();
                 socket.write_all(&body).await.unwrap();
+                if endless {
+                    socket.flush().await.unwrap();
+                    std::future::pending::<()>().await;
+                }
                 socket.shutdown().await.unwrap();
             });
         }

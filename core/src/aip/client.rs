@@ -276,20 +276,41 @@ impl<F: Functionality> Client<F> {
         Ok(authenticated)
     }
 
-    /// `check-view(δ, b, a, ψ)`: clears the operations authenticated since the last view, and
-    /// checks `α`'s AUTH signature over the last update among them, `O[d]`.
-    fn check_view(&mut self, view: &View<F>) -> Result<(), Violation> {
+    /// The checks of `check-view(δ, b, a, ψ)`: the operations authenticated since the last
+    /// view ([`Client::check_delta`]), and `α`'s AUTH signature over the last update among
+    /// them, `O[d]`. Returns `d` and `H[d]`, for [`Client::clear_view`] once the whole REPLY
+    /// checked.
+    fn check_view(&mut self, view: &View<F>) -> Result<(u64, Digest), Violation> {
         let (d, hash) = self.check_delta(view)?;
         let op = view.authenticated.op.to_wire();
         let statement = auth_statement(&op, d, &hash, &view.alpha.auth.to_wire());
         let by = view.alpha.psi.by;
         self.check(self.keys.verify(by, &statement, &view.alpha.psi.bytes), "AUTH", by, d)?;
-        self.cleared = view.b;
-        self.authenticated = (d, hash);
-        self.aborted_for = self.aborted_for.split_off(&(view.b + 1));
+        Ok((d, hash))
+    }
+
+    /// The rest of `check-view`: clears the operations up to `b`, `d` the last update.
+    fn clear_view(&mut self, b: u64, authenticated: (u64, Digest)) {
+        self.cleared = b;
+        self.authenticated = authenticated;
+        self.aborted_for = self.aborted_for.split_off(&(b + 1));
         // The server applied everything up to b: it had a COMMIT for each.
-        self.unsent.retain(|c| c.t > view.b);
-        Ok(())
+        self.unsent.retain(|c| c.t > b);
+    }
+
+    /// Runs the checks of one message; when one fails, what the checks before it added to
+    /// this client's state is taken back (the links they pushed onto `H`, the takeovers they
+    /// learned), so that a refused message leaves nothing a save could keep: a REPLY that
+    /// shows an operation of a member whose key is not imported yet is checked again, whole,
+    /// by the next operation, and a forged one must not lengthen the chain meanwhile.
+    fn all_or_nothing<T>(&mut self, checks: impl FnOnce(&mut Self) -> Result<T, Violation>) -> Result<T, Violation> {
+        let (end, retired) = (self.chain.end(), self.retired.clone());
+        let checked = checks(self);
+        if checked.is_err() {
+            self.chain.truncate(end);
+            self.retired = retired;
+        }
+        checked
     }
 
     /// `check-pending(ω)`: every pending operation (the first at position `first`) was
@@ -331,36 +352,56 @@ impl<F: Functionality> Client<F> {
         }
     }
 
-    /// The REPLY handler: the response (or ABORT), and the COMMIT message to send.
+    /// The REPLY handler (Alg. 1, upon REPLY): the response (or ABORT), and the COMMIT
+    /// message to send. Every check (`check-view`, `check-pending`, the sequence number,
+    /// `authexec`) passes before anything of the REPLY is kept: `extend-chain`'s links go
+    /// again when a later check fails ([`Client::all_or_nothing`]), and the view is cleared,
+    /// abandoned operations aborted and the status recorded only after the last check.
     pub fn on_reply(&mut self, reply: Reply<F>) -> Result<Replied<F>, Violation> {
         let Some(op) = self.current.clone() else { return Err(Violation::Malformed("a reply with nothing invoked")) };
+        let (authenticated, t, status) = self.all_or_nothing(|me| me.check_reply(&reply, &op))?;
         let view = &reply.view;
-        self.check_view(view)?;
-        self.check_pending(&view.omega, view.b + 1, true)?;
-        let t = view.b + view.omega.len() as u64;
-        if reply.t != t {
-            return Err(Violation::Pending("the sequence number does not follow the pending operations"));
-        }
+        self.clear_view(view.b, authenticated);
         self.abort_abandoned(&view.omega, view.b + 1)?;
-        let status = |k: usize| match &view.omega[k] {
-            p if p.invoked.client == self.me => self.status.get(&(view.b + 1 + k as u64)).copied(),
-            p => p.aborted.as_ref().map(|_| Status::Abort),
-        };
-        let (mine, others) = separate_pending(self.me, view.omega.iter().map(|p| &p.invoked), status);
-        let (outcome, status) = match self.functionality.compatible(&others, &op) {
-            true => {
-                F::authexec(&mine, &view.alpha.auth, &reply.response, &reply.aux).map_err(|_| Violation::Response)?;
-                (Outcome::Done(reply.response), Status::Success)
-            }
-            false => (Outcome::Abort, Status::Abort),
-        };
         self.status.insert(t, status);
         let phi = self.sign(&commit_statement(t, &op.to_wire(), self.me, status, &self.chain[t].hash))?;
         self.current = None;
         self.forget_old();
         let commit = Commit { op, t, status, client: self.me, phi };
         self.unsent.push(commit.clone());
+        let outcome = match status {
+            Status::Success => Outcome::Done(reply.response),
+            Status::Abort => Outcome::Abort,
+        };
         Ok((outcome, commit))
+    }
+
+    /// The checks of a REPLY to `op`, in the order of Alg. 1: `d` and `H[d]` of its view, its
+    /// position `t`, and the status this client gives its operation. Changes nothing but the
+    /// links `extend-chain` adds and the takeovers its COMMITs show.
+    fn check_reply(&mut self, reply: &Reply<F>, op: &F::Op) -> Result<((u64, Digest), u64, Status), Violation> {
+        let view = &reply.view;
+        let authenticated = self.check_view(view)?;
+        self.check_pending(&view.omega, view.b + 1, true)?;
+        let t = view.b + view.omega.len() as u64;
+        if reply.t != t {
+            return Err(Violation::Pending("the sequence number does not follow the pending operations"));
+        }
+        // This client's own pending operations with no status here are aborted once the
+        // REPLY is kept (`abort_abandoned`): with no status, as aborted, neither is in `μ`.
+        let status = |k: usize| match &view.omega[k] {
+            p if p.invoked.client == self.me => self.status.get(&(view.b + 1 + k as u64)).copied(),
+            p => p.aborted.as_ref().map(|_| Status::Abort),
+        };
+        let (mine, others) = separate_pending(self.me, view.omega.iter().map(|p| &p.invoked), status);
+        let status = match self.functionality.compatible(&others, op) {
+            true => {
+                F::authexec(&mine, &view.alpha.auth, &reply.response, &reply.aux).map_err(|_| Violation::Response)?;
+                Status::Success
+            }
+            false => Status::Abort,
+        };
+        Ok((authenticated, t, status))
     }
 
     /// The signed authenticator `alpha` of update `base`, `O[base]` being `previous`.

@@ -3,7 +3,7 @@
 //! per client (a member can sign only for itself).
 
 use super::ClientId;
-use ed25519_dalek::{Signer as _, SigningKey, Verifier as _, VerifyingKey};
+use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::collections::BTreeMap;
@@ -36,7 +36,7 @@ impl std::fmt::Debug for Keyring {
 pub enum KeyringError {
     #[error("client {0} cannot sign here: this keyring holds no signing key for it")]
     CannotSign(ClientId),
-    #[error("member {0}'s public key is not an Ed25519 public key")]
+    #[error("member {0}'s public key is not an Ed25519 public key (or one of small order)")]
     BadPublicKey(ClientId),
 }
 
@@ -90,7 +90,11 @@ impl Keyring {
     ) -> Result<Keyring, KeyringError> {
         let members = members
             .iter()
-            .map(|(&id, bytes)| Ok((id, VerifyingKey::from_bytes(bytes).map_err(|_| KeyringError::BadPublicKey(id))?)))
+            .map(|(&id, bytes)| match VerifyingKey::from_bytes(bytes) {
+                // A key of small order verifies one forged signature for almost any statement.
+                Ok(key) if !key.is_weak() => Ok((id, key)),
+                _ => Err(KeyringError::BadPublicKey(id)),
+            })
             .collect::<Result<_, KeyringError>>()?;
         let me = me.map(|(id, seed)| (id, Box::new(SigningKey::from_bytes(&seed))));
         Ok(Keyring::Ed25519 { me, members })
@@ -131,7 +135,9 @@ impl Keyring {
                 let (Some(key), Ok(bytes)) = (members.get(&client), <[u8; 64]>::try_from(signature)) else {
                     return false;
                 };
-                key.verify(statement, &ed25519_dalek::Signature::from_bytes(&bytes)).is_ok()
+                // Strict: no key or `R` of small order, `s` reduced, so that a signature
+                // has one form and a weak key (were one let in) verifies nothing.
+                key.verify_strict(statement, &ed25519_dalek::Signature::from_bytes(&bytes)).is_ok()
             }
         }
     }
@@ -183,5 +189,24 @@ mod tests {
         let broken = BTreeMap::from([(3, not_a_point)]);
         assert_eq!(Keyring::ed25519(None, &broken).map(|_| ()), Err(KeyringError::BadPublicKey(3)));
         assert!(!at_alice.verify(1, b"statement", &sig[..10]));
+    }
+
+    /// The identity point is a public key of small order: with it, `R` the identity and
+    /// `s = 0` pass Ed25519's lax check (`[s]B = R + [k]A`) for every statement, so whoever
+    /// slips it into a roster signs anything as that member. The roster refuses the key, and
+    /// the strict check refuses the signature even from a keyring that holds it.
+    #[test]
+    fn a_small_order_key_and_its_forged_signature_verify_nothing() {
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let weak = VerifyingKey::from_bytes(&identity).unwrap();
+        let mut forged = [0u8; 64];
+        forged[..32].copy_from_slice(&identity);
+        let ring = Keyring::Ed25519 { me: None, members: BTreeMap::from([(5, weak)]) };
+        for statement in [&b"INVOKE"[..], b"COMMIT", b"any other"] {
+            assert!(!ring.verify(5, statement, &forged), "a forged signature under a weak key");
+        }
+        let roster = BTreeMap::from([(5, identity)]);
+        assert_eq!(Keyring::ed25519(None, &roster).map(|_| ()), Err(KeyringError::BadPublicKey(5)));
     }
 }

@@ -47,6 +47,18 @@ impl Chain {
         self.links.push_back(link);
     }
 
+    /// The position after the last one held: where the next link goes.
+    pub(super) fn end(&self) -> u64 {
+        self.first + self.links.len() as u64
+    }
+
+    /// Drops every link at or after position `end` (links a message's checks added before
+    /// one of its later checks failed).
+    pub(super) fn truncate(&mut self, end: u64) {
+        let keep = usize::try_from(end.saturating_sub(self.first)).unwrap_or(usize::MAX);
+        self.links.truncate(keep);
+    }
+
     /// Drops every link before position `l`.
     pub(super) fn drop_below(&mut self, l: u64) {
         let drop = usize::try_from(l.saturating_sub(self.first)).unwrap_or(usize::MAX).min(self.links.len());
@@ -93,6 +105,9 @@ mod tests {
         assert_eq!(chain.bounds(), Some((5, 7)));
         assert_eq!(chain.last_update_in(0, 8), Some((6, &link(6, true))));
         assert_eq!(chain.last_update_in(7, 8), None);
+        chain.push(8, link(8, true));
+        chain.truncate(8);
+        assert_eq!((chain.end(), chain.bounds()), (8, Some((5, 7))), "the link at 8 is gone, 7 kept");
         chain.drop_below(6);
         assert_eq!((chain.first(), chain.bounds()), (6, Some((6, 7))));
         chain.drop_below(3); // nothing before 6 is left to drop

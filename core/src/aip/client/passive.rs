@@ -122,18 +122,23 @@ impl<F: Functionality> Client<F> {
         if m.failed == self.me {
             return Err(Violation::Malformed("a takeover of this client itself"));
         }
-        self.check_delta(&m.view)?;
-        self.check_pending(&m.view.omega, m.view.b + 1, false)?;
         let (b, t) = (m.view.b, m.view.b + m.view.omega.len() as u64);
+        let hanging = |l: u64| l.checked_sub(b + 1).and_then(|k| m.view.omega.get(k as usize));
+        // Every check first: a refused takeover leaves the chain as it was.
+        self.all_or_nothing(|me| {
+            me.check_delta(&m.view)?;
+            me.check_pending(&m.view.omega, b + 1, false)?;
+            for &l in &m.hanging {
+                let pending = hanging(l).ok_or(Violation::Malformed("a hanging operation outside the pending ones"))?;
+                if pending.invoked.client != m.failed || pending.aborted.is_some() {
+                    return Err(Violation::Malformed("a hanging operation not the failed client's, or committed"));
+                }
+            }
+            Ok(())
+        })?;
         let mut commits = Vec::with_capacity(m.hanging.len());
         for &l in &m.hanging {
-            let pending = l
-                .checked_sub(b + 1)
-                .and_then(|k| m.view.omega.get(k as usize))
-                .ok_or(Violation::Malformed("a hanging operation outside the pending ones"))?;
-            if pending.invoked.client != m.failed || pending.aborted.is_some() {
-                return Err(Violation::Malformed("a hanging operation not the failed client's, or committed"));
-            }
+            let pending = hanging(l).ok_or(Violation::Malformed("a hanging operation outside the pending ones"))?;
             let Link { hash, .. } = self.chain[l];
             let op = pending.invoked.op.clone();
             let phi = self.sign(&commit_statement(l, &op.to_wire(), m.failed, Status::Abort, &hash))?;

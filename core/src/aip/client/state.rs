@@ -23,9 +23,11 @@ use crate::hash::Digest;
 use std::collections::BTreeMap;
 
 /// The layout's version, its first byte. Versions 1 and 2 (version 1 had no unsent COMMITs)
-/// hold a hash chain of SHA-256 links, which no longer continues: they are refused
-/// ([`RestoreError::Older`]), not restored to a chain that would look forked.
-const STATE_VERSION: u8 = 3;
+/// hold a hash chain of SHA-256 links, which no longer continues; version 3 is a VICOS member
+/// of a group whose objects' values hold no length (`x || h`, now `x || length || h`), which
+/// no reader takes. They are refused ([`RestoreError::Older`]), not restored to a chain that
+/// would look forked or to a group whose objects cannot be read.
+const STATE_VERSION: u8 = 4;
 /// The largest position a saved state may name. No history gets near it (2^62 operations);
 /// refusing beyond keeps the client's arithmetic on positions (`c + 1`, `b + length(ω)`)
 /// clear of overflow.
@@ -40,11 +42,16 @@ pub enum RestoreError {
     OtherClient { saved: ClientId, me: ClientId },
     #[error("inconsistent client state: {0}")]
     Inconsistent(&'static str),
-    #[error(
-        "the state was saved by an older vouch (layout {0}), whose hash chain was SHA-256's; \
-         this member's group must be made again"
-    )]
+    #[error("the state was saved by an older vouch (layout {0}), {why}; this member's group must be made again", why = older_why(*.0))]
     Older(u8),
+}
+
+/// What changed since the layout `version` an older vouch saved.
+fn older_why(version: u8) -> &'static str {
+    match version {
+        1 | 2 => "whose hash chain was SHA-256's",
+        _ => "whose group stored objects' dictionary values without their length",
+    }
 }
 
 /// An entry of `H`: its digest, then a tag byte, `1` for an update, `2` for a query.

@@ -121,6 +121,39 @@ fn a_fork_shown_after_a_restore_is_still_caught() {
     assert!(matches!(c[2].on_reply(reply), Err(Violation::Signature { what: "COMMIT", .. } | Violation::Chain(_))));
 }
 
+/// A REPLY shows, after an operation of a known member, one of a member whose key client 0
+/// has not imported (an Ed25519 group's roster): refused as an unknown member, and client 0
+/// abandons its operation. The link the known member's operation had added to `H` goes with
+/// the REPLY: the state saved now is the one saved before the INVOKE (a gateway saves its
+/// member now and then, and a link kept there would be a history this member never checked).
+#[test]
+fn a_reply_with_an_unknown_members_operation_leaves_the_saved_chain_unchanged() {
+    use ed25519_dalek::SigningKey;
+    let signing: Vec<_> = (0..3u8).map(|i| SigningKey::from_bytes(&[i + 1; 32])).collect();
+    let all: BTreeMap<_, _> = signing.iter().enumerate().map(|(i, k)| (i as u32, k.verifying_key())).collect();
+    let ring = |i: usize, members: &BTreeMap<u32, _>| Keyring::Ed25519 {
+        me: Some((i as u32, Box::new(signing[i].clone()))),
+        members: members.clone(),
+    };
+    let without_2: BTreeMap<_, _> = all.iter().filter(|(&id, _)| id != 2).map(|(&id, k)| (id, *k)).collect();
+    let mut s = Server::genesis(&ring(0, &all), 0, DictOp::List, Tree::new()).unwrap();
+    let mut c = vec![
+        Client::new(0, ring(0, &without_2), adict()),
+        Client::new(1, ring(1, &all), adict()),
+        Client::new(2, ring(2, &all), adict()),
+    ];
+    run(&mut s, &mut c, 0, put("x", "1"));
+    for i in [1, 2] {
+        let invoke = c[i].invoke(put(&format!("k{i}"), "v")).unwrap();
+        s.on_invoke(i as u32, invoke).unwrap();
+    }
+    let before = c[0].save();
+    let reply = reply_for(&mut s, &mut c[0], get("x"));
+    assert!(matches!(c[0].on_reply(reply), Err(Violation::UnknownMember { client: 2, at: 3 })));
+    c[0].abandon();
+    assert_eq!(c[0].save(), before, "nothing of the refused REPLY is kept");
+}
+
 #[test]
 fn the_takeover_state_survives_a_restore() {
     let mut c = busy_client();
@@ -151,7 +184,7 @@ struct Raw {
 impl Raw {
     fn new() -> Raw {
         let links = vec![(Digest::ZERO, 1), (Digest([7; 32]), 1)];
-        Raw { version: 3, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![], unsent: vec![] }
+        Raw { version: 4, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![], unsent: vec![] }
     }
 
     fn bytes(&self) -> Vec<u8> {
@@ -221,10 +254,13 @@ fn malformed_state_bytes_are_refused_with_their_error() {
 
     let check = |raw: Raw| raw.restore().map(|_| ());
     let unknown = |what, tag| wire(WireError::UnknownTag { what, tag });
-    assert_eq!(check(Raw { version: 4, ..Raw::new() }), unknown("client state version", 4));
+    assert_eq!(check(Raw { version: 5, ..Raw::new() }), unknown("client state version", 5));
     for older in [1, 2] {
         assert_eq!(check(Raw { version: older, ..Raw::new() }), Err(RestoreError::Older(older)), "SHA-256 links");
     }
+    let unlengthed = check(Raw { version: 3, ..Raw::new() }).unwrap_err();
+    assert_eq!(unlengthed, RestoreError::Older(3), "objects' values with no length");
+    assert!(unlengthed.to_string().contains("without their length"), "{unlengthed}");
     assert_eq!(check(Raw { me: 1 << 32, ..Raw::new() }), wire(WireError::OutOfRange("a 32-bit number")));
     let past = WireError::OutOfRange("a position in the history");
     assert_eq!(check(Raw { cleared: MAX_SAVED_POSITION + 1, ..Raw::new() }), wire(past));
