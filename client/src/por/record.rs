@@ -9,7 +9,7 @@
 //! older labels (`count:u8`, each `generation:u64`, `end:u64`), and, behind a flag byte, the
 //! consolidation under way (`log_target:u8`, `moved:u64`, `freed:u64`, `count:u32`, each move
 //! as `from`, `to`, `slots`, `u64` each); then the incarnations of H's and C's seals
-//! (`base:u64`, `count:u8`, each end `u64`); then, behind a flag byte, the layout of the
+//! (`base:u64`, `count:u16`, each end as `time:u64`, `refusals:u64`); then, behind a flag byte, the layout of the
 //! copy owed (`version:u64`, `count:u32`, each run `first:u64`, `slots:u64`); then a SHA-256
 //! of everything before it. All integers
 //! little-endian. A record of layout 1 (`vouchPR\x01`: no grouping, no open group in the log
@@ -39,9 +39,10 @@ const MAGIC_3: &[u8; 8] = b"vouchPR\x03";
 const MAGIC_4: &[u8; 8] = b"vouchPR\x04";
 /// Layout 5: never refused.
 const MAGIC_5: &[u8; 8] = b"vouchPR\x05";
-/// Most ends of incarnations a record keeps: past [`super::MAX_INCARNATION_ENDS`], the next
-/// PoR operation starts a new epoch, which folds them all.
-const MAX_ENDS: usize = 255;
+/// Most points of refusal a record keeps (each after an applied batch): past
+/// [`super::MAX_INCARNATION_ENDS`] the next PoR operation starts a new epoch, which folds them
+/// all, so this is never reached but by a damaged record.
+const MAX_ENDS: usize = 4096;
 /// Most bounds a record keeps: their ends rise with their generations, and each is a power of
 /// two.
 const MAX_BOUNDS: usize = 64;
@@ -202,8 +203,11 @@ impl PorRecord {
             }
         }
         out.extend_from_slice(&self.incarnations.base.to_le_bytes());
-        out.push(self.incarnations.ends.len() as u8);
-        self.incarnations.ends.iter().for_each(|e| out.extend_from_slice(&e.to_le_bytes()));
+        out.extend_from_slice(&(self.incarnations.ends.len() as u16).to_le_bytes());
+        for (end, count) in &self.incarnations.ends {
+            out.extend_from_slice(&end.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
         match &self.copy_layout {
             None => out.push(0),
             Some((version, layout)) => {
@@ -353,9 +357,13 @@ impl<'a> Reader<'a> {
 
     fn incarnations(&mut self) -> Option<Incarnations> {
         let base = self.u64()?;
-        let count = usize::from(self.take(1)?[0]);
-        let ends: Vec<u64> = (0..count).map(|_| self.u64()).collect::<Option<_>>()?;
-        (count <= MAX_ENDS && ends.is_sorted()).then_some(Incarnations { base, ends })
+        let count = usize::from(u16::from_le_bytes(self.take(2)?.try_into().ok()?));
+        if count > MAX_ENDS {
+            return None;
+        }
+        let ends: Vec<(u64, u64)> = (0..count).map(|_| Some((self.u64()?, self.u64()?))).collect::<Option<_>>()?;
+        let ascending = ends.windows(2).all(|w| w[0].0 < w[1].0) && ends.iter().all(|&(_, c)| c > 0);
+        ascending.then_some(Incarnations { base, ends })
     }
 
     fn copy_layout(&mut self) -> Option<(u64, Layout)> {
@@ -432,7 +440,7 @@ mod tests {
                 ..PorRecord::new(log)
             },
             PorRecord {
-                incarnations: Incarnations { base: 4, ends: vec![7, 7, 12] },
+                incarnations: Incarnations { base: 4, ends: vec![(7, 2), (12, 1)] },
                 copy_layout: Some((3, Layout { runs: vec![Run { first: 4, slots: 2 }, Run { first: 90, slots: 7 }] })),
                 ..PorRecord::new(log)
             },
@@ -457,7 +465,7 @@ mod tests {
         let record = PorRecord { generation: 2, copying: Some("a".into()), ..PorRecord::new(log) };
         let bytes = record.to_bytes();
         // Layout 5: the same without the incarnations (base, count) and the copy's flag.
-        let mut body = bytes[..bytes.len() - 32 - 10].to_vec();
+        let mut body = bytes[..bytes.len() - 32 - 11].to_vec();
         body[..8].copy_from_slice(MAGIC_5);
         let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
@@ -469,8 +477,8 @@ mod tests {
         let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
         let bytes = record.to_bytes();
         // Layout 4: the same without the generation, the bounds' count and the flag byte (and
-        // layout 6's incarnations and copy flag, 10 bytes).
-        let mut body = bytes[..bytes.len() - 32 - 10 - 10].to_vec();
+        // layout 6's incarnations and copy flag, 11 bytes).
+        let mut body = bytes[..bytes.len() - 32 - 10 - 11].to_vec();
         body[..8].copy_from_slice(MAGIC_4);
         let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
@@ -504,7 +512,7 @@ mod tests {
         let record = PorRecord { copying: Some("a".into()), ..PorRecord::new(log) };
         let bytes = record.to_bytes();
         // Layout 3: the same without the delete's flag byte and what follows it.
-        let mut body = bytes[..bytes.len() - 33 - 10 - 10].to_vec();
+        let mut body = bytes[..bytes.len() - 33 - 10 - 11].to_vec();
         body[..8].copy_from_slice(MAGIC_3);
         let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);

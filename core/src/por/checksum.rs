@@ -294,40 +294,43 @@ pub struct SealKey {
     incarnations: Incarnations,
 }
 
-/// Which incarnation of the log's write history sealed each time: `base` plus the number of
-/// `ends` before it. An end is the group time a refused batch started from: everything it
-/// sealed is at a later time, under the incarnation before the end, and everything sealed
-/// for those times since is under a later one.
+/// Which incarnation of the log's write history sealed each time: `base` plus the refusals
+/// counted in `ends` before it. An end is the group time a refused batch started from, with how
+/// many batches were refused from there: everything such a batch sealed is at a later time,
+/// under the incarnation before the end, and everything sealed for those times since is under
+/// a later one.
 ///
-/// Ends older than every sealed checksum still in use (C's time, [`super::code::Schedule::coded_time`])
-/// fold into `base` ([`Incarnations::fold_before`]), so the list holds the refusals of the
-/// current epoch only.
+/// Ends older than every sealed checksum still in use (C's time,
+/// [`super::code::Schedule::coded_time`]) fold into `base` ([`Incarnations::fold_before`]), so
+/// the list holds the points of the current epoch where batches were refused: one entry per
+/// point, however many refusals there, and a new point only after a batch was applied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Incarnations {
     pub base: u64,
-    /// Ascending group times.
-    pub ends: Vec<u64>,
+    /// `(group time, refusals there)`, ascending by time.
+    pub ends: Vec<(u64, u64)>,
 }
 
 impl Incarnations {
     /// The incarnation that sealed group time `time`.
     pub fn at(&self, time: u64) -> u64 {
-        self.base + self.ends.iter().filter(|&&end| end < time).count() as u64
+        self.base + self.ends.iter().filter(|&&(end, _)| end < time).map(|&(_, count)| count).sum::<u64>()
     }
 
     /// A batch sent from group time `time` settled as not applied: what it sealed (at later
     /// times) is void from now on.
     pub fn end(&mut self, time: u64) {
-        let at = self.ends.partition_point(|&end| end <= time);
-        self.ends.insert(at, time);
+        match self.ends.binary_search_by_key(&time, |&(end, _)| end) {
+            Ok(at) => self.ends[at].1 += 1,
+            Err(at) => self.ends.insert(at, (time, 1)),
+        }
     }
 
     /// No sealed checksum before group time `oldest` is opened again: ends before it are
     /// behind every time still in use, and count in `base` alone.
     pub fn fold_before(&mut self, oldest: u64) {
-        let folded = self.ends.partition_point(|&end| end < oldest);
-        self.base += folded as u64;
-        self.ends.drain(..folded);
+        let folded = self.ends.partition_point(|&(end, _)| end < oldest);
+        self.base += self.ends.drain(..folded).map(|(_, count)| count).sum::<u64>();
     }
 }
 
@@ -609,6 +612,7 @@ mod tests {
         let mut folded = incarnations.clone();
         folded.fold_before(11);
         assert_eq!((folded.base, folded.ends.as_slice()), (2, &[][..]));
+        assert_eq!(incarnations.ends, vec![(10, 2)], "two refusals from one point take one entry");
         assert_eq!(
             before.in_incarnations(&folded).open(addr, 11, &twice.seal(addr, 11, Checksum([1, 1]))),
             Ok(Checksum([1, 1]))
