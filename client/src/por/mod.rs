@@ -580,8 +580,10 @@ impl Client {
         let Some(name) = record.copying.clone() else { return Ok(()) };
         match self.version_in(&View::Committing, &name, None).await {
             Ok(latest) if is_por_file(&latest.record.file) && latest.record.len > 0 => {
-                let again = match record.copy_layout.take() {
-                    Some((number, layout)) if number == latest.record.number => Some(layout),
+                // Kept in the record until the label's batch is seen applied: a batch refused on
+                // the way leaves it there for the next try.
+                let again = match &record.copy_layout {
+                    Some((number, layout)) if *number == latest.record.number => Some(layout.clone()),
                     _ => None,
                 };
                 self.por_copy_streamed(commit, keys, record, &name, &latest.record, again).await?;
