@@ -11,7 +11,7 @@ use crate::ledger::{Committing, Ledger, Snapshot};
 use crate::persist::{MemoryState, StateStore};
 use crate::por::is_por_file;
 use crate::remote::Remote;
-use crate::staged::NameLocks;
+use crate::staged::{Expected, NameLocks};
 use crate::state::{Root, StateDir};
 use crate::upload::{NewVersion, PutUpload};
 use crate::verify::{self, valid_name, RangeParts, Verified};
@@ -322,7 +322,7 @@ impl Client {
         block_size: Option<usize>,
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
-        self.put_as(name, reader, block_size, false, progress).await
+        self.put_as(name, reader, block_size, (false, None), progress).await
     }
 
     /// [`Client::put`] with retrievability: the version also gets a copy in the client's PoR
@@ -335,7 +335,23 @@ impl Client {
         block_size: Option<usize>,
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
-        self.put_as(name, reader, block_size, true, progress).await
+        self.put_as(name, reader, block_size, (true, None), progress).await
+    }
+
+    /// [`Client::put`] (with retrievability when `por`, as [`Client::put_por`]) that commits
+    /// only while `name`'s latest version is the one `expected` says: a conditional write.
+    /// Otherwise it is refused (a [`ErrorCode::Conflict`](vouch_proto::ErrorCode::Conflict),
+    /// nothing committed): checked under the name's lock before the upload, and held to the
+    /// commit, where a name changed meanwhile is refused too.
+    pub async fn put_expecting(
+        &self,
+        name: &str,
+        reader: impl Read + Send + 'static,
+        block_size: Option<usize>,
+        (por, expected): (bool, Expected),
+        progress: impl Fn(u64) + Send + 'static,
+    ) -> Result<Transfer, ClientError> {
+        self.put_as(name, reader, block_size, (por, Some(expected)), progress).await
     }
 
     async fn put_as(
@@ -343,17 +359,17 @@ impl Client {
         name: &str,
         reader: impl Read + Send + 'static,
         block_size: Option<usize>,
-        por: bool,
+        (por, expected): (bool, Option<Expected>),
         progress: impl Fn(u64) + Send + 'static,
     ) -> Result<Transfer, ClientError> {
         let started = Instant::now();
         valid_name(name)?;
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
         if !por {
-            return self.put_staged(name, reader, cutting, progress, started).await;
+            return self.put_staged(name, reader, (cutting, expected), progress, started).await;
         }
         let commit = self.begin_commit().await?;
-        self.put_locked(&commit, name, reader, (cutting, por), progress, started).await
+        self.put_locked(&commit, name, reader, (cutting, por, expected), progress, started).await
     }
 
     /// A put, the commit lock held: the name's proven state, the upload, the commit's check.
@@ -362,7 +378,7 @@ impl Client {
         commit: &Committing<'_>,
         name: &str,
         reader: impl Read + Send + 'static,
-        (cutting, por): (Cutting, bool),
+        (cutting, por, expected): (Cutting, bool, Option<Expected>),
         progress: impl Fn(u64) + Send + 'static,
         started: Instant,
     ) -> Result<Transfer, ClientError> {
@@ -372,6 +388,9 @@ impl Client {
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let (found, latest) = verify::located(&self.ledger.root(), name, None, &located)?;
+        // The commit lock is held from here to the commit: the state checked is the one
+        // committed over.
+        Expected::check(expected.as_ref(), name, latest.as_ref())?;
         self.same_scheme(name, latest.as_ref().map(|v| &v.record))?;
         let por_file = match &latest {
             Some(v) if por && !is_por_file(&v.entry.file) => {

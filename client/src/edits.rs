@@ -233,7 +233,9 @@ impl Client {
         let latest = match verify::located(&self.root(), name, None, &answer.located)? {
             (_, Some(v)) => v,
             (_, None) => {
-                let t = self.put_locked(&commit, name, local.file, (Cutting::Content, false), |_| {}, started).await?;
+                let t = self
+                    .put_locked(&commit, name, local.file, (Cutting::Content, false, None), |_| {}, started)
+                    .await?;
                 return Ok(SyncReport {
                     name: name.into(),
                     version: t.version,

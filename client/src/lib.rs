@@ -84,6 +84,7 @@ pub use persist::{MemoryState, StateStore};
 pub use por::{PorAuditReport, PorCopyReport, PorPartReport, MIN_POR_LAMBDA};
 pub use public::{AuditRoot, PublicAuditor};
 pub use remote::{Remote, MAX_ERROR_BODY};
+pub use staged::Expected;
 pub use transport::{Transport, DEFAULT_MIN_RATE, DEFAULT_TIMEOUT};
 pub use verify::Verified;
 pub use violation::{Violation, ViolationKind};

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use vouch_core::namespace::{Change, Found};
+use vouch_core::namespace::{Change, Found, VersionRecord};
 use vouch_proto::{CommitStagedRequest, Committed, ErrorCode, Located, LookupRequest, Op, StagedUpload};
 
 /// One async lock per name that has a put in progress.
@@ -72,6 +72,35 @@ impl Drop for NameGuard<'_> {
     }
 }
 
+/// What a conditional put ([`Client::put_expecting`]) expects of its name's latest version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// None: the name is absent.
+    Absent,
+    /// This one (a name removed and stored again numbers its versions from 1 again: the whole
+    /// record, its file and root with its number, tells them apart).
+    Latest(VersionRecord),
+}
+
+impl Expected {
+    /// Refuses a put whose name's proven latest version is `latest` when `expected` says
+    /// otherwise (a `Conflict`, as the provider refuses an edit of a version not the latest).
+    pub(crate) fn check(expected: Option<&Expected>, name: &str, latest: Option<&Verified>) -> Result<(), ClientError> {
+        let holds = match (expected, latest) {
+            (None, _) | (Some(Expected::Absent), None) => true,
+            (Some(Expected::Latest(want)), Some(v)) => *want == v.record,
+            _ => false,
+        };
+        match holds {
+            true => Ok(()),
+            false => Err(ClientError::Refused {
+                code: ErrorCode::Conflict,
+                message: format!("{name} is not in the state the put expected; nothing was stored"),
+            }),
+        }
+    }
+}
+
 impl Client {
     /// [`Client::put`] (see the module documentation). A name that is a PoR file takes the
     /// locked path: its copy in the PoR log is written under the commit lock.
@@ -79,7 +108,7 @@ impl Client {
         &self,
         name: &str,
         reader: impl Read + Send + 'static,
-        cutting: Cutting,
+        (cutting, expected): (Cutting, Option<Expected>),
         progress: impl Fn(u64) + Send + 'static,
         started: Instant,
     ) -> Result<Transfer, ClientError> {
@@ -88,8 +117,11 @@ impl Client {
         let (found, latest, basis) = self.proven_latest(name).await?;
         if latest.as_ref().is_some_and(|v| is_por_file(&v.entry.file)) {
             let commit = self.begin_commit().await?;
-            return self.put_locked(&commit, name, reader, (cutting, false), progress, started).await;
+            return self.put_locked(&commit, name, reader, (cutting, false, expected), progress, started).await;
         }
+        // Checked under the name's lock; the commit holds it to this state, since it refuses
+        // a name whose latest version changed since this lookup (`proven_again`).
+        Expected::check(expected.as_ref(), name, latest.as_ref())?;
         self.same_scheme(name, latest.as_ref().map(|v| &v.record))?;
         let attempt = new_attempt();
         let (tx, rx) = tokio::sync::mpsc::channel(2048);

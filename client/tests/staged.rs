@@ -11,7 +11,7 @@ use std::io::{Cursor, Read};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
-use vouch_client::{ByteEdit, Client, ClientError};
+use vouch_client::{ByteEdit, Client, ClientError, Expected};
 use vouch_proto::ErrorCode;
 use vouch_server::{token_hash, Limits, Misbehave, Provider, ServeOptions};
 
@@ -153,6 +153,39 @@ async fn a_prune_of_older_versions_while_a_new_one_uploads_is_no_conflict() {
     let log: Vec<u64> = client.log("f.bin").await.unwrap().iter().map(|r| r.number).collect();
     assert_eq!(log, [2, 3]);
     assert_eq!(read(&setup.client(), "f.bin").await, sample(20_000, 9));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conditional_put_over_a_version_replaced_since_its_check_is_refused() {
+    let setup = Setup::new(Misbehave::None).await;
+    let client = Arc::new(setup.client());
+    for (name, por) in [("f.bin", false), ("p.bin", true)] {
+        let first = Cursor::new(sample(20_000, 10));
+        let v1 = match por {
+            true => client.put_por(name, first, BLOCK, |_| {}).await.unwrap(),
+            false => client.put(name, first, BLOCK, |_| {}).await.unwrap(),
+        };
+        let checked = client.version(name, None).await.unwrap().record;
+        assert_eq!(checked.number, v1.version);
+        // An unconditional put lands between the condition's check and the conditional put.
+        let second = Cursor::new(sample(20_000, 11));
+        client.put_expecting(name, second, BLOCK, (por, Expected::Latest(checked)), |_| {}).await.unwrap();
+        for stale in [Expected::Latest(checked), Expected::Absent] {
+            let third = Cursor::new(sample(20_000, 12));
+            match client.put_expecting(name, third, BLOCK, (por, stale), |_| {}).await {
+                Err(ClientError::Refused { code: ErrorCode::Conflict, .. }) => {}
+                other => panic!("{name}: expected a refusal, got {other:?}"),
+            }
+        }
+        assert_eq!(read(&client, name).await, sample(20_000, 11), "{name}: the put in between stands");
+        let now = client.version(name, None).await.unwrap().record;
+        assert_eq!(now.number, 2, "{name}: nothing committed over it");
+        let fourth = Cursor::new(sample(20_000, 13));
+        client.put_expecting(name, fourth, BLOCK, (por, Expected::Latest(now)), |_| {}).await.unwrap();
+        assert_eq!(read(&setup.client(), name).await, sample(20_000, 13));
+    }
+    let fresh = Cursor::new(sample(1_000, 14));
+    client.put_expecting("new.bin", fresh, BLOCK, (false, Expected::Absent), |_| {}).await.unwrap();
 }
 
 async fn start(data: &std::path::Path, limits: Limits) -> vouch_server::RunningServer {

@@ -12,6 +12,8 @@
 //! header_read_timeout_secs = 30 # a connection that sends no request head (or TLS handshake)
 //!                         # in this long is closed, and an idle one after this long
 //! max_connections = 512   # connections served at once; more wait to be accepted
+//! body_idle_timeout_secs = 30 # a request body that pauses this long is refused
+//! body_min_rate_kib = 16  # ... and one slower than this (KiB/s, on average) past that time
 //! # group = "team"        # serve the VICOS group `team` (a membership in the state directory,
 //! #                       # `vouch group init/join`) instead of this client's own namespace
 //! [[keys]]
@@ -66,6 +68,15 @@ pub struct GatewayConfig {
     /// (its provider connections need some).
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Seconds a request body (a put's, a part's) may pause; and the time it has before
+    /// [`GatewayConfig::body_min_rate_kib`] counts. A body is read into a spool before any
+    /// lock is taken, but it holds a connection and a spool as long as it trickles.
+    #[serde(default = "default_body_idle_timeout_secs")]
+    pub body_idle_timeout_secs: u64,
+    /// KiB per second a request body must arrive at, on average, once its first
+    /// `body_idle_timeout_secs` are over (a slower one is refused, RequestTimeout).
+    #[serde(default = "default_body_min_rate_kib")]
+    pub body_min_rate_kib: u64,
     /// Background audits; none when absent.
     #[serde(default)]
     pub audit: Option<AuditConfig>,
@@ -146,6 +157,14 @@ fn default_max_connections() -> usize {
     512
 }
 
+fn default_body_idle_timeout_secs() -> u64 {
+    30
+}
+
+fn default_body_min_rate_kib() -> u64 {
+    16
+}
+
 impl GatewayConfig {
     /// Listening on `listen` for applications signing with `keys`; the rest as by default.
     pub fn new(listen: impl Into<String>, keys: Vec<AccessKey>) -> GatewayConfig {
@@ -159,6 +178,8 @@ impl GatewayConfig {
             tls_key: None,
             header_read_timeout_secs: default_header_read_timeout_secs(),
             max_connections: default_max_connections(),
+            body_idle_timeout_secs: default_body_idle_timeout_secs(),
+            body_min_rate_kib: default_body_min_rate_kib(),
             audit: None,
             group: None,
             keys,
@@ -189,8 +210,10 @@ impl GatewayConfig {
         if config.keys.iter().any(|k| k.access_key.is_empty() || k.secret_key.len() < 8) {
             return Err("each access key needs a name and a secret of at least 8 characters".into());
         }
-        if config.header_read_timeout_secs == 0 || config.max_connections == 0 {
-            return Err("header_read_timeout_secs and max_connections must be at least 1".into());
+        if config.header_read_timeout_secs == 0 || config.max_connections == 0 || config.body_idle_timeout_secs == 0 {
+            return Err(
+                "header_read_timeout_secs, max_connections and body_idle_timeout_secs must be at least 1".into()
+            );
         }
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key go together".into());
@@ -238,6 +261,8 @@ mod tests {
         assert_eq!((good.header_read_timeout_secs, good.max_connections), (30, 512));
         assert!(GatewayConfig::parse(&format!("max_connections = 0\n{keys}")).is_err());
         assert!(GatewayConfig::parse(&format!("header_read_timeout_secs = 0\n{keys}")).is_err());
+        assert_eq!((good.body_idle_timeout_secs, good.body_min_rate_kib), (30, 16));
+        assert!(GatewayConfig::parse(&format!("body_idle_timeout_secs = 0\n{keys}")).is_err());
     }
 
     #[test]

@@ -116,7 +116,9 @@ impl Gateway {
         let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
         let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let body: StreamingBlob = self.body(pieces).await?;
-        let meta = self.put_body(&name, PutBody::new(Some(body), None).with_etag(etag), upload.meta).await?;
+        let meta = self
+            .put_body(&name, PutBody::new(Some(body), None).with_etag(etag).with_deadlines(None), upload.meta)
+            .await?;
         self.forget_upload(id).await?;
         Ok(meta)
     }

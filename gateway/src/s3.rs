@@ -7,14 +7,16 @@ use crate::listing::{self, Listed};
 use crate::metrics::Metrics;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
 use crate::object::{ObjectMeta, MAX_META, MAX_USER_META, TRAILER};
-use crate::stream::{body_stream, Piece, PutBody};
+use crate::stream::{body_stream, spool, Deadlines, Piece, PutBody, Spooled};
 use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
-use vouch_client::{Client, ClientError};
+use vouch_client::{Client, ClientError, Expected};
+use vouch_core::namespace::VersionRecord;
+use vouch_proto::ErrorCode;
 
 /// `$out { $fields, .. }` with the five checksum fields taken from the place `$sums` (an
 /// input that carries them, or a [`Checksum`]), the rest default.
@@ -77,14 +79,17 @@ pub struct Gateway {
     por: bool,
     /// How long a replaced version stays readable (for reads in flight) before it is pruned.
     keep_replaced: Duration,
+    /// How slowly an application's body may arrive.
+    deadlines: Deadlines,
     background: Background,
     /// Where the last ranged read of each version ended: a read starting there is sequential,
     /// and the next stretch is fetched into the cache ahead of it.
     read_ends: Mutex<HashMap<(String, u64), u64>>,
     /// What each stored version's tail says, by (name, version, root): read once.
     metas: Mutex<HashMap<VersionKey, (ObjectMeta, u64)>>,
-    /// Serialises the writes whose outcome depends on what is there (conditional puts,
-    /// bucket creation and deletion), so the check and the change see one state.
+    /// Serialises bucket creation and deletion, whose outcome depends on what is there, so
+    /// the check and the change see one state. (A conditional put needs no lock of its own:
+    /// the client commits it only over the state its condition was checked on.)
     writes: tokio::sync::Mutex<()>,
 }
 
@@ -94,6 +99,7 @@ type VersionKey = (String, u64, [u8; 32]);
 
 /// An object's latest version, verified: its record and what its tail says.
 pub(crate) struct Stat {
+    pub record: VersionRecord,
     pub version: u64,
     pub time: u64,
     pub meta: ObjectMeta,
@@ -120,11 +126,12 @@ const META_ADDED: usize = 1024;
 
 impl Gateway {
     /// A portal for `client`, counting into `metrics`; `por`: objects get a PoR copy; a
-    /// replaced version is pruned after `keep_replaced`; its own tasks run in `background`.
+    /// replaced version is pruned after `keep_replaced`; an application's body arrives within
+    /// `deadlines`; its own tasks run in `background`.
     pub(crate) fn new(
         client: Arc<Client>,
         metrics: Arc<Metrics>,
-        (por, keep_replaced): (bool, Duration),
+        (por, keep_replaced, deadlines): (bool, Duration, Deadlines),
         background: Background,
     ) -> Gateway {
         Gateway {
@@ -132,6 +139,7 @@ impl Gateway {
             metrics,
             por,
             keep_replaced,
+            deadlines,
             background,
             read_ends: Mutex::default(),
             metas: Mutex::default(),
@@ -166,10 +174,17 @@ impl Gateway {
         if !sequential || next.is_empty() {
             return;
         }
-        let (client, name) = (self.client.clone(), name.to_string());
+        let (client, metrics, name) = (self.client.clone(), self.metrics.clone(), name.to_string());
         self.background.spawn_until_stop(async move {
-            if let Err(e) = client.get(&name, Some(version), Some(next), &mut std::io::sink()).await {
-                tracing::debug!("{name}: a read ahead failed (the application's own read will retry): {e}");
+            let Err(e) = client.get(&name, Some(version), Some(next), &mut std::io::sink()).await else { return };
+            match e.violation_kind() {
+                // No application sees this read's answer: a lie caught here is logged and
+                // counted here, or nowhere.
+                Some(kind) => {
+                    tracing::error!(%kind, "{name}: the provider misbehaved in a read ahead: {e}");
+                    metrics.violation(&kind.to_string());
+                }
+                None => tracing::debug!("{name}: a read ahead failed (the application's own read will retry): {e}"),
             }
         });
     }
@@ -219,7 +234,7 @@ impl Gateway {
                 parsed
             }
         };
-        Ok(Some(Stat { version: record.number, time: record.time, meta, body_len }))
+        Ok(Some(Stat { record, version: record.number, time: record.time, meta, body_len }))
     }
 
     /// Bytes `range` of version `version` of `name`, verified.
@@ -265,15 +280,38 @@ impl Gateway {
 
     /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
     pub(crate) async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
+        let (spooled, meta) = self.spool_body(body, meta).await?;
+        self.store(name, spooled, None).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        Ok(meta)
+    }
+
+    /// The object's file (`body`, then `meta` with the body's ETag), read whole, its checks
+    /// passed, before anything is locked: a key's lock (and with PoR the client's commit lock)
+    /// is held while the file is uploaded from here, never while an application's body
+    /// arrives, however slowly that is.
+    pub(crate) async fn spool_body(&self, body: PutBody, meta: ObjectMeta) -> S3Result<(Spooled, ObjectMeta)> {
         let (reader, done) = body.into_reader(meta);
-        let put = match self.por {
-            true => self.client.put_por(name, reader, None, |_| {}).await,
-            false => self.client.put(name, reader, None, |_| {}).await,
-        };
-        let put = put.map_err(|e| match done.failure() {
-            Some(failure) => failure,
-            None => to_s3(e, S3ErrorCode::NoSuchKey),
+        let spooled = tokio::task::spawn_blocking(move || spool(reader))
+            .await
+            .map_err(|e| s3_error!(InternalError, "spooling the body: {e}"))?;
+        let spooled = spooled.map_err(|e| {
+            done.failure().unwrap_or_else(|| {
+                tracing::error!("spooling a body: {e}");
+                s3_error!(InternalError, "the gateway could not spool the body; its log says why")
+            })
         })?;
+        let meta = done.meta().ok_or_else(|| s3_error!(InternalError, "the body ended without its metadata"))?;
+        Ok((spooled, meta))
+    }
+
+    /// Stores the spooled file as a new version of `name` (committed only over the state
+    /// `expected`, when given), and prunes the versions it replaced.
+    async fn store(&self, name: &str, spooled: Spooled, expected: Option<Expected>) -> Result<(), ClientError> {
+        let put = match (expected, self.por) {
+            (Some(expected), por) => self.client.put_expecting(name, spooled, None, (por, expected), |_| {}).await,
+            (None, true) => self.client.put_por(name, spooled, None, |_| {}).await,
+            (None, false) => self.client.put(name, spooled, None, |_| {}).await,
+        }?;
         if put.version > 1 {
             match self.keep_replaced.is_zero() {
                 true => drop_older(&self.client, name, put.version).await,
@@ -291,7 +329,22 @@ impl Gateway {
                 }
             }
         }
-        Ok(done.meta().expect("a finished put wrote its metadata"))
+        Ok(())
+    }
+
+    /// The state a conditional put (If-Match, If-None-Match) expects `name` in: the one it
+    /// finds now, when the conditions hold for it; PreconditionFailed when they do not.
+    async fn expected(
+        &self,
+        name: &str,
+        (if_match, if_none_match): (Option<&ETagCondition>, Option<&ETagCondition>),
+    ) -> S3Result<Expected> {
+        let current = self.stat(name).await?;
+        let meta = current.as_ref().map(|s| &s.meta);
+        if if_match.is_some_and(|c| !matches(c, meta)) || if_none_match.is_some_and(|c| matches(c, meta)) {
+            return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
+        }
+        Ok(current.map_or(Expected::Absent, |s| Expected::Latest(s.record)))
     }
 
     /// One page of `bucket`'s keys under `prefix` after `after`, with each key's size, ETag
@@ -575,24 +628,30 @@ impl S3 for Gateway {
         let meta = meta_from!(input)?;
         let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         self.need_bucket(&input.bucket).await?;
-        let conditional = input.if_match.is_some() || input.if_none_match.is_some();
-        let _write = match conditional {
-            true => Some(self.writes.lock().await),
-            false => None,
+        let conditions = (input.if_match.as_ref(), input.if_none_match.as_ref());
+        // Checked before the body is read (a refusal costs no upload), and held to the commit:
+        // a change of the key meanwhile fails the put, never is overwritten by it.
+        let expected = match conditions {
+            (None, None) => None,
+            conditions => Some(self.expected(&name, conditions).await?),
         };
-        if conditional {
-            let current = self.stat(&name).await?;
-            let meta = current.as_ref().map(|s| &s.meta);
-            if input.if_match.as_ref().is_some_and(|c| !matches(c, meta))
-                || input.if_none_match.as_ref().is_some_and(|c| matches(c, meta))
-            {
-                return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
-            }
-        }
         let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
-        let meta = self.put_body(&name, body, meta).await?;
+        let body = PutBody::new(input.body, input.content_md5)
+            .with_checksums(claimed, trailer, trailing_headers)
+            .with_deadlines(Some(self.deadlines));
+        let (spooled, meta) = self.spool_body(body, meta).await?;
+        match self.store(&name, spooled, expected).await {
+            Ok(()) => {}
+            // The key changed between the check and the commit: the conditions are checked
+            // again on what is there now, to tell a failed condition from a change it allows
+            // (which a retry gets past).
+            Err(ClientError::Refused { code: ErrorCode::Conflict, .. }) if expected.is_some() => {
+                self.expected(&name, conditions).await?;
+                return Err(s3_error!(ServiceUnavailable, "the object changed while it was put; try again"));
+            }
+            Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+        }
         let sums = checksums(&meta);
         Ok(S3Response::new(with_checksums!(PutObjectOutput { e_tag: Some(etag(&meta)) }, sums)))
     }
@@ -696,7 +755,9 @@ impl S3 for Gateway {
         let S3Request { input, headers, trailing_headers, .. } = req;
         let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
+        let body = PutBody::new(input.body, input.content_md5)
+            .with_checksums(claimed, trailer, trailing_headers)
+            .with_deadlines(Some(self.deadlines));
         let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
         let meta = self.upload_part(target, input.part_number, body).await?;
         let sums = checksums(&meta);
@@ -797,7 +858,7 @@ impl S3 for Gateway {
         };
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
         let source = self.body(vec![whole]).await?;
-        let meta = self.put_body(&name, PutBody::new(Some(source), None), meta).await?;
+        let meta = self.put_body(&name, PutBody::new(Some(source), None).with_deadlines(None), meta).await?;
         let result = CopyObjectResult {
             e_tag: Some(etag(&meta)),
             last_modified: Some(Timestamp::from(std::time::SystemTime::now())),

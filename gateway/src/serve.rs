@@ -63,7 +63,11 @@ impl RunningGateway {
 pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Result<RunningGateway> {
     client.set_cache(config.cache_mb << 20);
     let metrics = Arc::new(Metrics::new(client.clone()));
-    let options = (config.por, std::time::Duration::from_secs(config.keep_replaced_secs));
+    let deadlines = crate::stream::Deadlines {
+        idle: Duration::from_secs(config.body_idle_timeout_secs.max(1)),
+        min_rate: config.body_min_rate_kib << 10,
+    };
+    let options = (config.por, Duration::from_secs(config.keep_replaced_secs), deadlines);
     let gateway = |background| Gateway::new(client.clone(), metrics.clone(), options, background);
     let mut running = listen(config, metrics.clone(), gateway).await?;
     if let Some(audit) = &config.audit {

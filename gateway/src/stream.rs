@@ -1,6 +1,7 @@
-//! Bodies in and out. A put's body streams from the application into the client's upload
-//! (which cuts and tags it on a blocking thread) through a small channel, hashed on the way;
-//! a get's body streams out a verified range read at a time, so neither holds a whole
+//! Bodies in and out. A put's body comes from the application through a small channel,
+//! within [`Deadlines`], hashed on the way, into a [`spool`] (memory, then a temporary file):
+//! only the spooled file goes to the client's upload, so no lock waits on an application. A
+//! get's body streams out a verified range read at a time. Neither holds a whole large
 //! object in memory.
 
 use crate::errors::to_s3;
@@ -23,6 +24,34 @@ use vouch_client::Client;
 const READ_CHUNK: u64 = 4 << 20;
 /// Chunks of a put's body in flight between the application and the upload.
 const IN_FLIGHT: usize = 8;
+/// Bytes of a spooled put a spool keeps in memory; a longer one goes to a temporary file.
+const SPOOL_MEMORY: usize = 4 << 20;
+
+/// How slowly an application's body may arrive: it may pause at most `idle`, and once its
+/// first `idle` is over it must have come at `min_rate` bytes a second on average (0: no
+/// minimum). Only the time spent waiting on the application counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadlines {
+    pub idle: std::time::Duration,
+    pub min_rate: u64,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines { idle: std::time::Duration::from_secs(30), min_rate: 16 << 10 }
+    }
+}
+
+impl Deadlines {
+    /// How long the next chunk may take, after `received` bytes came in `waited`.
+    fn allowed(&self, waited: std::time::Duration, received: u64) -> std::time::Duration {
+        if self.min_rate == 0 {
+            return self.idle;
+        }
+        let paced = self.idle + std::time::Duration::from_secs_f64(received as f64 / self.min_rate as f64);
+        paced.saturating_sub(waited).min(self.idle)
+    }
+}
 
 /// A put's body, before it is read.
 pub struct PutBody {
@@ -36,6 +65,9 @@ pub struct PutBody {
     trailer: Option<(String, TrailingHeaders)>,
     /// The ETag to store instead of the body's MD5 (a completed multipart upload's).
     etag: Option<String>,
+    /// How slowly the body may arrive; `None` for a source the gateway reads itself (a copy's,
+    /// an upload's parts: the client's own deadlines bound its reads of the provider).
+    deadlines: Option<Deadlines>,
 }
 
 /// The checksum algorithms S3 names, by their header.
@@ -96,7 +128,14 @@ impl Outcome {
 
 impl PutBody {
     pub fn new(body: Option<StreamingBlob>, content_md5: Option<String>) -> PutBody {
-        PutBody { body, content_md5, claimed: Checksum::default(), trailer: None, etag: None }
+        let deadlines = Some(Deadlines::default());
+        PutBody { body, content_md5, claimed: Checksum::default(), trailer: None, etag: None, deadlines }
+    }
+
+    /// The body may arrive as slowly as `deadlines` say (`None`: it is the gateway's own read).
+    pub fn with_deadlines(mut self, deadlines: Option<Deadlines>) -> Self {
+        self.deadlines = deadlines;
+        self
     }
 
     /// The body stored with `etag` instead of its MD5.
@@ -123,9 +162,28 @@ impl PutBody {
     pub fn into_reader(self, meta: ObjectMeta) -> (impl Read + Send + 'static, Outcome) {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         if let Some(mut body) = self.body {
+            let deadlines = self.deadlines;
             tokio::spawn(async move {
-                while let Some(chunk) = body.next().await {
-                    let chunk = chunk.map_err(|e| e.to_string());
+                let (mut waited, mut received) = (std::time::Duration::ZERO, 0u64);
+                loop {
+                    let began = tokio::time::Instant::now();
+                    let next = match deadlines {
+                        Some(d) => tokio::time::timeout(d.allowed(waited, received), body.next()).await,
+                        None => Ok(body.next().await),
+                    };
+                    waited += began.elapsed();
+                    let chunk = match next {
+                        Ok(Some(chunk)) => chunk.map_err(broken_body),
+                        Ok(None) => break,
+                        // A body that trickles would hold a connection and a spool (and the
+                        // locks of whatever waits for it) as long as it likes.
+                        Err(_) => Err(s3_error!(
+                            RequestTimeout,
+                            "the body arrived too slowly ({received} bytes in {} s)",
+                            waited.as_secs()
+                        )),
+                    };
+                    received += chunk.as_ref().map_or(0, |c| c.len() as u64);
                     let failed = chunk.is_err();
                     if tx.send(chunk).await.is_err() || failed {
                         break;
@@ -151,8 +209,19 @@ impl PutBody {
     }
 }
 
+/// Why a put's body ended before its end, as the S3 error to answer with: a source read
+/// through the gateway (a copy's, a completed upload's parts) that caught its provider lying
+/// is that lie (502 [`crate::errors::VIOLATION_CODE`]), never the application's incomplete
+/// body; anything else is the body breaking off.
+fn broken_body(e: s3s::StdError) -> S3Error {
+    match e.downcast::<ReadFailed>() {
+        Ok(failed) => failed.into_s3(),
+        Err(e) => s3_error!(IncompleteBody, "the body broke off: {e}"),
+    }
+}
+
 struct BodyReader {
-    rx: mpsc::Receiver<Result<Bytes, String>>,
+    rx: mpsc::Receiver<Result<Bytes, S3Error>>,
     chunk: Bytes,
     md5: Md5,
     sums: ChecksumHasher,
@@ -236,11 +305,45 @@ impl Read for BodyReader {
             // On the upload's blocking thread, never on the runtime's.
             match self.rx.blocking_recv() {
                 Some(Ok(chunk)) => self.chunk = chunk,
-                Some(Err(e)) => return Err(self.outcome.fail(s3_error!(IncompleteBody, "the body broke off: {e}"))),
+                Some(Err(e)) => return Err(self.outcome.fail(e)),
                 None => self.finish()?,
             }
         }
     }
+}
+
+/// A put's file, read whole (memory, then past [`SPOOL_MEMORY`] a temporary file), to be
+/// read again from its start.
+pub enum Spooled {
+    Memory(std::io::Cursor<Vec<u8>>),
+    File(std::io::BufReader<std::fs::File>),
+}
+
+impl Read for Spooled {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Spooled::Memory(bytes) => bytes.read(buf),
+            Spooled::File(file) => file.read(buf),
+        }
+    }
+}
+
+/// Everything `reader` gives, spooled (blocking: on a blocking thread).
+pub fn spool(mut reader: impl Read) -> std::io::Result<Spooled> {
+    use std::io::{Seek, Write};
+    let mut memory = Vec::new();
+    (&mut reader).take(SPOOL_MEMORY as u64 + 1).read_to_end(&mut memory)?;
+    if memory.len() <= SPOOL_MEMORY {
+        return Ok(Spooled::Memory(std::io::Cursor::new(memory)));
+    }
+    // Unnamed, so that nothing is left behind whatever happens to the gateway.
+    let mut file = tempfile::tempfile()?;
+    file.write_all(&memory)?;
+    drop(memory);
+    std::io::copy(&mut reader, &mut file)?;
+    file.flush()?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(Spooled::File(std::io::BufReader::new(file)))
 }
 
 /// One stretch of a body: bytes `range` of version `version` of the file `name`.
@@ -250,11 +353,52 @@ pub struct Piece {
     pub range: Range<u64>,
 }
 
+/// A read of a body's stream that failed after the stream was handed out: the stream's error.
+/// A gateway operation that consumes the stream itself (a copy, a completed upload) answers
+/// with it ([`ReadFailed::into_s3`]); one that does not (a GetObject whose headers went out,
+/// whose application sees a broken transfer) drops it, and a violation is counted then. So
+/// a caught lie is counted once either way: by the answer that names it, or here.
+#[derive(Debug)]
+pub struct ReadFailed {
+    error: Option<vouch_client::ClientError>,
+    metrics: Arc<Metrics>,
+}
+
+impl ReadFailed {
+    /// The S3 error to answer with (counted by the answer's violation header, not here).
+    pub fn into_s3(mut self) -> S3Error {
+        match self.error.take() {
+            Some(e) => to_s3(e, S3ErrorCode::NoSuchKey),
+            None => s3_error!(InternalError, "a read failed"),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.error {
+            Some(e) => write!(f, "a read of the body failed: {e}"),
+            None => f.write_str("a read of the body failed"),
+        }
+    }
+}
+
+impl std::error::Error for ReadFailed {}
+
+impl Drop for ReadFailed {
+    fn drop(&mut self) {
+        if let Some(kind) = self.error.as_ref().and_then(|e| e.violation_kind()) {
+            self.metrics.violation(&kind.to_string());
+        }
+    }
+}
+
 /// The bytes of `pieces`, one after the other, a verified read of [`READ_CHUNK`] at a time.
 /// The first read is made before this returns, so that a lie caught there (in any read of up
 /// to [`READ_CHUNK`] bytes, the whole of it) is an S3 error with the violation's code; a later
-/// read that fails verification ends the stream with an error: the application sees a broken
-/// transfer, never bytes that did not verify.
+/// read that fails verification ends the stream with a [`ReadFailed`]: an application reading
+/// the stream sees a broken transfer, never bytes that did not verify, and a gateway
+/// operation reading it answers with the violation.
 pub async fn body_stream(client: Arc<Client>, metrics: Arc<Metrics>, pieces: Vec<Piece>) -> S3Result<StreamingBlob> {
     let mut reads: std::collections::VecDeque<(String, u64, Range<u64>)> = pieces
         .into_iter()
@@ -271,7 +415,7 @@ pub async fn body_stream(client: Arc<Client>, metrics: Arc<Metrics>, pieces: Vec
     };
     // Read ahead on a task of its own, a chunk or two: the body's consumer pulls from the
     // channel (which, unlike the read's future, is `Sync`, as s3s asks of a body).
-    let (tx, mut rx) = mpsc::channel::<std::io::Result<Bytes>>(1);
+    let (tx, mut rx) = mpsc::channel::<Result<Bytes, ReadFailed>>(1);
     tokio::spawn(async move {
         if let Some(first) = first {
             if tx.send(Ok(first)).await.is_err() {
@@ -280,11 +424,11 @@ pub async fn body_stream(client: Arc<Client>, metrics: Arc<Metrics>, pieces: Vec
         }
         for (name, version, range) in reads {
             let chunk = read(&client, &name, version, range).await.map_err(|e| {
-                tracing::error!("{name}: a read of the body failed: {e}");
-                if let Some(kind) = e.violation_kind() {
-                    metrics.violation(&kind.to_string());
+                match e.violation_kind() {
+                    Some(kind) => tracing::error!(%kind, "{name}: the provider misbehaved in a read of the body: {e}"),
+                    None => tracing::warn!("{name}: a read of the body failed: {e}"),
                 }
-                std::io::Error::other(e.to_string())
+                ReadFailed { error: Some(e), metrics: metrics.clone() }
             });
             let failed = chunk.is_err();
             // The application went away, or the read failed: stop.
