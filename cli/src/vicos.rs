@@ -34,7 +34,8 @@ pub enum GroupCommand {
     /// Join a group with the key file its creator wrote.
     Join {
         key_file: PathBuf,
-        /// This member's id in the group (default: the key file's; every member needs its own).
+        /// This member's id in the group, one no other member has: required with an HMAC
+        /// group's key file, which every joiner shares (an Ed25519 one's is the default).
         #[arg(long)]
         id: Option<u32>,
     },
@@ -132,8 +133,12 @@ pub async fn group(which: GroupCommand, state: PathBuf, out: Output) -> Result<(
             };
             let next = Group::init(&state, &name, mode, signatures).await?;
             next.write(&key_out)?;
+            let id = match signatures {
+                Signatures::Hmac => " --id N (each their own N)",
+                Signatures::Ed25519 => "",
+            };
             out.print(&next.group, || {
-                format!("created group {name}; others join with: vouch group join {}", key_out.display())
+                format!("created group {name}; others join with: vouch group join {}{id}", key_out.display())
             });
         }
         GroupCommand::Join { key_file, id } => {

@@ -37,7 +37,7 @@ fn members_of_team(dir: &Path, signatures: &[&str]) -> (common::Server, PathBuf,
     let mut init = vec!["group", "init", "team", "--key-out", key.to_str().unwrap()];
     init.extend_from_slice(signatures);
     ok(&alice, &init);
-    ok(&bob, &["group", "join", key.to_str().unwrap()]);
+    ok(&bob, &["group", "join", key.to_str().unwrap(), "--id", "1"]);
     (server, alice, bob)
 }
 

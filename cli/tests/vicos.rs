@@ -54,7 +54,10 @@ fn two_clients_share_a_group_from_the_command_line() {
     let bob = Member::new(dir.path(), "bob", &server, "bob-token");
     let key = dir.path().join("team.key");
     alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
-    bob.ok(&["group", "join", key.to_str().unwrap()]);
+    let shared = bob.run(&["group", "join", key.to_str().unwrap()]);
+    assert_ne!(code(&shared), 0, "an HMAC key file is every joiner's: --id is required");
+    assert!(text(&shared.stderr).contains("--id"), "{}", text(&shared.stderr));
+    bob.ok(&["group", "join", key.to_str().unwrap(), "--id", "1"]);
     assert_eq!(bob.ok(&["group", "ls"]).trim(), "team");
 
     let file = dir.path().join("report.bin");
@@ -72,10 +75,33 @@ fn two_clients_share_a_group_from_the_command_line() {
     let missing = alice.run(&["obj", "get", "reports/q3", "-o", got.to_str().unwrap()]);
     assert_eq!(code(&missing), 5, "{}", text(&missing.stderr));
     // One state directory is one member of a group: joining again is refused.
-    let again = bob.run(&["group", "join", key.to_str().unwrap()]);
+    let again = bob.run(&["group", "join", key.to_str().unwrap(), "--id", "1"]);
     assert_eq!(code(&again), 6, "{}", text(&again.stderr));
     let no_group = Member::new(dir.path(), "carol", &server, "secret-token");
     assert_eq!(code(&no_group.run(&["obj", "ls"])), 2, "not a member of any group");
+}
+
+/// Two joiners of one key file take one id all the same (#43 item 9): the second to speak
+/// finds an operation under that id it never made and refuses (exit 6), naming `--id`.
+#[test]
+fn two_joiners_with_one_id_cannot_both_speak() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("provider"), "none");
+    let alice = Member::new(dir.path(), "alice", &server, "secret-token");
+    let bob = Member::new(dir.path(), "bob", &server, "bob-token");
+    // Carol speaks through bob's provider client: the provider's binding of ids to clients
+    // (its own, not to be trusted) does not tell them apart.
+    let carol = Member::new(dir.path(), "carol", &server, "bob-token");
+    let key = dir.path().join("team.key");
+    alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
+    bob.ok(&["group", "join", key.to_str().unwrap(), "--id", "1"]);
+    carol.ok(&["group", "join", key.to_str().unwrap(), "--id", "1"]);
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"data").unwrap();
+    bob.ok(&["obj", "put", file.to_str().unwrap(), "b"]);
+    let refused = carol.run(&["obj", "ls"]);
+    assert_eq!(code(&refused), 6, "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("--id"), "{}", text(&refused.stderr));
 }
 
 #[test]
@@ -86,7 +112,7 @@ fn a_fork_is_caught_across_separate_runs_of_a_member() {
     let bob = Member::new(dir.path(), "bob", &server, "bob-token");
     let key = dir.path().join("team.key");
     alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
-    bob.ok(&["group", "join", key.to_str().unwrap()]);
+    bob.ok(&["group", "join", key.to_str().unwrap(), "--id", "1"]);
     let file = dir.path().join("f");
     std::fs::write(&file, b"data").unwrap();
     for i in 0..5 {
@@ -179,7 +205,7 @@ fn a_member_reaches_the_bucket_itself_once_told_to() {
     let bob = Member::new(dir.path(), "bob", &server, "bob-token");
     let key = dir.path().join("team.key");
     alice.ok(&["group", "init", "team", "--key-out", key.to_str().unwrap()]);
-    bob.ok(&["group", "join", key.to_str().unwrap()]);
+    bob.ok(&["group", "join", key.to_str().unwrap(), "--id", "1"]);
 
     // Alice's own credentials for the provider's bucket, as a TOML file.
     let toml = |secret: &str| {

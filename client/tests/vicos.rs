@@ -216,9 +216,11 @@ async fn members_go_on_across_a_provider_restart() {
     let alice = create(&setup).await;
     put(&alice, "before", b"1").await;
     setup.restart(Misbehave::None).await;
-    // Members keep their AIP state; the sequencer replayed its journal: the history goes on
-    // where it was, and each member's chain accepts it.
-    let alice = Group::join(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 0, keys(), Mode::Compatible);
+    // The sequencer replayed its journal: the history goes on where it was, and each
+    // member's chain accepts it. Alice's state went with her process: she comes back under a
+    // new id (under her old one, her first REPLY would show her own put, which her new state
+    // never made: #43 item 9).
+    let alice = Group::join(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 2, keys(), Mode::Compatible);
     let bob = member(&setup, TOKEN_BOB, 1);
     put(&alice, "after", b"2").await;
     assert_eq!(list(&bob).await, ["after", "before"]);

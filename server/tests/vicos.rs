@@ -391,7 +391,8 @@ async fn one_message_answers_a_whole_batch_passing_over_what_is_done_and_stoppin
     server.shutdown().await.unwrap();
     let server = serve(dir.path(), Limits::default()).await;
     assert_eq!(progress(&server, "g").await, (5, 5));
-    let mut fresh = Member::new(2, server.addr, ALICE, "g");
+    // A new member (a member without its state would find its own operations and refuse).
+    let mut fresh = Member::new(3, server.addr, ALICE, "g");
     assert_eq!(fresh.run(get("e")).await, value("5"));
     server.shutdown().await.unwrap();
 }

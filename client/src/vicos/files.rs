@@ -312,6 +312,16 @@ impl Group {
         if file.signing.is_some() || file.direct.is_some() {
             return Err(bad("this key file holds a member's own secrets: it is that member's own file"));
         }
+        // An HMAC key file is one file for every joiner, so its id would be every joiner's:
+        // two members under one id could be shown different outcomes on one hash chain (#43
+        // item 9). An Ed25519 joiner's new key tells it apart in the others' rosters.
+        if file.key.is_some() && id.is_none() {
+            return Err(bad(&format!(
+                "{} is shared by every member who joins with it: choose this member's id with --id (one no other member has, such as {})",
+                key_file.display(),
+                file.id
+            )));
+        }
         file.id = id.unwrap_or(file.id);
         if file.key.is_none() {
             if file.members.contains_key(&file.id.to_string()) {
@@ -375,7 +385,7 @@ impl Group {
         let file = GroupFile::read(&config_path(state, name))?;
         let (keys, mode) = (file.keys()?, file.mode()?);
         let saved = aip_path(state, name);
-        let client = match saved.exists() {
+        let mut client = match saved.exists() {
             true => {
                 let bytes = std::fs::read(&saved).map_err(ClientError::io(format!("reading {}", saved.display())))?;
                 aip::Client::restore(&bytes, file.id, keys, Adict { mode })
@@ -383,6 +393,9 @@ impl Group {
             }
             false => aip::Client::new(file.id, keys, Adict { mode }),
         };
+        // An INVOKE may have left after the last save (or before the first): its counter is
+        // never signed again.
+        client.skip_counter();
         let mut group = Group::with_client(remote_of(&dir)?, name, client);
         if let Some(admission) = file.admission()? {
             group = group.with_admission(admission);
@@ -408,7 +421,11 @@ impl Group {
     /// from one (see [`Group::run`]'s write-ahead).
     pub(super) fn persist(&self, aip: &aip::Client<Adict>) -> Result<(), ClientError> {
         match &self.state {
-            Some(dir) => write_atomic(&aip_path(&dir.dir, &self.name), &aip.save(), true),
+            Some(dir) => {
+                write_atomic(&aip_path(&dir.dir, &self.name), &aip.save(), true)?;
+                self.unsaved_invoke.store(false, std::sync::atomic::Ordering::Release);
+                Ok(())
+            }
             None => Ok(()),
         }
     }

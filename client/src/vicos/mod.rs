@@ -194,6 +194,9 @@ pub struct Group {
     me: ClientId,
     /// Replaced objects not deleted yet (see [`retire`]).
     retired: retire::RetireQueue,
+    /// An INVOKE left since the last save: saved before the next leaves, so that a member
+    /// restored after a crash never signs its counter again (#43 item 9).
+    unsaved_invoke: std::sync::atomic::AtomicBool,
 }
 
 impl Group {
@@ -220,6 +223,7 @@ impl Group {
             admission,
             admitted: false.into(),
             retired: Default::default(),
+            unsaved_invoke: false.into(),
         }
     }
 
@@ -534,7 +538,7 @@ impl Group {
     /// INVOKE, and the REPLY checked and saved with its COMMIT (write-ahead).
     async fn attempt(&self, aip: &mut aip::Client<Adict>, op: DictOp) -> Result<Settled, ClientError> {
         let me = aip.id();
-        if !aip.unsent().is_empty() {
+        if !aip.unsent().is_empty() || self.unsaved_invoke.load(std::sync::atomic::Ordering::Acquire) {
             // Left by an operation whose write-ahead save failed (a full disk): saved before
             // they leave, or a crash after sending them could bring back a state that aborts
             // an operation this member did commit.
@@ -543,6 +547,7 @@ impl Group {
         self.admit().await?;
         self.deliver(aip, None).await?;
         let invoke = aip.invoke(op).map_err(|v| aip_violation(&self.name, v))?;
+        self.unsaved_invoke.store(true, std::sync::atomic::Ordering::Release);
         let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
         let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
         let reply = match answered {
@@ -767,6 +772,8 @@ fn aip_violation(group: &str, v: aip::Violation) -> ClientError {
         aip::Violation::UnknownMember { client, .. } => {
             ClientError::UnknownMember { group: group.into(), member: client }
         }
+        // Not the provider's doing: two members took one id, or this one lost its state.
+        v @ aip::Violation::IdTaken { .. } => ClientError::State(format!("group {group}: {v}")),
         v => ClientError::violation(ViolationKind::BadAipAnswer, v),
     }
 }

@@ -8,12 +8,14 @@ mod passive;
 mod state;
 
 pub use passive::OwnUpdate;
-pub use state::{RestoreError, MAX_SAVED_POSITION};
+pub use state::{RestoreError, MAX_SAVED_LINKS, MAX_SAVED_POSITION};
 
 use super::{
     auth_statement, chain, commit_statement, commit_statement_into, invoke_statement, invoke_statement_into,
-    separate_pending, ClientId, Commit, Committed, Functionality, Invoke, Keyring, Pending, Reply, Signature, Signed,
-    Status, View, Violation, Wire,
+    separate_pending,
+    wire::{MAX_OPERATIONS, MAX_PENDING},
+    ClientId, Commit, Committed, Functionality, Invoke, Invoked, Keyring, Pending, Reply, Signature, Signed, Status,
+    View, Violation, Wire,
 };
 use crate::hash::Digest;
 use chain::{Chain, Link};
@@ -48,6 +50,13 @@ pub struct Client<F: Functionality> {
     status: BTreeMap<u64, Status>,
     /// `u`: the operation invoked and not completed.
     current: Option<F::Op>,
+    /// `n`: how many INVOKEs this client made (the counter its next one signs); the current
+    /// operation's, when there is one, is `n - 1`.
+    invoked: u64,
+    /// Per member (this one too), the position and counter of the last INVOKE of theirs seen
+    /// in a pending list: a member's counters grow with the positions of its operations, so
+    /// one signed INVOKE shown at a second position is a replay (#43 item 9).
+    seen: BTreeMap<ClientId, (u64, u64)>,
     /// Clients taken over (Sec. 3.7), and the last position an operation of theirs may hold.
     retired: BTreeMap<ClientId, u64>,
     /// The operations this client aborted in place of a failed client, until cleared: the
@@ -81,6 +90,8 @@ impl<F: Functionality> Client<F> {
             authenticated: (0, Digest::ZERO),
             status: BTreeMap::new(),
             current: None,
+            invoked: 0,
+            seen: BTreeMap::new(),
             retired: BTreeMap::new(),
             aborted_for: BTreeMap::new(),
             unsent: Vec::new(),
@@ -132,9 +143,20 @@ impl<F: Functionality> Client<F> {
         if self.current.is_some() {
             return Err(Violation::Malformed("an operation is already in progress"));
         }
-        let tau = self.sign(&invoke_statement(&op.to_wire(), self.me))?.bytes;
+        let counter = self.invoked;
+        let tau = self.sign(&invoke_statement(&op.to_wire(), self.me, counter))?.bytes;
         self.current = Some(op.clone());
-        Ok(Invoke { op, tau, cleared: self.cleared })
+        self.invoked += 1;
+        Ok(Invoke { op, tau, cleared: self.cleared, counter })
+    }
+
+    /// Skips one INVOKE counter: a member restored from a save calls this before it invokes,
+    /// since an INVOKE may have left after that save (a crash before the next one), and a
+    /// counter signed twice is a replay to every member (#43 item 9). A gap is harmless.
+    pub fn skip_counter(&mut self) {
+        if self.current.is_none() {
+            self.invoked = self.invoked.saturating_add(1);
+        }
     }
 
     /// Gives up the operation in progress without its REPLY (the server refused its INVOKE,
@@ -164,8 +186,8 @@ impl<F: Functionality> Client<F> {
 
     /// This client's own operations in `ω` (before its current one, the last) with no status
     /// here were never committed by it: INVOKEs abandoned without their REPLY (a refusal, a
-    /// lost connection, a crash before the REPLY), or replayed by the server (`τ` binds no
-    /// position). Each is aborted with a COMMIT of its own, so that the server can apply what
+    /// lost connection, a crash before the REPLY). A replayed one never gets here: its
+    /// counter, signed in `τ`, places it once ([`Client::check_counter`]). Each is aborted with a COMMIT of its own, so that the server can apply what
     /// follows it instead of waiting for a takeover. Sound as long as this client's state
     /// outlives every COMMIT it sent: a caller that saves the state saves it after the REPLY
     /// and before sending ([`Client::unsent`]).
@@ -229,6 +251,17 @@ impl<F: Functionality> Client<F> {
         Ok(())
     }
 
+    /// Until its first REPLY is accepted (it has seen none of its own INVOKEs), this client
+    /// has committed nothing: an operation committed under its id (past the genesis, which
+    /// its creator commits before speaking) is another member's who took the same id.
+    fn check_id_not_taken(&self, committed: &Committed<F::Op>, l: u64) -> Result<(), Violation> {
+        let own = committed.client == self.me && committed.phi.by == self.me;
+        match own && l > 0 && !self.seen.contains_key(&self.me) {
+            true => Err(Violation::IdTaken { client: self.me, at: l }),
+            false => Ok(()),
+        }
+    }
+
     /// No operation of a client taken over may follow its takeover.
     fn check_not_retired(&self, client: ClientId, l: u64) -> Result<(), Violation> {
         match self.retired.get(&client) {
@@ -250,6 +283,10 @@ impl<F: Functionality> Client<F> {
             true => self.cleared,
             false => self.cleared + 1,
         };
+        // The saved chain holds at most δ and ω past `c` (see `state`): both bounded.
+        if delta.len() > MAX_OPERATIONS {
+            return Err(Violation::Malformed("more authenticated operations than a message holds"));
+        }
         if b < self.cleared || first + delta.len() as u64 - 1 != b {
             return Err(Violation::Malformed("the authenticated operations do not end at b"));
         }
@@ -258,6 +295,7 @@ impl<F: Functionality> Client<F> {
         for (k, committed) in delta.iter().enumerate() {
             let l = first + k as u64;
             self.check_not_retired(committed.client, l)?;
+            self.check_id_not_taken(committed, l)?;
             op.clear();
             committed.op.encode(&mut op);
             self.extend_chain(&committed.op, &op, l, committed.client)?;
@@ -304,11 +342,12 @@ impl<F: Functionality> Client<F> {
     /// shows an operation of a member whose key is not imported yet is checked again, whole,
     /// by the next operation, and a forged one must not lengthen the chain meanwhile.
     fn all_or_nothing<T>(&mut self, checks: impl FnOnce(&mut Self) -> Result<T, Violation>) -> Result<T, Violation> {
-        let (end, retired) = (self.chain.end(), self.retired.clone());
+        let (end, retired, seen) = (self.chain.end(), self.retired.clone(), self.seen.clone());
         let checked = checks(self);
         if checked.is_err() {
             self.chain.truncate(end);
             self.retired = retired;
+            self.seen = seen;
         }
         checked
     }
@@ -318,6 +357,9 @@ impl<F: Functionality> Client<F> {
     /// ABORT (Sec. 3.7). In a REPLY (`own_last`), the last is this client's current
     /// operation, and is not marked.
     fn check_pending(&mut self, omega: &[Pending<F::Op>], first: u64, own_last: bool) -> Result<(), Violation> {
+        if omega.len() > MAX_PENDING {
+            return Err(Violation::TooManyPending(omega.len()));
+        }
         let mut op = std::mem::take(&mut self.scratch.op);
         for (k, pending) in omega.iter().enumerate() {
             let (l, invoked) = (first + k as u64, &pending.invoked);
@@ -325,9 +367,10 @@ impl<F: Functionality> Client<F> {
             op.clear();
             invoked.op.encode(&mut op);
             self.extend_chain(&invoked.op, &op, l, invoked.client)?;
-            invoke_statement_into(&mut self.scratch.statement, &op, invoked.client);
+            invoke_statement_into(&mut self.scratch.statement, &op, invoked.client, invoked.counter);
             let signed = self.keys.verify(invoked.client, &self.scratch.statement, &invoked.tau);
             self.check(signed, "INVOKE", invoked.client, l)?;
+            self.check_counter(invoked, l)?;
             if let Some(phi) = &pending.aborted {
                 let committed = Committed {
                     op: invoked.op.clone(),
@@ -346,9 +389,33 @@ impl<F: Functionality> Client<F> {
         if last.aborted.is_some() {
             return Err(Violation::Pending("this client's current operation is marked aborted"));
         }
-        match (last.invoked.client == self.me, Some(&last.invoked.op) == self.current.as_ref()) {
+        let own = last.invoked.client == self.me && last.invoked.counter + 1 == self.invoked;
+        match (own, Some(&last.invoked.op) == self.current.as_ref()) {
             (true, true) => Ok(()),
             _ => Err(Violation::Pending("the last is not this client's current operation")),
+        }
+    }
+
+    /// The counter `n` of `invoked`, shown at position `l`, against the last INVOKE seen of
+    /// its client: a later position has a larger counter, the same position the same one, an
+    /// earlier position a smaller one; else the server replayed a signed INVOKE. This
+    /// client's own counters stay below the count it made (no one else signs for its id,
+    /// unless two members share it).
+    fn check_counter(&mut self, invoked: &Invoked<F::Op>, l: u64) -> Result<(), Violation> {
+        let (client, n) = (invoked.client, invoked.counter);
+        if client == self.me && n >= self.invoked {
+            return Err(Violation::Replayed { client, at: l });
+        }
+        match self.seen.get(&client) {
+            Some(&(at, last)) if l <= at => match (l == at && n == last) || (l < at && n < last) {
+                true => Ok(()),
+                false => Err(Violation::Replayed { client, at: l }),
+            },
+            Some(&(_, last)) if n <= last => Err(Violation::Replayed { client, at: l }),
+            _ => {
+                self.seen.insert(client, (l, n));
+                Ok(())
+            }
         }
     }
 

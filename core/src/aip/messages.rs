@@ -37,6 +37,8 @@ pub struct Invoked<O> {
     pub op: O,
     pub tau: Vec<u8>,
     pub client: ClientId,
+    /// `n`: how many INVOKEs its client made before this one (signed with it, in `τ`).
+    pub counter: u64,
 }
 
 /// `O[l]`: a committed operation, its status, its COMMIT signature, and its client.
@@ -55,13 +57,15 @@ pub struct Signed<A> {
     pub psi: Signature,
 }
 
-/// `[INVOKE, o, τ, c]`.
+/// `[INVOKE, o, τ, c, n]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invoke<O> {
     pub op: O,
     pub tau: Vec<u8>,
     /// `c`: the sequence number of the client's last cleared operation.
     pub cleared: u64,
+    /// `n`: how many INVOKEs the client made before this one (signed in `τ`).
+    pub counter: u64,
 }
 
 /// An entry of `ω`: `I[l]`, and, once the server holds its COMMIT with status ABORT, that

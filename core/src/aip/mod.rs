@@ -53,7 +53,7 @@ mod server;
 pub mod wire;
 
 pub use admission::Admission;
-pub use client::{Client, Outcome, OwnUpdate, Replied, RestoreError, MAX_SAVED_POSITION};
+pub use client::{Client, Outcome, OwnUpdate, Replied, RestoreError, MAX_SAVED_LINKS, MAX_SAVED_POSITION};
 pub use dict::{Adict, DictAux, DictError, DictOp, DictResponse, DictStep, Mode, MAX_PAGE};
 pub use functionality::Functionality;
 pub use inbox::{Inbox, ToClient, ToServer, Urgency};
@@ -86,6 +86,18 @@ pub enum Violation {
     Stale { q: u64, base: u64 },
     #[error("operation {at} of client {client} shown after that client was taken over (Sec. 3.7)")]
     TakenOver { client: ClientId, at: u64 },
+    /// A signed INVOKE shown again: its counter is not above the last one this client saw of
+    /// that member at an earlier position (or not the one it had at the same position).
+    #[error("an INVOKE of client {client} replayed at operation {at}")]
+    Replayed { client: ClientId, at: u64 },
+    /// An operation committed under this member's id before this member committed any: a
+    /// second member took the same id (two joiners of one key file), and the provider could
+    /// show the two different outcomes on one hash chain.
+    #[error("operation {at} was committed as member {client}, this member's id, before this member spoke: another member has this id (join again with another --id)")]
+    IdTaken { client: ClientId, at: u64 },
+    /// More pending operations than [`wire::MAX_PENDING`]: no honest server keeps that many.
+    #[error("{0} pending operations, over the protocol's bound of {max}", max = wire::MAX_PENDING)]
+    TooManyPending(usize),
     #[error("a message out of order or malformed: {0}")]
     Malformed(&'static str),
     /// Not the server's doing: this client holds no public key of the member (an Ed25519
@@ -127,15 +139,17 @@ fn statement(kind: u8, fields: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// `INVOKE || o || i`.
-fn invoke_statement(op: &[u8], client: ClientId) -> Vec<u8> {
+/// `INVOKE || o || i || n`, `n` client `i`'s count of its INVOKEs before this one: the
+/// paper's `τ` binds no position, so without `n` the server could show one signed INVOKE at
+/// any number of positions (#43 item 9); each member's `n` only grows along the history.
+fn invoke_statement(op: &[u8], client: ClientId, counter: u64) -> Vec<u8> {
     let mut out = Vec::new();
-    invoke_statement_into(&mut out, op, client);
+    invoke_statement_into(&mut out, op, client, counter);
     out
 }
 
-fn invoke_statement_into(out: &mut Vec<u8>, op: &[u8], client: ClientId) {
-    statement_into(out, 1, &[op, &client.to_le_bytes()]);
+fn invoke_statement_into(out: &mut Vec<u8>, op: &[u8], client: ClientId, counter: u64) {
+    statement_into(out, 1, &[op, &client.to_le_bytes(), &counter.to_le_bytes()]);
 }
 
 /// `COMMIT || t || o || i || z || H[t]`.

@@ -252,7 +252,7 @@ impl<F: Functionality> Server<F> {
             return Err(ServerError::PendingFull { pending, max: self.max_pending() });
         }
         let t = self.invoked_up_to + 1;
-        let invoked = Invoked { op: m.op, tau: m.tau, client: from };
+        let invoked = Invoked { op: m.op, tau: m.tau, client: from, counter: m.counter };
         let (shown, response, aux) = {
             let mut view = self.view(from, m.cleared)?;
             view.omega.push((&invoked, None));

@@ -45,6 +45,9 @@ pub(super) enum Entry {
         genesis: ByteBuf,
         auth: ByteBuf,
     },
+    /// An INVOKE journaled before INVOKEs carried their client's counter (#43 item 9): its
+    /// members' states and signatures are of the older protocol, so the group is refused at
+    /// load, as older.
     Invoke {
         from: u32,
         invoke: ByteBuf,
@@ -73,6 +76,11 @@ pub(super) enum Entry {
     Create {
         genesis: ByteBuf,
         auth: ByteBuf,
+    },
+    /// An INVOKE, its client's counter signed in it.
+    InvokeCounted {
+        from: u32,
+        invoke: ByteBuf,
     },
 }
 
@@ -119,7 +127,8 @@ impl Entry {
                 loaded.admission = Some(*hash);
                 return Ok(());
             }
-            Entry::Invoke { from, invoke } => {
+            Entry::Invoke { .. } => return Err(uncounted(group)),
+            Entry::InvokeCounted { from, invoke } => {
                 server.replay_invoke(*from, Invoke::from_wire(invoke).map_err(malformed)?).map(drop)
             }
             Entry::Commit { from, commit } => server.on_commit(*from, Commit::from_wire(commit).map_err(malformed)?),
@@ -137,6 +146,14 @@ fn older(group: &str) -> ProviderError {
     ProviderError::BadRequest(format!(
         "group {group} was made by an older vouch, whose VICOS hashed with SHA-256, and this \
          provider's hashes with BLAKE3: read it with that version, or make a new group"
+    ))
+}
+
+/// A group whose journal holds INVOKEs with no counter: as [`older`], refused as a request.
+fn uncounted(group: &str) -> ProviderError {
+    ProviderError::BadRequest(format!(
+        "group {group} was made by an older vouch, whose INVOKEs carried no counter: read it \
+         with that version, or make a new group"
     ))
 }
 
@@ -227,5 +244,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(load(&repo, "new").unwrap().map(|l| l.next), Some(1));
+    }
+
+    /// A group whose journal holds an INVOKE of the older protocol (no counter) is refused
+    /// as older, not read as damaged.
+    #[tokio::test]
+    async fn a_group_journaled_with_uncounted_invokes_is_refused_as_older() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = ObjectBlobs::local(&dir.path().join("blobs")).unwrap();
+        let repo = Repository::open(blobs, MetaDb::open(&dir.path().join("meta.redb")).unwrap()).unwrap();
+        let (genesis, auth) = aip::genesis::<Adict>(&Keyring::hmac([1; 32]), 0, DictOp::List, &Tree::new()).unwrap();
+        let create = Entry::Create { genesis: ByteBuf::from(genesis.to_wire()), auth: ByteBuf::from(auth.to_wire()) };
+        let invoke = Entry::Invoke { from: 0, invoke: ByteBuf::from(vec![1, 2, 3]) };
+        InRepository { repo: &repo, group: "g" }.append(0, vec![create.encode(), invoke.encode()]).await.unwrap();
+        match load(&repo, "g") {
+            Err(ProviderError::BadRequest(why)) => assert!(why.contains("no counter"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -312,7 +312,7 @@ impl Sequencer {
                 break;
             }
         }
-        let entry = Entry::Invoke { from: req.from, invoke: req.invoke.clone() };
+        let entry = Entry::InvokeCounted { from: req.from, invoke: req.invoke.clone() };
         let step = |s: &mut aip::Server<Adict>| s.on_invoke_wire(req.from, invoke).map(|reply| (reply, Vec::new()));
         self.step(repo, &req.group, (req.from, caller), entry, step, |_, reply| Ok(reply))
             .await

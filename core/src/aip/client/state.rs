@@ -16,7 +16,7 @@
 //! panicking.
 
 use super::{Chain, Client, Link};
-use crate::aip::wire::{count, list, put_list, tag, Wire, WireError, MAX_MESSAGE_LEN, MAX_OPERATIONS};
+use crate::aip::wire::{count, list, put_list, tag, Wire, WireError, MAX_MESSAGE_LEN, MAX_OPERATIONS, MAX_PENDING};
 use crate::aip::{ClientId, Commit, Functionality, Keyring, Status};
 use crate::codec::{put_varint, Reader};
 use crate::hash::Digest;
@@ -26,8 +26,15 @@ use std::collections::BTreeMap;
 /// hold a hash chain of SHA-256 links, which no longer continues; version 3 is a VICOS member
 /// of a group whose objects' values hold no length (`x || h`, now `x || length || h`), which
 /// no reader takes. They are refused ([`RestoreError::Older`]), not restored to a chain that
-/// would look forked or to a group whose objects cannot be read.
-const STATE_VERSION: u8 = 4;
+/// would look forked or to a group whose objects cannot be read; version 4 has no INVOKE
+/// counters (#43 item 9), so its member could not sign the INVOKEs its group now takes.
+const STATE_VERSION: u8 = 5;
+/// The most links a saved hash chain holds: a member keeps `H` from just before `c` (or
+/// before its oldest own operation not cleared, which is pending, after `c`), and a REPLY or
+/// a takeover extends it by at most its `δ` ([`MAX_OPERATIONS`]) and its `ω`
+/// ([`MAX_PENDING`]), both refused beyond their bounds. So every state a client reaches
+/// saves within this bound, and [`Client::restore`] takes it back.
+pub const MAX_SAVED_LINKS: usize = MAX_OPERATIONS + MAX_PENDING + 2;
 /// The largest position a saved state may name. No history gets near it (2^62 operations);
 /// refusing beyond keeps the client's arithmetic on positions (`c + 1`, `b + length(ω)`)
 /// clear of overflow.
@@ -50,7 +57,8 @@ pub enum RestoreError {
 fn older_why(version: u8) -> &'static str {
     match version {
         1 | 2 => "whose hash chain was SHA-256's",
-        _ => "whose group stored objects' dictionary values without their length",
+        3 => "whose group stored objects' dictionary values without their length",
+        _ => "whose INVOKEs carried no counter",
     }
 }
 
@@ -94,8 +102,8 @@ fn check(ok: bool, why: &'static str) -> Result<(), RestoreError> {
 
 impl<F: Functionality> Client<F> {
     /// This client's state as bytes, for [`Client::restore`]: `version, me, c, first position
-    /// of H, H (digest, kind), d, H[d], Z, u?, retired, aborted-for`. Everything but the keys
-    /// and the functionality, which the caller supplies again.
+    /// of H, H (digest, kind), d, H[d], Z, u?, n, seen, retired, aborted-for, unsent`.
+    /// Everything but the keys and the functionality, which the caller supplies again.
     pub fn save(&self) -> Vec<u8> {
         let mut out = vec![STATE_VERSION];
         self.me.encode(&mut out);
@@ -109,6 +117,12 @@ impl<F: Functionality> Client<F> {
             z.encode(out);
         });
         self.current.encode(&mut out);
+        self.invoked.encode(&mut out);
+        put_list(&mut out, &self.seen.iter().collect::<Vec<_>>(), |out, (j, (l, n))| {
+            j.encode(out);
+            l.encode(out);
+            n.encode(out);
+        });
         put_list(&mut out, &self.retired.iter().collect::<Vec<_>>(), |out, (j, l)| {
             j.encode(out);
             l.encode(out);
@@ -141,11 +155,13 @@ impl<F: Functionality> Client<F> {
         }
         let cleared = position(r)?;
         let first = position(r)?;
-        let n = count(r, "chain entries", MAX_OPERATIONS)?;
+        let n = count(r, "chain entries", MAX_SAVED_LINKS)?;
         let chain = Chain::new(first, (0..n).map(|_| link(r)).collect::<Result<Vec<_>, _>>()?);
         let authenticated = (position(r)?, Digest::decode(r)?);
         let status = map(r, "own operations", |r| Ok((position(r)?, Status::decode(r)?)))?;
         let current = Option::<F::Op>::decode(r)?;
+        let invoked = u64::decode(r)?;
+        let seen = map(r, "members' last INVOKEs", |r| Ok((u32::decode(r)?, (position(r)?, u64::decode(r)?))))?;
         let retired = map(r, "clients taken over", |r| Ok((u32::decode(r)?, position(r)?)))?;
         let aborted_for = map(r, "operations aborted for others", |r| Ok((position(r)?, u32::decode(r)?)))?;
         let unsent = list(r, "unsent COMMITs", MAX_OPERATIONS, Commit::decode)?;
@@ -161,6 +177,8 @@ impl<F: Functionality> Client<F> {
             authenticated,
             status,
             current,
+            invoked,
+            seen,
             retired,
             aborted_for,
             unsent,
@@ -198,6 +216,40 @@ impl<F: Functionality> Client<F> {
         };
         check(self.unsent.iter().all(unsent_ok), "an unsent COMMIT that is not this client's own, pending one")?;
         check(self.unsent.windows(2).all(|w| w[0].t < w[1].t), "unsent COMMITs out of order")?;
+        check(self.current.is_none() || self.invoked > 0, "an operation in flight and no INVOKE made")?;
+        let own_seen = self.seen.get(&self.me).is_none_or(|&(_, n)| n < self.invoked);
+        check(own_seen, "an own INVOKE seen with a counter this client has not used")?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aip::Adict;
+
+    /// A client whose chain holds `links` positions from the genesis on, `c` its last.
+    fn with_chain(links: usize) -> Client<Adict> {
+        let mut client = Client::new(0, Keyring::hmac([1; 32]), Adict { mode: crate::aip::Mode::Compatible });
+        let genesis = Link { hash: Digest::ZERO, update: true };
+        let rest = (1..links).map(|_| Link { hash: Digest([7; 32]), update: false });
+        client.chain = Chain::new(0, std::iter::once(genesis).chain(rest));
+        client.cleared = links as u64 - 1;
+        client
+    }
+
+    /// The bound `restore` takes is the one the handlers keep (#43 item 9): a state at it
+    /// saves and restores; one past it, which no REPLY can make, is refused.
+    #[test]
+    fn a_state_at_the_chain_bound_saves_and_restores() {
+        let keys = || Keyring::hmac([1; 32]);
+        let adict = || Adict { mode: crate::aip::Mode::Compatible };
+        let saved = with_chain(MAX_SAVED_LINKS).save();
+        let back = Client::restore(&saved, 0, keys(), adict()).unwrap();
+        assert_eq!(back.save(), saved);
+        let over = with_chain(MAX_SAVED_LINKS + 1).save();
+        let count = MAX_SAVED_LINKS as u64 + 1;
+        let too_many = WireError::TooMany { what: "chain entries", count, max: MAX_SAVED_LINKS };
+        assert_eq!(Client::restore(&over, 0, keys(), adict()).map(|_| ()), Err(RestoreError::Wire(too_many)));
     }
 }

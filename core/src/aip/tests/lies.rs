@@ -133,7 +133,7 @@ fn a_forged_or_replayed_operation_is_caught() {
     // A pending operation its client never invoked.
     let (mut s, mut c) = history();
     let mut reply = reply_for(&mut s, &mut c[0], get("y"));
-    let forged = Invoked { op: DictOp::Delete { key: b"y".to_vec() }, tau: vec![0; 32], client: 1 };
+    let forged = Invoked { op: DictOp::Delete { key: b"y".to_vec() }, tau: vec![0; 32], client: 1, counter: 0 };
     reply.view.omega.insert(0, Pending { invoked: forged, aborted: None });
     reply.t += 1;
     assert!(matches!(c[0].on_reply(reply), Err(Violation::Signature { what: "INVOKE", client: 1, .. })));

@@ -23,6 +23,7 @@ mod namespace;
 mod persist;
 mod recovery;
 mod replaced;
+mod replay;
 mod schedule;
 mod sim;
 mod takeover;

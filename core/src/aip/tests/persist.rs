@@ -4,7 +4,7 @@
 
 use super::sim::{random_op, Setup, Sim};
 use super::*;
-use crate::aip::wire::{MAX_MESSAGE_LEN, MAX_OPERATIONS};
+use crate::aip::wire::MAX_MESSAGE_LEN;
 use crate::codec::{put_varint, CodecError};
 use crate::hash::Digest;
 use proptest::prelude::*;
@@ -113,6 +113,7 @@ fn a_fork_shown_after_a_restore_is_still_caught() {
     let reply = s2.on_invoke(0, invoke).unwrap();
     assert_eq!(c[0].on_reply(reply.clone()).unwrap_err(), Violation::Chain(1));
     let mut amnesiac = Client::new(0, keys(), adict());
+    amnesiac.skip_counter(); // its one INVOKE before: the counter signed is the same
     amnesiac.invoke(get("z")).unwrap();
     assert!(amnesiac.on_reply(reply).is_ok(), "without its chain, client 0 joins the other fork");
     // Client 2 shown the first one.
@@ -147,10 +148,9 @@ fn a_reply_with_an_unknown_members_operation_leaves_the_saved_chain_unchanged() 
         let invoke = c[i].invoke(put(&format!("k{i}"), "v")).unwrap();
         s.on_invoke(i as u32, invoke).unwrap();
     }
-    let before = c[0].save();
     let reply = reply_for(&mut s, &mut c[0], get("x"));
+    let before = c[0].save();
     assert!(matches!(c[0].on_reply(reply), Err(Violation::UnknownMember { client: 2, at: 3 })));
-    c[0].abandon();
     assert_eq!(c[0].save(), before, "nothing of the refused REPLY is kept");
 }
 
@@ -167,7 +167,7 @@ fn the_takeover_state_survives_a_restore() {
     assert_eq!(back.save(), c.save());
 }
 
-/// A state by hand: `version, me, c, first, H, d, H[d], Z, u, retired, aborted-for`.
+/// A state by hand: `version, me, c, first, H, d, H[d], Z, u, n, seen, retired, aborted-for`.
 struct Raw {
     version: u8,
     me: u64,
@@ -176,6 +176,9 @@ struct Raw {
     links: Vec<(Digest, u8)>,
     d: u64,
     status: Vec<(u64, u8)>,
+    /// `n`, and the last INVOKE seen of each member (id, position, counter).
+    invoked: u64,
+    seen: Vec<(u64, u64, u64)>,
     retired: Vec<(u64, u64)>,
     /// Encoded COMMITs.
     unsent: Vec<Vec<u8>>,
@@ -184,7 +187,8 @@ struct Raw {
 impl Raw {
     fn new() -> Raw {
         let links = vec![(Digest::ZERO, 1), (Digest([7; 32]), 1)];
-        Raw { version: 4, me: 0, cleared: 1, first: 0, links, d: 0, status: vec![], retired: vec![], unsent: vec![] }
+        let (status, seen, retired, unsent) = (vec![], vec![], vec![], vec![]);
+        Raw { version: 5, me: 0, cleared: 1, first: 0, links, d: 0, status, invoked: 0, seen, retired, unsent }
     }
 
     fn bytes(&self) -> Vec<u8> {
@@ -204,6 +208,13 @@ impl Raw {
             out.push(z);
         }
         out.push(0); // no operation in progress
+        put_varint(&mut out, self.invoked);
+        put_varint(&mut out, self.seen.len() as u64);
+        for &(j, l, n) in &self.seen {
+            for x in [j, l, n] {
+                put_varint(&mut out, x);
+            }
+        }
         put_varint(&mut out, self.retired.len() as u64);
         for &(j, l) in &self.retired {
             put_varint(&mut out, j);
@@ -254,19 +265,23 @@ fn malformed_state_bytes_are_refused_with_their_error() {
 
     let check = |raw: Raw| raw.restore().map(|_| ());
     let unknown = |what, tag| wire(WireError::UnknownTag { what, tag });
-    assert_eq!(check(Raw { version: 5, ..Raw::new() }), unknown("client state version", 5));
+    assert_eq!(check(Raw { version: 6, ..Raw::new() }), unknown("client state version", 6));
     for older in [1, 2] {
         assert_eq!(check(Raw { version: older, ..Raw::new() }), Err(RestoreError::Older(older)), "SHA-256 links");
     }
     let unlengthed = check(Raw { version: 3, ..Raw::new() }).unwrap_err();
     assert_eq!(unlengthed, RestoreError::Older(3), "objects' values with no length");
     assert!(unlengthed.to_string().contains("without their length"), "{unlengthed}");
+    let uncounted = check(Raw { version: 4, ..Raw::new() }).unwrap_err();
+    assert_eq!(uncounted, RestoreError::Older(4), "INVOKEs with no counter");
+    assert!(uncounted.to_string().contains("no counter"), "{uncounted}");
     assert_eq!(check(Raw { me: 1 << 32, ..Raw::new() }), wire(WireError::OutOfRange("a 32-bit number")));
     let past = WireError::OutOfRange("a position in the history");
     assert_eq!(check(Raw { cleared: MAX_SAVED_POSITION + 1, ..Raw::new() }), wire(past));
     let mut many = Raw::new().bytes()[..4].to_vec();
-    put_varint(&mut many, MAX_OPERATIONS as u64 + 1);
-    let too_many = WireError::TooMany { what: "chain entries", count: MAX_OPERATIONS as u64 + 1, max: MAX_OPERATIONS };
+    put_varint(&mut many, MAX_SAVED_LINKS as u64 + 1);
+    let too_many =
+        WireError::TooMany { what: "chain entries", count: MAX_SAVED_LINKS as u64 + 1, max: MAX_SAVED_LINKS };
     assert_eq!(Client::restore(&many, 0, keys(), adict()).map(|_| ()), wire(too_many));
     let query_kind = Raw { links: vec![(Digest::ZERO, 1), (Digest([7; 32]), 3)], ..Raw::new() };
     assert_eq!(check(query_kind), unknown("chain entry kind", 3));
@@ -298,4 +313,11 @@ fn malformed_state_bytes_are_refused_with_their_error() {
     assert_eq!(check(Raw { status: vec![], ..pending(vec![commit(1, 0)]) }), bad, "no status");
     let twice = pending(vec![commit(1, 0), commit(1, 0)]);
     assert_eq!(check(twice), inconsistent("unsent COMMITs out of order"));
+
+    // The counters: an own INVOKE seen is one this client made.
+    assert!(check(Raw { invoked: 3, seen: vec![(0, 1, 2), (1, 1, 9)], ..Raw::new() }).is_ok());
+    let unmade = inconsistent("an own INVOKE seen with a counter this client has not used");
+    assert_eq!(check(Raw { invoked: 2, seen: vec![(0, 1, 2)], ..Raw::new() }), unmade);
+    let unordered = Raw { seen: vec![(1, 1, 1), (1, 2, 2)], ..Raw::new() };
+    assert_eq!(check(unordered), inconsistent("map keys not in strictly increasing order"));
 }

@@ -108,7 +108,7 @@ fn an_operation_of_a_taken_over_client_is_caught() {
     for i in [1, 2] {
         let mut reply = reply_for(&mut s, &mut c[i], get("x"));
         let at = reply.t;
-        let invoked = Invoked { op: revived.op.clone(), tau: revived.tau.clone(), client: 0 };
+        let invoked = Invoked { op: revived.op.clone(), tau: revived.tau.clone(), client: 0, counter: revived.counter };
         reply.view.omega.insert(reply.view.omega.len() - 1, Pending { invoked, aborted: None });
         reply.t += 1;
         assert_eq!(c[i].on_reply(reply).unwrap_err(), Violation::TakenOver { client: 0, at });

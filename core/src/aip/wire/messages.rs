@@ -2,7 +2,9 @@
 //! `A[l]`), with the fields of Sec. 3.7: each struct's fields in their declared order, each
 //! enum a tag byte (numbered from 1 in declaration order) then its fields.
 
-use super::{bytes, list, put_bytes, put_list, put_option, tag, Wire, WireError, MAX_OPERATIONS, MAX_SIGNATURE_LEN};
+use super::{
+    bytes, list, put_bytes, put_list, put_option, tag, Wire, WireError, MAX_OPERATIONS, MAX_PENDING, MAX_SIGNATURE_LEN,
+};
 use crate::aip::{
     Commit, CommitAuth, Committed, Functionality, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
     ToAuthenticate, ToClient, ToServer, UpdateAuth, View, ViewParts,
@@ -44,10 +46,11 @@ impl<O: Wire> Wire for Invoked<O> {
         self.op.encode(out);
         put_bytes(out, &self.tau);
         self.client.encode(out);
+        self.counter.encode(out);
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<Invoked<O>, WireError> {
-        Ok(Invoked { op: O::decode(r)?, tau: signature_bytes(r)?, client: u32::decode(r)? })
+        Ok(Invoked { op: O::decode(r)?, tau: signature_bytes(r)?, client: u32::decode(r)?, counter: u64::decode(r)? })
     }
 }
 
@@ -80,16 +83,17 @@ impl<A: Wire> Wire for Signed<A> {
     }
 }
 
-/// `[INVOKE, o, τ, c]`.
+/// `[INVOKE, o, τ, c, n]`.
 impl<O: Wire> Wire for Invoke<O> {
     fn encode(&self, out: &mut Vec<u8>) {
         self.op.encode(out);
         put_bytes(out, &self.tau);
         self.cleared.encode(out);
+        self.counter.encode(out);
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<Invoke<O>, WireError> {
-        Ok(Invoke { op: O::decode(r)?, tau: signature_bytes(r)?, cleared: u64::decode(r)? })
+        Ok(Invoke { op: O::decode(r)?, tau: signature_bytes(r)?, cleared: u64::decode(r)?, counter: u64::decode(r)? })
     }
 }
 
@@ -130,7 +134,7 @@ impl<F: Functionality> Wire for View<F> {
             b: u64::decode(r)?,
             authenticated: Committed::decode(r)?,
             alpha: Signed::decode(r)?,
-            omega: list(r, "pending operations", MAX_OPERATIONS, Pending::decode)?,
+            omega: list(r, "pending operations", MAX_PENDING, Pending::decode)?,
         })
     }
 }

@@ -26,6 +26,10 @@ pub const MAX_MESSAGE_LEN: usize = 64 << 20;
 /// The most operations one list of a message holds: `δ`, `ω`, a batch to authenticate, the
 /// hanging operations of a takeover, the steps of a proof.
 pub const MAX_OPERATIONS: usize = 1 << 20;
+/// The most pending operations `ω` a REPLY or a takeover may show (#43 item 9): a server
+/// bounds its pending list (128 in Sec. 5.2), so more is a lie, and each one shown lengthens
+/// the member's saved hash chain until it is cleared.
+pub const MAX_PENDING: usize = 1024;
 /// The longest signature: Ed25519's 64 bytes (HMAC-SHA256 takes 32).
 pub const MAX_SIGNATURE_LEN: usize = 64;
 /// The longest ADICT key.

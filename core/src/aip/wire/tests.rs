@@ -89,8 +89,8 @@ fn signed() -> impl Strategy<Value = Signed<Digest>> + Clone {
 }
 
 fn view() -> impl Strategy<Value = View<Adict>> {
-    let invoked =
-        (op(), blob(MAX_SIGNATURE_LEN + 1), any::<u32>()).prop_map(|(op, tau, client)| Invoked { op, tau, client });
+    let invoked = (op(), blob(MAX_SIGNATURE_LEN + 1), any::<u32>(), any::<u64>())
+        .prop_map(|(op, tau, client, counter)| Invoked { op, tau, client, counter });
     let pending =
         (invoked, proptest::option::of(signature())).prop_map(|(invoked, aborted)| Pending { invoked, aborted });
     (vec(committed(), 0..4), any::<u64>(), committed(), signed(), vec(pending, 0..4))
@@ -117,8 +117,8 @@ fn to_client() -> impl Strategy<Value = ToClient<Adict>> {
 }
 
 fn to_server() -> impl Strategy<Value = ToServer<Adict>> {
-    let invoke =
-        (op(), blob(MAX_SIGNATURE_LEN + 1), any::<u64>()).prop_map(|(op, tau, cleared)| Invoke { op, tau, cleared });
+    let invoke = (op(), blob(MAX_SIGNATURE_LEN + 1), any::<u64>(), any::<u64>())
+        .prop_map(|(op, tau, cleared, counter)| Invoke { op, tau, cleared, counter });
     let commit = (op(), any::<u64>(), status(), any::<u32>(), signature())
         .prop_map(|(op, t, status, client, phi)| Commit { op, t, status, client, phi });
     let commit_auth = (any::<u64>(), signed()).prop_map(|(q, signed)| CommitAuth { q, signed });
