@@ -24,7 +24,8 @@ s3 = boto3.client(
     aws_secret_access_key=secret,
     region_name="us-east-1",
     verify=ca if ca else True,
-    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    # SigV4 for presigned URLs too: the gateway refuses SigV2, which boto3 may pick for them.
+    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
 )
 
 # The checksums' location in each body-carrying request: a header, or a trailer.
