@@ -9,7 +9,7 @@ use common::{config, sample, ACCESS_KEY, SECRET_KEY};
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
-use object_store::signer::{Method, SignedUrlOptions, Signer};
+use object_store::signer::Method;
 use object_store::{Attribute, Attributes, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -103,20 +103,7 @@ async fn raw(
     query: &[(&str, &str)],
     headers: &[(&str, &str)],
 ) -> Answer {
-    // Virtual-hosted style with the bare endpoint: the URL's path is `path` itself.
-    let signer = AmazonS3Builder::new()
-        .with_endpoint(endpoint(gateway))
-        .with_virtual_hosted_style_request(true)
-        .with_allow_http(true)
-        .with_region("us-east-1")
-        .with_bucket_name("unused")
-        .with_access_key_id(ACCESS_KEY)
-        .with_secret_access_key(SECRET_KEY)
-        .build()
-        .unwrap();
-    let options = SignedUrlOptions::default().with_query(query.iter().copied());
-    let url =
-        signer.signed_url_opts(method.clone(), &Path::from(path), Duration::from_secs(300), &options).await.unwrap();
+    let url = common::presign(&endpoint(gateway), method.clone(), path, query, Duration::from_secs(300)).await;
     let mut request = reqwest::Client::new().request(method, url.as_str());
     for (name, value) in headers {
         request = request.header(*name, *value);

@@ -151,21 +151,7 @@ impl Harness {
         query: &[(&str, &str)],
         expires: std::time::Duration,
     ) -> String {
-        use object_store::signer::{SignedUrlOptions, Signer};
-        // Virtual-hosted style with the bare endpoint: the URL's path is `path` itself.
-        let signer = object_store::aws::AmazonS3Builder::new()
-            .with_endpoint(self.endpoint())
-            .with_virtual_hosted_style_request(true)
-            .with_allow_http(true)
-            .with_region("us-east-1")
-            .with_bucket_name("unused")
-            .with_access_key_id(ACCESS_KEY)
-            .with_secret_access_key(SECRET_KEY)
-            .build()
-            .unwrap();
-        let options = SignedUrlOptions::default().with_query(query.iter().copied());
-        let path = object_store::path::Path::from(path);
-        signer.signed_url_opts(method, &path, expires, &options).await.unwrap().to_string()
+        presign(&self.endpoint(), method, path, query, expires).await
     }
 
     /// `method` on `path` with `query` (signed) and `headers`, with no body.
@@ -215,4 +201,31 @@ pub fn sample(len: usize, seed: u64) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// A URL for `method` on the raw `path` of the gateway at `endpoint`, with `query`, presigned
+/// for `expires` with the test's access key by object_store.
+#[allow(dead_code)] // not every test binary presigns
+pub async fn presign(
+    endpoint: &str,
+    method: reqwest::Method,
+    path: &str,
+    query: &[(&str, &str)],
+    expires: std::time::Duration,
+) -> String {
+    use object_store::signer::{SignedUrlOptions, Signer};
+    // Virtual-hosted style with the bare endpoint: the URL's path is `path` itself.
+    let signer = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(endpoint)
+        .with_virtual_hosted_style_request(true)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_bucket_name("unused")
+        .with_access_key_id(ACCESS_KEY)
+        .with_secret_access_key(SECRET_KEY)
+        .build()
+        .unwrap();
+    let options = SignedUrlOptions::default().with_query(query.iter().copied());
+    let path = object_store::path::Path::from(path);
+    signer.signed_url_opts(method, &path, expires, &options).await.unwrap().to_string()
 }
