@@ -82,7 +82,9 @@ fn two_clients_share_a_group_from_the_command_line() {
 }
 
 /// Two joiners of one key file take one id all the same (#43 item 9): the second to speak
-/// finds an operation under that id it never made and refuses (exit 6), naming `--id`.
+/// repeats a counter the first signed, which the provider refuses (exit 1), or, with a counter
+/// past it, finds an operation under that id it never made and refuses (exit 6); either way
+/// it is told to join with another `--id`, and no member blames the provider.
 #[test]
 fn two_joiners_with_one_id_cannot_both_speak() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,7 +102,7 @@ fn two_joiners_with_one_id_cannot_both_speak() {
     std::fs::write(&file, b"data").unwrap();
     bob.ok(&["obj", "put", file.to_str().unwrap(), "b"]);
     let refused = carol.run(&["obj", "ls"]);
-    assert_eq!(code(&refused), 6, "{}", text(&refused.stderr));
+    assert!(matches!(code(&refused), 1 | 6), "{}", text(&refused.stderr));
     assert!(text(&refused.stderr).contains("--id"), "{}", text(&refused.stderr));
 }
 

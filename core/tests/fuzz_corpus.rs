@@ -87,6 +87,8 @@ fn aip_seeds_are_current_and_accepted() {
     for answer in g.clients[0].on_update_auth(*m).unwrap() {
         g.server.on_commit_auth(0, answer).unwrap();
     }
+    let page = vouch_core::aip::HistoryPage::from_wire(&seed("seed-history")).unwrap();
+    assert_eq!(adict_group().clients[2].on_history(page), Ok(false), "the whole history, checked");
     let Ok(ToClient::TakeOver(m)) = ToClient::<Adict>::from_wire(&seed("seed-takeover")) else { panic!() };
     assert_eq!(adict_group().clients[2].take_over(*m), Ok(vec![]), "nothing hanging");
     let mut g = adict_group();

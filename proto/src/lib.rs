@@ -87,13 +87,14 @@ pub enum Op {
     AipCommit,
     AipCommitAuth,
     AipWork,
+    AipHistory,
     CosPut,
     CosGet,
     CosDelete,
 }
 
 impl Op {
-    pub const ALL: [Op; 36] = [
+    pub const ALL: [Op; 37] = [
         Op::Health,
         Op::Lookup,
         Op::List,
@@ -127,6 +128,7 @@ impl Op {
         Op::AipCommit,
         Op::AipCommitAuth,
         Op::AipWork,
+        Op::AipHistory,
         Op::CosPut,
         Op::CosGet,
         Op::CosDelete,
@@ -168,6 +170,7 @@ impl Op {
             Op::AipCommit => "aip-commit",
             Op::AipCommitAuth => "aip-commit-auth",
             Op::AipWork => "aip-work",
+            Op::AipHistory => "aip-history",
             Op::CosPut => "cos-put",
             Op::CosGet => "cos-get",
             Op::CosDelete => "cos-del",
@@ -187,7 +190,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 11;
+pub const PROTOCOL_VERSION: u16 = 12;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -572,6 +575,8 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<vicos::AipInvoke>(data);
     reencode::<vicos::AipReply>(data);
     reencode::<vicos::AipWork>(data);
+    reencode::<vicos::AipHistory>(data);
+    reencode::<vicos::AipHistoryPage>(data);
     reencode::<vicos::CosPutFrame>(data);
     reencode::<vicos::CosGetFrame>(data);
     reencode::<vicos::CosDelete>(data);

@@ -11,6 +11,7 @@
 //! | `aip-commit` | [`AipCommit`] | [`AipWork`] |
 //! | `aip-commit-auth` | [`AipCommitAuth`] | [`AipWork`] |
 //! | `aip-work` | [`AipWorkRequest`] | [`AipWork`] |
+//! | `aip-history` | [`AipHistory`] | [`AipHistoryPage`] |
 //! | `cos-put` | frames: [`CosPutFrame`] | [`AipAck`] |
 //! | `cos-get` | [`CosObject`] | frames: [`CosGetFrame`] |
 //! | `cos-del` | [`CosDelete`] | [`AipAck`] |
@@ -103,6 +104,21 @@ pub struct AipWorkRequest {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AipWork {
     pub update_auth: Option<ByteBuf>,
+}
+
+/// Member `from` asks for a page of the history from operation `first` on: an INVOKE was
+/// refused because the operations it has not cleared are more than one REPLY shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AipHistory {
+    pub group: String,
+    pub from: u32,
+    pub first: u64,
+}
+
+/// `HistoryPage<DictOp>`: committed operations from the one asked for on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AipHistoryPage {
+    pub page: ByteBuf,
 }
 
 /// An object of the group's store: key `k` and nonce `x` (stored as `k || x`).

@@ -28,6 +28,9 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The largest `aip_page_kib`: a page must fit in a message beside its framing.
+const MAX_AIP_PAGE_KIB: u64 = (vouch_core::aip::wire::DELTA_BYTES / 1024) as u64;
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
@@ -53,6 +56,7 @@ pub struct LimitSettings {
     pub max_staged: Option<u64>,
     pub staged_secs: Option<u64>,
     pub group_idle_secs: Option<u64>,
+    pub aip_page_kib: Option<u64>,
 }
 
 impl LimitSettings {
@@ -73,6 +77,11 @@ impl LimitSettings {
                 .map_or(base.staged_for, std::time::Duration::from_secs),
             group_idle: positive(self.group_idle_secs, "group_idle_secs")?
                 .map_or(base.group_idle, std::time::Duration::from_secs),
+            aip_page_bytes: match positive(self.aip_page_kib, "aip_page_kib")? {
+                Some(kib) if kib > MAX_AIP_PAGE_KIB => return Err(ServerConfigError::BadLimit("aip_page_kib")),
+                Some(kib) => kib as usize * 1024,
+                None => base.aip_page_bytes,
+            },
         })
     }
 }

@@ -88,6 +88,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route(&Op::AipCommit.path(), post(vicos::aip_commit))
         .route(&Op::AipCommitAuth.path(), post(vicos::aip_commit_auth))
         .route(&Op::AipWork.path(), post(vicos::aip_work))
+        .route(&Op::AipHistory.path(), post(vicos::aip_history))
         .route(&Op::CosPut.path(), post(vicos::cos_put))
         .route(&Op::CosGet.path(), post(vicos::cos_get))
         .route(&Op::CosDelete.path(), post(vicos::cos_delete))

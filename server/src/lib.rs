@@ -158,6 +158,7 @@ pub async fn start_with(
     let listener = listen::Accepted::start(listener, options.tls, options.limits.stream_idle)
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     provider.honest().set_group_idle(options.limits.group_idle);
+    provider.honest().set_aip_page_bytes(options.limits.aip_page_bytes);
     let app = Arc::new(http::App { provider, clients, limits: options.limits });
     let maintenance = options.maintenance.map(|m| tokio::spawn(maintain(Arc::downgrade(&app), m)));
     let held = app.clone();

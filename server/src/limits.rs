@@ -30,6 +30,10 @@ pub struct Limits {
     /// How long a VICOS group may go unused before its sequencer's state (its whole history
     /// and dictionary) leaves memory; its next message replays the group's journal.
     pub group_idle: Duration,
+    /// The most bytes of a VICOS group's history one answer shows: a member further behind
+    /// reads it in pages of this size (`aip-history`). Lower it behind a proxy that caps
+    /// response bodies.
+    pub aip_page_bytes: usize,
 }
 
 /// 256 GiB: a large file; the store's disk, not the provider's memory, is what it costs.
@@ -46,6 +50,8 @@ pub const DEFAULT_STAGED_FOR: Duration = Duration::from_secs(600);
 /// 10 minutes: a group in use stays in memory; replaying a large group's journal costs
 /// seconds, so a group is not dropped between the operations of a slow member.
 pub const DEFAULT_GROUP_IDLE: Duration = Duration::from_secs(600);
+/// 32 MiB: half a message, the rest left for the pending operations and the response.
+pub const DEFAULT_AIP_PAGE_BYTES: usize = vouch_core::aip::wire::DELTA_BYTES;
 /// 60 s without progress ends a stream.
 pub const DEFAULT_STREAM_IDLE: Duration = Duration::from_secs(60);
 
@@ -59,6 +65,7 @@ impl Default for Limits {
             max_staged: DEFAULT_MAX_STAGED,
             staged_for: DEFAULT_STAGED_FOR,
             group_idle: DEFAULT_GROUP_IDLE,
+            aip_page_bytes: DEFAULT_AIP_PAGE_BYTES,
         }
     }
 }

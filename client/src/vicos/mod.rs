@@ -44,12 +44,13 @@ use serde_bytes::ByteBuf;
 use std::io::{Read, Write};
 use vouch_core::adict::{key_path, Tree};
 use vouch_core::aip::{
-    self, Adict, Admission, ClientId, CommitAuth, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
+    self, Adict, Admission, ClientId, CommitAuth, DictOp, DictResponse, HistoryPage, Keyring, Mode, Outcome, Reply,
+    UpdateAuth, Wire,
 };
 use vouch_proto::vicos::object_name;
 use vouch_proto::vicos::{
-    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete,
-    CosGetFrame, CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipHistoryPage, AipInvoke, AipReply, AipWork,
+    AipWorkRequest, CosDelete, CosGetFrame, CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
 };
 use vouch_proto::{encode_frame, ErrorCode, Op};
 
@@ -57,6 +58,9 @@ use vouch_proto::{encode_frame, ErrorCode, Op};
 const PUT_FRAME_BYTES: usize = 1 << 20;
 /// Times a get asks the history again when the object it named was deleted meanwhile.
 const MAX_GET_TRIES: usize = 4;
+/// Times an INVOKE is sent again after reading the history in pages (the group may have
+/// moved on by more than a REPLY shows meanwhile).
+const MAX_CATCH_UPS: usize = 4;
 /// Most batches one passive phase authenticates before it leaves the rest to others.
 const MAX_PASSIVE_ROUNDS: usize = 1024;
 /// Bytes of a nonce `x`, of a length `n` and of a hash `h`: ADICT's value is `x || n || h`
@@ -546,17 +550,27 @@ impl Group {
         }
         self.admit().await?;
         self.deliver(aip, None).await?;
-        let invoke = aip.invoke(op).map_err(|v| aip_violation(&self.name, v))?;
-        self.unsaved_invoke.store(true, std::sync::atomic::Ordering::Release);
-        let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
-        let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
-        let reply = match answered {
-            Ok(r) => Reply::<Adict>::from_wire(&r.reply).map_err(|e| malformed(e.to_string()))?,
-            Err(e) => {
+        let mut catch_ups = 0;
+        let reply = loop {
+            let invoke = aip.invoke(op.clone()).map_err(|v| aip_violation(&self.name, v))?;
+            self.unsaved_invoke.store(true, std::sync::atomic::Ordering::Release);
+            let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
+            let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
+            match answered {
+                Ok(r) => break Reply::<Adict>::from_wire(&r.reply).map_err(|e| malformed(e.to_string()))?,
+                // Further behind than one REPLY shows (#43 item 10): the history in pages, then
+                // the operation again. A refusal changes nothing at the provider.
+                Err(ClientError::Refused { code: ErrorCode::TooLarge, .. }) if catch_ups < MAX_CATCH_UPS => {
+                    aip.abandon();
+                    catch_ups += 1;
+                    self.catch_up(aip).await?;
+                }
                 // Refused, or unknown whether it was invoked: this client goes on with its next
                 // operation, which aborts this one if the provider did order it.
-                aip.abandon();
-                return Err(e);
+                Err(e) => {
+                    aip.abandon();
+                    return Err(e);
+                }
             }
         };
         let replaced = Adict::replaced(&reply).map(<[u8]>::to_vec);
@@ -572,6 +586,22 @@ impl Group {
             None => None,
         };
         Ok(Settled { outcome, replaced, early: early.map(|auth| (commit.t, wire(&auth))) })
+    }
+
+    /// Reads the history in pages from the last operation this member cleared (#43 item 10),
+    /// each checked as a REPLY's `δ` and saved, until the provider says none follows. A
+    /// page that does not check is a violation like a REPLY's; the pages taken stay.
+    async fn catch_up(&self, aip: &mut aip::Client<Adict>) -> Result<(), ClientError> {
+        loop {
+            let asked = AipHistory { group: self.name.clone(), from: aip.id(), first: aip.cleared() + 1 };
+            let answer: AipHistoryPage = self.remote.call(Op::AipHistory, &asked).await?;
+            let page = HistoryPage::<DictOp>::from_wire(&answer.page).map_err(|e| malformed(e.to_string()))?;
+            let more = aip.on_history(page).map_err(|v| aip_violation(&self.name, v))?;
+            self.persist(aip)?;
+            if !more {
+                return Ok(());
+            }
+        }
     }
 
     /// Sends the COMMITs the provider does not have yet, oldest first; the work the last

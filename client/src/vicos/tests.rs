@@ -154,3 +154,36 @@ async fn a_value_with_no_length_is_refused_as_an_older_vouchs() {
         other => panic!("expected an older vouch's value refused, got {other:?}"),
     }
 }
+
+/// A member that joins a group whose history is longer than one REPLY shows (#43 item 10):
+/// the provider refuses its INVOKE as too large (never an oversize answer, never a lie), and
+/// the member reads the history in pages, checks each, and runs its operation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_far_behind_reads_the_history_in_pages_then_runs_its_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Provider::open_dir(dir.path(), &Blocks::Local).unwrap();
+    let clients = HashMap::from([(token_hash(TOKEN), "member".to_string())]);
+    let limits = vouch_server::Limits { aip_page_bytes: 1024, ..Default::default() };
+    let options = vouch_server::ServeOptions { limits, ..Default::default() };
+    let server =
+        vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap();
+    let remote = || Remote::new(&format!("http://{}", server.addr), TOKEN).unwrap();
+    let keys = Keyring::hmac([3; 32]);
+    let alice = Group::create(remote(), "team", 0, keys.clone(), Mode::Compatible, None).await.unwrap();
+    for k in 0..40 {
+        let name = format!("key-{k}").into_bytes();
+        assert_eq!(alice.put(&name, Cursor::new(name.clone())).await.unwrap(), Outcome::Done(()));
+    }
+    let (applied, _) = server.provider().honest().aip_progress("team").await.unwrap();
+    assert!(applied >= 40, "{applied}");
+
+    let bob = Group::join(remote(), "team", 1, keys, Mode::Compatible);
+    let mut out = Vec::new();
+    assert_eq!(bob.get(b"key-7", &mut out).await.unwrap(), Outcome::Done(Some(5)));
+    assert_eq!(out, b"key-7");
+    assert!(bob.aip.lock().await.cleared() >= applied, "bob cleared the history it was shown in pages");
+    assert_eq!(bob.put(b"key-7", Cursor::new(b"bob's".to_vec())).await.unwrap(), Outcome::Done(()));
+    let mut out = Vec::new();
+    assert_eq!(alice.get(b"key-7", &mut out).await.unwrap(), Outcome::Done(Some(5)));
+    assert_eq!(out, b"bob's");
+}

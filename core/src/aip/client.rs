@@ -13,9 +13,9 @@ pub use state::{RestoreError, MAX_SAVED_LINKS, MAX_SAVED_POSITION};
 use super::{
     auth_statement, chain, commit_statement, commit_statement_into, invoke_statement, invoke_statement_into,
     separate_pending,
-    wire::{MAX_OPERATIONS, MAX_PENDING},
-    ClientId, Commit, Committed, Functionality, Invoke, Invoked, Keyring, Pending, Reply, Signature, Signed, Status,
-    View, Violation, Wire,
+    wire::{MAX_DELTA, MAX_PENDING},
+    ClientId, Commit, Committed, Functionality, HistoryPage, Invoke, Invoked, Keyring, Pending, Reply, Signature,
+    Signed, Status, View, Violation, Wire,
 };
 use crate::hash::Digest;
 use chain::{Chain, Link};
@@ -283,12 +283,18 @@ impl<F: Functionality> Client<F> {
             true => self.cleared,
             false => self.cleared + 1,
         };
-        // The saved chain holds at most δ and ω past `c` (see `state`): both bounded.
-        if delta.len() > MAX_OPERATIONS {
-            return Err(Violation::Malformed("more authenticated operations than a message holds"));
-        }
         if b < self.cleared || first + delta.len() as u64 - 1 != b {
             return Err(Violation::Malformed("the authenticated operations do not end at b"));
+        }
+        self.check_committed(delta, first)
+    }
+
+    /// Extends the chain over committed operations, the first at `first`, and checks each
+    /// COMMIT; returns the last update among them, or before them, and its `H`. At most
+    /// [`MAX_DELTA`] (the saved chain holds at most `δ` and `ω` past `c`: see `state`).
+    fn check_committed(&mut self, delta: &[Committed<F::Op>], first: u64) -> Result<(u64, Digest), Violation> {
+        if delta.len() > MAX_DELTA {
+            return Err(Violation::Malformed("more authenticated operations than a message holds"));
         }
         let mut authenticated = self.authenticated;
         let mut op = std::mem::take(&mut self.scratch.op);
@@ -312,6 +318,28 @@ impl<F: Functionality> Client<F> {
         }
         self.scratch.op = op;
         Ok(authenticated)
+    }
+
+    /// A page of the history (#43 item 10), for a member further behind than one REPLY shows:
+    /// its operations follow the last one this client cleared, and each is checked as in a
+    /// REPLY's `δ` (on the hash chain, with its client's COMMIT), then cleared. No AUTH
+    /// signature is checked here: the next REPLY's `α` is checked against the last update
+    /// this client finds, here or there. All or nothing; between operations only. Returns
+    /// whether the page says more follows.
+    pub fn on_history(&mut self, page: HistoryPage<F::Op>) -> Result<bool, Violation> {
+        if self.current.is_some() {
+            return Err(Violation::Malformed("a page of the history while an operation is in progress"));
+        }
+        if page.first != self.cleared + 1 {
+            return Err(Violation::Malformed("a page of the history that does not follow the cleared operations"));
+        }
+        if page.delta.is_empty() {
+            return Ok(false);
+        }
+        let authenticated = self.all_or_nothing(|me| me.check_committed(&page.delta, page.first))?;
+        self.clear_view(page.first + page.delta.len() as u64 - 1, authenticated);
+        self.forget_old();
+        Ok(page.more)
     }
 
     /// The checks of `check-view(δ, b, a, ψ)`: the operations authenticated since the last

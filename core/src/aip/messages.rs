@@ -94,6 +94,17 @@ pub struct View<F: Functionality> {
     pub omega: Vec<Pending<F::Op>>,
 }
 
+/// A page of the history for a member far behind (#43 item 10): `O[first..]`, committed
+/// operations it checks as it checks a REPLY's `δ` (each COMMIT on its hash chain), and clears,
+/// so that its next REPLY shows only what follows. `more`: whether operations were applied
+/// after the page (a hint: a server that says so wrongly only makes the member ask again).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryPage<O> {
+    pub first: u64,
+    pub delta: Vec<Committed<O>>,
+    pub more: bool,
+}
+
 /// A [`View`] borrowed from wherever its parts are kept, encoded as the view itself is
 /// (`View`'s encoding is this one's): the server answers an INVOKE from its maps without
 /// copying the history it shows.

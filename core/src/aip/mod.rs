@@ -60,7 +60,7 @@ pub use inbox::{Inbox, ToClient, ToServer, Urgency};
 pub use keys::{GroupKey, Keyring, KeyringError};
 pub(crate) use messages::ViewParts;
 pub use messages::{
-    Commit, CommitAuth, Committed, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
+    Commit, CommitAuth, Committed, HistoryPage, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
     ToAuthenticate, UpdateAuth, View,
 };
 pub use server::{genesis, Genesis, Refusal, Server, ServerConfig, ServerError};

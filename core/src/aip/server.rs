@@ -5,8 +5,10 @@
 mod passive;
 
 use super::{
-    auth_statement, commit_statement, own_pending, ClientId, Commit, Committed, Functionality, Invoke, Invoked,
-    Keyring, KeyringError, Reply, Signature, Signed, Status, ViewParts, Wire,
+    auth_statement, commit_statement, own_pending,
+    wire::{DELTA_BYTES, MAX_DELTA},
+    ClientId, Commit, Committed, Functionality, HistoryPage, Invoke, Invoked, Keyring, KeyringError, Reply, Signature,
+    Signed, Status, ViewParts, Wire,
 };
 use crate::hash::Digest;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,8 +30,14 @@ pub enum ServerError<E> {
     WrongAuthenticator { q: u64 },
     #[error("operation {0} is no longer kept")]
     Forgotten(u64),
+    /// The operations `client` has not cleared are more than one message shows (#43 item
+    /// 10): it reads them in pages first ([`Server::history`]), then invokes again.
+    #[error("client {client} cleared operation {cleared} of {applied}: more than one message shows; it reads the history in pages first")]
+    Behind { client: ClientId, cleared: u64, applied: u64 },
     #[error("a message from client {client} carries a signature of client {by}")]
     SignedByAnother { client: ClientId, by: ClientId },
+    #[error("client {client}'s INVOKE counter {counter} is not past its last one ({last}): a replay, or another process speaking as this member (join again with another --id)")]
+    CounterReused { client: ClientId, counter: u64, last: u64 },
     #[error("the pending list is full ({pending} of {max}): retry once operations have completed")]
     PendingFull { pending: u64, max: u64 },
     #[error("client {0} was taken over: it may not take part any more")]
@@ -77,11 +85,15 @@ pub struct ServerConfig {
     /// has cleared (Sec. 3.3); unknown (`None`), it keeps them all, since a member it has not
     /// heard from yet may need the whole history.
     pub members: Option<BTreeSet<ClientId>>,
+    /// The most bytes of committed operations one answer shows (a REPLY's or a takeover's
+    /// `δ`, a page of the history), besides [`MAX_DELTA`] operations; an INVOKE whose `δ`
+    /// would be larger is refused with [`ServerError::Behind`].
+    pub delta_bytes: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
-        ServerConfig { max_pending: 128, members: None }
+        ServerConfig { max_pending: 128, members: None, delta_bytes: DELTA_BYTES }
     }
 }
 
@@ -118,6 +130,10 @@ pub struct Server<F: Functionality> {
     /// The last position each client sent a COMMIT for: it has seen the history up to there,
     /// so it can authenticate that far (Sec. 3.7 delegation).
     seen_up_to: BTreeMap<ClientId, u64>,
+    /// The counter of each client's last INVOKE taken: its next one signs a larger one, so a
+    /// repeated counter is a replay (or a second process speaking as the same member), refused
+    /// before it takes a position that every member would report as a replay (#43 item 9).
+    counters: BTreeMap<ClientId, u64>,
 }
 
 impl<F: Functionality> Server<F> {
@@ -136,6 +152,7 @@ impl<F: Functionality> Server<F> {
             cleared: BTreeMap::new(),
             retired: BTreeMap::new(),
             seen_up_to: BTreeMap::new(),
+            counters: BTreeMap::new(),
         }
     }
 
@@ -149,6 +166,15 @@ impl<F: Functionality> Server<F> {
     pub fn with_config(mut self, config: ServerConfig) -> Server<F> {
         self.config = config;
         self
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Changes how the server runs from now on (what it keeps is kept).
+    pub fn set_config(&mut self, config: ServerConfig) {
+        self.config = config;
     }
 
     /// `b`.
@@ -202,10 +228,53 @@ impl<F: Functionality> Server<F> {
             let missing = (first..=b).find(|l| !self.committed.contains_key(l)).unwrap_or(first);
             return Err(ServerError::Forgotten(missing));
         }
+        if self.fitting(delta.iter().copied()) < delta.len() {
+            return Err(ServerError::Behind { client, cleared: c, applied: b });
+        }
         // An aborted operation committed already goes with its COMMIT signature (Sec. 3.7).
         let mark = |l: u64| self.committed.get(&l).filter(|c| c.status == Status::Abort).map(|c| &c.phi);
         let omega = self.invoked.range(b + 1..).map(|(&l, i)| (i, mark(l))).collect();
         Ok(ViewParts { delta, b, authenticated: kept(self.last_update)?, alpha: &self.auth, omega })
+    }
+
+    /// How many of `ops`, from the first, one answer shows: at most [`MAX_DELTA`], and at
+    /// most [`ServerConfig::delta_bytes`] of their encodings (always one, however large).
+    fn fitting<'a>(&self, ops: impl Iterator<Item = &'a Committed<F::Op>>) -> usize
+    where
+        F::Op: 'a,
+    {
+        let (mut n, mut bytes, mut scratch) = (0, 0, Vec::new());
+        for op in ops.take(MAX_DELTA) {
+            scratch.clear();
+            op.encode(&mut scratch);
+            bytes += scratch.len();
+            if n > 0 && bytes > self.config.delta_bytes {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// A page of the history from operation `first` on, for `client` far behind (#43 item 10):
+    /// as many committed operations as one answer shows, up to the last applied one; none
+    /// when `first` is past it. Changes nothing.
+    pub fn history(&self, client: ClientId, first: u64) -> Result<HistoryPage<F::Op>, Refusal<F>> {
+        self.refuse_retired(client)?;
+        let b = self.applied;
+        if first == 0 {
+            return Err(ServerError::ClearedTooFar { client, cleared: first, applied: b });
+        }
+        if first > b {
+            return Ok(HistoryPage { first, delta: Vec::new(), more: false });
+        }
+        if !self.committed.contains_key(&first) {
+            return Err(ServerError::Forgotten(first));
+        }
+        let n = self.fitting(self.committed.range(first..=b).map(|(_, o)| o));
+        let delta: Vec<_> = self.committed.range(first..=b).take(n).map(|(_, o)| o.clone()).collect();
+        let more = first + (delta.len() as u64) <= b;
+        Ok(HistoryPage { first, delta, more })
     }
 
     /// The INVOKE handler: assigns the next sequence number and answers with the REPLY. A full
@@ -251,6 +320,11 @@ impl<F: Functionality> Server<F> {
             let pending = self.invoked_up_to - self.applied;
             return Err(ServerError::PendingFull { pending, max: self.max_pending() });
         }
+        if let Some(&last) = self.counters.get(&from) {
+            if m.counter <= last {
+                return Err(ServerError::CounterReused { client: from, counter: m.counter, last });
+            }
+        }
         let t = self.invoked_up_to + 1;
         let invoked = Invoked { op: m.op, tau: m.tau, client: from, counter: m.counter };
         let (shown, response, aux) = {
@@ -265,6 +339,7 @@ impl<F: Functionality> Server<F> {
             (show(&view), response, aux)
         };
         self.invoked_up_to = t;
+        self.counters.insert(from, invoked.counter);
         self.invoked.insert(t, invoked);
         self.cleared.insert(from, m.cleared);
         self.forget_old();

@@ -3,8 +3,8 @@
 
 use crate::adict::Tree;
 use crate::aip::{
-    Adict, Client, DictAux, DictOp, DictResponse, Functionality, Keyring, Mode, Reply, Server, ToClient, ToServer,
-    UpdateAuth, Wire,
+    Adict, Client, DictAux, DictOp, DictResponse, Functionality, HistoryPage, Keyring, Mode, Reply, Server, ToClient,
+    ToServer, UpdateAuth, Wire,
 };
 use crate::namespace::{EntryRecord, NamespaceAux, NamespaceOp, NamespaceOps, NamespaceResponse, NamespaceTree};
 use crate::pdp::FileId;
@@ -84,6 +84,7 @@ pub fn namespace_group() -> Group<NamespaceOps> {
 /// [`namespace_group`]) where [`aip_messages`] delivers it.
 pub fn aip_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut g = adict_group();
+    let history = g.server.history(2, 1).expect("a member").to_wire();
     let (_, update_auth) = g.server.update_auth().expect("an honest state").expect("client 0's update");
     let (_, commit) = g.clients[1].on_reply(g.reply.clone()).expect("an honest REPLY");
     let answer = g.clients[0].on_update_auth(update_auth.clone()).expect("an honest UPDATE-AUTH").remove(0);
@@ -102,6 +103,7 @@ pub fn aip_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-page-reply", ToClient::Reply(Box::new(adict_page_group().reply)).to_wire()),
         ("seed-namespace-reply", ToClient::Reply(Box::new(n.reply)).to_wire()),
         ("seed-namespace-update-auth", ToClient::UpdateAuth(Box::new(ns_update_auth)).to_wire()),
+        ("seed-history", history),
     ]
 }
 
@@ -173,6 +175,9 @@ fn offer<F: Functionality + Clone + Debug>(data: &[u8], groups: &[fn() -> Group<
 pub fn aip_messages(data: &[u8]) {
     offer(data, &[adict_group, adict_page_group]);
     offer(data, &[namespace_group]);
+    if let Some(page) = decoded::<HistoryPage<DictOp>>(data) {
+        let _ = adict_group().clients[2].on_history(page);
+    }
     let _ = decoded::<DictOp>(data);
     let _ = decoded::<DictResponse>(data);
     if let Some(aux) = decoded::<DictAux>(data) {

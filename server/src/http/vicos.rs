@@ -15,8 +15,8 @@ use serde_bytes::ByteBuf;
 use std::sync::Arc;
 use vouch_proto::frame::Decoder;
 use vouch_proto::vicos::{
-    AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipWorkRequest, CosDelete, CosGetFrame, CosObject,
-    CosPutFrame,
+    AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipInvoke, AipWorkRequest, CosDelete, CosGetFrame,
+    CosObject, CosPutFrame,
 };
 use vouch_proto::{decode, encode_frame, ErrorBody, ErrorCode};
 
@@ -48,6 +48,11 @@ pub(super) async fn aip_commit_auth(State(app): State<Arc<App>>, headers: Header
         app.provider.aip_commit_auth(&r, &caller).await
     })
     .await
+}
+
+pub(super) async fn aip_history(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(app, headers, body, |app, caller, r: AipHistory| async move { app.provider.aip_history(&r, &caller).await })
+        .await
 }
 
 pub(super) async fn aip_work(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

@@ -12,8 +12,8 @@ fn fork_of(group: &str) -> String {
     format!("{group}--fork")
 }
 use vouch_proto::vicos::{
-    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete,
-    CosObject,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipHistoryPage, AipInvoke, AipReply, AipWork,
+    AipWorkRequest, CosDelete, CosObject,
 };
 
 impl Misbehaving {
@@ -56,6 +56,10 @@ impl Misbehaving {
 
     pub async fn aip_work(&self, req: &AipWorkRequest, caller: &str) -> Result<AipWork, ProviderError> {
         self.honest.aip_work(&AipWorkRequest { group: self.routed(&req.group, req.from), ..req.clone() }, caller).await
+    }
+
+    pub async fn aip_history(&self, req: &AipHistory, caller: &str) -> Result<AipHistoryPage, ProviderError> {
+        self.honest.aip_history(&AipHistory { group: self.routed(&req.group, req.from), ..req.clone() }, caller).await
     }
 
     /// The group a member's AIP message goes to: under [`Misbehave::ForkAip`], an odd

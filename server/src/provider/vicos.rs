@@ -6,8 +6,8 @@ use super::{Provider, ProviderError};
 use crate::vicos::{cos, CosReader, CosUpload};
 use bytes::Bytes;
 use vouch_proto::vicos::{
-    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest, CosDelete,
-    CosObject,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipHistoryPage, AipInvoke, AipReply, AipWork,
+    AipWorkRequest, CosDelete, CosObject,
 };
 
 impl Provider {
@@ -38,6 +38,10 @@ impl Provider {
         self.vicos.work(&self.repo, req, caller).await
     }
 
+    pub async fn aip_history(&self, req: &AipHistory, caller: &str) -> Result<AipHistoryPage, ProviderError> {
+        self.vicos.history(&self.repo, req, caller).await
+    }
+
     /// `(b, t)` of a group: its last applied and last invoked operation (for tests and logs).
     pub async fn aip_progress(&self, group: &str) -> Result<(u64, u64), ProviderError> {
         self.vicos.progress(&self.repo, group).await
@@ -47,6 +51,11 @@ impl Provider {
     /// their journal at their next message): for monitoring, and the tests of eviction.
     pub fn vicos_groups_in_memory(&self) -> usize {
         self.vicos.loaded()
+    }
+
+    /// The most bytes of a group's history one answer shows ([`crate::Limits::aip_page_bytes`]).
+    pub fn set_aip_page_bytes(&self, bytes: usize) {
+        self.vicos.set_page_bytes(bytes);
     }
 
     /// Groups unused this long leave memory ([`crate::Limits::group_idle`]).

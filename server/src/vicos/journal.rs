@@ -108,7 +108,11 @@ impl Loaded {
 
 /// A group's server from its genesis: an empty dictionary, its members unknown.
 pub(super) fn server(genesis: Committed<DictOp>, auth: Signed<Digest>) -> aip::Server<Adict> {
-    aip::Server::new(genesis, auth, Tree::new()).with_config(ServerConfig { max_pending: MAX_PENDING, members: None })
+    aip::Server::new(genesis, auth, Tree::new()).with_config(ServerConfig {
+        max_pending: MAX_PENDING,
+        members: None,
+        ..ServerConfig::default()
+    })
 }
 
 impl Entry {

@@ -56,6 +56,8 @@ pub(crate) fn check_group(name: &str) -> Result<(), ProviderError> {
 /// * Bad request: the message cannot be right (signed by another than its sender, a wrong
 ///   authenticator, a `c` past what was applied, a client taken over).
 /// * Not found: the history it needs is no longer kept.
+/// * Too large: the member is further behind than one REPLY shows; it reads the history in
+///   pages (`aip-history`), then invokes again.
 pub(crate) fn refused(group: &str, e: ServerError<Infallible>) -> ProviderError {
     let why = format!("group {group}: {e}");
     match e {
@@ -67,8 +69,11 @@ pub(crate) fn refused(group: &str, e: ServerError<Infallible>) -> ProviderError 
         | ServerError::WrongAuthenticator { .. }
         | ServerError::SignedByAnother { .. }
         | ServerError::Retired(_)
-        | ServerError::CannotTakeOver { .. } => ProviderError::BadRequest(why),
+        | ServerError::CannotTakeOver { .. }
+        | ServerError::CounterReused { .. } => ProviderError::BadRequest(why),
         ServerError::Forgotten(_) => ProviderError::NotFound(why),
+        // Not the INVOKE's fault: its answer would be larger than a message (#43 item 10).
+        ServerError::Behind { .. } => ProviderError::TooLarge(why),
         // ADICT answers and applies every operation (its state error is `Infallible`).
         ServerError::Functionality { error, .. } => match error {},
     }

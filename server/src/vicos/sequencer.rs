@@ -21,6 +21,7 @@ use super::{check_group, refused};
 use crate::provider::ProviderError;
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use vouch_core::adict::Tree;
@@ -28,8 +29,8 @@ use vouch_core::aip::{
     self, Adict, Admission, ClientId, Commit, CommitAuth, Committed, Functionality, Invoke, Signed, Wire,
 };
 use vouch_proto::vicos::{
-    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest,
-    MAX_COMMIT_AUTHS,
+    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipHistoryPage, AipInvoke, AipReply, AipWork,
+    AipWorkRequest, MAX_COMMIT_AUTHS,
 };
 use vouch_store::Repository;
 
@@ -43,12 +44,15 @@ pub(crate) struct Sequencer {
     groups: Mutex<HashMap<String, Arc<Slot>>>,
     /// How long a group may go unused, and when the groups were last looked over.
     eviction: Mutex<(std::time::Duration, Instant)>,
+    /// The most bytes of history one answer shows ([`crate::Limits::aip_page_bytes`]).
+    page_bytes: AtomicUsize,
 }
 
 impl Default for Sequencer {
     fn default() -> Self {
         let eviction = (crate::limits::DEFAULT_GROUP_IDLE, Instant::now());
-        Sequencer { groups: Mutex::default(), eviction: Mutex::new(eviction) }
+        let page_bytes = AtomicUsize::new(crate::limits::DEFAULT_AIP_PAGE_BYTES);
+        Sequencer { groups: Mutex::default(), eviction: Mutex::new(eviction), page_bytes }
     }
 }
 
@@ -155,6 +159,33 @@ impl Sequencer {
         groups.values().filter(|slot| slot.is_loaded()).count()
     }
 
+    /// Sets the most bytes of history one answer shows ([`aip::ServerConfig::delta_bytes`]),
+    /// for the groups loaded from now on and those in memory.
+    pub(crate) fn set_page_bytes(&self, bytes: usize) {
+        self.page_bytes.store(bytes, Ordering::Relaxed);
+        let groups = self.groups.lock().expect("VICOS groups");
+        for slot in groups.values() {
+            if let Some(loaded) = slot.lock().loaded.as_mut() {
+                configure(&mut loaded.server, bytes);
+            }
+        }
+    }
+
+    /// The group's server, replayed from its journal when not in memory.
+    fn held<'a>(
+        &self,
+        loaded: &'a mut Option<Loaded>,
+        repo: &Repository,
+        group: &str,
+    ) -> Result<&'a mut Loaded, ProviderError> {
+        if loaded.is_none() {
+            let mut replayed = journal::load(repo, group)?.ok_or_else(|| unknown(group))?;
+            configure(&mut replayed.server, self.page_bytes.load(Ordering::Relaxed));
+            *loaded = Some(replayed);
+        }
+        Ok(loaded.as_mut().expect("loaded above"))
+    }
+
     /// Whether provider client `caller` may reach the objects of group `group`: the client
     /// of one of its members (any client, in a group without admission). A group's objects
     /// are its members' own: another client could read them, or delete one the history
@@ -164,7 +195,7 @@ impl Sequencer {
         // was shown the secret), and an object request need not wait for the group's writes.
         let slot = self.slot(repo, group, false)?;
         let mut state = slot.lock();
-        let l = loaded(&mut state.loaded, repo, group)?;
+        let l = self.held(&mut state.loaded, repo, group)?;
         match l.admission.is_none() || l.members.values().any(|c| c == caller) {
             true => Ok(()),
             false => Err(ProviderError::Forbidden(format!("no member of group {group} speaks through this client"))),
@@ -199,6 +230,7 @@ impl Sequencer {
             }
             let creator = genesis.client;
             let mut loaded = Loaded::new(genesis, auth);
+            configure(&mut loaded.server, self.page_bytes.load(Ordering::Relaxed));
             loaded.members.insert(creator, caller.to_string());
             loaded.admission = Some(admission);
             loaded.next = 3;
@@ -220,7 +252,7 @@ impl Sequencer {
         let slot = self.slot(repo, group, false)?;
         let ticket = {
             let mut state = slot.lock();
-            let loaded = loaded(&mut state.loaded, repo, group)?;
+            let loaded = self.held(&mut state.loaded, repo, group)?;
             // A group journaled before admission existed: its members bind at their first
             // message, and there is nothing to show.
             let Some(hash) = loaded.admission else { return Ok(AipAck {}) };
@@ -267,7 +299,7 @@ impl Sequencer {
         let slot = self.slot(repo, group, false)?;
         let (answered, ticket) = {
             let mut state = slot.lock();
-            let loaded = loaded(&mut state.loaded, repo, group)?;
+            let loaded = self.held(&mut state.loaded, repo, group)?;
             let bind = unbound(loaded, group, from, caller)?;
             let (result, more) = apply(&mut loaded.server).map_err(|e| refused(group, e))?;
             let mut entries = vec![entry];
@@ -306,7 +338,7 @@ impl Sequencer {
             progressed.as_mut().enable();
             let full = {
                 let mut state = slot.lock();
-                loaded(&mut state.loaded, repo, &req.group)?.server.pending_full()
+                self.held(&mut state.loaded, repo, &req.group)?.server.pending_full()
             };
             if !full || tokio::time::timeout_at(deadline, progressed).await.is_err() {
                 break;
@@ -381,10 +413,10 @@ impl Sequencer {
         let slot = self.slot(repo, group, false)?;
         let (answered, ticket) = {
             let mut state = slot.lock();
-            let bind = unbound(loaded(&mut state.loaded, repo, group)?, group, req.from, caller)?;
+            let bind = unbound(self.held(&mut state.loaded, repo, group)?, group, req.from, caller)?;
             let (mut ticket, mut refusal) = (None, None);
             for (m, bytes) in decoded.into_iter().zip(&req.commit_auths) {
-                let loaded = loaded(&mut state.loaded, repo, group)?;
+                let loaded = self.held(&mut state.loaded, repo, group)?;
                 match loaded.server.on_commit_auth(req.from, m) {
                     Ok(()) => {
                         let n = loaded.next;
@@ -399,14 +431,14 @@ impl Sequencer {
                     }
                 }
             }
-            let loaded = loaded(&mut state.loaded, repo, group)?;
+            let loaded = self.held(&mut state.loaded, repo, group)?;
             if bind && ticket.is_some() {
                 loaded.members.insert(req.from, caller.to_string());
                 let n = loaded.next;
                 loaded.next += 1;
                 ticket = Some(state.push(n, Entry::Bind { member: req.from, client: caller.to_string() }.encode()));
             }
-            let loaded = self::loaded(&mut state.loaded, repo, group)?;
+            let loaded = self.held(&mut state.loaded, repo, group)?;
             let answered = match (refusal, &ticket) {
                 (Some(e), None) => Err(e),
                 _ => work(loaded, group, req.from),
@@ -436,6 +468,23 @@ impl Sequencer {
         .await
     }
 
+    /// `aip-history`: a page of the committed operations from `first` on, for a member further
+    /// behind than one REPLY shows (#43 item 10). Changes nothing; a member not admitted is
+    /// refused (the history names the group's keys).
+    pub(crate) async fn history(
+        &self,
+        repo: &Repository,
+        req: &AipHistory,
+        caller: &str,
+    ) -> Result<AipHistoryPage, ProviderError> {
+        self.read(repo, &req.group, |l| {
+            unbound(l, &req.group, req.from, caller)?;
+            let page = l.server.history(req.from, req.first).map_err(|e| refused(&req.group, e))?;
+            Ok(AipHistoryPage { page: ByteBuf::from(page.to_wire()) })
+        })
+        .await
+    }
+
     /// `(b, t)` of the group: the last applied and the last invoked operation.
     pub(crate) async fn progress(&self, repo: &Repository, group: &str) -> Result<(u64, u64), ProviderError> {
         self.read(repo, group, |l| Ok((l.server.applied(), l.server.invoked()))).await
@@ -452,7 +501,7 @@ impl Sequencer {
         let slot = self.slot(repo, group, false)?;
         let (value, ticket) = {
             let mut state = slot.lock();
-            let value = read(loaded(&mut state.loaded, repo, group)?);
+            let value = read(self.held(&mut state.loaded, repo, group)?);
             (value, state.everything())
         };
         if let Some(ticket) = ticket {
@@ -466,10 +515,8 @@ fn in_repo<'a>(repo: &'a Repository, group: &'a str) -> journal::InRepository<'a
     journal::InRepository { repo, group }
 }
 
-/// The group's server, replayed from its journal when not in memory.
-fn loaded<'a>(loaded: &'a mut Option<Loaded>, repo: &Repository, group: &str) -> Result<&'a mut Loaded, ProviderError> {
-    if loaded.is_none() {
-        *loaded = Some(journal::load(repo, group)?.ok_or_else(|| unknown(group))?);
-    }
-    Ok(loaded.as_mut().expect("loaded above"))
+/// A group's server set to show at most `page_bytes` of history per answer.
+fn configure(server: &mut aip::Server<Adict>, page_bytes: usize) {
+    let config = aip::ServerConfig { delta_bytes: page_bytes, ..server.config().clone() };
+    server.set_config(config);
 }

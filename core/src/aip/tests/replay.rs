@@ -59,6 +59,18 @@ fn a_reply_over_the_pending_bound_is_refused_without_growing_the_state() {
     assert_eq!(c[1].save(), before, "nothing of the refused REPLY is saved");
 }
 
+/// A signed INVOKE sent again (by a network replay, or a member restored from an old save
+/// that did not skip its counter) is refused by the server: its counter is not past the last.
+#[test]
+fn the_server_refuses_an_invoke_whose_counter_it_has_taken() {
+    let (mut s, mut c) = history();
+    let invoke = c[0].invoke(get("x")).unwrap();
+    let t = s.invoked();
+    s.on_invoke(0, invoke.clone()).unwrap();
+    assert_eq!(s.on_invoke(0, invoke), Err(ServerError::CounterReused { client: 0, counter: 1, last: 1 }));
+    assert_eq!(s.invoked(), t + 1, "the replay took no position");
+}
+
 #[test]
 fn a_reply_at_the_pending_bound_saves_and_restores() {
     let (_, mut c, reply) = pending_list_of(MAX_PENDING - 1);
@@ -74,12 +86,30 @@ fn a_reply_at_the_pending_bound_saves_and_restores() {
 fn two_members_with_one_id_cannot_both_speak() {
     let (mut s, mut c) = history();
     let mut twin = Client::new(2, keys(), Adict { mode: Mode::Compatible });
+    // Its first INVOKE repeats the counter of the first twin's: the server refuses it before
+    // it takes a position, so no member is shown a replay.
+    let invoke = twin.invoke(get("x")).unwrap();
+    assert_eq!(s.on_invoke(2, invoke), Err(ServerError::CounterReused { client: 2, counter: 0, last: 0 }));
+    twin.abandon();
     let reply = reply_for(&mut s, &mut twin, get("x"));
     assert_eq!(twin.on_reply(reply).unwrap_err(), Violation::IdTaken { client: 2, at: 3 });
-    // Its INVOKE stays pending, a replay to the twin that spoke first (its counter is one
-    // the first twin used already): the two cannot both speak.
+    // Its INVOKE with a fresh counter stays pending (position 4); the first twin's next
+    // INVOKE repeats that counter and is refused as another process speaking as it: the two
+    // cannot both speak, and no member is told the provider replayed anything.
+    let invoke = c[2].invoke(get("y")).unwrap();
+    assert_eq!(s.on_invoke(2, invoke), Err(ServerError::CounterReused { client: 2, counter: 1, last: 1 }));
+    c[2].abandon();
+    // The first twin goes on, and aborts the pending INVOKE under its id and counter as one
+    // of its own abandoned ones, so the group is not held up by it.
     let reply = reply_for(&mut s, &mut c[2], get("y"));
-    assert_eq!(c[2].on_reply(reply).unwrap_err(), Violation::Replayed { client: 2, at: 4 });
+    let (outcome, _) = c[2].on_reply(reply).unwrap();
+    assert_eq!(outcome, value("2"));
+    let aborted: Vec<_> = c[2].unsent().iter().map(|m| (m.t, m.status)).collect();
+    assert_eq!(aborted, [(4, Status::Abort), (5, Status::Success)]);
+    for commit in c[2].unsent().to_vec() {
+        s.on_commit(2, commit).unwrap();
+    }
+    assert_eq!(s.applied(), 5, "the twin's operation aborted, the query applied");
     // The genesis is not the creator's speaking: a new creator's first REPLY is accepted.
     let mut creator = Client::new(0, keys(), Adict { mode: Mode::Compatible });
     let mut fresh = server();
@@ -96,8 +126,12 @@ fn a_twins_pending_invoke_is_not_aborted_as_the_members_own() {
         ahead.skip_counter();
     }
     let invoke = ahead.invoke(put("x", "twin")).unwrap();
-    s.on_invoke(0, invoke).unwrap();
-    let reply = reply_for(&mut s, &mut c[0], get("y"));
+    // The server shows it before this member's own operation (an honest one would refuse
+    // this member's smaller counter after it).
+    let mut reply = reply_for(&mut s, &mut c[0], get("y"));
+    let twin = Invoked { op: invoke.op, tau: invoke.tau, client: 0, counter: invoke.counter };
+    reply.view.omega.insert(0, Pending { invoked: twin, aborted: None });
+    reply.t += 1;
     let unsent = c[0].unsent().to_vec();
     assert_eq!(c[0].on_reply(reply).unwrap_err(), Violation::Replayed { client: 0, at: 4 });
     assert_eq!(c[0].unsent(), unsent);

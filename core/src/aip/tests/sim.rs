@@ -74,7 +74,7 @@ impl Sim {
     pub(super) fn new(setup: Setup, work: Vec<Vec<Op>>) -> Sim {
         let n = work.len();
         let members = (0..n as u32).collect();
-        let config = ServerConfig { max_pending: setup.max_pending, members: Some(members) };
+        let config = ServerConfig { max_pending: setup.max_pending, members: Some(members), ..ServerConfig::default() };
         Sim {
             s: server().with_config(config),
             c: clients(n as u32, setup.mode),

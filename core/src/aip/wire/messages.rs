@@ -3,11 +3,12 @@
 //! enum a tag byte (numbered from 1 in declaration order) then its fields.
 
 use super::{
-    bytes, list, put_bytes, put_list, put_option, tag, Wire, WireError, MAX_OPERATIONS, MAX_PENDING, MAX_SIGNATURE_LEN,
+    bytes, list, put_bytes, put_list, put_option, tag, Wire, WireError, MAX_DELTA, MAX_OPERATIONS, MAX_PENDING,
+    MAX_SIGNATURE_LEN,
 };
 use crate::aip::{
-    Commit, CommitAuth, Committed, Functionality, Invoke, Invoked, Pending, Reply, Signature, Signed, Status, TakeOver,
-    ToAuthenticate, ToClient, ToServer, UpdateAuth, View, ViewParts,
+    Commit, CommitAuth, Committed, Functionality, HistoryPage, Invoke, Invoked, Pending, Reply, Signature, Signed,
+    Status, TakeOver, ToAuthenticate, ToClient, ToServer, UpdateAuth, View, ViewParts,
 };
 use crate::codec::Reader;
 
@@ -130,11 +131,28 @@ impl<F: Functionality> Wire for View<F> {
 
     fn decode(r: &mut Reader<'_>) -> Result<View<F>, WireError> {
         Ok(View {
-            delta: list(r, "authenticated operations", MAX_OPERATIONS, Committed::decode)?,
+            delta: list(r, "authenticated operations", MAX_DELTA, Committed::decode)?,
             b: u64::decode(r)?,
             authenticated: Committed::decode(r)?,
             alpha: Signed::decode(r)?,
             omega: list(r, "pending operations", MAX_PENDING, Pending::decode)?,
+        })
+    }
+}
+
+/// `first, O[first..], more`.
+impl<O: Wire> Wire for HistoryPage<O> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.first.encode(out);
+        put_list(out, &self.delta, |out, c| c.encode(out));
+        self.more.encode(out);
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<HistoryPage<O>, WireError> {
+        Ok(HistoryPage {
+            first: u64::decode(r)?,
+            delta: list(r, "operations of a page of the history", MAX_DELTA, Committed::decode)?,
+            more: bool::decode(r)?,
         })
     }
 }

@@ -20,9 +20,16 @@ mod messages;
 use crate::codec::{put_varint, CodecError, Reader};
 use crate::hash::Digest;
 
-/// The longest message, in bytes (a REPLY's `δ` after a long absence or a listing's proof
-/// are the big ones).
+/// The longest message, in bytes (a listing's proof, or a page of the history, are the big
+/// ones).
 pub const MAX_MESSAGE_LEN: usize = 64 << 20;
+/// The most operations of `δ` one message shows (a REPLY, a takeover, a page of the history):
+/// a member further behind reads the history in pages first (#43 item 10), so no honest
+/// answer grows with the history.
+pub const MAX_DELTA: usize = 1 << 14;
+/// The most bytes of `δ` a server puts in one message by default: half of
+/// [`MAX_MESSAGE_LEN`], the rest left for `ω` and the response.
+pub const DELTA_BYTES: usize = MAX_MESSAGE_LEN / 2;
 /// The most operations one list of a message holds: `δ`, `ω`, a batch to authenticate, the
 /// hanging operations of a takeover, the steps of a proof.
 pub const MAX_OPERATIONS: usize = 1 << 20;
@@ -163,6 +170,21 @@ impl Wire for u32 {
 
     fn decode(r: &mut Reader<'_>) -> Result<u32, WireError> {
         u32::try_from(r.varint()?).map_err(|_| WireError::OutOfRange("a 32-bit number"))
+    }
+}
+
+/// `0` or `1`; any other byte is refused (one encoding per value).
+impl Wire for bool {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(u8::from(*self));
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<bool, WireError> {
+        match r.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            tag => Err(WireError::UnknownTag { what: "flag", tag }),
+        }
     }
 }
 

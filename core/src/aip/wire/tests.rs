@@ -4,8 +4,8 @@
 use super::*;
 use crate::adict::{Bottom, Proof, RangeNode};
 use crate::aip::{
-    Adict, Commit, CommitAuth, Committed, DictAux, DictOp, DictResponse, DictStep, Invoke, Invoked, Pending, Reply,
-    Signature, Signed, Status, TakeOver, ToAuthenticate, ToClient, ToServer, UpdateAuth, View,
+    Adict, Commit, CommitAuth, Committed, DictAux, DictOp, DictResponse, DictStep, HistoryPage, Invoke, Invoked,
+    Pending, Reply, Signature, Signed, Status, TakeOver, ToAuthenticate, ToClient, ToServer, UpdateAuth, View,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -155,6 +155,15 @@ proptest! {
         round_trips(&m);
     }
 
+    #[test]
+    fn pages_of_the_history_round_trip(
+        first in any::<u64>(),
+        delta in vec(committed(), 0..4),
+        more in any::<bool>(),
+    ) {
+        round_trips(&HistoryPage { first, delta, more });
+    }
+
     /// Hostile bytes never panic; what decodes has the same bytes as its encoding.
     #[test]
     fn any_bytes_decode_to_an_error_or_their_one_message(bytes in blob(300)) {
@@ -231,6 +240,8 @@ fn unknown_tags_and_out_of_range_numbers_are_refused() {
     assert_eq!(ToClient::<Adict>::from_wire(&[0]), unknown("message to a client", 0));
     assert_eq!(Status::from_wire(&[3]), unknown("status", 3));
     assert_eq!(Option::<Digest>::from_wire(&[2]), unknown("option", 2));
+    assert_eq!(bool::from_wire(&[2]), unknown("flag", 2));
+    assert_eq!(HistoryPage::<DictOp>::from_wire(&[1, 0, 2]), unknown("flag", 2));
     assert_eq!(DictResponse::from_wire(&[2, 2]), unknown("option", 2));
     assert_eq!(Bottom::from_wire(&[4]), unknown("proof bottom", 4));
     // A client id past 32 bits, and a number in a longer form than its shortest.
