@@ -255,7 +255,7 @@ impl Client {
         name: &str,
         want: Option<u64>,
     ) -> Result<(Option<Verified>, Root), ClientError> {
-        let asked = self.remote.call(Op::Lookup, &LookupRequest { name: name.into(), version: want }).await;
+        let asked = self.remote.call(&LookupRequest { name: name.into(), version: want }).await;
         let located: Located = self.absent_checked(view, name, want, asked).await?;
         let ((_, found), root) =
             self.check(view, |root| verify::located(root, name, want, &located).map(|v| (v, *root))).await?;
@@ -384,7 +384,7 @@ impl Client {
     ) -> Result<Transfer, ClientError> {
         let located: Located = self
             .remote
-            .call(Op::Lookup, &LookupRequest { name: name.into(), version: None })
+            .call(&LookupRequest { name: name.into(), version: None })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let (found, latest) = verify::located(&self.ledger.root(), name, None, &located)?;
@@ -596,7 +596,7 @@ impl Client {
     /// Every name, verified complete, and the root it was checked against.
     async fn list_at(&self, view: &View<'_>) -> Result<(Vec<EntryRecord>, Root), ClientError> {
         let listing: Listing =
-            self.remote.call(Op::List, &ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
+            self.remote.call(&ListRequest {}).await.map_err(|e| e.absence_unproven("the namespace"))?;
         self.check(view, |root| verify::listing(root, &listing).map(|l| (l, *root))).await
     }
 
@@ -609,7 +609,7 @@ impl Client {
 
     pub(crate) async fn log_in(&self, view: &View<'_>, name: &str) -> Result<Vec<VersionRecord>, ClientError> {
         let log: Log =
-            self.remote.call(Op::Log, &LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
+            self.remote.call(&LogRequest { name: name.into() }).await.map_err(|e| e.absence_unproven(name))?;
         self.check(view, |root| verify::log(root, name, &log)).await
     }
 
@@ -627,7 +627,7 @@ impl Client {
         self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove, attempt })?;
         let answer: Committed = self
             .remote
-            .call(Op::Remove, &RemoveRequest { name: name.into(), attempt })
+            .call(&RemoveRequest { name: name.into(), attempt })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
@@ -676,7 +676,7 @@ impl Client {
         })?;
         let answer: Committed = self
             .remote
-            .call(Op::Prune, &PruneRequest { name: name.into(), versions: versions.to_vec(), attempt })
+            .call(&PruneRequest { name: name.into(), versions: versions.to_vec(), attempt })
             .await
             .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
@@ -697,7 +697,7 @@ impl Client {
         let seed: [u8; 32] = rand::random();
         self.settle().await?;
         let view = self.reading();
-        let asked = self.remote.call(Op::Audit, &AuditRequest { name: name.into(), version: want, seed, count }).await;
+        let asked = self.remote.call(&AuditRequest { name: name.into(), version: want, seed, count }).await;
         let answer: AuditAnswer = self.absent_checked(&view, name, want, asked).await?;
         let v = match self.check(&view, |root| verify::located(root, name, want, &answer.located)).await? {
             (_, Some(v)) => v,

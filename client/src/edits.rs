@@ -17,7 +17,6 @@ use std::time::Instant;
 use vouch_core::namespace::{Change, Found, VersionRecord};
 use vouch_core::pdp::{self, Tagger};
 use vouch_core::Edit;
-use vouch_proto::Op;
 use vouch_proto::{BlockList, BlocksRequest, Committed, EditRequest, WireBlock, WireEdit};
 
 /// A change of bytes in a stored file, made as one verified batch (`vouch edit`).
@@ -138,7 +137,7 @@ impl Client {
             Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
         self.ledger.intend(intent)?;
         // The name was proven present: a "not found" is a lie.
-        let answer: Committed = self.remote.call(Op::Edit, &req).await.map_err(|e| e.absence_unproven(name))?;
+        let answer: Committed = self.remote.call(&req).await.map_err(|e| e.absence_unproven(name))?;
         let record = plan.record(&answer)?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
@@ -226,7 +225,7 @@ impl Client {
         // An absent name is proven absent in the answer, never a bare "not found".
         let answer: BlockList = self
             .remote
-            .call(Op::Blocks, &BlocksRequest { name: name.into(), version: None })
+            .call(&BlocksRequest { name: name.into(), version: None })
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let list_bytes = (answer.proof.len() + answer.blocks.iter().map(|b| b.tag.len() + 8).sum::<usize>()) as u64;

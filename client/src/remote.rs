@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use vouch_proto::frame::Decoder;
 use vouch_proto::{
-    decode, decode_shared, encode, ErrorBody, Health, Op, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
+    decode, decode_shared, encode, ErrorBody, Health, Op, Rpc, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 /// Most bytes of an error answer the client reads (its message is for people; the rest is
@@ -162,8 +162,17 @@ impl Remote {
         }
     }
 
-    /// One request, one answer, within the call deadline.
-    pub async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ClientError> {
+    /// One request, one answer, within the call deadline: the operation and the answer's type
+    /// are the request's ([`Rpc`]).
+    pub async fn call<R: Rpc>(&self, req: &R) -> Result<R::Answer, ClientError> {
+        self.call_within(req, Duration::ZERO).await
+    }
+
+    /// [`Remote::call`] with `extra` time beyond the call deadline: for a request whose honest
+    /// work grows with what the provider holds rather than with the request (a PoR batch that
+    /// encodes C at once, `vouch_proto::por::por_apply_allowance`).
+    pub async fn call_within<R: Rpc>(&self, req: &R, extra: Duration) -> Result<R::Answer, ClientError> {
+        let op = R::OP;
         let body = encode(req);
         if body.len() > MAX_MESSAGE {
             // The provider would refuse it part way, which reads as a broken connection: said
@@ -176,10 +185,21 @@ impl Remote {
                 ),
             });
         }
-        let deadline = self.deadline();
-        let resp = self.send(op, body.into(), Some(deadline)).await?;
-        let bytes = self.body(resp, deadline).await?;
+        let deadline = self.deadline() + extra;
+        let resp = self.send(op, body.into(), Some(deadline)).await.map_err(|e| self.waited(e, extra))?;
+        let bytes = self.body(resp, deadline).await.map_err(|e| self.waited(e, extra))?;
         decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
+    }
+
+    /// A deadline passed after `extra` beyond the timeout: said so (the message names the
+    /// timeout alone).
+    fn waited(&self, e: ClientError, extra: Duration) -> ClientError {
+        match e {
+            ClientError::TimedOut { url, detail } if !extra.is_zero() => {
+                ClientError::TimedOut { url, detail: format!("{detail}, and {extra:?} more for the provider's work") }
+            }
+            e => e,
+        }
     }
 
     /// A request whose body is streamed (a put), one answer. The provider must take each frame
@@ -430,7 +450,7 @@ mod tests {
         let remote = Remote::new("http://127.0.0.1:9", "token").unwrap();
         let request =
             vouch_proto::por::PorPlanRequest { plan: serde_bytes::ByteBuf::from(vec![0; MAX_MESSAGE + 1]), part: 0 };
-        match remote.call::<_, vouch_proto::por::PorContext>(Op::PorPlan, &request).await {
+        match remote.call(&request).await {
             Err(ClientError::Refused { code: vouch_proto::ErrorCode::TooLarge, message }) => {
                 assert!(message.contains("larger than the protocol allows"), "{message}")
             }

@@ -5,7 +5,6 @@ use crate::client::Client;
 use crate::error::ClientError;
 use crate::intent::Settled;
 use crate::ledger::Committing;
-use vouch_proto::Op;
 use vouch_proto::{LastCommit, LastCommitRequest};
 
 impl Client {
@@ -30,7 +29,7 @@ impl Client {
         let Some(intent) = self.ledger.pending() else { return Ok(()) };
         let answer: LastCommit = self
             .remote
-            .call(Op::LastCommit, &LastCommitRequest { name: intent.name.clone(), attempt: intent.attempt })
+            .call(&LastCommitRequest { name: intent.name.clone(), attempt: intent.attempt })
             .await
             .map_err(|e| e.absence_unproven("the last commit"))?;
         match intent.settle(&answer)? {

@@ -153,8 +153,7 @@ impl Client {
         self.ledger.intend(intent)?;
         let request =
             CommitStagedRequest { name: name.into(), attempt, record: ByteBuf::from(record.to_bytes().to_vec()) };
-        let answer: Committed =
-            self.remote.call(Op::CommitStaged, &request).await.map_err(|e| e.absence_unproven(name))?;
+        let answer: Committed = self.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
         self.accept_commit(&commit, name, &found, &Change::Append(record), &answer)?;
         self.cache.keep_written(&record, &kept);
         Ok(Transfer {
@@ -171,7 +170,7 @@ impl Client {
     /// they were proven against.
     async fn proven_latest(&self, name: &str) -> Result<(Found, Option<Verified>, Root), ClientError> {
         let view = self.reading();
-        let asked = self.remote.call(Op::Lookup, &LookupRequest { name: name.into(), version: None }).await;
+        let asked = self.remote.call(&LookupRequest { name: name.into(), version: None }).await;
         let located: Located = asked.map_err(|e| e.absence_unproven(name))?;
         let ((found, latest), root) =
             self.check(&view, |root| verify::located(root, name, None, &located).map(|v| (v, *root))).await?;
@@ -191,7 +190,7 @@ impl Client {
         if self.ledger.root() == root {
             return Ok(found);
         }
-        let asked = self.remote.call(Op::Lookup, &LookupRequest { name: name.into(), version: None }).await;
+        let asked = self.remote.call(&LookupRequest { name: name.into(), version: None }).await;
         let located: Located = asked.map_err(|e| e.absence_unproven(name))?;
         let (found_now, latest_now) = verify::located(&self.ledger.root(), name, None, &located)?;
         // What the upload built on: the file, the version's number and its first nonce (a

@@ -223,8 +223,9 @@ async fn a_lost_por_record_is_a_state_error_not_a_lie() {
 mod proxy;
 
 /// An edit of a PoR file whose batch answer is lost, once after the provider applied it and
-/// once before: the next PoR operation settles it by the provider's time (and owes the copy
-/// when the batch never landed), and nothing is reported as a lie.
+/// once before: the client settles it at once by the provider's time (the edit succeeds when
+/// the batch was applied, its probe read under the new root; else it fails, and the next PoR
+/// operation makes the copy it owes), and nothing is reported as a lie.
 #[tokio::test]
 async fn a_lost_batch_answer_is_settled_never_called_a_lie() {
     use proxy::{proxy, Answer};
@@ -261,7 +262,10 @@ async fn a_lost_batch_answer_is_settled_never_called_a_lie() {
         *lose.lock().unwrap() = Some(applied);
         let edit = vouch_client::ByteEdit::Insert { at, data: b"more".to_vec() };
         let result = client.edit("f", &edit, None).await;
-        assert!(result.as_ref().is_err_and(|e| e.violation_kind().is_none()), "{applied}: {result:?}");
+        match applied {
+            true => assert!(result.is_ok(), "settled as applied: {result:?}"),
+            false => assert!(result.as_ref().is_err_and(|e| e.violation_kind().is_none()), "{result:?}"),
+        }
         data.splice(at as usize..at as usize, *b"more");
         assert_eq!(get_por(&client, "f", None).await.unwrap(), data, "applied: {applied}");
         assert!(client.audit_por(8).await.unwrap().verified);
@@ -485,4 +489,34 @@ async fn an_owed_copy_larger_than_a_request_is_made_a_batch_at_a_time() {
     let client = with_provider_stopped(&mut setup, async |_| {}).await;
     assert_eq!(get_por(&client, "large", None).await.unwrap(), data, "the owed copy is made");
     assert!(client.audit_por(64).await.unwrap().verified);
+}
+
+/// A provider slower at a PoR batch than its client waits (honest: `Misbehave::SlowPorWrite`
+/// holds the log for 5 s over its first batch, the client waits 1 s and its allowance): the
+/// put that stopped waiting fails as "took too long", never as a lie; the provider applies the
+/// batch all the same, and the next PoR command settles it from the log's time (its status
+/// waits for the apply, then the probe reads under the new root) and makes the copy the put
+/// owed.
+#[tokio::test]
+async fn a_batch_applied_after_its_client_stopped_waiting_is_settled_by_the_next_command() {
+    let setup = Setup::new(Misbehave::SlowPorWrite).await;
+    let config = setup.state.join("config.toml");
+    let server = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{server}timeout_secs = 1\n")).unwrap();
+    let client = setup.client();
+    let data = sample(300_000, 51);
+    let put = client.put_por("slow", std::io::Cursor::new(data.clone()), None, |_| {}).await;
+    assert!(matches!(put, Err(ClientError::TimedOut { .. })), "{put:?}");
+    // While the apply goes on, a command's first request may wait past its deadline too.
+    let started = std::time::Instant::now();
+    let read = loop {
+        match get_por(&client, "slow", None).await {
+            Err(ClientError::TimedOut { .. }) if started.elapsed() < std::time::Duration::from_secs(60) => {}
+            other => break other,
+        }
+    };
+    assert_eq!(read.unwrap(), data);
+    assert!(client.audit_por(64).await.unwrap().verified);
+    put_por(&client, "after", &sample(50_000, 52)).await;
+    assert_eq!(get_por(&client, "after", None).await.unwrap(), sample(50_000, 52));
 }

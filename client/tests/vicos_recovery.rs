@@ -14,7 +14,6 @@ use vouch_client::vicos::{Group, GroupFile, Signatures};
 use vouch_client::{ClientError, Remote};
 use vouch_core::aip::{self, Adict, DictOp, Mode, Outcome, Reply, Wire};
 use vouch_proto::vicos::{AipInvoke, AipReply};
-use vouch_proto::Op;
 use vouch_server::Misbehave;
 
 const GROUP: &str = "team";
@@ -52,7 +51,7 @@ async fn crash_mid_put(setup: &Setup, key: &str, saved_after_reply: bool) {
     let invoke = aip.invoke(DictOp::Put { key: key.into(), value }).unwrap();
     let remote = Remote::new(&setup.url(), common::TOKEN).unwrap();
     let asked = AipInvoke { group: GROUP.into(), from: 0, invoke: ByteBuf::from(invoke.to_wire()) };
-    let reply: AipReply = remote.call(Op::AipInvoke, &asked).await.unwrap();
+    let reply: AipReply = remote.call(&asked).await.unwrap();
     if saved_after_reply {
         aip.on_reply(Reply::from_wire(&reply.reply).unwrap()).unwrap();
         write(&saved_path, &aip.save());

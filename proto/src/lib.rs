@@ -44,10 +44,12 @@ use serde_bytes::ByteBuf;
 
 pub mod frame;
 pub mod por;
+mod rpc;
 mod shared;
 pub mod tls;
 pub mod vicos;
 
+pub use rpc::{Rpc, STREAMED_OPS};
 pub use shared::{decode_shared, put_frame_parts, shared_or_copied};
 
 /// The operations of the protocol: each is `POST /v1/<name>` (health: `GET`). Client and

@@ -22,6 +22,15 @@
 //! in parts of at most [`POR_PART_BYTES`]: the answer's first part with its `total`, the rest
 //! by `por-more`; the upload's parts but the last by `por-stage`, the last in the batch,
 //! which names how many bytes were staged before it.
+//!
+//! **Deadlines.** A batch whose plan encodes C at once (growth of U, a re-encode, a shrink) makes
+//! the provider read and write all of C, several times over: minutes at 2^20 slots. Its
+//! `por-write` may take [`por_apply_allowance`] longer than an ordinary request, on both sides,
+//! and the provider applies it in a task of its own that no deadline and no dropped
+//! connection cuts short (a batch cut midway is lost work, and the same cut at every retry
+//! would keep the copy owed for ever). A request for a log waits for a batch being applied
+//! to it (then answers for the log after it), so a client that stopped waiting for the
+//! answer settles the batch at its next PoR request as it settles a lost answer.
 
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
@@ -61,6 +70,21 @@ pub const POR_PART_BYTES: usize = 24 << 20;
 /// The most bytes a batch's upload may stage, or a plan's answer hold: C's sealed checksums of
 /// a log of `2^23` slots (32 GiB of PoR data) and more.
 pub const POR_MAX_PARTS_BYTES: u64 = 2 << 30;
+
+/// The slowest an honest provider is taken to encode C at once, in bytes of C per second
+/// (the encode reads and writes C about `log2` of its segments times over: at 2^20 slots of
+/// 4.7 KB, a 10 GB C in eight passes).
+pub const POR_ENCODE_MIN_RATE: u64 = 4 << 20;
+
+/// How much longer than an ordinary request a `por-write` may take whose batch encodes
+/// `coded_bytes` of C at once (`vouch_core::por::client::WritePlan::coded_bytes_at_once`): those
+/// bytes at [`POR_ENCODE_MIN_RATE`]. Zero for a batch that encodes no C at once. The client
+/// waits this long beyond its own deadline for the answer (and for the provider's time while
+/// a batch of its is in flight), the provider beyond its own for the apply to end before it
+/// answers that the batch is still being applied.
+pub fn por_apply_allowance(coded_bytes: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(coded_bytes.div_ceil(POR_ENCODE_MIN_RATE))
+}
 
 /// The answer to a plan (`WriteContext::to_bytes`): its first `context.len()` bytes of
 /// `total`; the rest by `por-more`.

@@ -3,7 +3,7 @@
 
 mod vicos;
 
-use crate::limits::{Limits, PutBudget};
+use crate::limits::{Limits, PutBudget, REQUEST_TIMEOUT};
 use crate::misbehave::Misbehaving;
 use crate::provider::ProviderError;
 use axum::body::Body;
@@ -18,22 +18,21 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
+use vouch_core::por::client::WritePlan;
+use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::frame::Decoder;
 use vouch_proto::por::{
-    PorAuditRequest, PorFreeRequest, PorInitRequest, PorLabelRequest, PorMoreRequest, PorPlanRequest, PorReadRequest,
-    PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStatusRequest, PorWriteRequest,
+    por_apply_allowance, PorAuditRequest, PorFreeRequest, PorInitRequest, PorLabelRequest, PorMoreRequest,
+    PorPlanRequest, PorReadRequest, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStatusRequest,
+    PorWriteRequest,
 };
 use vouch_proto::{
     decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, CommitStagedRequest, EditRequest,
     ErrorBody, ErrorCode, HealBlocksRequest, Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op,
     PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
-
-/// Longest time a non-streaming request may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct App {
     pub provider: Misbehaving,
@@ -264,52 +263,134 @@ async fn heal_blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
         .await
 }
 
+/// A PoR request: authenticated and read within [`REQUEST_TIMEOUT`]; then the provider bounds
+/// its work once it holds the client's log, and the wait for the log (a batch being applied
+/// to it) is not counted (see `crate::provider::por`).
+async fn answer_por<Req, Resp, E, Fut>(
+    app: Arc<App>,
+    headers: HeaderMap,
+    body: Body,
+    work: impl FnOnce(Arc<App>, String, Req) -> Fut,
+) -> Response
+where
+    Req: DeserializeOwned,
+    Resp: Serialize,
+    Failure: From<E>,
+    Fut: std::future::Future<Output = Result<Resp, E>>,
+{
+    let started = std::time::Instant::now();
+    let request = async {
+        let client = authenticate(&app, &headers)?;
+        Ok::<_, Failure>((client, message::<Req>(body).await?))
+    };
+    let response = match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
+        Err(_) => Failure(ErrorCode::Internal, "request timed out".into()).into_response(),
+        Ok(Err(f)) => f.into_response(),
+        Ok(Ok((client, req))) => match work(app, client, req).await {
+            Ok(answer) => ok(&answer),
+            Err(e) => Failure::from(e).into_response(),
+        },
+    };
+    with_timing(response, started)
+}
+
 async fn por_init(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorInitRequest| async move { app.provider.por_init(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorInitRequest| async move { app.provider.por_init(&c, &r).await }).await
 }
 
 async fn por_status(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, _: PorStatusRequest| async move { app.provider.por_status(&c).await }).await
+    answer_por(app, headers, body, |app, c, _: PorStatusRequest| async move { app.provider.por_status(&c).await }).await
 }
 
 async fn por_plan(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorPlanRequest| async move { app.provider.por_plan(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorPlanRequest| async move { app.provider.por_plan(&c, &r).await }).await
 }
 
+/// A batch, applied in a task of its own: neither this request's deadline nor a dropped
+/// connection cuts the apply short (a cut apply is a crash at every retry, and a growth's
+/// apply takes minutes at 2^20 slots). The answer waits [`REQUEST_TIMEOUT`] plus the batch's
+/// [`por_apply_allowance`] (the client waits as long, beyond its own deadline) and then says
+/// the batch is still being applied: the client's next PoR request waits for it and settles
+/// it from the log's time. One batch per client is applied at a time, so that a client cannot
+/// pile up applies that outlive their requests.
 async fn por_write(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorWriteRequest| async move { app.provider.por_write(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorWriteRequest| async move {
+        // A plan that does not decode is refused by the apply itself.
+        let coded = WritePlan::from_bytes(&r.plan).map_or(0, |plan| plan.coded_bytes_at_once(SLOT_WIDTH));
+        let limit = REQUEST_TIMEOUT + por_apply_allowance(coded);
+        let Some(applying) = Applying::begin(&app, &c) else {
+            let why = "a batch of this client's is still being applied; its next PoR request waits for it";
+            return Err(Failure(ErrorCode::Storage, why.into()));
+        };
+        let apply = tokio::spawn(async move {
+            let _applying = applying;
+            app.provider.por_write(&c, &r).await
+        });
+        match tokio::time::timeout(limit, apply).await {
+            Ok(Ok(answer)) => Ok(answer?),
+            Ok(Err(e)) => Err(Failure(ErrorCode::Internal, format!("the batch's apply failed: {e}"))),
+            Err(_) => Err(Failure(
+                ErrorCode::Storage,
+                format!(
+                    "the batch is still being applied after {limit:?}; the next PoR request waits for it and \
+                     answers for the log after it"
+                ),
+            )),
+        }
+    })
+    .await
+}
+
+/// A client's batch being applied in its own task, marked as such until the task ends (even
+/// by a panic, or the runtime's shutdown).
+struct Applying(Arc<App>, String);
+
+impl Applying {
+    fn begin(app: &Arc<App>, client: &str) -> Option<Applying> {
+        app.provider.honest().por_applying(client).then(|| Applying(app.clone(), client.to_string()))
+    }
+}
+
+impl Drop for Applying {
+    fn drop(&mut self) {
+        self.0.provider.honest().por_applied(&self.1);
+    }
 }
 
 async fn por_read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorReadRequest| async move { app.provider.por_read(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorReadRequest| async move { app.provider.por_read(&c, &r).await }).await
 }
 
 async fn por_audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorAuditRequest| async move { app.provider.por_audit(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorAuditRequest| async move { app.provider.por_audit(&c, &r).await })
+        .await
 }
 
 async fn por_region(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorRegionRequest| async move { app.provider.por_region(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorRegionRequest| async move { app.provider.por_region(&c, &r).await })
+        .await
 }
 
 async fn por_label(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorLabelRequest| async move { app.provider.por_label(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorLabelRequest| async move { app.provider.por_label(&c, &r).await })
+        .await
 }
 
 async fn por_more(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorMoreRequest| async move { app.provider.por_more(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorMoreRequest| async move { app.provider.por_more(&c, &r).await }).await
 }
 
 async fn por_stage(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorStageRequest| async move { app.provider.por_stage(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorStageRequest| async move { app.provider.por_stage(&c, &r).await })
+        .await
 }
 
 async fn por_free(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorFreeRequest| async move { app.provider.por_free(&c, &r).await }).await
+    answer_por(app, headers, body, |app, c, r: PorFreeRequest| async move { app.provider.por_free(&c, &r).await }).await
 }
 
 async fn por_restore(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PorRestoreRequest| async move { app.provider.por_restore(&c, &r).await })
+    answer_por(app, headers, body, |app, c, r: PorRestoreRequest| async move { app.provider.por_restore(&c, &r).await })
         .await
 }
 

@@ -54,6 +54,10 @@ pub const DEFAULT_GROUP_IDLE: Duration = Duration::from_secs(600);
 pub const DEFAULT_AIP_PAGE_BYTES: usize = vouch_core::aip::wire::DELTA_BYTES;
 /// 60 s without progress ends a stream.
 pub const DEFAULT_STREAM_IDLE: Duration = Duration::from_secs(60);
+/// Longest time a non-streaming request may take. A PoR request's wait for its client's log
+/// (while a batch is applied to it) is not counted, and a PoR batch's apply is bounded by
+/// its own work only (see `crate::provider::por`).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Default for Limits {
     fn default() -> Self {

@@ -216,7 +216,11 @@ impl Client {
 }
 
 async fn serve(data: &Path, lie: Misbehave) -> RunningServer {
-    let provider = Misbehaving::new(Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap(), lie);
+    serve_provider(Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap(), lie).await
+}
+
+async fn serve_provider(provider: Provider, lie: Misbehave) -> RunningServer {
+    let provider = Misbehaving::new(provider, lie);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(BOB), "bob".to_string())]);
     vouch_server::start_with("127.0.0.1:0", provider, clients, ServeOptions::default(), std::future::pending())
         .await
@@ -468,4 +472,172 @@ async fn two_clients_write_their_logs_side_by_side() {
         assert!(client.audit(16).await.unwrap().into_iter().all(|ok| ok));
     }
     assert_ne!(alice.state.raw_root, bob.state.raw_root, "two logs");
+}
+
+/// Slots of two elements (the header U's slots start with, `index + 1`, and one more): 2^21
+/// slots of U are 32 MB, and C 64 MB (of the heap's slots, 10 GB and 20 GB).
+const NARROW: usize = 2;
+/// Segments of C of 2^16 such slots: C of 2^21 is encoded by 32 leaves and 5 merges.
+const NARROW_SEGMENT: usize = 1 << 20;
+
+/// How many messages each part of a batch took, in [`Client::send_in_parts`].
+#[derive(Debug, Default)]
+struct Parts {
+    /// The plan's answer: its first part, then `por-more`s.
+    answer: usize,
+    answer_bytes: u64,
+    /// The upload: `por-stage`s, then the batch itself.
+    upload: usize,
+    upload_bytes: u64,
+}
+
+impl Client {
+    /// A client of a provider whose logs have slots of `width` elements.
+    fn narrow(server: &RunningServer, width: usize) -> Client {
+        Client { sums: ChecksumKey::grouped(&[2; 32], width, GROUP_LOG), ..Client::new(server) }
+    }
+
+    /// Writes `slots` (flat, of the log's width) at U indices `writes`, one batch, the plan's
+    /// answer read in parts of `part` bytes and the upload sent in parts of at most
+    /// [`POR_PART_BYTES`], as a client does past one message; says how many parts each took.
+    async fn send_in_parts(&mut self, writes: &[u64], slots: &[u64], part: usize) -> Parts {
+        let mut parts = Parts::default();
+        let planned = plan(&self.state, writes, true).unwrap();
+        let request = PorPlanRequest { plan: planned.to_bytes().into(), part: part as u32 };
+        let answer: PorContext = self.call(Op::PorPlan, &request).await.unwrap();
+        let mut context = answer.context.into_vec();
+        parts.answer = 1;
+        while (context.len() as u64) < answer.total {
+            let more: PorMoreAnswer =
+                self.call(Op::PorMore, &PorMoreRequest { offset: context.len() as u64 }).await.unwrap();
+            assert!(!more.part.is_empty() && more.part.len() <= part);
+            context.extend_from_slice(&more.part);
+            parts.answer += 1;
+        }
+        parts.answer_bytes = answer.total;
+        let context = WriteContext::from_bytes(&context).unwrap();
+        let written = write(&self.state, &planned, &context, writes, slots, &self.seal, &self.sums).unwrap();
+        let upload = written.upload_bytes();
+        parts.upload_bytes = upload.len() as u64;
+        let staged = upload.len().saturating_sub(1) / POR_PART_BYTES * POR_PART_BYTES;
+        for (i, chunk) in upload[..staged].chunks(POR_PART_BYTES).enumerate() {
+            let stage = PorStageRequest { offset: (i * POR_PART_BYTES) as u64, part: chunk.to_vec().into() };
+            let answer: PorStaged = self.call(Op::PorStage, &stage).await.unwrap();
+            assert_eq!(answer.staged, (i * POR_PART_BYTES + chunk.len()) as u64);
+            parts.upload += 1;
+        }
+        let request = PorWriteRequest {
+            plan: planned.to_bytes().into(),
+            writes: writes.to_vec(),
+            deleted: Vec::new(),
+            slots: slots_to_bytes(slots).into(),
+            upload: upload[staged..].to_vec().into(),
+            staged: staged as u64,
+            labels: Vec::new(),
+        };
+        let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
+        parts.upload += 1;
+        let after = written.state.schedule;
+        assert_eq!((u32::from(status.log_capacity), status.time), (after.log_capacity, after.time));
+        self.state = written.state;
+        parts
+    }
+}
+
+/// Issue #43 item 6: a log of 2^21 slots (of two elements each, so that it takes tens of MB).
+/// Growth to 2^21 re-encodes C over all of U at once (32 leaves and 5 merges of segments),
+/// and its batch travels in parts: the plan's answer (all of U's sealed checksums) and the
+/// upload (all of C's, 2^22 of them: 235 MB, more than one message can hold) each in more
+/// than one. The grown log reads back under U's root, takes more batches, and every part
+/// audits; the encode leaves none of its merge stages on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_grown_to_2_21_slots_travels_in_parts_and_verifies() {
+    let data = tempfile::tempdir().unwrap();
+    let provider = Provider::open_dir(data.path(), &vouch_server::Blocks::Local).unwrap();
+    let server = serve_provider(provider.with_por_shape(NARROW, NARROW_SEGMENT), Misbehave::None).await;
+    let mut client = Client::narrow(&server, NARROW);
+    let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    let value = |index: u64| index.wrapping_mul(0x9E37_79B9).wrapping_add(7) % (1 << 56);
+    let slots = |indices: &[u64]| -> Vec<u64> { indices.iter().flat_map(|&i| [i + 1, value(i)]).collect() };
+
+    let first: Vec<u64> = (0..5).collect();
+    client.send_in_parts(&first, &slots(&first), 64 << 10).await;
+    // The highest slot of a log of 2^21: U grows to it in one batch.
+    let far = (1u64 << 21) - 1;
+    let parts = client.send_in_parts(&[far], &slots(&[far]), 64 << 10).await;
+    assert_eq!(client.state.schedule.log_capacity, 21);
+    assert!(parts.answer_bytes > (1 << 21) / 8, "the answer names each slot of U: {parts:?}");
+    assert!(parts.answer > 1, "the plan's answer came in one part: {parts:?}");
+    assert!(parts.upload_bytes > (2 << 21) * 56, "the upload holds C's sealed checksums: {parts:?}");
+    assert!(parts.upload_bytes as usize > vouch_proto::MAX_MESSAGE && parts.upload > 1, "{parts:?}");
+
+    let mut stages = Vec::new();
+    files_named(data.path(), "cstage-", &mut stages);
+    assert_eq!(stages, Vec::<std::path::PathBuf>::new(), "the encode's merge stages are deleted");
+    let mut coded = Vec::new();
+    files_named(data.path(), "coded-", &mut coded);
+    coded.retain(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("slots-")));
+    let bytes: u64 = coded.iter().map(|p| std::fs::metadata(p).unwrap().len()).sum();
+    assert_eq!(bytes, (2 << 21) * 8 * NARROW as u64, "C of 2^22 slots, in {} segments", coded.len());
+
+    // More batches on the grown log, in one part each now (no C is rebuilt).
+    let more: Vec<u64> = (5..40).collect();
+    let parts = client.send_in_parts(&more, &slots(&more), 64 << 10).await;
+    assert_eq!((parts.answer, parts.upload), (1, 1), "{parts:?}");
+    let indices: Vec<u64> = (0..40).chain([far]).collect();
+    let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
+    let read = RawRead::from_bytes(&answer.read).unwrap();
+    verify_read(&client.state, &indices, &read, &client.seal, &client.sums).unwrap();
+    assert_eq!(read.slots, slots(&indices));
+    let verdicts = client.audit(64).await.unwrap();
+    assert!(verdicts.len() >= 2 && verdicts.iter().all(|&ok| ok), "{verdicts:?}");
+    server.shutdown().await.unwrap();
+}
+
+/// A batch's apply is no longer than its request can wait: a provider slower than its client
+/// (`Misbehave::SlowPorWrite`, honest) still applies the batch after the client stopped
+/// waiting, a second batch meanwhile is refused as "unavailable" (one apply at a time per
+/// client), and the log's status waits for the apply and answers for the log after it.
+#[tokio::test]
+async fn a_batch_is_applied_after_its_client_stopped_waiting() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(data.path(), Misbehave::SlowPorWrite).await;
+    let mut client = Client::new(&server);
+    let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    let block = vec![3u8; 2 * SLOT_DATA_BYTES];
+    let writes: Vec<u64> = (0..slots_for(block.len() as u64)).collect();
+    let slots = split_block(0, &block);
+    let planned = plan(&client.state, &writes, true).unwrap();
+    let context = WriteContext::from_bytes(&client.context(&planned.to_bytes()).await).unwrap();
+    let written = write(&client.state, &planned, &context, &writes, &slots, &client.seal, &client.sums).unwrap();
+    let request = PorWriteRequest {
+        plan: planned.to_bytes().into(),
+        writes: writes.clone(),
+        deleted: Vec::new(),
+        slots: slots_to_bytes(&slots).into(),
+        upload: written.upload_bytes().into(),
+        staged: 0,
+        labels: Vec::new(),
+    };
+    let impatient = client
+        .http
+        .post(format!("{}{}", client.base, Op::PorWrite.path()))
+        .bearer_auth(client.token)
+        .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
+        .timeout(std::time::Duration::from_millis(300))
+        .body(encode(&request))
+        .send()
+        .await;
+    assert!(impatient.is_err_and(|e| e.is_timeout()), "the client stopped waiting");
+    let again: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
+    assert_eq!(again.unwrap_err().code, ErrorCode::Storage, "one apply at a time");
+    let status: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
+    let after = written.state.schedule;
+    assert_eq!((u32::from(status.log_capacity), status.time), (after.log_capacity, after.time), "applied");
+    client.state = written.state;
+    client.next = writes.len() as u64;
+    assert_eq!(client.get(0, block.len() as u64).await.unwrap(), block);
+    let firsts = client.put(&[vec![4u8; 100]]).await;
+    assert_eq!(client.get(firsts[0], 100).await.unwrap(), vec![4u8; 100]);
+    assert!(client.audit(8).await.unwrap().into_iter().all(|ok| ok));
 }

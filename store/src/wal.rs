@@ -18,7 +18,7 @@
 //! open: its record is overwritten, and if even that fails the log refuses further commits.
 //!
 //! The same framing carries the repository's copies of the log in the blob store (an epoch's
-//! records, shipped before the log starts over) and its snapshots ([`encode_log`],
+//! records, shipped before the log starts over) and its snapshots ([`log_header`], [`log_record`],
 //! [`parse_log`]): see `crate::repository::log`.
 
 use crate::error::{chain, from_io};
@@ -206,18 +206,31 @@ fn encode(batch: &MetaBatch) -> Vec<u8> {
     out
 }
 
-/// `batches` framed as a log of `epoch`, header included: a log's records shipped to the blob
-/// store, or a snapshot.
+/// `batches` framed as a log of `epoch`, header included: [`log_header`], then a
+/// [`log_record`] per batch (how a snapshot is written).
+#[cfg(test)]
 pub(crate) fn encode_log(epoch: u64, batches: impl IntoIterator<Item = MetaBatch>) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&epoch.to_le_bytes());
+    let mut out = log_header(epoch);
     for batch in batches {
-        out.extend_from_slice(&frame(epoch, &encode(&batch)));
+        out.extend_from_slice(&log_record(epoch, &batch));
     }
     out
 }
 
-/// The batches of a log written by [`encode_log`] or [`Wal::contents`], and whether they are
+/// The first bytes of a log of `epoch` in the blob store (a snapshot): its header.
+pub(crate) fn log_header(epoch: u64) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&epoch.to_le_bytes());
+    out
+}
+
+/// `batch` framed as a record of a log of `epoch` (the header, then these, is the log: a
+/// snapshot is written so, a record at a time).
+pub(crate) fn log_record(epoch: u64, batch: &MetaBatch) -> Vec<u8> {
+    frame(epoch, &encode(batch))
+}
+
+/// The batches of a log written by [`log_header`] and [`log_record`] or [`Wal::contents`], and whether they are
 /// all of it (`false`: a header or record is damaged, and the batches are those before it).
 pub(crate) fn parse_log(bytes: &[u8]) -> (Vec<MetaBatch>, bool) {
     let (_, batches, end) = parse(bytes);

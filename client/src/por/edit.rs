@@ -13,7 +13,7 @@ use crate::verify::{self, StoredBlock};
 use crate::violation::ViolationKind;
 use std::collections::HashMap;
 use vouch_core::namespace::VersionRecord;
-use vouch_proto::{BlockList, BlocksRequest, Op, WireBlock};
+use vouch_proto::{BlockList, BlocksRequest, WireBlock};
 
 impl Client {
     /// After a commit that made `version` of the PoR file `name` from `base` by an edit whose
@@ -85,7 +85,7 @@ impl Client {
         version: &VersionRecord,
     ) -> Result<Vec<StoredBlock>, ClientError> {
         let request = BlocksRequest { name: name.into(), version: Some(version.number) };
-        let answer: BlockList = self.remote.call(Op::Blocks, &request).await.map_err(|e| e.absence_unproven(name))?;
+        let answer: BlockList = self.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
         match verify::located(&self.root(), name, Some(version.number), &answer.located)? {
             (_, Some(v)) if v.record == *version => verify::block_list(version, &answer),
             _ => Err(ClientError::violation(

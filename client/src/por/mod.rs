@@ -56,18 +56,19 @@ use record::{InFlight, LogPoint, PorRecord};
 use serde_bytes::ByteBuf;
 use std::borrow::Cow;
 use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
-use vouch_core::por::client::{check_free, plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan};
+use vouch_core::por::client::{
+    check_free, coded_bytes, plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan,
+};
 use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
 use vouch_core::por::heap::{encode_slot, is_deleted_slot, SLOT_WIDTH};
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::*;
-use vouch_proto::Op;
 
 /// U's capacity when a client creates its log (`2^k` slots; it doubles as it fills): one
 /// group of H.
@@ -195,6 +196,13 @@ struct Batch {
     copy: Option<(u64, Layout)>,
 }
 
+/// How much longer than a call the provider may take to answer while `flight` may be being
+/// applied: as long as its batch may take. A batch that encodes C at once (growth, a
+/// re-encode, a shrink) encodes the C of the log after it; any other batch takes less.
+fn flight_allowance(flight: &InFlight) -> Duration {
+    por_apply_allowance(coded_bytes(flight.after.log.schedule.log_capacity, SLOT_WIDTH))
+}
+
 /// The writes whose slots are ⊥, and the other writes' slots (flat, in order).
 fn split_deleted(writes: &[u64], slots: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let mut deleted = Vec::new();
@@ -226,13 +234,17 @@ impl Client {
     /// The client's PoR record with nothing in flight: created with the log when `create`,
     /// and a batch whose answer was lost settled.
     async fn por_ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
-        let status = match self.remote.call::<_, PorStatus>(Op::PorStatus, &PorStatusRequest {}).await {
+        let saved = self.ledger.store().load_por()?.map(|bytes| PorRecord::from_bytes(&bytes)).transpose()?;
+        // A batch in flight may still be being applied (its answer was not waited for to the
+        // end): the provider answers once it is, so the call may take as long as the batch.
+        let wait = saved.as_ref().and_then(|r| r.in_flight.as_ref()).map_or(Duration::ZERO, flight_allowance);
+        let status = match self.remote.call_within(&PorStatusRequest {}, wait).await {
             Ok(status) => Some(status),
             Err(ClientError::NotFound(_)) => None,
             Err(e) => return Err(e),
         };
-        let mut record = match (self.ledger.store().load_por()?, &status) {
-            (Some(bytes), _) => PorRecord::from_bytes(&bytes)?,
+        let mut record = match (saved, &status) {
+            (Some(record), _) => record,
             (None, Some(status)) => {
                 return Err(ClientError::State(format!(
                     "this client has no PoR record, yet the provider keeps a PoR log for it (capacity 2^{}, time {}): \
@@ -261,7 +273,7 @@ impl Client {
                     group_log: DEFAULT_GROUP_LOG as u8,
                     coded: ByteBuf::from(sealed_list_to_bytes(&coded)),
                 };
-                self.remote.call::<_, PorStatus>(Op::PorInit, &init).await?
+                self.remote.call(&init).await?
             }
             None => {
                 return Err(ClientError::violation(ViolationKind::DataLost, "the provider lost the client's PoR log"))
@@ -320,9 +332,11 @@ impl Client {
     ) -> Result<(), ClientError> {
         let Batch { writes, slots, labels, into_free, copy } = batch;
         let log = record.at.log;
-        let context = self.por_context(&planned).await?;
-        let context =
-            WriteContext::from_bytes(&context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
+        // At growth the answer and the upload hold a sealed checksum per slot of U and of C
+        // (60 MB and 117 MB at 2^20 slots): each goes as soon as it is used, so that no more
+        // than two of them are held at once.
+        let context = WriteContext::from_bytes(&self.por_context(&planned).await?)
+            .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
         let sums = keys.sums_for(&log.schedule);
         let seal = keys.seal_in(record);
         let written = write(&log, &planned, &context, &writes, &slots, &seal, &sums)
@@ -330,6 +344,7 @@ impl Client {
         if into_free {
             check_free(&planned, &context, &seal, &sums).map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         }
+        drop(context);
         // A shrink takes the slots from the new capacity on away: they are fresh again.
         let next_slot =
             record.at.next_slot.max(writes.iter().max().map_or(0, |m| m + 1)).min(written.state.schedule.capacity());
@@ -342,7 +357,9 @@ impl Client {
         self.por_save(record)?;
         // ⊥ slots follow from their index: only the others travel.
         let (deleted, data) = split_deleted(&writes, &slots);
-        let (staged, upload) = self.por_stage(written.upload_bytes()).await?;
+        let upload = written.upload_bytes();
+        drop(written);
+        let (staged, upload) = self.por_stage(upload).await?;
         let request = PorWriteRequest {
             plan: ByteBuf::from(planned.to_bytes()),
             writes,
@@ -352,7 +369,8 @@ impl Client {
             staged,
             labels,
         };
-        match self.remote.call::<_, PorStatus>(Op::PorWrite, &request).await {
+        let allowance = por_apply_allowance(planned.coded_bytes_at_once(SLOT_WIDTH));
+        match self.remote.call_within(&request, allowance).await {
             Ok(status)
                 if (u32::from(status.log_capacity), status.time)
                     == (after.log.schedule.log_capacity, after.log.schedule.time) =>
@@ -367,10 +385,18 @@ impl Client {
                     status.time, after.log.schedule.time
                 ),
             )),
-            // Applied or not: the provider's time says which, now or at the next operation.
+            // Applied or not: the provider's time says which, now or at the next operation. A
+            // batch seen applied (its probe read under the new root) is done, whatever the
+            // answer was: the provider may have said it was still applying it, or the client
+            // stopped waiting first (the status waits for an apply under way).
             Err(e) => {
                 if let Ok(settled) = self.por_ready(keys, false).await {
+                    let applied = settled.at == after;
                     *record = settled;
+                    if applied {
+                        tracing::info!("the PoR batch whose answer failed ({e}) is applied");
+                        return Ok(());
+                    }
                 }
                 Err(e)
             }
@@ -382,15 +408,14 @@ impl Client {
     async fn por_context(&self, planned: &WritePlan) -> Result<Vec<u8>, ClientError> {
         let part = self.remote.por_part_bytes() as u32;
         let answer: PorContext =
-            self.remote.call(Op::PorPlan, &PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
+            self.remote.call(&PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
         let mut context = answer.context.into_vec();
         if answer.total > POR_MAX_PARTS_BYTES || (context.len() as u64) > answer.total {
             let why = format!("a plan's answer of {} bytes in all, {} in its first part", answer.total, context.len());
             return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
         }
         while (context.len() as u64) < answer.total {
-            let more: PorMoreAnswer =
-                self.remote.call(Op::PorMore, &PorMoreRequest { offset: context.len() as u64 }).await?;
+            let more: PorMoreAnswer = self.remote.call(&PorMoreRequest { offset: context.len() as u64 }).await?;
             let left = answer.total - context.len() as u64;
             if more.part.is_empty() || more.part.len() as u64 > left {
                 let why = format!("a part of {} bytes of a plan's answer with {left} left", more.part.len());
@@ -411,7 +436,7 @@ impl Client {
             let offset = (i * size) as u64;
             let end = offset + part.len() as u64;
             let request = PorStageRequest { offset, part: ByteBuf::from(part.to_vec()) };
-            let answer: PorStaged = self.remote.call(Op::PorStage, &request).await?;
+            let answer: PorStaged = self.remote.call(&request).await?;
             if answer.staged != end {
                 let why = format!("{} bytes staged after a part that ends at {end}", answer.staged);
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
@@ -450,7 +475,7 @@ impl Client {
             return Ok(Allocator::fresh(record.at.next_slot));
         }
         let request = PorFreeRequest { most_slots, most_runs: layout::MAX_RUNS as u32 };
-        let answer: PorFreeAnswer = self.remote.call(Op::PorFree, &request).await?;
+        let answer: PorFreeAnswer = self.remote.call(&request).await?;
         let runs = layout::free_runs(&answer.runs, record.at.next_slot, layout::MAX_RUNS)
             .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
         Ok(Allocator::new(runs, record.at.next_slot))
@@ -494,8 +519,7 @@ impl Client {
     async fn por_read(&self, keys: &PorKeys, log: &LogState, indices: &[u64]) -> Result<Vec<u64>, ClientError> {
         let mut slots = Vec::with_capacity(indices.len() * SLOT_WIDTH);
         for part in indices.chunks(REQUEST_SLOTS) {
-            let answer: PorReadAnswer =
-                self.remote.call(Op::PorRead, &PorReadRequest { indices: part.to_vec() }).await?;
+            let answer: PorReadAnswer = self.remote.call(&PorReadRequest { indices: part.to_vec() }).await?;
             let read =
                 RawRead::from_bytes(&answer.read).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
             verify_read(log, part, &read, &keys.seal, &keys.sums)
@@ -548,8 +572,7 @@ impl Client {
         record: &PorRecord,
         key: &[u8],
     ) -> Result<Option<(Layout, u64)>, ClientError> {
-        let answer: PorLabelAnswer =
-            self.remote.call(Op::PorLabel, &PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
+        let answer: PorLabelAnswer = self.remote.call(&PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
         let Some(value) = answer.value else { return Ok(None) };
         let (layout, generation) = Layout::open(&keys.layout, key, &value).ok_or_else(|| {
             ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")

@@ -106,7 +106,7 @@ impl Client {
                     file: ByteBuf::from(version.file.0.to_vec()),
                     blocks: std::mem::take(&mut batch),
                 };
-                let answer: HealedBlocks = self.remote.call(Op::HealBlocks, &request).await?;
+                let answer: HealedBlocks = self.remote.call(&request).await?;
                 healed += answer.healed;
                 bytes = 0;
             }
@@ -150,7 +150,7 @@ impl Client {
                     .collect();
                 let request =
                     PorRestoreRequest { indices: part.to_vec(), slots: ByteBuf::from(slots_to_bytes(&slots)) };
-                self.remote.call::<_, PorStatus>(Op::PorRestore, &request).await?;
+                self.remote.call(&request).await?;
                 restored += part.len() as u64;
             }
         }
@@ -215,7 +215,7 @@ impl Client {
             while first < slots && !g.decodable() {
                 let count = page.min((slots - first) as usize) as u32;
                 let answer: PorRegionAnswer =
-                    self.remote.call(Op::PorRegion, &PorRegionRequest { region: code, first, count }).await?;
+                    self.remote.call(&PorRegionRequest { region: code, first, count }).await?;
                 let page = RegionRead::from_bytes(&answer.region)
                     .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
                 if page.slots.len() != count as usize {
@@ -310,7 +310,7 @@ impl Client {
     ) -> Result<PorAuditReport, ClientError> {
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
-        let answer: PorAuditAnswer = self.remote.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
+        let answer: PorAuditAnswer = self.remote.call(&PorAuditRequest { seed, lambda }).await?;
         let schedule = record.at.log.schedule;
         let (sums, seal) = (keys.sums_for(&schedule), keys.seal_in(record));
         let all = parts(&schedule);

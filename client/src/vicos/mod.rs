@@ -259,7 +259,7 @@ impl Group {
         };
         let hash = ByteBuf::from(admission.hash().to_vec());
         let create = AipCreate { group: name.into(), genesis: wire(&genesis), auth: wire(&auth), admission: hash };
-        let _: AipAck = group.remote.call(Op::AipCreate, &create).await?;
+        let _: AipAck = group.remote.call(&create).await?;
         // The creator is bound at creation.
         group.admitted = true.into();
         Ok(group)
@@ -276,7 +276,7 @@ impl Group {
         }
         let secret = ByteBuf::from(admission.0.to_vec());
         let asked = AipAdmit { group: self.name.clone(), member: self.me, admission: secret };
-        let _: AipAck = self.remote.call(Op::AipAdmit, &asked).await?;
+        let _: AipAck = self.remote.call(&asked).await?;
         self.admitted.store(true, Ordering::Release);
         Ok(())
     }
@@ -555,7 +555,7 @@ impl Group {
             let invoke = aip.invoke(op.clone()).map_err(|v| aip_violation(&self.name, v))?;
             self.unsaved_invoke.store(true, std::sync::atomic::Ordering::Release);
             let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
-            let answered: Result<AipReply, _> = self.remote.call(Op::AipInvoke, &asked).await;
+            let answered: Result<AipReply, _> = self.remote.call(&asked).await;
             match answered {
                 Ok(r) => break Reply::<Adict>::from_wire(&r.reply).map_err(|e| malformed(e.to_string()))?,
                 // Further behind than one REPLY shows (#43 item 10): the history in pages, then
@@ -594,7 +594,7 @@ impl Group {
     async fn catch_up(&self, aip: &mut aip::Client<Adict>) -> Result<(), ClientError> {
         loop {
             let asked = AipHistory { group: self.name.clone(), from: aip.id(), first: aip.cleared() + 1 };
-            let answer: AipHistoryPage = self.remote.call(Op::AipHistory, &asked).await?;
+            let answer: AipHistoryPage = self.remote.call(&asked).await?;
             let page = HistoryPage::<DictOp>::from_wire(&answer.page).map_err(|e| malformed(e.to_string()))?;
             let more = aip.on_history(page).map_err(|v| aip_violation(&self.name, v))?;
             self.persist(aip)?;
@@ -616,7 +616,7 @@ impl Group {
         for commit in aip.unsent().to_vec() {
             let commit_auth = early.take_if(|(t, _)| *t == commit.t).map(|(_, auth)| auth);
             let sent = AipCommit { group: self.name.clone(), from: aip.id(), commit: wire(&commit), commit_auth };
-            match self.remote.call::<_, AipWork>(Op::AipCommit, &sent).await {
+            match self.remote.call(&sent).await {
                 Ok(answer) => work = Some(answer),
                 Err(ClientError::Refused { code, message }) => {
                     tracing::debug!("a COMMIT of group {} was refused ({code:?}): {message}", self.name);
@@ -638,7 +638,7 @@ impl Group {
         let mut aip = self.aip.lock().await;
         self.admit().await?;
         let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };
-        let work: AipWork = self.remote.call(Op::AipWork, &asked).await?;
+        let work: AipWork = self.remote.call(&asked).await?;
         self.passive(&mut aip, work).await
     }
 
@@ -655,7 +655,7 @@ impl Group {
             for chunk in auths.chunks(MAX_COMMIT_AUTHS) {
                 let commit_auths = chunk.iter().map(wire).collect();
                 let sent = AipCommitAuth { group: self.name.clone(), from: aip.id(), commit_auths };
-                match self.remote.call::<_, AipWork>(Op::AipCommitAuth, &sent).await {
+                match self.remote.call(&sent).await {
                     Ok(more) => next = more.update_auth,
                     // The operation's outcome is settled already; this is help for the group.
                     // Another member was faster with these updates, or the provider was not
@@ -680,7 +680,7 @@ impl Group {
                 self.admit().await?;
                 let delete =
                     CosDelete { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce: Some(nonce) };
-                self.remote.call::<_, AipAck>(Op::CosDelete, &delete).await.map(|_| ())
+                self.remote.call(&delete).await.map(|_| ())
             }
         }
     }

@@ -142,6 +142,23 @@ pub struct WritePlan {
     pub flush: bool,
 }
 
+impl WritePlan {
+    /// Bytes of the C the provider encodes at once to apply this batch, in a log of
+    /// `width`-element slots: all of C (`2 · 2^k` slots) when U grows, is re-encoded or shrinks
+    /// to `2^k` slots; none otherwise (an epoch's C is built over its window, a few units per
+    /// group, and a batch's levels are bounded by its writes). The one part of a batch's work
+    /// that grows with the log rather than with the batch: both sides scale their deadline for
+    /// the batch with it (`vouch_proto::por::por_apply_allowance`).
+    pub fn coded_bytes_at_once(&self, width: usize) -> u64 {
+        self.grow_to.map_or(0, |k| coded_bytes(k, width))
+    }
+}
+
+/// Bytes of C over U of `2^log_capacity` slots of `width` elements: `2 · 2^k` slots.
+pub fn coded_bytes(log_capacity: u32, width: usize) -> u64 {
+    (2u64 << log_capacity).saturating_mul(width as u64 * 8)
+}
+
 /// The provider's answer to a [`WritePlan`]. Nothing in it is trusted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteContext {

@@ -115,6 +115,10 @@ pub enum Misbehave {
     /// it with "storage unavailable". Not a lie: a provider that went down right after a
     /// batch was durable, before its answer went out.
     DropPorAnswer,
+    /// Take [`SLOW_POR_WRITE`] to apply the first PoR write (holding the log all along, as a
+    /// long apply does), then apply the others at once. Not a lie: a slow honest provider,
+    /// whose client stops waiting for a batch still being applied.
+    SlowPorWrite,
     /// Fork every VICOS group at its creation: members with odd ids run AIP on a second copy
     /// of the history, each copy honest in itself, for their first [`FORK_OPERATIONS`]
     /// operations; then the forks meet (those members are shown the real history again).
@@ -127,8 +131,11 @@ pub const FORK_OPERATIONS: u64 = 3;
 /// Each of [`Misbehave::SlowCommit`]'s two waits.
 pub const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(15);
 
+/// How long [`Misbehave::SlowPorWrite`] takes over its first PoR write.
+pub const SLOW_POR_WRITE: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Misbehave {
-    pub const ALL: [Misbehave; 30] = [
+    pub const ALL: [Misbehave; 31] = [
         Misbehave::None,
         Misbehave::CorruptBlock,
         Misbehave::DropBlock,
@@ -158,6 +165,7 @@ impl Misbehave {
         Misbehave::RefusedPorLabel,
         Misbehave::DropPorLabels,
         Misbehave::DropPorAnswer,
+        Misbehave::SlowPorWrite,
         Misbehave::ForkAip,
     ];
 
@@ -192,6 +200,7 @@ impl Misbehave {
             Misbehave::RefusedPorLabel => "refused-por-label",
             Misbehave::DropPorLabels => "drop-por-labels",
             Misbehave::DropPorAnswer => "drop-por-answer",
+            Misbehave::SlowPorWrite => "slow-por-write",
             Misbehave::ForkAip => "fork-aip",
         }
     }

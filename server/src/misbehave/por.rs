@@ -28,7 +28,8 @@
 //!
 //! And failures that are no lie: PoR writes that fail ([`Misbehave::FailPorWrites`]), a
 //! provider down between a commit and the PoR batches that follow it, or every second one
-//! ([`Misbehave::FlakyPorWrites`]).
+//! ([`Misbehave::FlakyPorWrites`]), or a PoR write slower than its client waits
+//! ([`Misbehave::SlowPorWrite`]).
 
 use super::{Misbehave, Misbehaving};
 use crate::provider::ProviderError;
@@ -104,6 +105,9 @@ impl Misbehaving {
                 self.honest.por_write(client, req).await?;
             }
             return Err(down(self.lie.name()));
+        }
+        if self.lie == Misbehave::SlowPorWrite && !self.refused.swap(true, Ordering::SeqCst) {
+            return self.honest.por_write_slowly(client, req, super::SLOW_POR_WRITE).await;
         }
         if self.lie == Misbehave::SkipPorRebuild {
             // The fault is the store's: the honest steps of the write run with it on.

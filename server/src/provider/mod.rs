@@ -109,6 +109,8 @@ pub struct Provider {
     por: por::PorLogs,
     /// Per client, the parts of its last PoR plan's answer and of its next batch's upload.
     por_parts: por::PorParts,
+    /// The shape of the PoR logs (`por::PorShape`): the heap's slots, but in tests at scale.
+    por_shape: por::PorShape,
     /// Per client, the uploads waiting for their commits (see `staged`).
     staged: staged::StagedUploads,
     /// The VICOS groups' sequencers (see `crate::vicos`; groups are shared, not per client).
@@ -138,6 +140,7 @@ impl Provider {
             applying: Mutex::new(HashMap::new()),
             por: std::sync::Mutex::new(HashMap::new()),
             por_parts: std::sync::Mutex::new(HashMap::new()),
+            por_shape: por::PorShape::default(),
             staged: staged::StagedUploads::default(),
             vicos: crate::vicos::Sequencer::default(),
         })

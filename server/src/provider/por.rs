@@ -5,6 +5,17 @@
 //! One log per client, of slots of `vouch_core::por::heap::SLOT_WIDTH` elements. Each log is
 //! opened at its first use in this process and kept; its requests are serialised by its own
 //! lock (`PorLog` needs one writer), so clients' logs are written side by side.
+//!
+//! **Time.** A request waits for its log's lock as long as the request holding it takes, and
+//! the log's opening at its first use takes as long as the log's size needs: neither is cut
+//! short (a cut opening would be cut again at every retry). Once a request holds the log, its
+//! work is bounded by [`REQUEST_TIMEOUT`], except a batch's apply ([`Provider::por_write`]):
+//! a batch that encodes C at once (growth, a re-encode, a shrink) reads and writes all of C
+//! several times over, minutes at 2^20 slots, and is bounded by its work alone. Cutting it
+//! would be a crash at every attempt (the store keeps the log as it was, so nothing is lost,
+//! but the batch would never be applied); the HTTP layer runs it in a task of its own for the
+//! same reason, so that neither its own deadline nor a dropped connection cuts it either.
+//! Requests that wait behind it answer for the log after it.
 
 use super::{bad, Provider, ProviderError};
 use serde_bytes::ByteBuf;
@@ -22,6 +33,8 @@ use vouch_proto::por::{
     POR_MAX_PARTS_BYTES, POR_PART_BYTES,
 };
 use vouch_store::{PorLog, PorStoreError, StoreError};
+
+use crate::limits::REQUEST_TIMEOUT;
 
 /// Most picks per part of one audit.
 pub const MAX_POR_LAMBDA: u32 = 4096;
@@ -41,10 +54,39 @@ pub(crate) struct Parts {
     answer: Vec<u8>,
     part: usize,
     upload: Vec<u8>,
+    /// A batch of the client's is being applied, in a task of its own (see the module
+    /// documentation): the one at a time a client may have, so that a client cannot pile up
+    /// batches that outlive their requests.
+    applying: bool,
 }
 
 /// The smallest part of a plan's answer a client may ask for.
 const MIN_POR_PART: usize = 4 << 10;
+
+/// The PoR logs' slots and objects: the heap's slots (`SLOT_WIDTH` elements) and the store's
+/// segments, except in tests at scale ([`Provider::with_por_shape`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PorShape {
+    width: usize,
+    /// `None`: the store's own.
+    segment_bytes: Option<usize>,
+}
+
+impl Default for PorShape {
+    fn default() -> Self {
+        PorShape { width: SLOT_WIDTH, segment_bytes: None }
+    }
+}
+
+impl PorShape {
+    /// `log` with this shape's segments.
+    fn limits(self, log: PorLog) -> PorLog {
+        match self.segment_bytes {
+            Some(segment_bytes) => log.with_limits(segment_bytes, vouch_store::por::CACHED_LEVEL_BYTES),
+            None => log,
+        }
+    }
+}
 
 pub(crate) type PorParts = std::sync::Mutex<HashMap<String, Parts>>;
 
@@ -85,9 +127,12 @@ fn bounded(count: usize) -> Result<(), ProviderError> {
 
 /// A batch's slots, flat in write order, with the ⊥ slots of the writes in `deleted` (a
 /// subset of `writes`) put in among the others (`data`, flat in write order).
-fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>) -> Result<Vec<u64>, ProviderError> {
+fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>, width: usize) -> Result<Vec<u64>, ProviderError> {
     if deleted.is_empty() {
         return Ok(data);
+    }
+    if width != SLOT_WIDTH {
+        return Err(bad("⊥ writes are slots of the heap's width"));
     }
     let deleted: std::collections::HashSet<u64> = deleted.iter().copied().collect();
     let all: std::collections::HashSet<u64> = writes.iter().copied().collect();
@@ -113,10 +158,32 @@ fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>) -> Result<Vec<u
 const MAX_SLOT_INDEX: u64 = (1 << 56) - 1;
 
 impl Provider {
-    /// The client's log, opened from the store at its first use.
+    /// PoR logs of `width`-element slots, their objects in segments of `segment_bytes`,
+    /// instead of the heap's slots and the store's segments: for tests of the log at scale
+    /// (2^21 slots of two elements are 32 MB; of the heap's, 10 GB). ⊥ writes need the heap's
+    /// slots.
+    #[doc(hidden)]
+    pub fn with_por_shape(mut self, width: usize, segment_bytes: usize) -> Self {
+        self.por_shape = PorShape { width, segment_bytes: Some(segment_bytes) };
+        self
+    }
+
+    /// `work` on the client's log, opened from the store at its first use: within
+    /// [`REQUEST_TIMEOUT`] once the log is held (the wait for it and its opening are not
+    /// counted; see the module documentation).
     pub(crate) async fn with_log<T>(
         &self,
         client: &str,
+        work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
+    ) -> Result<T, ProviderError> {
+        self.with_log_within(client, Some(REQUEST_TIMEOUT), work).await
+    }
+
+    /// [`Provider::with_log`] with `work` bounded by `limit` (`None`: by its own end).
+    async fn with_log_within<T>(
+        &self,
+        client: &str,
+        limit: Option<std::time::Duration>,
         work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
         let slot = self.por_slot(client);
@@ -125,9 +192,29 @@ impl Provider {
             let log = PorLog::open(&self.repo, &owner(client))
                 .await?
                 .ok_or_else(|| ProviderError::NotFound("no PoR log; create one with por-init".into()))?;
-            *held = Some(log);
+            *held = Some(self.por_shape.limits(log));
         }
-        work(held.as_mut().expect("opened above"), &self.repo).await
+        let work = work(held.as_mut().expect("opened above"), &self.repo);
+        match limit {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(ProviderError::Store(StoreError::Backend {
+                    at: "the PoR log".into(),
+                    detail: format!("the request took longer than {limit:?}"),
+                }))
+            }),
+        }
+    }
+
+    /// Marks a batch of the client's as being applied in a task of its own; `false` when one
+    /// already is (the HTTP layer then refuses the batch). [`Provider::por_applied`] unmarks it.
+    pub(crate) fn por_applying(&self, client: &str) -> bool {
+        self.with_parts(client, |parts| !std::mem::replace(&mut parts.applying, true))
+    }
+
+    /// The client's batch marked by [`Provider::por_applying`] has ended, applied or not.
+    pub(crate) fn por_applied(&self, client: &str) {
+        self.with_parts(client, |parts| parts.applying = false)
     }
 
     /// The lock of the client's log.
@@ -142,9 +229,9 @@ impl Provider {
         let slot = self.por_slot(client);
         let mut held = slot.lock().await;
         let shape = (u32::from(req.log_capacity), u32::from(req.group_log));
-        let log = PorLog::create(&self.repo, &owner(client), shape, SLOT_WIDTH, coded).await?;
+        let log = PorLog::create(&self.repo, &owner(client), shape, self.por_shape.width, coded).await?;
         let answer = status(&log);
-        *held = Some(log);
+        *held = Some(self.por_shape.limits(log));
         Ok(answer)
     }
 
@@ -210,9 +297,21 @@ impl Provider {
     }
 
     pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
+        self.por_write_slowly(client, req, std::time::Duration::ZERO).await
+    }
+
+    /// [`Provider::por_write`], its apply begun `delay` after the log is held (a slow
+    /// provider, `crate::Misbehave::SlowPorWrite`; zero for the honest one).
+    pub(crate) async fn por_write_slowly(
+        &self,
+        client: &str,
+        req: &PorWriteRequest,
+        delay: std::time::Duration,
+    ) -> Result<PorStatus, ProviderError> {
         let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
         bounded(req.writes.len())?;
-        let slots = with_deleted(&req.writes, &req.deleted, slots_from_bytes(&req.slots).map_err(bad)?)?;
+        let data = slots_from_bytes(&req.slots).map_err(bad)?;
+        let slots = with_deleted(&req.writes, &req.deleted, data, self.por_shape.width)?;
         let upload = match req.staged {
             0 => std::borrow::Cow::Borrowed(&req.upload[..]),
             staged => {
@@ -224,11 +323,29 @@ impl Provider {
                 std::borrow::Cow::Owned(upload)
             }
         };
-        self.with_log(client, async |log, repo| {
+        // Bounded by its own work alone (see the module documentation).
+        self.with_log_within(client, None, async |log, repo| {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let written = Written::from_upload_bytes(&upload, log.schedule()).map_err(bad)?;
             let labels: Vec<(Vec<u8>, Vec<u8>)> =
                 req.labels.iter().map(|l| (l.key.to_vec(), l.value.to_vec())).collect();
+            let started = std::time::Instant::now();
             log.apply_labelled(repo, (&plan, &req.writes, &slots, &written), &labels).await?;
+            let seconds = started.elapsed().as_secs_f64();
+            if plan.grow_to.is_some() || seconds >= 1.0 {
+                let schedule = log.schedule();
+                tracing::info!(
+                    client,
+                    seconds,
+                    log_capacity = schedule.log_capacity,
+                    time = schedule.time,
+                    writes = req.writes.len(),
+                    reencoded = plan.grow_to.is_some(),
+                    "PoR batch applied"
+                );
+            }
             Ok(status(log))
         })
         .await
@@ -307,11 +424,12 @@ impl Provider {
     pub async fn por_restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
         bounded(req.indices.len())?;
         let slots = slots_from_bytes(&req.slots).map_err(bad)?;
-        if slots.len() != req.indices.len() * SLOT_WIDTH {
+        let width = self.por_shape.width;
+        if slots.len() != req.indices.len() * width {
             return Err(bad("one slot per index"));
         }
         let slots: Vec<(u64, Vec<u64>)> =
-            req.indices.iter().copied().zip(slots.chunks_exact(SLOT_WIDTH).map(<[u64]>::to_vec)).collect();
+            req.indices.iter().copied().zip(slots.chunks_exact(width).map(<[u64]>::to_vec)).collect();
         self.with_log(client, async |log, repo| {
             log.restore(repo, &slots).await?;
             Ok(status(log))

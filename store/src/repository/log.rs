@@ -16,10 +16,10 @@
 //! The copies would grow forever, so once [`SNAPSHOT_AFTER`] of them have piled up, a snapshot
 //! (`snapshot/<seq>`: every entry, read from one consistent view right after a copy) replaces
 //! them: a rebuild replays the newest whole snapshot, then the copies after it, then the local
-//! log. Both use the log's framing (`crate::wal::encode_log`), checksummed per record.
+//! log. Both use the log's framing (`crate::wal::log_record`), checksummed per record.
 
 use super::Repository;
-use crate::wal::encode_log;
+use crate::wal::{log_header, log_record};
 use crate::{BlobStore, MetaBatch, StoreError};
 
 /// Copies of the log between two snapshots.
@@ -29,6 +29,8 @@ pub(crate) const SNAPSHOT_AFTER: u32 = 16;
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 /// Bytes of entries per record of a snapshot.
 const SNAPSHOT_RECORD: usize = 1 << 20;
+/// Records of a snapshot read ahead of its writer.
+const SNAPSHOT_RECORDS_AHEAD: usize = 4;
 
 /// Where the copies stand; `None` until the blob store has been listed.
 #[derive(Debug, Default)]
@@ -143,21 +145,42 @@ impl Repository {
             state.since_snapshot = 0;
             (self.meta.view()?, seq)
         };
-        let bytes = tokio::task::spawn_blocking(move || {
-            let mut batches = Vec::new();
+        // Written as it is read, a record at a time (nothing visible before the whole is):
+        // every entry of the store is gigabytes once PoR logs keep their U in it, and a
+        // snapshot held whole in memory (twice, read and encoded) took the provider's memory
+        // to three times that.
+        let stopped = || StoreError::Backend { at: "a snapshot".into(), detail: "its writer stopped".into() };
+        let (records, mut next) = tokio::sync::mpsc::channel::<Vec<u8>>(SNAPSHOT_RECORDS_AHEAD);
+        let reading = tokio::task::spawn_blocking(move || {
+            records.blocking_send(log_header(seq)).map_err(|_| stopped())?;
             view.visit(SNAPSHOT_RECORD, |entries| {
                 let mut batch = MetaBatch::default();
                 for (k, v) in entries {
                     batch.put(k, v);
                 }
-                batches.push(batch);
-                Ok(())
-            })?;
-            Ok::<_, StoreError>(encode_log(seq, batches))
-        })
-        .await
-        .map_err(|e| StoreError::Backend { at: "a snapshot".into(), detail: e.to_string() })??;
-        self.blobs.put(&snapshot_key(seq), bytes.into()).await?;
+                records.blocking_send(log_record(seq, &batch)).map_err(|_| stopped())
+            })
+        });
+        let mut writer = self.blobs.writer(&snapshot_key(seq))?;
+        let mut written = Ok(());
+        while let Some(record) = next.recv().await {
+            written = writer.write(record.into()).await;
+            if written.is_err() {
+                break;
+            }
+        }
+        // A writer that failed stops the reading at its next record.
+        drop(next);
+        let read = reading.await.map_err(|e| StoreError::Backend { at: "a snapshot".into(), detail: e.to_string() })?;
+        match written.and(read) {
+            Ok(()) => writer.finish().await?,
+            Err(e) => {
+                if let Err(abort) = writer.abort().await {
+                    tracing::warn!("an unfinished snapshot was not aborted: {abort}");
+                }
+                return Err(e);
+            }
+        }
         if prune {
             let copies = Copies::list(&self.blobs).await?;
             for old in copies.logs.iter().filter(|&&l| l < seq) {
