@@ -31,7 +31,7 @@ use vouch_proto::por::{
 use vouch_proto::{
     decode, decode_shared, encode, encode_frame, AuditRequest, BlocksRequest, CommitStagedRequest, EditRequest,
     ErrorBody, ErrorCode, HealBlocksRequest, Health, LastCommitRequest, ListRequest, LogRequest, LookupRequest, Op,
-    PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
+    PruneRequest, PutFrame, ReadFrame, ReadRequest, RemoveRequest, Rpc, MAX_MESSAGE, PROTOCOL_VERSION, VERSION_HEADER,
 };
 
 pub struct App {
@@ -167,9 +167,19 @@ async fn timed(work: impl std::future::Future<Output = Result<Response, Failure>
     let response = match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
         Ok(Ok(r)) => r,
         Ok(Err(f)) => f.into_response(),
-        Err(_) => Failure(ErrorCode::Internal, "request timed out".into()).into_response(),
+        Err(_) => timed_out().into_response(),
     };
     with_timing(response, started)
+}
+
+fn timed_out() -> Failure {
+    Failure(ErrorCode::Internal, "request timed out".into())
+}
+
+/// Authenticates a request and reads its message `R`, within [`REQUEST_TIMEOUT`].
+async fn received<R: DeserializeOwned>(app: &App, headers: &HeaderMap, body: Body) -> Result<(String, R), Failure> {
+    let read = async { Ok((authenticate(app, headers)?, message::<R>(body).await?)) };
+    tokio::time::timeout(REQUEST_TIMEOUT, read).await.unwrap_or_else(|_| Err(timed_out()))
 }
 
 fn with_timing(mut response: Response, started: std::time::Instant) -> Response {
@@ -184,21 +194,21 @@ async fn health() -> Response {
     ok(&Health { protocol: PROTOCOL_VERSION, server: format!("vouch {}", env!("CARGO_PKG_VERSION")) })
 }
 
-/// One request, one answer: authenticate, decode `Req`, let the provider answer.
-async fn answer<Req, Resp, Fut>(
+/// One request, one answer: authenticate, decode `R`, let the provider answer with
+/// `R::Answer` (a handler that answers another operation's type does not compile).
+async fn answer<R, Fut>(
     app: Arc<App>,
     headers: HeaderMap,
     body: Body,
-    work: impl FnOnce(Arc<App>, String, Req) -> Fut,
+    work: impl FnOnce(Arc<App>, String, R) -> Fut,
 ) -> Response
 where
-    Req: DeserializeOwned,
-    Resp: Serialize,
-    Fut: std::future::Future<Output = Result<Resp, ProviderError>>,
+    R: Rpc,
+    Fut: std::future::Future<Output = Result<R::Answer, ProviderError>>,
 {
     timed(async move {
         let client = authenticate(&app, &headers)?;
-        let req: Req = message(body).await?;
+        let req: R = message(body).await?;
         Ok(ok(&work(app, client, req).await?))
     })
     .await
@@ -266,27 +276,21 @@ async fn heal_blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
 /// A PoR request: authenticated and read within [`REQUEST_TIMEOUT`]; then the provider bounds
 /// its work once it holds the client's log, and the wait for the log (a batch being applied
 /// to it) is not counted (see `crate::provider::por`).
-async fn answer_por<Req, Resp, E, Fut>(
+async fn answer_por<R, E, Fut>(
     app: Arc<App>,
     headers: HeaderMap,
     body: Body,
-    work: impl FnOnce(Arc<App>, String, Req) -> Fut,
+    work: impl FnOnce(Arc<App>, String, R) -> Fut,
 ) -> Response
 where
-    Req: DeserializeOwned,
-    Resp: Serialize,
+    R: Rpc,
     Failure: From<E>,
-    Fut: std::future::Future<Output = Result<Resp, E>>,
+    Fut: std::future::Future<Output = Result<R::Answer, E>>,
 {
     let started = std::time::Instant::now();
-    let request = async {
-        let client = authenticate(&app, &headers)?;
-        Ok::<_, Failure>((client, message::<Req>(body).await?))
-    };
-    let response = match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
-        Err(_) => Failure(ErrorCode::Internal, "request timed out".into()).into_response(),
-        Ok(Err(f)) => f.into_response(),
-        Ok(Ok((client, req))) => match work(app, client, req).await {
+    let response = match received::<R>(&app, &headers, body).await {
+        Err(f) => f.into_response(),
+        Ok((client, req)) => match work(app, client, req).await {
             Ok(answer) => ok(&answer),
             Err(e) => Failure::from(e).into_response(),
         },
