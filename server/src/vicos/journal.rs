@@ -228,13 +228,18 @@ mod tests {
     use vouch_core::aip::{Keyring, Wire};
     use vouch_store::{MetaDb, ObjectBlobs};
 
+    /// A repository over a local directory.
+    fn repository(dir: &std::path::Path) -> Repository {
+        let blobs = ObjectBlobs::local(&dir.join("blobs")).unwrap();
+        Repository::open(blobs, MetaDb::open(&dir.join("meta.redb")).unwrap()).unwrap()
+    }
+
     /// A group journaled by an older vouch (its genesis an `Entry::CreateSha256`) is refused
     /// as a request, not reported as damage; the same genesis journaled now loads.
     #[tokio::test]
     async fn a_group_whose_dictionary_hashed_with_sha256_is_refused_as_older_not_as_damaged() {
         let dir = tempfile::tempdir().unwrap();
-        let blobs = ObjectBlobs::local(&dir.path().join("blobs")).unwrap();
-        let repo = Repository::open(blobs, MetaDb::open(&dir.path().join("meta.redb")).unwrap()).unwrap();
+        let repo = repository(dir.path());
         let (genesis, auth) = aip::genesis::<Adict>(&Keyring::hmac([1; 32]), 0, DictOp::List, &Tree::new()).unwrap();
         let (genesis, auth) = (ByteBuf::from(genesis.to_wire()), ByteBuf::from(auth.to_wire()));
         for (group, entry) in [
@@ -255,8 +260,7 @@ mod tests {
     #[tokio::test]
     async fn a_group_journaled_with_uncounted_invokes_is_refused_as_older() {
         let dir = tempfile::tempdir().unwrap();
-        let blobs = ObjectBlobs::local(&dir.path().join("blobs")).unwrap();
-        let repo = Repository::open(blobs, MetaDb::open(&dir.path().join("meta.redb")).unwrap()).unwrap();
+        let repo = repository(dir.path());
         let (genesis, auth) = aip::genesis::<Adict>(&Keyring::hmac([1; 32]), 0, DictOp::List, &Tree::new()).unwrap();
         let create = Entry::Create { genesis: ByteBuf::from(genesis.to_wire()), auth: ByteBuf::from(auth.to_wire()) };
         let invoke = Entry::Invoke { from: 0, invoke: ByteBuf::from(vec![1, 2, 3]) };
