@@ -272,6 +272,123 @@ async fn a_lost_batch_answer_is_settled_never_called_a_lie() {
     }
 }
 
+/// `get --por` reads the copy twice: once to check it whole (every tag, then the root and
+/// length), then again to write it, each block held to the leaf the first pass verified. A
+/// provider that lies in the first pass (here: the answer to the copy's first page replayed
+/// for its last) leaves the output empty; one that answers the second pass otherwise than
+/// the first leaves a prefix of the verified version in it, and is caught. Either way no
+/// byte reaches the output before the whole copy was verified.
+#[tokio::test]
+async fn a_copy_is_verified_whole_before_a_byte_of_it_is_written() {
+    use proxy::{proxy, Answer};
+    use std::sync::{Arc, Mutex};
+    let setup = Setup::new(Misbehave::None).await;
+    // More than a page of U's slots (4096 of them) per pass.
+    let data = sample(17 << 20, 12);
+    put_por(&setup.client(), "f", &data).await;
+    // The proxy counts `por-read`s, keeps the first answer, and replays it for read `lie_at`.
+    #[derive(Default)]
+    struct Reads {
+        count: usize,
+        first: Vec<u8>,
+        lie_at: Option<usize>,
+    }
+    let reads = Arc::new(Mutex::new(Reads::default()));
+    let seen = reads.clone();
+    let url = proxy(setup.url(), move |op| {
+        let seen = seen.clone();
+        match op {
+            "por-read" => Answer::Forward(Box::new(move |code, body| {
+                let mut reads = seen.lock().unwrap();
+                let n = reads.count;
+                reads.count += 1;
+                if n == 0 {
+                    reads.first = body.clone();
+                }
+                match reads.lie_at == Some(n) {
+                    true => (code, reads.first.clone()),
+                    false => (code, body),
+                }
+            })),
+            _ => Answer::Forward(Box::new(|code, body| (code, body))),
+        }
+    })
+    .await;
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\n")).unwrap();
+    let client = setup.client();
+    assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
+    let per_pass = reads.lock().unwrap().count / 2;
+    assert!(per_pass >= 2, "each pass reads the copy in pages: {per_pass}");
+    for (lie_at, what) in [(per_pass - 1, "first pass"), (2 * per_pass - 1, "second pass")] {
+        *reads.lock().unwrap() = Reads { lie_at: Some(lie_at), ..Reads::default() };
+        let mut out = Vec::new();
+        let got = client.get_por("f", None, &mut out).await;
+        assert_violation(got, ViolationKind::BadPorRead, what);
+        match lie_at < per_pass {
+            true => assert!(out.is_empty(), "nothing written before the copy is verified"),
+            false => assert!(!out.is_empty() && out.len() < data.len() && data.starts_with(&out), "{what}"),
+        }
+    }
+    *reads.lock().unwrap() = Reads::default();
+    assert_eq!(get_por(&client, "f", None).await.unwrap(), data, "the client goes on");
+}
+
+/// A batch whose request is held on its way (by a proxy, a slow network) past its client's
+/// deadline: the client finds it not applied and settles it so, and the fence it raises on
+/// the way makes the provider refuse the batch when it arrives at last. Were it applied, the
+/// client would find its log where it never left it, and report an honest provider as a liar.
+#[tokio::test]
+async fn a_batch_held_on_its_way_past_its_settling_is_refused_never_applied() {
+    use proxy::{proxy, Answer, Gate};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let setup = Setup::new(Misbehave::None).await;
+    put_por(&setup.client(), "f", &sample(40_000, 71)).await;
+    let gate: Gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let hold = Arc::new(AtomicBool::new(false));
+    // What the provider answered the held batch, once the gate let it through.
+    let late: Arc<Mutex<Option<u16>>> = Arc::default();
+    let (held_gate, held, answered) = (gate.clone(), hold.clone(), late.clone());
+    let url = proxy(setup.url(), move |op| match op == "por-write" && held.swap(false, Ordering::SeqCst) {
+        true => {
+            let answered = answered.clone();
+            Answer::After(
+                held_gate.clone(),
+                Box::new(move |code, body| {
+                    *answered.lock().unwrap() = Some(code);
+                    (code, body)
+                }),
+            )
+        }
+        false => Answer::Forward(Box::new(|code, body| (code, body))),
+    })
+    .await;
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\ntimeout_secs = 1\n")).unwrap();
+    let client = setup.client();
+    hold.store(true, Ordering::SeqCst);
+    // An edit (the proxy takes bodies of a known length: not a put's stream).
+    let edit = vouch_client::ByteEdit::Insert { at: 100, data: b"held".to_vec() };
+    let edited = client.edit("f", &edit, None).await;
+    assert!(matches!(edited, Err(ClientError::TimedOut { .. })), "{edited:?}");
+    gate.add_permits(1);
+    let started = std::time::Instant::now();
+    let code = loop {
+        if let Some(code) = *late.lock().unwrap() {
+            break code;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the held batch reached the provider");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(code, 409, "the provider refuses the batch behind the fence");
+    // The client goes on: the copy the edit owed is made, and every version reads back.
+    let mut data = sample(40_000, 71);
+    data.splice(100..100, *b"held");
+    assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
+    assert_eq!(get_por(&client, "f", Some(1)).await.unwrap(), sample(40_000, 71));
+    assert!(client.audit_por(16).await.unwrap().verified);
+    client.edit("f", &vouch_client::ByteEdit::Delete { range: 0..10 }, None).await.unwrap();
+}
+
 /// Deletes (App. A.3): `rm` and `prune` write ⊥ over the slots only the dropped versions
 /// held, and later copies take them, so U stops growing while what is kept stays the same
 /// size. Slots a kept version shares are never freed: every kept version reads back, the

@@ -264,6 +264,15 @@ pub fn por_messages(data: &[u8]) {
     let _ = repair::RegionRead::from_bytes(data);
     let _ = wire::slots_from_bytes(data);
     let _ = wire::sealed_list_from_bytes(data);
+    // The client's reader of a plan's answer in parts, as the answer to the reference plan.
+    let seal = crate::por::checksum::SealKey::new(&[21; 32]);
+    let sums = crate::por::checksum::ChecksumKey::grouped(&[22; 32], POR_WIDTH, 1);
+    let (state, _) = client::LogState::new(1, 1, &seal);
+    let plan = client::plan(&state, &[0, 1, 2], true).expect("a valid batch");
+    let mut reader = crate::por::stream::ContextReader::new(&state, &plan, data.len() as u64, &seal, &sums)
+        .expect("the reference plan");
+    let (first, rest) = data.split_at(data.len() / 2);
+    let _ = reader.feed(first).and_then(|()| reader.feed(rest)).and_then(|()| reader.finish().map(|_| ()));
 }
 
 /// A fuzz target's body.

@@ -31,6 +31,12 @@
 //! would keep the copy owed for ever). A request for a log waits for a batch being applied
 //! to it (then answers for the log after it), so a client that stopped waiting for the
 //! answer settles the batch at its next PoR request as it settles a lost answer.
+//!
+//! **Fences.** A batch the client found not applied may still be on its way (held by a proxy,
+//! a slow network). Before it settles one so, the client asks for the status again with a
+//! `fence`: from that answer on the provider refuses every batch sent under an earlier
+//! incarnation ([`PorWriteRequest::incarnation`]), so the batch the client gave up is never
+//! applied after; if it came just before the fence, the answer shows it applied.
 
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
@@ -45,8 +51,14 @@ pub struct PorInitRequest {
     pub coded: ByteBuf,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PorStatusRequest {}
+/// The log's status. `fence` above 0 closes a batch the client is settling: from this
+/// answer on, the provider refuses every batch sent under an incarnation below it (see
+/// [`PorWriteRequest::incarnation`]), so that a batch still on its way when the client found
+/// it not applied is never applied after.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PorStatusRequest {
+    pub fence: u64,
+}
 
 /// The provider's schedule of the log (what it says; the client trusts its own).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +148,10 @@ pub struct PorWriteRequest {
     pub upload: ByteBuf,
     pub staged: u64,
     pub labels: Vec<PorLabel>,
+    /// How many of the client's batches settled as not applied before this one was sent (the
+    /// incarnation its seals are under): refused below the last fence
+    /// ([`PorStatusRequest::fence`]).
+    pub incarnation: u64,
 }
 
 /// An opaque key and value the client attaches to a batch.

@@ -303,7 +303,8 @@ async fn por_init(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
 }
 
 async fn por_status(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, _: PorStatusRequest| async move { app.provider.por_status(&c).await }).await
+    answer_por(app, headers, body, |app, c, r: PorStatusRequest| async move { app.provider.por_status(&c, &r).await })
+        .await
 }
 
 async fn por_plan(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
-use vouch_core::por::client::{plan, verify_read, write, LogState, RawRead, ReadError, WriteContext};
+use vouch_core::por::client::{plan, verify_read, write, write_opened, LogState, RawRead, ReadError, WriteContext};
 use vouch_core::por::heap::{encode_slot, join_block, slots_for, split_block, SLOT_DATA_BYTES, SLOT_WIDTH};
+use vouch_core::por::stream::ContextReader;
 
 /// Blocks of H are pairs of writes; every batch flushes its group.
 const GROUP_LOG: u32 = 1;
@@ -152,6 +153,7 @@ impl Client {
             upload: ByteBuf::new(),
             staged: 0,
             labels: std::mem::take(&mut self.labels),
+            incarnation: 0,
         };
         let request = self.staged(request, written.upload_bytes()).await;
         let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
@@ -243,7 +245,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     let data = tempfile::tempdir().unwrap();
     let server = serve(data.path(), Misbehave::None).await;
     let mut client = Client::new(&server);
-    let none: Result<PorStatus, _> = client.call(Op::PorStatus, &PorStatusRequest {}).await;
+    let none: Result<PorStatus, _> = client.call(Op::PorStatus, &PorStatusRequest::default()).await;
     assert_eq!(none.unwrap_err().code, ErrorCode::NotFound);
     let init = client.init_request();
     let _: PorStatus = client.call(Op::PorInit, &init).await.unwrap();
@@ -275,7 +277,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     let firsts = client.put(&[vec![5; 10]]).await;
     stored.push((firsts[0], vec![5; 10]));
     assert_eq!(client.label(b"file-1").await, Some(b"where".to_vec()));
-    let before: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
+    let before: PorStatus = client.call(Op::PorStatus, &PorStatusRequest::default()).await.unwrap();
     let planned = plan(&client.state, &[client.next], true).unwrap();
     let context = WriteContext::from_bytes(&client.context(&planned.to_bytes()).await).unwrap();
     let slots = split_block(client.next, b"x");
@@ -288,10 +290,11 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
         upload: written.upload_bytes().into(),
         staged: 0,
         labels: vec![label(&[7; 65], b"too long a key")],
+        incarnation: 0,
     };
     let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &oversized).await;
     assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
-    let after: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
+    let after: PorStatus = client.call(Op::PorStatus, &PorStatusRequest::default()).await.unwrap();
     assert_eq!(before, after, "a refused batch changes nothing");
     for (first, block) in &stored {
         assert_eq!(&client.get(*first, block.len() as u64).await.unwrap(), block);
@@ -422,6 +425,7 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
             upload: Vec::new().into(),
             staged: 0,
             labels: Vec::new(),
+            incarnation: 0,
         };
         let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
         assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
@@ -437,6 +441,7 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
         upload: ByteBuf::new(),
         staged: 10,
         labels: Vec::new(),
+        incarnation: 0,
     };
     let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
     assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
@@ -505,41 +510,52 @@ impl Client {
         let planned = plan(&self.state, writes, true).unwrap();
         let request = PorPlanRequest { plan: planned.to_bytes().into(), part: part as u32 };
         let answer: PorContext = self.call(Op::PorPlan, &request).await.unwrap();
-        let mut context = answer.context.into_vec();
+        // As the client does: the answer taken a part at a time, U's checksums checked as they
+        // come, C sealed as its upload goes.
+        let mut reader = ContextReader::new(&self.state, &planned, answer.total, &self.seal, &self.sums).unwrap();
+        reader.feed(&answer.context).unwrap();
         parts.answer = 1;
-        while (context.len() as u64) < answer.total {
+        while reader.wants_more() {
             let more: PorMoreAnswer =
-                self.call(Op::PorMore, &PorMoreRequest { offset: context.len() as u64 }).await.unwrap();
+                self.call(Op::PorMore, &PorMoreRequest { offset: reader.received() }).await.unwrap();
             assert!(!more.part.is_empty() && more.part.len() <= part);
-            context.extend_from_slice(&more.part);
+            reader.feed(&more.part).unwrap();
             parts.answer += 1;
         }
         parts.answer_bytes = answer.total;
-        let context = WriteContext::from_bytes(&context).unwrap();
-        let written = write(&self.state, &planned, &context, writes, slots, &self.seal, &self.sums).unwrap();
-        let upload = written.upload_bytes();
-        parts.upload_bytes = upload.len() as u64;
-        let staged = upload.len().saturating_sub(1) / POR_PART_BYTES * POR_PART_BYTES;
-        for (i, chunk) in upload[..staged].chunks(POR_PART_BYTES).enumerate() {
-            let stage = PorStageRequest { offset: (i * POR_PART_BYTES) as u64, part: chunk.to_vec().into() };
+        let (context, raw) = reader.finish().unwrap();
+        let written =
+            write_opened(&self.state, &planned, &context, raw, writes, slots, &self.seal, &self.sums).unwrap();
+        let state = written.state;
+        let mut upload = written.upload(&self.seal, POR_PART_BYTES).peekable();
+        let mut staged = 0;
+        let last = loop {
+            let chunk = upload.next().unwrap();
+            parts.upload_bytes += chunk.len() as u64;
+            if upload.peek().is_none() {
+                break chunk;
+            }
+            let stage = PorStageRequest { offset: staged, part: chunk.to_vec().into() };
             let answer: PorStaged = self.call(Op::PorStage, &stage).await.unwrap();
-            assert_eq!(answer.staged, (i * POR_PART_BYTES + chunk.len()) as u64);
+            staged += chunk.len() as u64;
+            assert_eq!(answer.staged, staged);
             parts.upload += 1;
-        }
+        };
         let request = PorWriteRequest {
             plan: planned.to_bytes().into(),
             writes: writes.to_vec(),
             deleted: Vec::new(),
             slots: slots_to_bytes(slots).into(),
-            upload: upload[staged..].to_vec().into(),
-            staged: staged as u64,
+            upload: last.into(),
+            staged,
             labels: Vec::new(),
+            incarnation: 0,
         };
         let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
         parts.upload += 1;
-        let after = written.state.schedule;
+        let after = state.schedule;
         assert_eq!((u32::from(status.log_capacity), status.time), (after.log_capacity, after.time));
-        self.state = written.state;
+        self.state = state;
         parts
     }
 }
@@ -618,6 +634,7 @@ async fn a_batch_is_applied_after_its_client_stopped_waiting() {
         upload: written.upload_bytes().into(),
         staged: 0,
         labels: Vec::new(),
+        incarnation: 0,
     };
     let impatient = client
         .http
@@ -631,7 +648,7 @@ async fn a_batch_is_applied_after_its_client_stopped_waiting() {
     assert!(impatient.is_err_and(|e| e.is_timeout()), "the client stopped waiting");
     let again: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
     assert_eq!(again.unwrap_err().code, ErrorCode::Storage, "one apply at a time");
-    let status: PorStatus = client.call(Op::PorStatus, &PorStatusRequest {}).await.unwrap();
+    let status: PorStatus = client.call(Op::PorStatus, &PorStatusRequest::default()).await.unwrap();
     let after = written.state.schedule;
     assert_eq!((u32::from(status.log_capacity), status.time), (after.log_capacity, after.time), "applied");
     client.state = written.state;

@@ -145,22 +145,95 @@ fn unpack(bytes: &[u8]) -> Option<TaggedData> {
     Some(TaggedData { nonce, tag, data })
 }
 
+/// The blocks of a run of U's slots read a page at a time: a block a page cuts is held until
+/// its last slot comes.
+#[derive(Debug)]
+pub(crate) struct RunParser {
+    /// The U index of the first slot of `held`.
+    first: u64,
+    /// The slots of a block begun and not ended, flat.
+    held: Vec<u64>,
+}
+
+impl RunParser {
+    pub(crate) fn new(first: u64) -> RunParser {
+        RunParser { first, held: Vec::new() }
+    }
+
+    /// The blocks that end in `slots`, the next slots of the run (flat, checked against U's
+    /// root). The error says what is wrong; every one is the provider's doing.
+    pub(crate) fn feed(&mut self, slots: &[u64]) -> Result<Vec<TaggedData>, String> {
+        self.held.extend_from_slice(slots);
+        let (spans, _) = block_spans(self.first, &self.held, self.first)?;
+        let slots_held = (self.held.len() / SLOT_WIDTH) as u64;
+        // The slots of the blocks that end within what is held.
+        let whole = spans.iter().map(|&(head, n)| head - self.first + n).take_while(|&end| end <= slots_held).last();
+        let whole = whole.unwrap_or(0);
+        let blocks = parse(self.first, &self.held[..whole as usize * SLOT_WIDTH])?;
+        self.held.drain(..whole as usize * SLOT_WIDTH);
+        self.first += whole;
+        Ok(blocks)
+    }
+
+    /// Checks that the run ended with its last block.
+    pub(crate) fn finish(self) -> Result<(), String> {
+        match self.held.is_empty() {
+            true => Ok(()),
+            false => Err(format!("the block at slot {} runs past the copy's end", self.first)),
+        }
+    }
+}
+
+/// The first pass over a copy of `record`: each block's tag checks under `key`, and their
+/// leaves, kept (48 bytes a block, not the data), make the record's root and length.
+pub(crate) struct CopyCheck<'a> {
+    key: &'a ClientKey,
+    record: &'a VersionRecord,
+    leaves: Vec<Block>,
+}
+
+impl<'a> CopyCheck<'a> {
+    pub(crate) fn new(key: &'a ClientKey, record: &'a VersionRecord) -> Self {
+        CopyCheck { key, record, leaves: Vec::new() }
+    }
+
+    /// The copy's next block.
+    pub(crate) fn add(&mut self, block: &TaggedData) -> Result<(), String> {
+        let i = self.leaves.len();
+        if block.data.is_empty() || !self.key.check_block(&self.record.file, block.nonce, &block.data, &block.tag) {
+            return Err(format!("block {i} of the copy does not match its tag"));
+        }
+        let leaf = hash::pdp_leaf(self.record.scheme as u8, block.nonce, &block.tag);
+        self.leaves.push(Block::new(leaf, block.data.len() as u32, block.nonce));
+        Ok(())
+    }
+
+    /// The blocks' leaves, once they make the version.
+    pub(crate) fn finish(self) -> Result<Vec<Block>, String> {
+        let (root, len) =
+            FlexList::root_of(&self.leaves).map_err(|e| format!("the copy's blocks make no list: {e}"))?;
+        if root != self.record.root || len != self.record.len {
+            return Err(format!("the copy's blocks are not version {} (another root or length)", self.record.number));
+        }
+        Ok(self.leaves)
+    }
+}
+
 /// Whether `blocks` are exactly the version `record`: each block's tag checks under `key`,
 /// and their leaves make the record's root and length.
 pub(crate) fn check(key: &ClientKey, record: &VersionRecord, blocks: &[TaggedData]) -> Result<(), String> {
-    let mut leaves = Vec::with_capacity(blocks.len());
-    for (i, b) in blocks.iter().enumerate() {
-        if b.data.is_empty() || !key.check_block(&record.file, b.nonce, &b.data, &b.tag) {
-            return Err(format!("block {i} of the copy does not match its tag"));
-        }
-        let leaf = hash::pdp_leaf(record.scheme as u8, b.nonce, &b.tag);
-        leaves.push(Block::new(leaf, b.data.len() as u32, b.nonce));
-    }
-    let list = FlexList::build(&leaves).map_err(|e| format!("the copy's blocks make no list: {e}"))?;
-    if list.root() != record.root || list.total_len() != record.len {
-        return Err(format!("the copy's blocks are not version {} (another root or length)", record.number));
-    }
-    Ok(())
+    let mut check = CopyCheck::new(key, record);
+    blocks.iter().try_for_each(|b| check.add(b))?;
+    check.finish().map(|_| ())
+}
+
+/// Whether `block`, read again, is the block whose leaf `leaf` a first pass verified: the same
+/// nonce, tag and length, and data its tag checks.
+pub(crate) fn same_block(key: &ClientKey, record: &VersionRecord, leaf: &Block, block: &TaggedData) -> bool {
+    leaf.block_ref == block.nonce
+        && leaf.length as usize == block.data.len()
+        && leaf.tag == hash::pdp_leaf(record.scheme as u8, block.nonce, &block.tag)
+        && key.check_block(&record.file, block.nonce, &block.data, &block.tag)
 }
 
 #[cfg(test)]
@@ -195,6 +268,31 @@ mod tests {
         let mut empty = slots.clone();
         empty[..SLOT_WIDTH].fill(0);
         assert!(parse(10, &empty).is_err());
+    }
+
+    #[test]
+    fn a_run_read_in_pages_of_any_size_parses_to_its_blocks() {
+        let blocks = blocks();
+        let starts: Vec<u64> =
+            slot_counts(&blocks).iter().scan(10, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+        let (_, slots) = lay_out(&starts, &blocks);
+        let count = slots.len() / SLOT_WIDTH;
+        for page in [1, 2, 3, 5, count] {
+            let mut parser = RunParser::new(10);
+            let mut got = Vec::new();
+            for part in slots.chunks(page * SLOT_WIDTH) {
+                got.extend(parser.feed(part).unwrap());
+            }
+            parser.finish().unwrap();
+            assert_eq!(got, blocks, "pages of {page} slots");
+        }
+        // A run that ends inside a block is refused at its end.
+        let mut parser = RunParser::new(10);
+        let got = parser.feed(&slots[..slots.len() - SLOT_WIDTH]).unwrap();
+        assert_eq!(got, blocks[..blocks.len() - 1]);
+        assert!(parser.finish().is_err());
+        // A page from another place: the headers carry their index.
+        assert!(RunParser::new(11).feed(&slots).is_err());
     }
 
     #[test]

@@ -50,7 +50,7 @@ use crate::client::{Client, View};
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use crate::violation::ViolationKind;
-use copy::label_key;
+use copy::{label_key, CopyCheck};
 use layout::{Allocator, Layout, LayoutKey};
 use record::{InFlight, LogPoint, PorRecord};
 use serde_bytes::ByteBuf;
@@ -61,11 +61,12 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
 use vouch_core::por::client::{
-    check_free, coded_bytes, plan, verify_read, write, LogState, RawRead, WriteContext, WritePlan,
+    check_free, coded_bytes, plan, verify_read, write_opened, LogState, RawRead, WriteContext, WritePlan,
 };
 use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
 use vouch_core::por::heap::{encode_slot, is_deleted_slot, SLOT_WIDTH};
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
+use vouch_core::por::stream::{ContextError, ContextReader, OpenedRaw, Upload};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
 use vouch_core::por::Region;
 use vouch_proto::por::*;
@@ -238,7 +239,7 @@ impl Client {
         // A batch in flight may still be being applied (its answer was not waited for to the
         // end): the provider answers once it is, so the call may take as long as the batch.
         let wait = saved.as_ref().and_then(|r| r.in_flight.as_ref()).map_or(Duration::ZERO, flight_allowance);
-        let status = match self.remote.call_within(&PorStatusRequest {}, wait).await {
+        let status = match self.remote.call_within(&PorStatusRequest::default(), wait).await {
             Ok(status) => Some(status),
             Err(ClientError::NotFound(_)) => None,
             Err(e) => return Err(e),
@@ -279,8 +280,16 @@ impl Client {
                 return Err(ClientError::violation(ViolationKind::DataLost, "the provider lost the client's PoR log"))
             }
         };
-        let at = (u32::from(status.log_capacity), status.time);
+        let mut at = (u32::from(status.log_capacity), status.time);
         let point = |p: &LogPoint| (p.log.schedule.log_capacity, p.log.schedule.time);
+        let fenced = record.in_flight.is_some() && at == point(&record.at);
+        if fenced {
+            // Not applied so far. The fence makes sure it never is (a request still on its way
+            // is refused from this answer on); it may have come just before: then it is applied.
+            let fence = PorStatusRequest { fence: record.incarnations.refusals() + 1 };
+            let status = self.remote.call_within(&fence, wait).await?;
+            at = (u32::from(status.log_capacity), status.time);
+        }
         match record.in_flight {
             _ if at == point(&record.at) => {
                 if record.in_flight.take().is_some() {
@@ -302,6 +311,11 @@ impl Client {
                     Err(e) => return Err(e),
                 }
                 record.applied(flight.after);
+                if fenced {
+                    // It came just before its fence: the next batch goes under the next
+                    // incarnation. The end is at the log's time, so nothing sealed is voided.
+                    record.incarnations.end(flight.after.log.schedule.group_time());
+                }
                 self.por_save(&record)?;
             }
             _ => {
@@ -332,14 +346,13 @@ impl Client {
     ) -> Result<(), ClientError> {
         let Batch { writes, slots, labels, into_free, copy } = batch;
         let log = record.at.log;
-        // At growth the answer and the upload hold a sealed checksum per slot of U and of C
-        // (60 MB and 117 MB at 2^20 slots): each goes as soon as it is used, so that no more
-        // than two of them are held at once.
-        let context = WriteContext::from_bytes(&self.por_context(&planned).await?)
-            .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
         let sums = keys.sums_for(&log.schedule);
         let seal = keys.seal_in(record);
-        let written = write(&log, &planned, &context, &writes, &slots, &seal, &sums)
+        // At growth the answer and the upload hold a sealed checksum per slot of U and of C
+        // (60 MB and 117 MB at 2^20 slots): both travel in parts, taken and sealed as they
+        // go, so that the client holds U's checksums alone (16 bytes a slot).
+        let (context, raw) = self.por_context(&log, &planned, (&seal, &sums), ViolationKind::BadPorWrite).await?;
+        let written = write_opened(&log, &planned, &context, raw, &writes, &slots, &seal, &sums)
             .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         if into_free {
             check_free(&planned, &context, &seal, &sums).map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
@@ -357,9 +370,7 @@ impl Client {
         self.por_save(record)?;
         // ⊥ slots follow from their index: only the others travel.
         let (deleted, data) = split_deleted(&writes, &slots);
-        let upload = written.upload_bytes();
-        drop(written);
-        let (staged, upload) = self.por_stage(upload).await?;
+        let (staged, upload) = self.por_stage(written.upload(&seal, self.remote.por_part_bytes())).await?;
         let request = PorWriteRequest {
             plan: ByteBuf::from(planned.to_bytes()),
             writes,
@@ -368,6 +379,7 @@ impl Client {
             upload: ByteBuf::from(upload),
             staged,
             labels,
+            incarnation: record.incarnations.refusals(),
         };
         let allowance = por_apply_allowance(planned.coded_bytes_at_once(SLOT_WIDTH));
         match self.remote.call_within(&request, allowance).await {
@@ -403,46 +415,65 @@ impl Client {
         }
     }
 
-    /// The provider's answer to `planned`, in parts when it is larger than one message (all of
-    /// U's sealed checksums, when C is rebuilt).
-    async fn por_context(&self, planned: &WritePlan) -> Result<Vec<u8>, ClientError> {
+    /// The provider's answer to `planned` from `log`, taken in parts when it is larger than
+    /// one message (all of U's sealed checksums, when C is rebuilt): its head, and U's
+    /// checksums checked against the client's root when the plan needs them. Checksums that
+    /// are not U's are reported as `lie`.
+    async fn por_context(
+        &self,
+        log: &LogState,
+        planned: &WritePlan,
+        (seal, sums): (&SealKey, &ChecksumKey),
+        lie: ViolationKind,
+    ) -> Result<(WriteContext, Option<OpenedRaw>), ClientError> {
+        let refused = |e: ContextError| match e {
+            ContextError::Wire(e) => ClientError::violation(ViolationKind::MalformedAnswer, e.to_string()),
+            ContextError::Write(e) => ClientError::violation(lie, e.to_string()),
+        };
         let part = self.remote.por_part_bytes() as u32;
         let answer: PorContext =
             self.remote.call(&PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
-        let mut context = answer.context.into_vec();
-        if answer.total > POR_MAX_PARTS_BYTES || (context.len() as u64) > answer.total {
-            let why = format!("a plan's answer of {} bytes in all, {} in its first part", answer.total, context.len());
+        if answer.total > POR_MAX_PARTS_BYTES || (answer.context.len() as u64) > answer.total {
+            let why =
+                format!("a plan's answer of {} bytes in all, {} in its first part", answer.total, answer.context.len());
             return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
         }
-        while (context.len() as u64) < answer.total {
-            let more: PorMoreAnswer = self.remote.call(&PorMoreRequest { offset: context.len() as u64 }).await?;
-            let left = answer.total - context.len() as u64;
-            if more.part.is_empty() || more.part.len() as u64 > left {
-                let why = format!("a part of {} bytes of a plan's answer with {left} left", more.part.len());
+        let mut reader = ContextReader::new(log, planned, answer.total, seal, sums)
+            .map_err(|e| ClientError::BadInput(format!("a PoR plan: {e}")))?;
+        reader.feed(&answer.context).map_err(refused)?;
+        drop(answer);
+        while reader.wants_more() {
+            let offset = reader.received();
+            let more: PorMoreAnswer = self.remote.call(&PorMoreRequest { offset }).await?;
+            if more.part.is_empty() {
+                let why = format!("an empty part of a plan's answer at byte {offset}");
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
             }
-            context.extend_from_slice(&more.part);
+            reader.feed(&more.part).map_err(refused)?;
         }
-        Ok(context)
+        reader.finish().map_err(refused)
     }
 
     /// Stages all but the last part of a batch's upload (all of C's sealed checksums, when C
     /// is rebuilt, grow past one message): how many bytes it staged, and the last part, which
-    /// goes with the batch.
-    async fn por_stage(&self, mut upload: Vec<u8>) -> Result<(u64, Vec<u8>), ClientError> {
-        let size = self.remote.por_part_bytes();
-        let staged = upload.len().saturating_sub(1) / size * size;
-        for (i, part) in upload[..staged].chunks(size).enumerate() {
-            let offset = (i * size) as u64;
-            let end = offset + part.len() as u64;
-            let request = PorStageRequest { offset, part: ByteBuf::from(part.to_vec()) };
+    /// goes with the batch. The parts are made as they go ([`Upload`]).
+    async fn por_stage(&self, upload: Upload<'_>) -> Result<(u64, Vec<u8>), ClientError> {
+        let mut parts = upload.peekable();
+        let mut staged = 0u64;
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                return Ok((staged, part));
+            }
+            let end = staged + part.len() as u64;
+            let request = PorStageRequest { offset: staged, part: ByteBuf::from(part) };
             let answer: PorStaged = self.remote.call(&request).await?;
             if answer.staged != end {
                 let why = format!("{} bytes staged after a part that ends at {end}", answer.staged);
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
             }
+            staged = end;
         }
-        Ok((staged as u64, upload.split_off(staged)))
+        Ok((staged, Vec::new()))
     }
 
     /// Writes the copy of version `version` (its blocks, in order), whole: into ⊥ slots the
@@ -703,6 +734,33 @@ impl Client {
         Ok((layout, blocks))
     }
 
+    /// Calls `each` with every block of the copy at `layout`, in order, read through U a page
+    /// of [`REQUEST_SLOTS`] at a time (each page checked against U's root): a copy of any size
+    /// in the memory of a page and a block.
+    async fn por_walk(
+        &self,
+        keys: &PorKeys,
+        record: &PorRecord,
+        layout: &Layout,
+        mut each: impl FnMut(TaggedData) -> Result<(), ClientError> + Send,
+    ) -> Result<(), ClientError> {
+        for run in &layout.runs {
+            let mut parser = copy::RunParser::new(run.first);
+            let end = run.first + run.slots;
+            for page in (run.first..end).step_by(REQUEST_SLOTS) {
+                let indices: Vec<u64> = (page..end.min(page + REQUEST_SLOTS as u64)).collect();
+                let slots = self.por_read(keys, &record.at.log, &indices).await?;
+                parser
+                    .feed(&slots)
+                    .map_err(ClientError::caught(ViolationKind::BadPorCopy))?
+                    .into_iter()
+                    .try_for_each(&mut each)?;
+            }
+            parser.finish().map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
+        }
+        Ok(())
+    }
+
     /// The proven version of a PoR file, or why there is none.
     async fn por_version(&self, name: &str, want: Option<u64>) -> Result<VersionRecord, ClientError> {
         let v = self.version_in(&View::Committing, name, want).await?;
@@ -725,19 +783,44 @@ impl Client {
         let commit = self.begin_commit().await?;
         let version = self.por_version(name, want).await?;
         let record = self.por_begin(&commit, &keys, false).await?;
-        let (layout, blocks) = if version.len == 0 {
-            (Layout { runs: Vec::new() }, Vec::new())
-        } else {
-            self.por_copy_of(&keys, &record, &version, None).await?
+        let key = self.keys.owner()?;
+        let (layout, leaves) = match version.len {
+            0 => (Layout { runs: Vec::new() }, Vec::new()),
+            _ => {
+                let layout = self.por_location(&keys, &record, &version).await?;
+                // Pass one: the whole copy is checked (every tag, then the root and length its
+                // leaves make) before a byte is written; only the leaves are kept.
+                let mut check = CopyCheck::new(key, &version);
+                self.por_walk(&keys, &record, &layout, |b| {
+                    check.add(&b).map_err(ClientError::caught(ViolationKind::BadPorCopy))
+                })
+                .await?;
+                let leaves = check.finish().map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
+                (layout, leaves)
+            }
         };
-        for b in &blocks {
-            out.write_all(&b.data).map_err(ClientError::io("writing the output"))?;
+        // Pass two: the same blocks read again, each held to its verified leaf (and its data to
+        // its tag) before it is written. A provider that answers otherwise the second time is
+        // caught, and what was written is a prefix of the verified version.
+        let mut written = 0;
+        self.por_walk(&keys, &record, &layout, |b| {
+            if !leaves.get(written).is_some_and(|leaf| copy::same_block(key, &version, leaf, &b)) {
+                let why = format!("block {written} of the copy differs when read again");
+                return Err(ClientError::violation(ViolationKind::BadPorCopy, why));
+            }
+            written += 1;
+            out.write_all(&b.data).map_err(ClientError::io("writing the output"))
+        })
+        .await?;
+        if written != leaves.len() {
+            let why = format!("the copy has {written} blocks when read again, not {}", leaves.len());
+            return Err(ClientError::violation(ViolationKind::BadPorCopy, why));
         }
         Ok(PorCopyReport {
             name: name.into(),
             version: version.number,
             bytes: version.len,
-            blocks: blocks.len(),
+            blocks: leaves.len(),
             slots: layout.slots(),
             damaged: false,
             restored: 0,

@@ -3,7 +3,7 @@
 
 use super::layout::Run;
 use super::*;
-use vouch_core::por::client::{plan_reencode, raw_checksums};
+use vouch_core::por::client::plan_reencode;
 use vouch_proto::{HealBlocksRequest, HealedBlocks, WireBlock};
 
 /// Picks per part of the audits repair runs before and after it heals the log.
@@ -126,18 +126,16 @@ impl Client {
         raw: &[u64],
         runs: &[Run],
     ) -> Result<u64, ClientError> {
-        let context = self.por_context(&plan_reencode(&record.at.log)).await?;
-        let context =
-            WriteContext::from_bytes(&context).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
-        let checksums = raw_checksums(&record.at.log, &context, &keys.seal_in(record))
-            .map_err(ClientError::caught(ViolationKind::BadPorRead))?;
         let sums = keys.sums_for(&record.at.log.schedule);
+        let (seal, plan) = (keys.seal_in(record), plan_reencode(&record.at.log));
+        let (_, checksums) = self.por_context(&record.at.log, &plan, (&seal, &sums), ViolationKind::BadPorRead).await?;
+        let checksums = checksums.ok_or_else(|| ClientError::State("a re-encode's answer holds U".into()))?;
         let slot = |i: u64| &raw[i as usize * SLOT_WIDTH..(i as usize + 1) * SLOT_WIDTH];
         let mut restored = 0;
         for run in runs {
             let written: Vec<u64> =
                 (run.first..run.first + run.slots).filter(|&i| slot(i).iter().any(|&e| e != 0)).collect();
-            if let Some(&bad) = written.iter().find(|&&i| checksums.get(i as usize) != Some(&sums.checksum(slot(i)))) {
+            if let Some(&bad) = written.iter().find(|&&i| checksums.checksum(i) != Some(sums.checksum(slot(i)))) {
                 return Err(ClientError::violation(
                     ViolationKind::DataLost,
                     format!("slot {bad} of U decoded from C and H does not match U's checksum of it"),

@@ -88,15 +88,15 @@ pub struct FlexList {
     pub(crate) blocks: usize,
 }
 
-pub(crate) fn left_sentinel() -> Item<u32> {
+pub(crate) fn left_sentinel<R>() -> Item<R> {
     Item::Leaf { block: Block::new(Digest::ZERO, 0, u64::MAX), height: SENTINEL_HEIGHT }
 }
 
-pub(crate) fn right_sentinel() -> Item<u32> {
+pub(crate) fn right_sentinel<R>() -> Item<R> {
     Item::Leaf { block: Block::new(Digest::ZERO, 0, u64::MAX), height: 0 }
 }
 
-fn block_item(block: &Block) -> Item<u32> {
+fn block_item<R>(block: &Block) -> Item<R> {
     Item::Leaf { block: *block, height: height_for_tag(&block.tag) }
 }
 
@@ -123,6 +123,17 @@ impl FlexList {
         list.root = root;
         list.blocks = blocks.len();
         Ok(list)
+    }
+
+    /// The root and length of the list over `blocks`, without building it (hashes and ranks
+    /// only, as a client checks a proof): what checks a whole file held as its blocks' leaves.
+    pub fn root_of(blocks: &[Block]) -> Result<(Digest, u64), BuildError> {
+        check_blocks(blocks)?;
+        let items = std::iter::once(left_sentinel())
+            .chain(blocks.iter().map(block_item))
+            .chain(std::iter::once(right_sentinel()));
+        let root = build(&mut super::proof::HashSink, items).map_err(|_| BuildError::TooLong)?;
+        Ok((root.hash, root.rank))
     }
 
     /// The parallel build of Sec. 3.1 on up to `threads` threads of the current rayon pool.

@@ -487,7 +487,7 @@ fn flatten(nodes: &[ProofNode]) -> Vec<Item<HashRef>> {
 }
 
 /// Builds nothing but hashes and ranks: the client's side of the builder.
-struct HashSink;
+pub(crate) struct HashSink;
 
 impl Sink for HashSink {
     type Ref = HashRef;

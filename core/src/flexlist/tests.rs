@@ -121,6 +121,21 @@ fn levels_are_geometric() {
 }
 
 #[test]
+fn the_root_of_blocks_is_the_root_of_their_list() {
+    for n in [0u64, 1, 2, 17, 5_000] {
+        let bs = blocks(n, n + 3);
+        let list = FlexList::build(&bs).unwrap();
+        assert_eq!(FlexList::root_of(&bs).unwrap(), (list.root(), list.total_len()), "n={n}");
+    }
+    let mut other = blocks(50, 1);
+    let root = FlexList::root_of(&other).unwrap();
+    other.swap(3, 4);
+    assert_ne!(FlexList::root_of(&other).unwrap(), root, "order is bound");
+    other[0].length = 0;
+    assert_eq!(FlexList::root_of(&other), Err(BuildError::EmptyBlock { index: 0 }));
+}
+
+#[test]
 fn parallel_build_gives_identical_list() {
     for n in [8_192u64, 20_000, 33_333] {
         let bs = blocks(n, n);

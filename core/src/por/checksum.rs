@@ -317,6 +317,12 @@ impl Incarnations {
         self.base + self.ends.iter().filter(|&&(end, _)| end < time).map(|&(_, count)| count).sum::<u64>()
     }
 
+    /// How many batches settled as not applied in all: the incarnation new seals are under,
+    /// which only rises.
+    pub fn refusals(&self) -> u64 {
+        self.base + self.ends.iter().map(|&(_, count)| count).sum::<u64>()
+    }
+
     /// A batch sent from group time `time` settled as not applied: what it sealed (at later
     /// times) is void from now on.
     pub fn end(&mut self, time: u64) {

@@ -30,8 +30,9 @@
 use super::checksum::{Checksum, ChecksumKey, OpenError, SealKey, SealedChecksum, ROWS};
 use super::code::{rebuild_level, Rebuild, Schedule};
 use super::heap::{encode_slot, SLOT_WIDTH};
-use super::raw_tree::{empty_root, grown_root, leaf_hash, raw_root, RawProof, RawProofError, RawTree};
+use super::raw_tree::{empty_root, grown_root, leaf_hash, raw_root, RawProof, RawProofError};
 use super::replay::{open_region, replay_coded_at, seal_region, ReplayError};
+use super::stream::{CodedSums, OpenedRaw, RawIntake, Upload};
 use super::{Region, SlotAddress};
 use crate::Digest;
 use std::collections::BTreeMap;
@@ -285,7 +286,9 @@ pub fn plan_shrink(state: &LogState, log_capacity: u32) -> Result<WritePlan, Wri
 
 /// Checks the provider's context and replays the batch: `slots` are the written slots in
 /// order (`writes[i]` at U index `indices[i]` of the call to [`plan`]), flat. `sums` is the
-/// log's grouped key ([`ChecksumKey::grouped`]).
+/// log's grouped key ([`ChecksumKey::grouped`]). The whole context and upload at once: the
+/// client takes a large context in parts ([`super::stream::ContextReader`]) and runs
+/// [`write_opened`].
 pub fn write(
     state: &LogState,
     plan: &WritePlan,
@@ -295,6 +298,53 @@ pub fn write(
     seal: &SealKey,
     sums: &ChecksumKey,
 ) -> Result<Written, WriteError> {
+    let raw = match (RawIntake::new(state, plan, seal, sums)?, &context.raw) {
+        (Some(mut intake), Some(all)) => {
+            all.iter().try_for_each(|sealed| intake.push(sealed.as_ref()))?;
+            Some(intake.finish()?)
+        }
+        (None, None) => None,
+        _ => return Err(WriteError::Shape),
+    };
+    Ok(write_opened(state, plan, context, raw, writes, slots, seal, sums)?.seal_all(seal))
+}
+
+/// A replayed batch whose Cs are not sealed yet: what [`write`] returns once they are
+/// ([`OpenedWrite::seal_all`]), or what the client uploads a part at a time
+/// ([`OpenedWrite::upload`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenedWrite {
+    pub state: LogState,
+    pub raw: Vec<(u64, SealedChecksum)>,
+    pub levels: Vec<(u32, Vec<SealedChecksum>)>,
+    pub coded: Vec<CodedSums>,
+}
+
+impl OpenedWrite {
+    pub fn seal_all(self, seal: &SealKey) -> Written {
+        let coded = self.coded.into_iter().map(|c| c.seal_all(seal)).collect();
+        Written { state: self.state, raw: self.raw, levels: self.levels, coded }
+    }
+
+    /// The upload's bytes in parts of `part_bytes`, C sealed as it goes.
+    pub fn upload(self, seal: &SealKey, part_bytes: usize) -> Upload<'_> {
+        Upload::new(&self.raw, &self.levels, self.coded, seal, part_bytes)
+    }
+}
+
+/// [`write`] with U's checksums already taken and checked (`raw`, from a
+/// [`RawIntake`] for this state and plan; `context.raw` is not read).
+#[allow(clippy::too_many_arguments)]
+pub fn write_opened(
+    state: &LogState,
+    plan: &WritePlan,
+    context: &WriteContext,
+    raw: Option<OpenedRaw>,
+    writes: &[u64],
+    slots: &[u64],
+    seal: &SealKey,
+    sums: &ChecksumKey,
+) -> Result<OpenedWrite, WriteError> {
     let width = sums.slot_width();
     if sums.width() != width << state.schedule.group_log {
         return Err(WriteError::Grouping { key: sums.width() / width.max(1), log: state.schedule.group_log });
@@ -305,7 +355,7 @@ pub fn write(
     let mut schedule = state.schedule;
     let mut root = state.raw_root;
     let mut pending = state.pending;
-    let shrink_from = plan.grow_to.filter(|&k| k < schedule.log_capacity).map(|_| schedule.log_capacity);
+    let shrink = plan.grow_to.is_some_and(|k| k < schedule.log_capacity);
     if let Some(k) = plan.grow_to {
         root = (schedule.log_capacity..k).fold(root, |root, k| grown_root(k, &root));
         schedule = grown_schedule(&schedule, k);
@@ -326,22 +376,40 @@ pub fn write(
     if moved_root(schedule.log_capacity, root, &old, &context.proof)? != root {
         return Err(WriteError::RawRoot);
     }
-    // U's checksums as the rebuilds of C see them; only read when C is rebuilt.
-    let mut raw = match (&context.raw, plan.whole_raw, shrink_from) {
-        (Some(all), true, None) => Some(open_whole_raw(all, &root, schedule.log_capacity, seal)?),
-        (Some(all), true, Some(from)) => {
-            let (kept, sums_kept) = kept_free(all, &root, (schedule.log_capacity, from), seal, sums)?;
-            root = kept;
-            Some(sums_kept)
+    // U's checksums as the rebuilds of C see them (ROWS elements a slot); only read when C
+    // is rebuilt, and given up at the last C the batch builds.
+    let mut raw: Option<Vec<u64>> = match (raw, plan.whole_raw) {
+        (Some(opened), true) if opened.rows.len() == ROWS << schedule.log_capacity => {
+            if shrink {
+                root = opened.root;
+            } else if opened.root != root {
+                return Err(WriteError::RawRoot);
+            }
+            Some(opened.rows)
         }
-        (None, false, None) => None,
+        (None, false) => None,
         _ => return Err(WriteError::Shape),
     };
+    let padded = writes.len() as u64 + padding(&schedule, writes.len() as u64, plan.flush);
+    let coded_at_steps = {
+        let mut s = schedule;
+        (0..padded)
+            .filter(|_| {
+                let coded = s.next_rebuild() == Rebuild::Coded;
+                s.advance();
+                coded
+            })
+            .count()
+    };
     let mut coded = BTreeMap::new();
+    let log_capacity = schedule.log_capacity;
+    let mut build_coded = |raw: &mut Option<Vec<u64>>, time: u64, last: bool| -> Result<(), WriteError> {
+        let rows = if last { raw.take() } else { raw.clone() }.ok_or(WriteError::Shape)?;
+        coded.insert(time, CodedSums { log_capacity, time, rows });
+        Ok(())
+    };
     if plan.grow_to.is_some() {
-        let all = raw.as_ref().expect("growth asks for all of U");
-        let time = schedule.coded_time();
-        coded.insert(time, replay_coded_at(schedule.log_capacity, time, all, seal));
+        build_coded(&mut raw, schedule.coded_time(), coded_at_steps == 0)?;
     }
 
     let mut levels: Vec<Option<(u64, Vec<u64>)>> = vec![None; schedule.levels() as usize + 1];
@@ -360,13 +428,15 @@ pub fn write(
         return Err(WriteError::Header(index));
     }
     let mut new_raw = BTreeMap::new();
+    let mut coded_left = coded_at_steps;
     for step in steps(&schedule, writes, slots, width, plan.flush) {
         // A ⊥ write adds nothing to the group's checksum: its slot is all zeros.
         if let Some((index, slot)) = step {
             let sum = sums.checksum(slot);
             new_raw.insert(index, seal.seal(SlotAddress { region: Region::Raw, index }, 0, sum));
             if let Some(raw) = raw.as_mut() {
-                raw[index as usize] = sum;
+                let at = index as usize * ROWS;
+                raw[at..at + ROWS].copy_from_slice(&sum.rows());
             }
             pending = pending + sums.checksum_at(schedule.pending() as usize, slot);
         }
@@ -382,9 +452,8 @@ pub fn write(
             pending = Checksum::ZERO;
         }
         if rebuild == Rebuild::Coded {
-            let all = raw.as_ref().ok_or(WriteError::Shape)?;
-            let time = schedule.group_time() + 1;
-            coded.insert(time, replay_coded_at(schedule.log_capacity, time, all, seal));
+            coded_left -= 1;
+            build_coded(&mut raw, schedule.group_time() + 1, coded_left == 0)?;
         }
         schedule.advance();
     }
@@ -400,7 +469,7 @@ pub fn write(
     let new: Vec<(u64, Digest)> = new_raw.iter().map(|(&i, s)| (i, leaf_hash(Some(s)))).collect();
     let raw_root = moved_root(schedule.log_capacity, root, &new, &context.proof)?;
     let state = LogState { schedule, raw_root, pending };
-    Ok(Written { state, raw: new_raw.into_iter().collect(), levels, coded })
+    Ok(OpenedWrite { state, raw: new_raw.into_iter().collect(), levels, coded })
 }
 
 /// Checks that every slot the plan writes is free: never written, or ⊥ (App. A.3: a deleted
@@ -444,73 +513,6 @@ fn moved_root(
         [] => Ok(root),
         _ => Ok(raw_root(log_capacity, leaves, proof)?),
     }
-}
-
-/// Opens every sealed checksum of U after checking them all against `root`.
-/// A shrink's check (App. A.3): `all` are U's sealed checksums at the capacity `2^from`
-/// under `root`, and every slot at or beyond `2^to` is free (never written, or ⊥). Returns
-/// the root of the slots kept and their checksums.
-fn kept_free(
-    all: &[Option<SealedChecksum>],
-    root: &Digest,
-    (to, from): (u32, u32),
-    seal: &SealKey,
-    sums: &ChecksumKey,
-) -> Result<(Digest, Vec<Checksum>), WriteError> {
-    if sums.slot_width() != SLOT_WIDTH {
-        return Err(WriteError::Width { got: sums.slot_width(), want: SLOT_WIDTH });
-    }
-    let mut opened = open_whole_raw(all, root, from, seal)?;
-    let kept = 1usize << to;
-    for (index, (sum, sealed)) in opened.iter().zip(all).enumerate().skip(kept) {
-        if sealed.is_some() && *sum != sums.checksum(&encode_slot(index as u64, None)) {
-            return Err(WriteError::Occupied(index as u64));
-        }
-    }
-    opened.truncate(kept);
-    let mut tree = RawTree::new(to);
-    let leaves: Vec<(u64, Digest)> = all[..kept]
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.as_ref().map(|s| (i as u64, leaf_hash(Some(s)))))
-        .collect();
-    tree.set(&leaves);
-    Ok((tree.root(), opened))
-}
-
-/// U's checksums from a context the provider gave for [`plan_reencode`] (all of U's sealed
-/// checksums), checked against `state`'s root: what repair checks each slot it decoded against
-/// before it writes it back (a never written slot's is zero).
-pub fn raw_checksums(state: &LogState, context: &WriteContext, seal: &SealKey) -> Result<Vec<Checksum>, WriteError> {
-    let all = context.raw.as_ref().ok_or(WriteError::Shape)?;
-    open_whole_raw(all, &state.raw_root, state.schedule.log_capacity, seal)
-}
-
-fn open_whole_raw(
-    all: &[Option<SealedChecksum>],
-    root: &Digest,
-    log_capacity: u32,
-    seal: &SealKey,
-) -> Result<Vec<Checksum>, WriteError> {
-    if all.len() as u64 != 1 << log_capacity {
-        return Err(WriteError::Shape);
-    }
-    let mut tree = RawTree::new(log_capacity);
-    let leaves: Vec<(u64, Digest)> =
-        all.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as u64, leaf_hash(Some(s))))).collect();
-    tree.set(&leaves);
-    if tree.root() != *root {
-        return Err(WriteError::RawRoot);
-    }
-    all.iter()
-        .enumerate()
-        .map(|(index, sealed)| match sealed {
-            None => Ok(Checksum::ZERO),
-            Some(sealed) => seal
-                .open(SlotAddress { region: Region::Raw, index: index as u64 }, 0, sealed)
-                .map_err(|error| WriteError::RawChecksum { index: index as u64, error }),
-        })
-        .collect()
 }
 
 /// Why slots read through U are refused.

@@ -24,6 +24,8 @@
 //!   reference;
 //! * [`repair`]: U recovered from C and the levels, any half of each; and once U is whole, a
 //!   re-encode of C from U ([`client::plan_reencode`]) replaces every damaged part;
+//! * [`stream`]: a batch that re-encodes C taken and uploaded in parts, so that the client
+//!   holds U's checksums alone (16 bytes a slot), whatever the log's size;
 //! * [`wire`]: the canonical byte layouts of the log's messages.
 //!
 //! Persisting the provider's side is `vouch_store::PorLog`'s; serving it, the provider's
@@ -53,6 +55,7 @@ pub mod provider;
 pub mod raw_tree;
 pub mod repair;
 pub mod replay;
+pub mod stream;
 pub mod transform;
 pub mod wire;
 
@@ -70,6 +73,8 @@ mod model_tests;
 mod reencode_tests;
 #[cfg(test)]
 mod shrink_tests;
+#[cfg(test)]
+mod stream_tests;
 
 /// The buffer a codeword slot lives in (Sec. 4.1): a level of the hierarchical log H, the
 /// erasure-coded copy C, or the raw buffer U.

@@ -291,6 +291,64 @@ pub fn grown_root(log_capacity: u32, root: &Digest) -> Digest {
     node_hash(log_capacity + 1, root, &empty_root(log_capacity))
 }
 
+/// U's root computed from its leaves in slot order, holding one digest per height: how the
+/// client checks all of U's sealed checksums as they arrive, in parts, without a tree of
+/// `2^k` nodes ([`RawTree`] holds 64 bytes per slot). Subtrees never written cost no hash.
+#[derive(Clone, Debug)]
+pub struct RootBuilder {
+    /// Completed subtrees still waiting for their right sibling: (height, root), heights
+    /// strictly decreasing.
+    pending: Vec<(u32, Digest)>,
+    /// `empty[h]` is [`empty_root`]`(h)`, grown as needed.
+    empty: Vec<Digest>,
+    leaves: u64,
+}
+
+impl Default for RootBuilder {
+    fn default() -> Self {
+        RootBuilder::new()
+    }
+}
+
+impl RootBuilder {
+    pub fn new() -> RootBuilder {
+        RootBuilder { pending: Vec::new(), empty: vec![leaf_hash(None)], leaves: 0 }
+    }
+
+    /// Adds the next leaf.
+    pub fn push(&mut self, leaf: Digest) {
+        let mut node = (0, leaf);
+        while let Some(&(height, left)) = self.pending.last().filter(|p| p.0 == node.0) {
+            self.pending.pop();
+            let up = height + 1;
+            if self.empty.len() <= up as usize {
+                let below = self.empty[height as usize];
+                self.empty.push(node_hash(up, &below, &below));
+            }
+            let empty = self.empty[height as usize];
+            node = match left == empty && node.1 == empty {
+                true => (up, self.empty[up as usize]),
+                false => (up, node_hash(up, &left, &node.1)),
+            };
+        }
+        self.pending.push(node);
+        self.leaves += 1;
+    }
+
+    /// How many leaves were added.
+    pub fn leaves(&self) -> u64 {
+        self.leaves
+    }
+
+    /// The root of the leaves so far, when they are a whole tree (a power of two of them).
+    pub fn root(&self) -> Option<Digest> {
+        match self.pending.as_slice() {
+            [(_, root)] => Some(*root),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +403,31 @@ mod tests {
             assert_eq!(RawTree::new(k).root(), naive_root(&vec![leaf_hash(None); 1 << k]));
         }
         assert_ne!(leaf_hash(None), leaf_hash(Some(&sealed(0))));
+    }
+
+    proptest! {
+        /// The builder's root is the tree's, and a prefix of `2^j` leaves is the root of
+        /// the first `2^j` slots (what a shrink keeps).
+        #[test]
+        fn a_root_built_leaf_by_leaf_is_the_trees(
+            k in 0u32..8,
+            written in proptest::collection::vec((any::<u64>(), any::<u8>()), 0..40),
+        ) {
+            let n = 1u64 << k;
+            let written: Vec<(u64, u8)> = written.into_iter().map(|(i, b)| (i % n, b)).collect();
+            let (tree, leaves) = tree_with(k, &written);
+            let mut builder = RootBuilder::new();
+            for (i, leaf) in leaves.iter().enumerate() {
+                if i.is_power_of_two() {
+                    prop_assert_eq!(builder.root(), Some(naive_root(&leaves[..i])));
+                } else if i > 2 {
+                    prop_assert_eq!(builder.root(), None);
+                }
+                builder.push(*leaf);
+            }
+            prop_assert_eq!(builder.leaves(), n);
+            prop_assert_eq!(builder.root(), Some(tree.root()));
+        }
     }
 
     proptest! {

@@ -13,7 +13,7 @@ use crate::Digest;
 const WIDTH: usize = 4;
 
 /// A log of 16 slots in groups of 2 with C and levels filled.
-fn filled() -> Setup {
+pub(super) fn filled() -> Setup {
     let mut s = setup_grouped(4, 1);
     s.flush = true;
     s.batch(&(0..16).collect::<Vec<_>>(), 1);

@@ -12,7 +12,7 @@ use super::raw_tree::{leaf_hash, RawTree};
 
 /// A log of 16 slots in groups of 2: slots `0..12` written with data, then `data_left..12`
 /// overwritten with ⊥ (12..16 never written).
-fn log_freed_from(data_left: u64) -> Setup {
+pub(super) fn log_freed_from(data_left: u64) -> Setup {
     let seal = SealKey::new(&[3; 32]);
     let (state, coded) = LogState::new(4, 1, &seal);
     let provider = ProviderLog::new(4, 1, SLOT_WIDTH, coded).unwrap();

@@ -202,6 +202,20 @@ impl WriteContext {
     }
 }
 
+/// The head of a [`WriteContext`]'s bytes (the context without U, whose `raw` is `None`),
+/// how many sealed checksums of U follow it (`None`: the context has no U), and how many
+/// bytes the head took. The count is not checked against the bytes given: they may be only
+/// the first part of a long answer ([`super::stream::ContextReader`]).
+pub(crate) fn read_context_head(bytes: &[u8]) -> Result<(WriteContext, Option<u64>, usize), PorWireError> {
+    let mut r = In(Reader::new(bytes));
+    let old = r.optional_sealed_list()?;
+    let proof = r.proof()?;
+    let n = r.count(1)?;
+    let levels = (0..n).map(|_| r.sealed_list()).collect::<Result<_, _>>()?;
+    let raw = if r.tag()? { Some(r.0.varint()?) } else { None };
+    Ok((WriteContext { old, proof, levels, raw: None }, raw, bytes.len() - r.0.remaining()))
+}
+
 impl Written {
     /// The upload without the client's next state: `count || (index varint, sealed) ||
     /// count || (level:u8, sealed list) || count || C sealed list`.

@@ -44,7 +44,8 @@ use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_proto::por::{
     PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
     PorLabelRequest, PorMoreAnswer, PorMoreRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest,
-    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorWriteRequest,
+    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorStatusRequest,
+    PorWriteRequest,
 };
 
 impl Misbehaving {
@@ -52,11 +53,11 @@ impl Misbehaving {
         self.honest.por_init(client, req).await
     }
 
-    pub async fn por_status(&self, client: &str) -> Result<PorStatus, ProviderError> {
+    pub async fn por_status(&self, client: &str, req: &PorStatusRequest) -> Result<PorStatus, ProviderError> {
         if self.lie == Misbehave::DropPorAnswer && self.refused.load(Ordering::SeqCst) {
             return Err(down("drop-por-answer"));
         }
-        self.honest.por_status(client).await
+        self.honest.por_status(client, req).await
     }
 
     pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {

@@ -29,8 +29,8 @@ use vouch_core::por::Region;
 use vouch_proto::por::{
     PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
     PorLabelRequest, PorMoreAnswer, PorMoreRequest, PorPartAnswer, PorPlanRequest, PorReadAnswer, PorReadRequest,
-    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorWriteRequest,
-    POR_MAX_PARTS_BYTES, POR_PART_BYTES,
+    PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorStatusRequest,
+    PorWriteRequest, POR_MAX_PARTS_BYTES, POR_PART_BYTES,
 };
 use vouch_store::{PorLog, PorStoreError, StoreError};
 
@@ -58,6 +58,10 @@ pub(crate) struct Parts {
     /// documentation): the one at a time a client may have, so that a client cannot pile up
     /// batches that outlive their requests.
     applying: bool,
+    /// Batches sent under an incarnation below this are refused: the client settled one as
+    /// not applied ([`PorStatusRequest::fence`]). Kept in memory: a request still on its way
+    /// when the provider stops dies with its connection.
+    fence: u64,
 }
 
 /// The smallest part of a plan's answer a client may ask for.
@@ -235,8 +239,14 @@ impl Provider {
         Ok(answer)
     }
 
-    pub async fn por_status(&self, client: &str) -> Result<PorStatus, ProviderError> {
-        self.with_log(client, async |log, _| Ok(status(log))).await
+    /// The log's status, after the fence is raised (under the log's lock: a batch being
+    /// applied is applied first, one that comes after is refused).
+    pub async fn por_status(&self, client: &str, req: &PorStatusRequest) -> Result<PorStatus, ProviderError> {
+        self.with_log(client, async |log, _| {
+            self.with_parts(client, |parts| parts.fence = parts.fence.max(req.fence));
+            Ok(status(log))
+        })
+        .await
     }
 
     pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
@@ -327,6 +337,13 @@ impl Provider {
         self.with_log_within(client, None, async |log, repo| {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
+            }
+            let fence = self.with_parts(client, |parts| parts.fence);
+            if req.incarnation < fence {
+                return Err(ProviderError::Conflict(format!(
+                    "a batch of incarnation {} after the client settled it as not applied (fence {fence})",
+                    req.incarnation
+                )));
             }
             let written = Written::from_upload_bytes(&upload, log.schedule()).map_err(bad)?;
             let labels: Vec<(Vec<u8>, Vec<u8>)> =
