@@ -11,11 +11,14 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
 fi
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
 cd fuzz
+# One unoptimised build of every target (a smoke run of seconds needs no optimiser, and the
+# build is most of the time), then each target runs on it.
+cargo +nightly fuzz build --dev
 for target in $(cargo +nightly fuzz list); do
   scratch="$(mktemp -d)"
   log="$(mktemp)"
   echo "fuzz: $target for ${seconds}s"
-  if ! cargo +nightly fuzz run "$target" "$scratch" "corpus/$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 >"$log" 2>&1; then
+  if ! cargo +nightly fuzz run --dev "$target" "$scratch" "corpus/$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz: $target FAILED (crashing input under fuzz/artifacts/$target)" >&2
     exit 1

@@ -1,0 +1,15 @@
+//! The cli crate's integration tests, in one binary: one link, and the generic code the
+//! files share compiled once (each file was a binary of its own).
+
+mod common;
+#[path = "../../../store/tests/it/common/mod.rs"]
+mod minio;
+
+mod cli;
+mod gateway_group;
+mod por;
+mod public_audit;
+mod repair;
+mod session;
+mod tls;
+mod vicos;
