@@ -18,6 +18,7 @@ pub mod pdp;
 pub mod por;
 pub mod por_disk;
 pub mod por_edit;
+pub mod por_growth;
 pub mod por_writes;
 pub mod repo;
 pub mod store;

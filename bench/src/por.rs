@@ -12,6 +12,7 @@
 use crate::measure::{check, min_time, min_time_with, targets_text, SelfCheckFailed, Target};
 use crate::por_disk::{self, DiskFigure, WorstBatchFigure};
 use crate::por_edit::{self, EditFigure};
+use crate::por_growth::{self, GrowthFigure};
 use crate::por_writes::{self, AuditFigure, WriteFigure};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::Serialize;
@@ -55,6 +56,9 @@ pub struct Report {
     pub worst_batch: WorstBatchFigure,
     /// A PoR file edited in the middle, end to end ([`crate::por_edit`]).
     pub edit: EditFigure,
+    /// The client's side of a growth: C's sealed checksums whole beside in parts
+    /// ([`crate::por_growth`]).
+    pub growth: Vec<GrowthFigure>,
     pub targets: Vec<Target>,
 }
 
@@ -147,6 +151,11 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
     let edit = por_edit::edit_figure(file_bytes, scratch.path())?;
     targets.extend(por_edit::targets(&edit));
+    let mut growth = Vec::new();
+    for &k in if opts.quick { &[16][..] } else { &[16, 20][..] } {
+        progress(&format!("a growth to 2^{k} slots, the client's side: C sealed whole and in parts"));
+        growth.push(por_growth::growth_figure(k, runs)?);
+    }
     Ok(Report {
         quick: opts.quick,
         block_bytes: BLOCK_BYTES,
@@ -162,6 +171,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         disk,
         worst_batch,
         edit,
+        growth,
         targets,
     })
 }
@@ -300,6 +310,12 @@ impl Report {
             "PoR file of {} MB, local backend: put {:.1} s ({} slots); a 20 KB edit in its middle {:.2} s, sent {} bytes, took {} slots ({:.5} of the whole copy)\n",
             e.file_bytes >> 20, e.put_seconds, e.whole_slots, e.edit_seconds, e.edit_bytes, e.edit_slots, e.share
         );
+        for g in &self.growth {
+            out += &format!(
+                "growth to 2^{}, the client's side: C sealed whole {:.0} ms, holding {} MB; in parts {:.0} ms ({:.2}x), holding {} MB\n",
+                g.log_capacity, g.whole_ms, g.whole_bytes_held >> 20, g.parts_ms, g.ratio, g.parts_bytes_held >> 20
+            );
+        }
         out + &targets_text(&self.targets)
     }
 }
