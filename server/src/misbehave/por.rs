@@ -1,5 +1,5 @@
 //! The PoR log's operations, and the lies a PoR provider can tell, each caught over HTTP by
-//! the client's pure checks (`client/tests/por.rs` and `client/tests/por_lies.rs`):
+//! the client's pure checks (`client/tests/it/por.rs` and `client/tests/it/por_lies.rs`):
 //!
 //! * a forged aggregate in audits ([`Misbehave::ForgePorAggregate`]): the audit's part fails;
 //! * slots of U swapped in reads ([`Misbehave::SwapPorSlots`]): the read is refused;
