@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum Which {
-    /// ADICT, VICOS's authenticated dictionary, in memory beside the raw hash rate (paper 003).
+    /// VICOS (paper 003): ADICT in memory beside the raw hash rate, then AIP and whole groups.
     Aip(Common),
     /// FlexList: build, multi-proofs, batched updates (paper 000).
     Flexlist(Common),

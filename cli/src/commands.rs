@@ -49,7 +49,8 @@ pub struct Put {
     file: PathBuf,
     /// The name to store it under (default: the file's name).
     name: Option<String>,
-    /// Block size in bytes (default 16384).
+    /// Fixed blocks of this many bytes (default: content-defined blocks of 4-64 KiB, so an
+    /// insertion changes only the blocks around it).
     #[arg(long)]
     block_size: Option<usize>,
     /// With retrievability: a copy of every version goes to the client's erasure-coded PoR

@@ -12,7 +12,8 @@ use clap::Args;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
-use vouch_server::{Misbehave, RunningServer};
+use vouch_misbehave::{Misbehave, Misbehaving};
+use vouch_server::RunningServer;
 
 #[derive(Args)]
 pub struct Demo {
@@ -53,7 +54,7 @@ const TOKEN: &str = "demo-token";
 struct World {
     data: PathBuf,
     state: PathBuf,
-    server: Option<RunningServer>,
+    server: Option<RunningServer<Misbehaving>>,
     addr: String,
 }
 
@@ -63,7 +64,7 @@ impl World {
         if let Some(s) = self.server.take() {
             s.shutdown().await?;
         }
-        let provider = open_provider(&self.data, None, misbehave)?;
+        let provider = Misbehaving::new(open_provider(&self.data, None)?, misbehave);
         let server =
             vouch_server::start(&self.addr, provider, one_client("demo", TOKEN), std::future::pending()).await?;
         self.addr = server.addr.to_string();

@@ -1,4 +1,4 @@
-//! Stable process exit codes of the `vouch` CLI (documented in the README), and the code of
+//! Stable process exit codes of the `vouch` CLI (documented in `docs/exit-codes.md`), and the code of
 //! each client error. The library reports typed errors; what a process exits with is the
 //! CLI's business.
 

@@ -20,7 +20,7 @@ pub struct Gateway {
     /// The gateway's configuration (TOML): `listen`, `cache_mb`, `metrics_listen`, `por`,
     /// `group` (serve a VICOS group this client is a member of), `[[keys]]` with `access_key`
     /// and `secret_key` for each local application, and an optional `[audit]` schedule (see
-    /// the README).
+    /// `docs/gateway.md`).
     #[arg(long)]
     config: PathBuf,
     /// Listen here instead of the configuration's `listen`.

@@ -3,7 +3,8 @@
 //! Exit codes (stable): 0 success; 1 other failure; 2 bad usage or input; 3 the provider
 //! misbehaved (a proof failed, data was altered or rolled back, a stream was cut short);
 //! 4 the provider is unreachable or unavailable; 5 not found; 6 local state missing or
-//! damaged; 7 the provider refused the credentials (see [`exit`]).
+//! damaged; 7 the provider refused the credentials; 8 a group operation aborted or an object
+//! changed while it was read: run it again (see [`exit`], and `docs/exit-codes.md`).
 
 mod audit;
 mod bench;

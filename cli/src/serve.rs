@@ -7,9 +7,10 @@ use clap::Args;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use vouch_misbehave::{Misbehave, Misbehaving};
 use vouch_server::{
-    hex32, token_hash, Blocks, CompactionPolicy, LimitSettings, Limits, Maintenance, Misbehave, Misbehaving, OpenError,
-    Provider, ServeOptions, ServerConfig,
+    hex32, token_hash, Blocks, CompactionPolicy, LimitSettings, Limits, Maintenance, OpenError, Provider, ServeOptions,
+    ServerConfig, Service,
 };
 
 #[derive(Args)]
@@ -31,8 +32,8 @@ pub struct Serve {
     /// only token hashes).
     #[arg(long = "client", value_name = "NAME=TOKEN")]
     clients: Vec<String>,
-    /// Lie on purpose (to see vouch catch it): corrupt-block, drop-block, swap-blocks,
-    /// rollback, old-version, replay-proof, other-challenge, hide-file, truncate-stream.
+    /// Lie on purpose, to see vouch catch it (for tests and trials): corrupt-block, rollback,
+    /// ... (an unknown name lists them all; `docs/cli.md` says what each does).
     #[arg(long, default_value = "none")]
     misbehave: Misbehave,
     /// Serve https:// with this PEM certificate chain (with --tls-key; `vouch tls-cert` makes
@@ -141,23 +142,40 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
     let listen = args.listen.or(config.listen).unwrap_or_else(|| "127.0.0.1:7447".into());
     let data = args.data.or(config.data).unwrap_or_else(|| PathBuf::from("vouch-data"));
     let s3 = args.s3.or(config.s3.map(|p| p.display().to_string()));
-    let provider = open_provider(&data, s3.as_deref(), args.misbehave)?;
+    let provider = open_provider(&data, s3.as_deref())?;
     let options = ServeOptions { limits, tls, maintenance };
-    let server = vouch_server::start_with(&listen, provider, clients, options, async {
+    let shown = format!("{scheme}://{{addr}} (data in {})", data.display());
+    match args.misbehave {
+        // A real server serves the provider itself: no lie is in its path.
+        Misbehave::None => serve_until_stopped(&listen, provider, clients, options, &shown).await?,
+        lie => {
+            eprintln!("vouch serve: MISBEHAVING on purpose: {lie}");
+            serve_until_stopped(&listen, Misbehaving::new(provider, lie), clients, options, &shown).await?
+        }
+    }
+    eprintln!("vouch serve: stopped");
+    Ok(())
+}
+
+/// Serves `provider` until Ctrl-C; `shown` says where (`{addr}` becomes the bound address).
+async fn serve_until_stopped(
+    listen: &str,
+    provider: impl Service,
+    clients: HashMap<[u8; 32], String>,
+    options: ServeOptions,
+    shown: &str,
+) -> anyhow::Result<()> {
+    let plain = options.tls.is_none();
+    let server = vouch_server::start_with(listen, provider, clients, options, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await
     .map_err(anyhow::Error::from)?;
-    eprintln!("vouch serve: listening on {scheme}://{} (data in {})", server.addr, data.display());
-    if scheme == "http" && !server.addr.ip().is_loopback() {
+    eprintln!("vouch serve: listening on {}", shown.replace("{addr}", &server.addr.to_string()));
+    if plain && !server.addr.ip().is_loopback() {
         eprintln!("vouch serve: WARNING: bearer tokens travel in cleartext over http://; use --tls-cert/--tls-key");
     }
-    if args.misbehave != Misbehave::None {
-        eprintln!("vouch serve: MISBEHAVING on purpose: {}", args.misbehave);
-    }
-    server.wait().await.context("server stopped")?;
-    eprintln!("vouch serve: stopped");
-    Ok(())
+    server.wait().await.context("server stopped")
 }
 
 /// `vouch serve --check` (or, with `rebuild`, `--rebuild-index`): prints the report as JSON;
@@ -183,9 +201,8 @@ async fn repair(data: &std::path::Path, s3: Option<&str>, rebuild: bool) -> Resu
 }
 
 /// The provider over `data` (metadata, and blocks unless `s3` names where they go).
-pub fn open_provider(data: &std::path::Path, s3: Option<&str>, misbehave: Misbehave) -> anyhow::Result<Misbehaving> {
-    let provider = Provider::open_dir(data, &Blocks::from_setting(s3)?).map_err(hinted)?;
-    Ok(Misbehaving::new(provider, misbehave))
+pub fn open_provider(data: &std::path::Path, s3: Option<&str>) -> anyhow::Result<Provider> {
+    Provider::open_dir(data, &Blocks::from_setting(s3)?).map_err(hinted)
 }
 
 /// The error, with what to do about damaged storage.

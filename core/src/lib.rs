@@ -1,6 +1,7 @@
 //! vouch-core: the pure part of vouch. No I/O, no async, no unsafe code.
 //!
-//! * [`hash`]: domain-separated SHA-256, the one hash dispatch point.
+//! * [`hash`]: the one hash dispatch point: domain-separated SHA-256, and keyed BLAKE3 for VICOS
+//!   (ADICT, AIP's hash chain, objects).
 //! * [`flexlist`]: FlexList, the authenticated skip list of FlexDPDP, with multi-proofs and
 //!   batched, verifiable updates.
 //! * [`pdp`]: provable data possession over FlexList: homomorphic tags, challenges, proofs.

@@ -4,8 +4,8 @@
 mod vicos;
 
 use crate::limits::{Limits, PutBudget, REQUEST_TIMEOUT};
-use crate::misbehave::Misbehaving;
 use crate::provider::ProviderError;
+use crate::service::Service;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -35,7 +35,7 @@ use vouch_proto::{
 };
 
 pub struct App {
-    pub provider: Misbehaving,
+    pub provider: Arc<dyn Service>,
     /// SHA-256 of each bearer token -> client name.
     pub clients: HashMap<[u8; 32], String>,
     /// What one request may make the provider hold or wait for.

@@ -3,8 +3,9 @@
 //! It stores each client's blocks and authenticated structures (a namespace of names, each
 //! with versions, each a FlexList of PDP-tagged blocks; see `vouch_core::namespace`) on a
 //! [`vouch_store`] backend, and answers every read, change and challenge with the proofs the
-//! client checks against its one root digest. [`Misbehaving`] wraps it to lie on purpose, as
-//! [`Misbehave`] says, so tests and `vouch demo` can show each lie caught.
+//! client checks against its one root digest. The server serves any [`Service`]: the honest
+//! [`Provider`], or a decorator around it (the test kit's liar, in its own crate, so that tests
+//! and `vouch demo` can show each lie caught while no lie is in a real server's path).
 #![forbid(unsafe_code)]
 
 mod config;
@@ -12,17 +13,20 @@ mod http;
 mod keys;
 mod limits;
 mod listen;
-mod misbehave;
 mod open;
 mod provider;
+mod service;
 mod vicos;
 pub use vouch_proto::tls;
 
 pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfig, ServerConfigError};
 pub use limits::Limits;
-pub use misbehave::{Misbehave, Misbehaving};
 pub use open::{check_dir, rebuild_dir, Blocks, OpenError};
-pub use provider::{Provider, ProviderError, PutState, ReadPlan, MAX_CHALLENGE};
+pub use provider::{
+    Challenged, HeldBlocks, Planned, Prepared, Proven, Provider, ProviderError, PutState, ReadPlan, Staged,
+    MAX_CHALLENGE,
+};
+pub use service::{Answer, Service};
 pub use vicos::{CosReader, CosUpload};
 pub use vouch_store::{CheckReport, Compaction, CompactionPolicy, Problem, RebuildReport};
 
@@ -39,9 +43,9 @@ pub enum StartError {
     Config(#[from] ServerConfigError),
 }
 
-/// A server answering on its own tasks until [`RunningServer::shutdown`].
+/// A server answering on its own tasks until [`RunningServer::shutdown`], serving `S`.
 #[derive(Debug)]
-pub struct RunningServer {
+pub struct RunningServer<S = Provider> {
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -50,12 +54,14 @@ pub struct RunningServer {
     /// The provider: held here so that, once the connection tasks have let go of it, this is
     /// the last owner and closes its store before `shutdown` returns.
     app: Arc<http::App>,
+    /// The same provider as the front's, as its own type.
+    provider: Arc<S>,
 }
 
-impl RunningServer {
+impl<S: Service> RunningServer<S> {
     /// The provider behind the server (tests read what a misbehaving one recorded).
-    pub fn provider(&self) -> &Misbehaving {
-        &self.app.provider
+    pub fn provider(&self) -> &S {
+        &self.provider
     }
 
     /// Stops accepting, lets requests in flight finish, and waits until the provider's store
@@ -123,28 +129,28 @@ impl Default for Maintenance {
     }
 }
 
-/// Binds `listen` (port 0 picks a free one) and serves `provider` (a [`Provider`], or one
-/// [`Misbehaving`]) to the clients whose token hashes `clients` maps to their names, with the
+/// Binds `listen` (port 0 picks a free one) and serves `provider` (a [`Provider`], or a
+/// decorator around one) to the clients whose token hashes `clients` maps to their names, with the
 /// default [`ServeOptions`]. Stops gracefully when `until` completes.
-pub async fn start(
+pub async fn start<S: Service>(
     listen: &str,
-    provider: impl Into<Misbehaving>,
+    provider: S,
     clients: HashMap<[u8; 32], String>,
     until: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<RunningServer, StartError> {
+) -> Result<RunningServer<S>, StartError> {
     start_with(listen, provider, clients, ServeOptions::default(), until).await
 }
 
 /// [`start`] with the given limits and TLS. Before serving, deletes the segments no committed
 /// entry names (uploads a crash or a failed commit abandoned; see `Provider::sweep_orphans`).
-pub async fn start_with(
+pub async fn start_with<S: Service>(
     listen: &str,
-    provider: impl Into<Misbehaving>,
+    provider: S,
     clients: HashMap<[u8; 32], String>,
     options: ServeOptions,
     until: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<RunningServer, StartError> {
-    let provider = provider.into();
+) -> Result<RunningServer<S>, StartError> {
+    let provider = Arc::new(provider);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
@@ -159,7 +165,7 @@ pub async fn start_with(
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     provider.honest().set_group_idle(options.limits.group_idle);
     provider.honest().set_aip_page_bytes(options.limits.aip_page_bytes);
-    let app = Arc::new(http::App { provider, clients, limits: options.limits });
+    let app = Arc::new(http::App { provider: provider.clone(), clients, limits: options.limits });
     let maintenance = options.maintenance.map(|m| tokio::spawn(maintain(Arc::downgrade(&app), m)));
     let held = app.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -171,7 +177,7 @@ pub async fn start_with(
     };
     let task =
         tokio::spawn(async move { axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown).await });
-    Ok(RunningServer { addr, stop: Some(stop), task, maintenance, app: held })
+    Ok(RunningServer { addr, stop: Some(stop), task, maintenance, app: held, provider })
 }
 
 /// Runs the housekeeping until the server is gone.

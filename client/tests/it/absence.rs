@@ -12,8 +12,8 @@ use crate::proxy;
 use common::{assert_violation, sample, Setup};
 use proxy::{lie, lying_proxy, Lie, Rules};
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
+use vouch_misbehave::Misbehave;
 use vouch_proto::ErrorCode;
-use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

@@ -8,7 +8,7 @@ use common::{sample, Setup};
 use std::collections::HashSet;
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
 use vouch_core::pdp::linear;
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

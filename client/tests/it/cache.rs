@@ -7,7 +7,7 @@ use crate::common;
 use common::{assert_violation, sample, Setup};
 use std::io::Cursor;
 use vouch_client::{Client, ClientError, ViolationKind};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 async fn put(client: &Client, name: &str, data: &[u8]) {
     client.put(name, Cursor::new(data.to_vec()), None, |_| {}).await.unwrap();

@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 use vouch_client::Client;
-use vouch_server::{token_hash, CompactionPolicy, Maintenance, Misbehaving, Provider, ServeOptions};
+use vouch_misbehave::Misbehaving;
+use vouch_server::{token_hash, CompactionPolicy, Maintenance, Provider, ServeOptions};
 
 fn segment_files(data: &Path) -> HashSet<String> {
     let dir = data.join("blobs").join("segments");

@@ -19,8 +19,8 @@ use vouch_client::{
     ByteEdit, Client, ClientError, ClientKey, ClientState, MemoryState, PublicAuditor, Remote, ViolationKind as Kind,
 };
 use vouch_core::pdp::linear::LinearKey;
+use vouch_misbehave::Misbehave;
 use vouch_proto::{ErrorBody, ErrorCode};
-use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

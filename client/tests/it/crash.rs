@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vouch_client::{Client, ClientError};
-use vouch_server::{token_hash, CompactionPolicy, Misbehave, Provider, ServeOptions};
+use vouch_misbehave::Misbehave;
+use vouch_server::{token_hash, CompactionPolicy, Provider, ServeOptions};
 use workload::{replay, Journal, Model};
 
 const TOKEN: &str = common::TOKEN;
@@ -54,11 +55,11 @@ async fn crash_provider_child() {
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { maintenance: None, ..ServeOptions::default() };
     let listen = env("VOUCH_CRASH_LISTEN");
-    let provider = vouch_server::Misbehaving::new(provider, Misbehave::SlowCommit);
+    let provider = vouch_misbehave::Misbehaving::new(provider, Misbehave::SlowCommit);
     let server = vouch_server::start_with(&listen, provider, clients, options, std::future::pending()).await.unwrap();
     let eager = CompactionPolicy { min_live: 0.9, min_garbage: 0, ..CompactionPolicy::default() };
     loop {
-        let done = server.provider().maintain(&eager).await.unwrap();
+        let done = vouch_server::Service::maintain(server.provider(), &eager).await.unwrap();
         if done.deleted_segments > 0 {
             use std::io::Write;
             let mut runs = std::fs::OpenOptions::new().create(true).append(true).open(data.join("compactions"));

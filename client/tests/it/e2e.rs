@@ -5,7 +5,7 @@ use crate::common;
 
 use common::{sample, Setup};
 use vouch_client::{ByteEdit, Client, ClientError};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 async fn get(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<u8>, ClientError> {
     let mut out = Vec::new();

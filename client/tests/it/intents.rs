@@ -10,8 +10,8 @@ use common::{assert_violation, sample, Setup};
 use proxy::{lie, lying_proxy, Answer, Gate, Lie, Rules};
 use std::sync::{Arc, Mutex};
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
+use vouch_misbehave::Misbehave;
 use vouch_proto::ErrorCode;
-use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

@@ -11,7 +11,7 @@ use proxy::Answer;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

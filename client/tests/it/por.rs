@@ -10,7 +10,7 @@ use common::por::{
 };
 use common::{assert_violation, sample, Setup};
 use vouch_client::{Client, ClientError, ViolationKind};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 use vouch_store::BlobStore;
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use crate::common;
 use common::por::{each_repaired_after_u_is_lost, get_por, lose_all_of_u, put_por, restarted};
 use common::{assert_violation, sample, Setup};
 use vouch_client::{ByteEdit, Client, ViolationKind};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 /// PoR files stored above a big one (`big`), which a test then removes: `a`, `b` in two
 /// versions that share most blocks, `c`, and more small files than one batch carries labels.

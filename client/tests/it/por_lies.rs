@@ -11,7 +11,7 @@ use std::path::Path;
 use vouch_client::{Client, ClientError, PorAuditReport, ViolationKind};
 use vouch_core::por::code::Schedule;
 use vouch_core::por::heap::SLOT_DATA_BYTES;
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 use vouch_store::{MetaDb, ObjectBlobs, PorLog, Repository};
 
 async fn put_por(client: &Client, name: &str, data: &[u8]) -> Result<(), ClientError> {

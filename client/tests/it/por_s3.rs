@@ -8,7 +8,8 @@ use crate::minio;
 use common::por::{audit_fails_at, damage_objects, get_por, lose_all_of_u, put_por, with_provider_stopped};
 use common::{assert_violation, sample, Setup};
 use vouch_client::ViolationKind;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 use vouch_store::BlobStore;
 
 /// A provider whose blobs are in `minio`'s bucket.

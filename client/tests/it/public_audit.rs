@@ -17,8 +17,8 @@ use vouch_client::{
     AuditRoot, Client, ClientError, KeyChoice, PublicAuditor, Remote, SecretKey, ViolationKind as Kind,
 };
 use vouch_core::pdp::rsa::RsaPublicKey;
+use vouch_misbehave::Misbehave;
 use vouch_proto::ErrorCode;
-use vouch_server::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

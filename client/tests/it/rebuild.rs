@@ -10,7 +10,8 @@ use common::{assert_violation, sample, Setup};
 use std::collections::BTreeMap;
 use std::path::Path;
 use vouch_client::{ByteEdit, Client, ViolationKind as Kind};
-use vouch_server::{Blocks, Misbehave, Provider};
+use vouch_misbehave::Misbehave;
+use vouch_server::{Blocks, Provider};
 
 /// Every version of every name, as the client should read it back.
 type Model = BTreeMap<String, BTreeMap<u64, Vec<u8>>>;

@@ -9,7 +9,7 @@ use std::io::Cursor;
 use vouch_client::state::StateDir;
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind as Kind};
 use vouch_core::pdp::SchemeId;
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 const BLOCK: Option<usize> = Some(4096);
 

@@ -12,8 +12,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 use vouch_client::{ByteEdit, Client, ClientError, Expected};
+use vouch_misbehave::Misbehave;
 use vouch_proto::ErrorCode;
-use vouch_server::{token_hash, Limits, Misbehave, Provider, ServeOptions};
+use vouch_server::{token_hash, Limits, Provider, ServeOptions};
 
 const BLOCK: Option<usize> = Some(4096);
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use vouch_client::vicos::Group;
 use vouch_client::{ClientError, Remote, ViolationKind};
 use vouch_core::aip::{ClientId, Keyring, Mode, Outcome};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 const GROUP: &str = "team";
 

@@ -15,7 +15,8 @@ use std::io::Cursor;
 use vouch_client::vicos::{DirectObjects, Group, S3Access, Signatures};
 use vouch_client::{ClientError, Remote, ViolationKind};
 use vouch_core::aip::{Mode, Outcome};
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 const GROUP: &str = "team";
 

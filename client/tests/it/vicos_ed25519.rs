@@ -9,7 +9,7 @@ use std::io::Cursor;
 use vouch_client::vicos::{Group, Signatures};
 use vouch_client::{Client, ClientError};
 use vouch_core::aip::{Mode, Outcome};
-use vouch_server::Misbehave;
+use vouch_misbehave::Misbehave;
 
 const GROUP: &str = "team";
 

@@ -13,8 +13,8 @@ use std::path::Path;
 use vouch_client::vicos::{Group, GroupFile, Signatures};
 use vouch_client::{ClientError, Remote};
 use vouch_core::aip::{self, Adict, DictOp, Mode, Outcome, Reply, Wire};
+use vouch_misbehave::Misbehave;
 use vouch_proto::vicos::{AipInvoke, AipReply};
-use vouch_server::Misbehave;
 
 const GROUP: &str = "team";
 

@@ -1,5 +1,5 @@
 //! Where a group object waits until it is verified. The group hashes the whole stored object
-//! (SHA-256 in ADICT), so a read knows it is the right one only at its last byte: the
+//! (its BLAKE3 hash in ADICT), so a read knows it is the right one only at its last byte: the
 //! object goes into a spool (memory up to [`MEMORY_LIMIT`], past it a temporary file), and the
 //! application gets bytes from the spool only after the group's `get` returned Ok. A put's
 //! body is spooled too, so that an aborted put can be sent again.

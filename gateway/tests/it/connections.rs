@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use vouch_gateway::GatewayConfig;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 /// Waits until the gateway closes `stream` (a read ends or fails), at most `limit`; how long
 /// it took, or `None` when it stayed open.

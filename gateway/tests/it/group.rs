@@ -20,7 +20,8 @@ use vouch_client::Remote;
 use vouch_core::aip::{Keyring, Mode};
 use vouch_gateway::errors::{VIOLATION_CODE, VIOLATION_HEADER};
 use vouch_gateway::RunningGateway;
-use vouch_server::{token_hash, Blocks, Misbehave, Misbehaving, Provider, RunningServer};
+use vouch_misbehave::{Misbehave, Misbehaving};
+use vouch_server::{token_hash, Blocks, Provider, RunningServer};
 
 const GROUP: &str = "team";
 /// Member 0's provider token (gateway A), and member 1's (gateway B).
@@ -30,7 +31,7 @@ const TOKEN_B: &str = "token-of-b";
 /// A provider, and a gateway for each of the group's two members.
 struct Pair {
     dir: tempfile::TempDir,
-    _server: RunningServer,
+    _server: RunningServer<Misbehaving>,
     a: RunningGateway,
     b: RunningGateway,
 }

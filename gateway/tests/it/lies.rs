@@ -10,7 +10,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use vouch_gateway::errors::VIOLATION_CODE;
 use vouch_gateway::GatewayConfig;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 /// What one application saw: how many answers carried the violation code.
 #[derive(Default)]

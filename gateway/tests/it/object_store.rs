@@ -8,7 +8,8 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use vouch_gateway::GatewayConfig;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_put_read_back_whole_and_in_ranges_and_go_away() {

@@ -8,7 +8,8 @@ use common::{sample, Harness};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_s3_objects_put_list_read_back_and_go_away() {

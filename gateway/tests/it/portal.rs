@@ -13,7 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vouch_gateway::audit::AuditRound;
 use vouch_gateway::errors::VIOLATION_CODE;
 use vouch_gateway::{AuditConfig, GatewayConfig};
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 /// `GET path` on `addr`, the whole answer (status line, headers and body).
 async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vouch_gateway::GatewayConfig;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 const PAST: &str = "Mon, 01 Jan 1990 00:00:00 GMT";
 const FUTURE: &str = "Fri, 01 Jan 2100 00:00:00 GMT";

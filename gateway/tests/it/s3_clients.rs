@@ -7,7 +7,8 @@ use crate::common;
 
 use common::{config, Harness, ACCESS_KEY, SECRET_KEY};
 use vouch_gateway::GatewayConfig;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 /// Runs `<program> clients/<script> ENDPOINT KEY SECRET [MORE]` off the runtime; panics with
 /// its output when it fails.

@@ -11,7 +11,8 @@ use object_store::{ObjectStoreExt, PutPayload};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vouch_gateway::GatewayConfig;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 
 /// A PUT of `path` (presigned) with `headers` and a body of `len` bytes sent as `body`
 /// says: each piece after its pause. The answer's status and body.

@@ -9,7 +9,7 @@
 //! 5. applied: the commit made, the new list cached.
 //!
 //! The honest provider runs them in a row ([`Provider::commit`]). The lying decorator
-//! (`crate::misbehave`) runs them one at a time and changes what it lies about in between,
+//! (the `vouch-misbehave` crate) runs them one at a time and changes what it lies about in between,
 //! so that this file holds no lie and every lie still comes with proofs honest for what the
 //! provider did.
 
@@ -21,7 +21,7 @@ use vouch_core::{Digest, UpdateProof};
 use write::NewList;
 
 /// A change ready to commit.
-pub(crate) struct Staged<'a> {
+pub struct Staged<'a> {
     pub(super) client: String,
     pub(super) name: String,
     pub(super) change: Change,
@@ -58,7 +58,7 @@ impl<'a> Staged<'a> {
 }
 
 /// A change with its lookup and the edits of its version list.
-pub(crate) struct Planned<'a> {
+pub struct Planned<'a> {
     staged: Staged<'a>,
     namespace: Arc<RwLock<NamespaceTree>>,
     answer: LookupProof,
@@ -68,18 +68,18 @@ pub(crate) struct Planned<'a> {
 
 impl Planned<'_> {
     /// Whether the name exists before the change.
-    pub(crate) fn name_exists(&self) -> bool {
+    pub fn name_exists(&self) -> bool {
         self.plan.exists
     }
 
     /// The edits of the name's version list, in the order they are applied.
-    pub(crate) fn version_edits(&mut self) -> &mut Vec<Edit> {
+    pub fn version_edits(&mut self) -> &mut Vec<Edit> {
         &mut self.plan.versions
     }
 }
 
 /// A change with its version list updated and the namespace's edits.
-pub(crate) struct Proven<'a> {
+pub struct Proven<'a> {
     planned: Planned<'a>,
     /// The version list's update proof, new root and size (none for a removed name).
     versions: Option<(UpdateProof, Digest, u64)>,
@@ -90,19 +90,19 @@ pub(crate) struct Proven<'a> {
 impl Proven<'_> {
     /// Whether the change appends a version to a name that exists (the namespace's edit only
     /// replaces its entry).
-    pub(crate) fn appends_to_existing(&self) -> bool {
+    pub fn appends_to_existing(&self) -> bool {
         self.planned.plan.exists && matches!(self.planned.staged.change, Change::Append(_))
     }
 
     /// The edits of the namespace list, in the order they are applied.
-    pub(crate) fn namespace_edits(&mut self) -> &mut Vec<Edit> {
+    pub fn namespace_edits(&mut self) -> &mut Vec<Edit> {
         &mut self.namespace_edits
     }
 }
 
 /// A change with its answer and the commit that makes it durable.
-pub(crate) struct Prepared<'a> {
-    pub(crate) committed: Committed,
+pub struct Prepared<'a> {
+    pub committed: Committed,
     commit: Commit,
     client: String,
     /// The namespace, and the edits it takes once the batch is durable.
@@ -125,7 +125,7 @@ impl Provider {
 
     /// The name's lookup and the version-list edits the change makes (the client recomputes
     /// the same edits from the same lookup).
-    pub(crate) fn plan<'a>(&self, staged: Staged<'a>) -> Result<Planned<'a>, ProviderError> {
+    pub fn plan<'a>(&self, staged: Staged<'a>) -> Result<Planned<'a>, ProviderError> {
         // The lookup and, later, the update are of this one tree.
         let namespace = self.namespace(&staged.client)?;
         let looked_up = namespace.read().expect("namespace").lookup(&staged.name);
@@ -139,7 +139,7 @@ impl Provider {
     }
 
     /// Applies the version-list edits, and derives the namespace's edit from the result.
-    pub(crate) fn prove_versions<'a>(&self, planned: Planned<'a>) -> Result<Proven<'a>, ProviderError> {
+    pub fn prove_versions<'a>(&self, planned: Planned<'a>) -> Result<Proven<'a>, ProviderError> {
         let versions = match &planned.staged.change {
             Change::Remove => None,
             _ => {
@@ -158,7 +158,7 @@ impl Provider {
 
     /// Proves the namespace's edits (without applying them) and gathers the blocks, records,
     /// lists and answer of the change into its commit.
-    pub(crate) fn prove_namespace<'a>(&self, proven: Proven<'a>) -> Result<Prepared<'a>, ProviderError> {
+    pub fn prove_namespace<'a>(&self, proven: Proven<'a>) -> Result<Prepared<'a>, ProviderError> {
         let Proven { planned, versions, new_entry, namespace_edits } = proven;
         let Planned { staged, namespace, answer, plan, records } = planned;
         let Staged { client, name: _, change, new_list, file_update, blocks, _write, _in_flight } = staged;
@@ -221,7 +221,7 @@ impl Provider {
 
     /// Makes a prepared change durable, applies it to the namespace in memory, then releases
     /// its locks.
-    pub(crate) async fn apply(&self, prepared: Prepared<'_>) -> Result<Committed, ProviderError> {
+    pub async fn apply(&self, prepared: Prepared<'_>) -> Result<Committed, ProviderError> {
         let started = std::time::Instant::now();
         let Prepared { committed, commit, client, namespace, namespace_edits, new_entry, cache, _staged_locks } =
             prepared;

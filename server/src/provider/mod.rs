@@ -5,8 +5,9 @@
 //! the repository ([`vouch_store::Repository`]) as one commit each; how blocks and records are
 //! laid out there is the repository's business (`crate::keys` says how they are named).
 //!
-//! This is the honest provider: it has no lie in it. `crate::misbehave` wraps it to lie on
-//! purpose, through the same steps (see `commit`).
+//! This is the honest provider: it has no lie in it. The `vouch-misbehave` crate wraps it to
+//! lie on purpose, through the same steps (see `commit`), and only tests and `vouch demo`
+//! serve that.
 
 use crate::keys;
 use serde_bytes::ByteBuf;
@@ -34,9 +35,9 @@ mod staged_tests;
 mod vicos;
 mod write;
 
-pub(crate) use commit::Staged;
-pub(crate) use read::Challenged;
+pub use commit::{Planned, Prepared, Proven, Staged};
 pub use read::ReadPlan;
+pub use read::{Challenged, HeldBlocks};
 pub use write::PutState;
 
 /// Most offsets one audit may ask for.

@@ -175,7 +175,7 @@ impl Provider {
     /// `work` on the client's log, opened from the store at its first use: within
     /// [`REQUEST_TIMEOUT`] once the log is held (the wait for it and its opening are not
     /// counted; see the module documentation).
-    pub(crate) async fn with_log<T>(
+    pub async fn with_log<T>(
         &self,
         client: &str,
         work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
@@ -311,8 +311,8 @@ impl Provider {
     }
 
     /// [`Provider::por_write`], its apply begun `delay` after the log is held (a slow
-    /// provider, `crate::Misbehave::SlowPorWrite`; zero for the honest one).
-    pub(crate) async fn por_write_slowly(
+    /// provider, `vouch_misbehave::Misbehave::SlowPorWrite`; zero for the honest one).
+    pub async fn por_write_slowly(
         &self,
         client: &str,
         req: &PorWriteRequest,

@@ -97,7 +97,7 @@ impl Provider {
     /// distinct challenged blocks are held in memory together while the aggregate is computed:
     /// a challenge whose blocks hold more than `max_bytes` is refused
     /// ([`ProviderError::TooLarge`]) before any is read.
-    pub(crate) async fn challenged(
+    pub async fn challenged(
         &self,
         client: &str,
         req: &AuditRequest,
@@ -140,7 +140,7 @@ impl Provider {
     }
 
     /// The possession proof over held blocks: the answer, and the proof itself.
-    pub(crate) fn prove_possession(&self, held: HeldBlocks) -> Result<(AuditAnswer, PossessionProof), ProviderError> {
+    pub fn prove_possession(&self, held: HeldBlocks) -> Result<(AuditAnswer, PossessionProof), ProviderError> {
         let at = format!("possession proof of {}", keys::hex(&held.record.file));
         let proof = pdp::prove(held.record.scheme, &held.list, &held.challenge, |nonce| {
             held.blocks.get(&nonce).map(|(tag, data)| Held { nonce, tag, data })
@@ -151,20 +151,20 @@ impl Provider {
 }
 
 /// What an audit challenged.
-pub(crate) enum Challenged {
+pub enum Challenged {
     /// An absent name or an empty file: no proof owed.
     Nothing(Located),
     Blocks(HeldBlocks),
 }
 
 /// The challenged blocks of a version, read and held for proving.
-pub(crate) struct HeldBlocks {
-    pub(crate) located: Located,
-    pub(crate) record: VersionRecord,
+pub struct HeldBlocks {
+    pub located: Located,
+    pub record: VersionRecord,
     list: Arc<FlexList>,
     challenge: Challenge,
     /// Per nonce: (tag, bytes).
-    pub(crate) blocks: HashMap<u64, (Vec<u8>, Vec<u8>)>,
+    pub blocks: HashMap<u64, (Vec<u8>, Vec<u8>)>,
 }
 
 /// The chunks of a read, produced one at a time.
@@ -174,4 +174,11 @@ pub struct ReadPlan {
     pub chunks: Vec<Vec<u64>>,
     file: FileId,
     pub(crate) list: Arc<FlexList>,
+}
+
+impl ReadPlan {
+    /// The block list the plan reads from.
+    pub fn list(&self) -> &Arc<FlexList> {
+        &self.list
+    }
 }

@@ -87,7 +87,7 @@ impl Provider {
     }
 
     /// The change of a staged upload, its locks taken: `commit-staged`'s first step.
-    pub(crate) async fn stage_staged(
+    pub async fn stage_staged(
         &self,
         client: &str,
         req: &CommitStagedRequest,

@@ -68,11 +68,7 @@ impl Provider {
 
     /// A put's change, staged: its list built and checked against the record, its segments
     /// written, the write lock taken.
-    pub(crate) async fn stage_put(
-        &self,
-        mut put: PutState,
-        record: VersionRecord,
-    ) -> Result<Staged<'_>, ProviderError> {
+    pub async fn stage_put(&self, mut put: PutState, record: VersionRecord) -> Result<Staged<'_>, ProviderError> {
         let in_flight = put.in_flight.take();
         let client = put.client.clone();
         let (name, list, blocks) = self.seal_put(put, &record).await?;
@@ -122,7 +118,7 @@ impl Provider {
 
     /// An edit's change, staged: its blocks stored (or sealed for the commit's batch), the
     /// version's list edited.
-    pub(crate) async fn stage_edit(&self, client: &str, req: EditRequest) -> Result<Staged<'_>, ProviderError> {
+    pub async fn stage_edit(&self, client: &str, req: EditRequest) -> Result<Staged<'_>, ProviderError> {
         let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
         let started = std::time::Instant::now();
@@ -195,7 +191,7 @@ impl Provider {
         self.commit(staged).await
     }
 
-    pub(crate) async fn stage_remove(&self, client: &str, req: &RemoveRequest) -> Result<Staged<'_>, ProviderError> {
+    pub async fn stage_remove(&self, client: &str, req: &RemoveRequest) -> Result<Staged<'_>, ProviderError> {
         let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
         Ok(Staged::without_blocks(client, &req.name, Change::Remove, write, in_flight))
@@ -206,7 +202,7 @@ impl Provider {
         self.commit(staged).await
     }
 
-    pub(crate) async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Staged<'_>, ProviderError> {
+    pub async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Staged<'_>, ProviderError> {
         let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
         let (_, found) = self.lookup(client, &req.name)?;

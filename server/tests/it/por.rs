@@ -21,8 +21,9 @@ use vouch_proto::por::*;
 
 /// The least part of a plan's answer a client may ask for.
 const SMALL_PART: usize = 4 << 10;
+use vouch_misbehave::{Misbehave, Misbehaving};
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
-use vouch_server::{token_hash, Misbehave, Misbehaving, Provider, RunningServer, ServeOptions};
+use vouch_server::{token_hash, Provider, RunningServer, ServeOptions};
 
 const TOKEN: &str = "por-token";
 /// A second client's.
@@ -41,11 +42,11 @@ struct Client {
 }
 
 impl Client {
-    fn new(server: &RunningServer) -> Client {
+    fn new(server: &RunningServer<Misbehaving>) -> Client {
         Client::with_token(server, TOKEN)
     }
 
-    fn with_token(server: &RunningServer, token: &'static str) -> Client {
+    fn with_token(server: &RunningServer<Misbehaving>, token: &'static str) -> Client {
         let seal = SealKey::new(&[1; 32]);
         let state = LogState::new(2, GROUP_LOG, &seal).0;
         let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, GROUP_LOG);
@@ -217,11 +218,11 @@ impl Client {
     }
 }
 
-async fn serve(data: &Path, lie: Misbehave) -> RunningServer {
+async fn serve(data: &Path, lie: Misbehave) -> RunningServer<Misbehaving> {
     serve_provider(Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap(), lie).await
 }
 
-async fn serve_provider(provider: Provider, lie: Misbehave) -> RunningServer {
+async fn serve_provider(provider: Provider, lie: Misbehave) -> RunningServer<Misbehaving> {
     let provider = Misbehaving::new(provider, lie);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(BOB), "bob".to_string())]);
     vouch_server::start_with("127.0.0.1:0", provider, clients, ServeOptions::default(), std::future::pending())
@@ -498,7 +499,7 @@ struct Parts {
 
 impl Client {
     /// A client of a provider whose logs have slots of `width` elements.
-    fn narrow(server: &RunningServer, width: usize) -> Client {
+    fn narrow(server: &RunningServer<Misbehaving>, width: usize) -> Client {
         Client { sums: ChecksumKey::grouped(&[2; 32], width, GROUP_LOG), ..Client::new(server) }
     }
 

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use vouch_client::state::StateDir;
 use vouch_client::{Client, SecretKey, ViolationKind};
-use vouch_server::{token_hash, Blocks, Misbehave, Misbehaving, Provider, RunningServer};
+use vouch_misbehave::{Misbehave, Misbehaving};
+use vouch_server::{token_hash, Blocks, Provider, RunningServer};
 
 /// Alice's token; Bob (another namespace on the same provider) has [`TOKEN_BOB`].
 pub const TOKEN: &str = "test-token";
@@ -19,15 +20,15 @@ pub struct Setup {
     /// The provider's directory: its metadata, and its blobs unless they are in S3.
     pub data: PathBuf,
     pub blocks: Blocks,
-    pub server: Option<RunningServer>,
+    pub server: Option<RunningServer<Misbehaving>>,
 }
 
-pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer {
+pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer<Misbehaving> {
     start_on(data, &Blocks::Local, misbehave).await
 }
 
 /// A provider over `data` with its blobs in `blocks`.
-pub async fn start_on(data: &Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer {
+pub async fn start_on(data: &Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer<Misbehaving> {
     let provider = Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), misbehave);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(TOKEN_BOB), "bob".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()

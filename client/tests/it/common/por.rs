@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use vouch_client::{Client, ClientError};
 use vouch_core::por::heap::SLOT_WIDTH;
-use vouch_server::{Blocks, Misbehave};
+use vouch_misbehave::Misbehave;
+use vouch_server::Blocks;
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, PorLog, Repository};
 
 pub const SLOT_BYTES: usize = SLOT_WIDTH * 8;

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use vouch_client::Client;
 use vouch_gateway::{AccessKey, GatewayConfig, RunningGateway};
-use vouch_server::{token_hash, Blocks, Misbehave, Misbehaving, Provider, RunningServer};
+use vouch_misbehave::{Misbehave, Misbehaving};
+use vouch_server::{token_hash, Blocks, Provider, RunningServer};
 
 pub const ACCESS_KEY: &str = "test-app";
 pub const SECRET_KEY: &str = "test-app-secret";
@@ -14,7 +15,7 @@ const TOKEN: &str = "test-token";
 
 pub struct Harness {
     pub dir: tempfile::TempDir,
-    pub server: Option<RunningServer>,
+    pub server: Option<RunningServer<Misbehaving>>,
     pub gateway: Option<RunningGateway>,
     pub client: Arc<Client>,
     pub config: GatewayConfig,
@@ -25,7 +26,7 @@ pub fn config() -> GatewayConfig {
     GatewayConfig::new("127.0.0.1:0", vec![AccessKey { access_key: ACCESS_KEY.into(), secret_key: SECRET_KEY.into() }])
 }
 
-async fn provider(data: &std::path::Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer {
+async fn provider(data: &std::path::Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer<Misbehaving> {
     let provider = Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), misbehave);
     let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()

@@ -1,105 +1,15 @@
 //! Lies about changes: refused, miscounted, forgotten or unanswered commits.
 
 use super::{Misbehave, Misbehaving};
-use crate::provider::{ProviderError, PutState, Staged};
-use crate::Limits;
 use std::sync::atomic::Ordering;
 use vouch_core::namespace::VersionRecord;
-use vouch_core::pdp::{FileId, SchemeId};
 use vouch_core::Edit;
-use vouch_proto::{
-    Attempt, CommitStagedRequest, Committed, EditRequest, PruneRequest, RemoveRequest, StagedUpload, WireBlock,
-};
+use vouch_proto::{CommitStagedRequest, Committed, EditRequest, PruneRequest, RemoveRequest, WireBlock};
+use vouch_server::Limits;
+use vouch_server::{ProviderError, PutState, Staged};
 use vouch_store::StoreError;
 
 impl Misbehaving {
-    pub async fn begin_put(
-        &self,
-        client: &str,
-        name: &str,
-        file: FileId,
-        scheme: SchemeId,
-        attempt: Attempt,
-    ) -> Result<PutState, ProviderError> {
-        self.honest.begin_put(client, name, file, scheme, attempt).await
-    }
-
-    pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
-        self.receive(&blocks);
-        self.honest.put_blocks(put, blocks).await
-    }
-
-    pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
-        self.refuse_once()?;
-        let staged = self.honest.stage_put(put, record).await?;
-        self.commit(staged).await
-    }
-
-    pub fn begin_stage(
-        &self,
-        client: &str,
-        name: &str,
-        file: FileId,
-        scheme: SchemeId,
-        attempt: Attempt,
-    ) -> Result<PutState, ProviderError> {
-        self.honest.begin_stage(client, name, file, scheme, attempt)
-    }
-
-    pub async fn stage_upload(
-        &self,
-        put: PutState,
-        record: VersionRecord,
-        limits: &Limits,
-    ) -> Result<StagedUpload, ProviderError> {
-        self.honest.stage_upload(put, record, limits).await
-    }
-
-    pub async fn commit_staged(
-        &self,
-        client: &str,
-        req: &CommitStagedRequest,
-        limits: &Limits,
-    ) -> Result<Committed, ProviderError> {
-        self.refuse_once()?;
-        let staged = self.honest.stage_staged(client, req, limits).await?;
-        self.commit(staged).await
-    }
-
-    pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
-        self.receive(&req.blocks);
-        self.refuse_once()?;
-        let staged = self.honest.stage_edit(client, req).await?;
-        self.commit(staged).await
-    }
-
-    pub async fn remove(&self, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
-        self.refuse_once()?;
-        let staged = self.honest.stage_remove(client, req).await?;
-        self.commit(staged).await
-    }
-
-    pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
-        self.refuse_once()?;
-        let staged = self.honest.stage_prune(client, req).await?;
-        self.commit(staged).await
-    }
-
-    pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
-        self.honest.sweep_orphans().await
-    }
-
-    pub async fn maintain(
-        &self,
-        policy: &vouch_store::CompactionPolicy,
-    ) -> Result<vouch_store::Compaction, ProviderError> {
-        self.honest.maintain(policy).await
-    }
-
-    pub async fn close(&self) -> Result<(), ProviderError> {
-        self.honest.close().await
-    }
-
     /// [`Misbehave::RefuseCommit`] keeps the (nonce, tag) of every block it receives.
     fn receive(&self, blocks: &[WireBlock]) {
         if self.lie == Misbehave::RefuseCommit {
@@ -151,6 +61,55 @@ impl Misbehaving {
             _ => self.honest.apply(prepared).await,
         }
     }
+}
+
+pub(crate) async fn put_blocks(
+    liar: &Misbehaving,
+    put: &mut PutState,
+    blocks: Vec<WireBlock>,
+) -> Result<(), ProviderError> {
+    liar.receive(&blocks);
+    liar.honest.put_blocks(put, blocks).await
+}
+
+pub(crate) async fn finish_put(
+    liar: &Misbehaving,
+    put: PutState,
+    record: VersionRecord,
+) -> Result<Committed, ProviderError> {
+    liar.refuse_once()?;
+    let staged = liar.honest.stage_put(put, record).await?;
+    liar.commit(staged).await
+}
+
+pub(crate) async fn commit_staged(
+    liar: &Misbehaving,
+    client: &str,
+    req: &CommitStagedRequest,
+    limits: &Limits,
+) -> Result<Committed, ProviderError> {
+    liar.refuse_once()?;
+    let staged = liar.honest.stage_staged(client, req, limits).await?;
+    liar.commit(staged).await
+}
+
+pub(crate) async fn edit(liar: &Misbehaving, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
+    liar.receive(&req.blocks);
+    liar.refuse_once()?;
+    let staged = liar.honest.stage_edit(client, req).await?;
+    liar.commit(staged).await
+}
+
+pub(crate) async fn remove(liar: &Misbehaving, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
+    liar.refuse_once()?;
+    let staged = liar.honest.stage_remove(client, req).await?;
+    liar.commit(staged).await
+}
+
+pub(crate) async fn prune(liar: &Misbehaving, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
+    liar.refuse_once()?;
+    let staged = liar.honest.stage_prune(client, req).await?;
+    liar.commit(staged).await
 }
 
 /// [`Misbehave::WrongCount`]: an insert made twice, or one more position removed than asked

@@ -1,26 +1,37 @@
-//! Deliberate lies, for tests and `vouch demo`: each one is a way an untrusted provider can
-//! cheat, and the client must catch every one of them.
+//! A provider that lies on purpose, for tests and `vouch demo`: each [`Misbehave`] is a way an
+//! untrusted provider can cheat, and the client must catch every one of them.
 //!
 //! The lies live here and only here, in [`Misbehaving`]: a decorator around the honest
-//! [`Provider`] (the way redb tests crashes by wrapping its storage backend). It answers each
-//! request through the honest provider's own steps and changes what it lies about in between
-//! (an answer after the fact, a request before it, a step of a commit left out or done
-//! differently), so the honest code has no lie in it, and a lie's proofs are honest for what
-//! the provider did. One lie is a fault of the store itself, [`Misbehave::SkipPorRebuild`]:
-//! `Misbehaving` turns on a hidden test hook of `vouch_store::PorLog` (as its crash points
-//! are), and the honest steps then run over a store that skips its rebuilds.
+//! [`Provider`] (the way redb tests crashes by wrapping its storage backend), served through
+//! the server's [`Service`] trait. It overrides only the operations it lies about, and runs
+//! each through the honest provider's own steps with its lie in between (an answer after the
+//! fact, a request before it, a step of a commit left out or done differently), so the honest
+//! code has no lie in it, and a lie's proofs are honest for what the provider did. A real
+//! server (`vouch serve` without `--misbehave`) serves the [`Provider`] itself.
+//!
+//! One lie is a fault of the store itself, [`Misbehave::SkipPorRebuild`]: `Misbehaving`
+//! turns on a hidden test hook of `vouch_store::PorLog` (as its crash points are), and the
+//! honest steps then run over a store that skips its rebuilds.
+#![forbid(unsafe_code)]
 
 mod changes;
 mod por;
 mod reads;
 mod vicos;
 
-use crate::provider::Provider;
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
+use vouch_core::namespace::VersionRecord;
+use vouch_proto::por::*;
+use vouch_proto::vicos::*;
+use vouch_proto::{
+    AuditAnswer, AuditRequest, BlockList, CommitStagedRequest, Committed, EditRequest, Listing, Located, PruneRequest,
+    ReadChunk, RemoveRequest, WireBlock,
+};
+use vouch_server::{Answer, Limits, Provider, ProviderError, PutState, ReadPlan, Service};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Misbehave {
@@ -271,11 +282,6 @@ impl Misbehaving {
         self.lie
     }
 
-    /// The honest provider inside.
-    pub fn honest(&self) -> &Provider {
-        &self.honest
-    }
-
     /// Under [`Misbehave::RefuseCommit`], the (nonce, tag) of every block received so far, in
     /// order (what a curious provider learns from uploads, whether it commits them or not).
     pub fn received_tags(&self) -> Vec<(u64, Vec<u8>)> {
@@ -283,9 +289,125 @@ impl Misbehaving {
     }
 }
 
-/// An honest provider, served as it is.
-impl From<Provider> for Misbehaving {
-    fn from(honest: Provider) -> Self {
-        Misbehaving::new(honest, Misbehave::None)
+/// The operations a lie changes; every other one is the honest provider's.
+impl Service for Misbehaving {
+    fn honest(&self) -> &Provider {
+        &self.honest
+    }
+
+    fn located(&self, client: &str, name: &str, want: Option<u64>) -> Result<Located, ProviderError> {
+        reads::located(self, client, name, want)
+    }
+
+    fn listing(&self, client: &str) -> Result<Listing, ProviderError> {
+        reads::listing(self, client)
+    }
+
+    fn read_plan(
+        &self,
+        client: &str,
+        name: &str,
+        want: Option<u64>,
+        start: u64,
+        end: u64,
+    ) -> Result<(Located, ReadPlan), ProviderError> {
+        reads::read_plan(self, client, name, want, start, end)
+    }
+
+    fn read_chunk<'a>(&'a self, client: &'a str, plan: &'a ReadPlan, starts: &'a [u64]) -> Answer<'a, ReadChunk> {
+        Box::pin(reads::read_chunk(self, client, plan, starts))
+    }
+
+    fn block_list(&self, client: &str, name: &str, want: Option<u64>) -> Result<BlockList, ProviderError> {
+        reads::block_list(self, client, name, want)
+    }
+
+    fn audit<'a>(&'a self, client: &'a str, req: &'a AuditRequest, max_bytes: u64) -> Answer<'a, AuditAnswer> {
+        Box::pin(reads::audit(self, client, req, max_bytes))
+    }
+
+    fn put_blocks<'a>(&'a self, put: &'a mut PutState, blocks: Vec<WireBlock>) -> Answer<'a, ()> {
+        Box::pin(changes::put_blocks(self, put, blocks))
+    }
+
+    fn finish_put(&self, put: PutState, record: VersionRecord) -> Answer<'_, Committed> {
+        Box::pin(changes::finish_put(self, put, record))
+    }
+
+    fn commit_staged<'a>(
+        &'a self,
+        client: &'a str,
+        req: &'a CommitStagedRequest,
+        limits: &'a Limits,
+    ) -> Answer<'a, Committed> {
+        Box::pin(changes::commit_staged(self, client, req, limits))
+    }
+
+    fn edit<'a>(&'a self, client: &'a str, req: EditRequest) -> Answer<'a, Committed> {
+        Box::pin(changes::edit(self, client, req))
+    }
+
+    fn remove<'a>(&'a self, client: &'a str, req: &'a RemoveRequest) -> Answer<'a, Committed> {
+        Box::pin(changes::remove(self, client, req))
+    }
+
+    fn prune<'a>(&'a self, client: &'a str, req: &'a PruneRequest) -> Answer<'a, Committed> {
+        Box::pin(changes::prune(self, client, req))
+    }
+
+    fn por_status<'a>(&'a self, client: &'a str, req: &'a PorStatusRequest) -> Answer<'a, PorStatus> {
+        Box::pin(por::por_status(self, client, req))
+    }
+
+    fn por_plan<'a>(&'a self, client: &'a str, req: &'a PorPlanRequest) -> Answer<'a, PorContext> {
+        Box::pin(por::por_plan(self, client, req))
+    }
+
+    fn por_write<'a>(&'a self, client: &'a str, req: &'a PorWriteRequest) -> Answer<'a, PorStatus> {
+        Box::pin(por::por_write(self, client, req))
+    }
+
+    fn por_label<'a>(&'a self, client: &'a str, req: &'a PorLabelRequest) -> Answer<'a, PorLabelAnswer> {
+        Box::pin(por::por_label(self, client, req))
+    }
+
+    fn por_free<'a>(&'a self, client: &'a str, req: &'a PorFreeRequest) -> Answer<'a, PorFreeAnswer> {
+        Box::pin(por::por_free(self, client, req))
+    }
+
+    fn por_read<'a>(&'a self, client: &'a str, req: &'a PorReadRequest) -> Answer<'a, PorReadAnswer> {
+        Box::pin(por::por_read(self, client, req))
+    }
+
+    fn por_audit<'a>(&'a self, client: &'a str, req: &'a PorAuditRequest) -> Answer<'a, PorAuditAnswer> {
+        Box::pin(por::por_audit(self, client, req))
+    }
+
+    fn aip_create<'a>(&'a self, req: &'a AipCreate, caller: &'a str) -> Answer<'a, AipAck> {
+        Box::pin(vicos::aip_create(self, req, caller))
+    }
+
+    fn aip_admit<'a>(&'a self, req: &'a AipAdmit, caller: &'a str) -> Answer<'a, AipAck> {
+        Box::pin(vicos::aip_admit(self, req, caller))
+    }
+
+    fn aip_invoke<'a>(&'a self, req: &'a AipInvoke, caller: &'a str) -> Answer<'a, AipReply> {
+        Box::pin(vicos::aip_invoke(self, req, caller))
+    }
+
+    fn aip_commit<'a>(&'a self, req: &'a AipCommit, caller: &'a str) -> Answer<'a, AipWork> {
+        Box::pin(vicos::aip_commit(self, req, caller))
+    }
+
+    fn aip_commit_auth<'a>(&'a self, req: &'a AipCommitAuth, caller: &'a str) -> Answer<'a, AipWork> {
+        Box::pin(vicos::aip_commit_auth(self, req, caller))
+    }
+
+    fn aip_work<'a>(&'a self, req: &'a AipWorkRequest, caller: &'a str) -> Answer<'a, AipWork> {
+        Box::pin(vicos::aip_work(self, req, caller))
+    }
+
+    fn aip_history<'a>(&'a self, req: &'a AipHistory, caller: &'a str) -> Answer<'a, AipHistoryPage> {
+        Box::pin(vicos::aip_history(self, req, caller))
     }
 }
