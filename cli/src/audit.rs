@@ -25,7 +25,7 @@ pub fn scheme_name(scheme: Option<SchemeId>) -> &'static str {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(bytes)
 }
 
 fn print_reports(reports: &[AuditReport], out: Output) {

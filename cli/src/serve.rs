@@ -223,7 +223,7 @@ pub struct Token {
 
 pub fn token(args: Token, out: &Output) -> anyhow::Result<()> {
     let bytes: [u8; 24] = rand::random();
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = base16ct::lower::encode_string(&bytes);
     let hash = hex32(&token_hash(&token));
     #[derive(Serialize)]
     struct Issued {

@@ -91,7 +91,9 @@ fn proven_absent(name: &str) -> ClientError {
     ClientError::NotFound(format!("{name} (the provider proved it absent)"))
 }
 
-pub(crate) fn now() -> u64 {
+/// Seconds since the Unix epoch by this machine's clock (0 before it): the time a version
+/// or an object records.
+pub fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 

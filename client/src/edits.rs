@@ -3,7 +3,7 @@
 //! (verifyMultiUpdate) before the new version is accepted: the VCS commit of paper 000 Sec. 4.4.
 
 use crate::chunking::Cutting;
-use crate::client::{committed_proof_bytes, now, Client, Transfer, View};
+use crate::client::{committed_proof_bytes, unix_now, Client, Transfer, View};
 use crate::error::ClientError;
 use crate::intent::{new_attempt, EditPlan, Intent, Planned};
 use crate::keys::ClientKey;
@@ -113,7 +113,7 @@ impl Client {
         latest: Verified,
         batch: Batch,
     ) -> Result<(VersionRecord, Committed), ClientError> {
-        let time = now();
+        let time = unix_now();
         let req = EditRequest {
             name: name.into(),
             base: latest.record.number,

@@ -29,13 +29,13 @@
 //! bytes) || SHA-256 of the preceding bytes`. An intent of version 1 (no attempt) still reads,
 //! with the all-zero attempt.
 
+use crate::envelope;
 use crate::error::ClientError;
 use crate::state::Root;
 use crate::verify::{self, lookup_from_wire, update_from_wire};
 use crate::violation::ViolationKind;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
-use sha2::{Digest as _, Sha256};
 use vouch_core::namespace::{verify_lookup, Change, VersionRecord};
 use vouch_core::{verify_multi_update_len, Block, Digest, Edit};
 use vouch_proto::{Attempt, Committed, LastCommit};
@@ -157,28 +157,17 @@ impl Intent {
 
     /// The intent's encoding (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&vouch_proto::encode(&Stored::from(self)));
-        bytes.extend_from_slice(&self.attempt.0);
-        let sum = Sha256::digest(&bytes);
-        bytes.extend_from_slice(&sum);
-        bytes
+        let body = [vouch_proto::encode(&Stored::from(self)), self.attempt.0.to_vec()].concat();
+        envelope::seal(MAGIC, &body)
     }
 
     /// An intent from [`Intent::to_bytes`]; `None` when the bytes are damaged.
     pub fn from_bytes(bytes: &[u8]) -> Option<Intent> {
-        if bytes.len() < MAGIC.len() + 32 {
-            return None;
-        }
-        let (body, sum) = bytes.split_at(bytes.len() - 32);
-        if Sha256::digest(body).as_slice() != sum {
-            return None;
-        }
-        let (magic, body) = body.split_at(MAGIC.len());
+        let (layout, body) = envelope::open(bytes, &[MAGIC_V1, MAGIC]).ok()?;
         let (stored, rest) = vouch_proto::decode_prefix::<Stored>(body).ok()?;
-        let attempt = match (magic, rest) {
-            (m, rest) if m == MAGIC => Attempt(rest.try_into().ok()?),
-            (m, []) if m == MAGIC_V1 => Attempt::default(),
+        let attempt = match (layout, rest) {
+            (1, rest) => Attempt(rest.try_into().ok()?),
+            (_, []) => Attempt::default(),
             _ => return None,
         };
         stored.into_intent(attempt)
@@ -312,10 +301,8 @@ mod tests {
     }
 
     /// Re-seals `body` (magic and contents) with its checksum.
-    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
-        let sum = Sha256::digest(&body);
-        body.extend_from_slice(&sum);
-        body
+    fn sealed(body: Vec<u8>) -> Vec<u8> {
+        crate::envelope::seal(body[..8].try_into().unwrap(), &body[8..])
     }
 
     #[test]

@@ -55,6 +55,7 @@ mod cache;
 mod chunking;
 mod client;
 mod edits;
+mod envelope;
 mod error;
 mod intent;
 mod keys;
@@ -75,7 +76,7 @@ mod violation;
 
 pub use cache::CacheStats;
 pub use chunking::Cutting;
-pub use client::{AuditReport, Client, ClientState, Transfer};
+pub use client::{unix_now, AuditReport, Client, ClientState, Transfer};
 pub use edits::{ByteEdit, SyncReport};
 pub use error::ClientError;
 pub use intent::Intent;

@@ -18,12 +18,12 @@
 //! share one) that is flushed and renamed over the old one, so a crash leaves the old state or
 //! the new one, never a mix.
 
+use crate::envelope::{self, Unsealed};
 use crate::error::ClientError;
 use crate::intent::Intent;
 use crate::keys::SecretKey;
 use crate::lock::StateLock;
 use crate::persist::StateStore;
-use sha2::{Digest as _, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,18 +203,18 @@ impl StateDir {
             .map_err(|e| state_err(dir, &format!("config.toml: {e}")))?;
         let secret = Secret::from_bytes(&read("secret")?).ok_or_else(|| state_err(dir, "secret is damaged"))?;
         let state = read("state")?;
-        if state.len() != STATE_LEN || &state[..8] != STATE_MAGIC {
-            return Err(state_err(dir, "state file is damaged, or written by an older vouch (run `vouch init` again)"));
-        }
-        if Sha256::digest(&state[..STATE_LEN - 32]).as_slice() != &state[STATE_LEN - 32..] {
-            return Err(state_err(dir, "state file is damaged (checksum mismatch)"));
-        }
-        if state[48..80] != secret.fingerprint() {
+        let unknown = || state_err(dir, "state file is damaged, or written by an older vouch (run `vouch init` again)");
+        let state = match envelope::open(&state, &[STATE_MAGIC]) {
+            Ok((_, body)) if body.len() == STATE_LEN - 8 - 32 => body,
+            Err(Unsealed::Damaged) => return Err(state_err(dir, "state file is damaged (checksum mismatch)")),
+            _ => return Err(unknown()),
+        };
+        if state[40..72] != secret.fingerprint() {
             return Err(state_err(dir, "the state belongs to another key (wrong secret file?)"));
         }
         let root = Root {
-            digest: Digest(state[8..40].try_into().expect("32 bytes")),
-            len: u64::from_le_bytes(state[40..48].try_into().expect("8 bytes")),
+            digest: Digest(state[..32].try_into().expect("32 bytes")),
+            len: u64::from_le_bytes(state[32..40].try_into().expect("8 bytes")),
         };
         Ok(StateDir { dir: dir.to_path_buf(), config, secret, root: Mutex::new(root), _lock: lock })
     }
@@ -226,12 +226,8 @@ impl StateDir {
 
     /// Records a new namespace root, durably and atomically, then holds it in memory.
     pub fn save_root(&self, root: Root) -> Result<(), ClientError> {
-        let mut bytes = STATE_MAGIC.to_vec();
-        bytes.extend_from_slice(&root.digest.0);
-        bytes.extend_from_slice(&root.len.to_le_bytes());
-        bytes.extend_from_slice(&self.secret.fingerprint());
-        let sum = Sha256::digest(&bytes);
-        bytes.extend_from_slice(&sum);
+        let body = [&root.digest.0[..], &root.len.to_le_bytes(), &self.secret.fingerprint()].concat();
+        let bytes = envelope::seal(STATE_MAGIC, &body);
         write_atomic(&self.dir.join("state"), &bytes, false)?;
         *self.root.lock().unwrap_or_else(|e| e.into_inner()) = root;
         Ok(())

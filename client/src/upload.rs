@@ -4,7 +4,7 @@
 //! half ([`crate::Client::put`]) streams them and checks the answer.
 
 use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
-use crate::client::now;
+use crate::client::unix_now;
 use crate::error::ClientError;
 use crate::intent::{Intent, Planned};
 use crate::keys::{ClientKey, Keys};
@@ -104,7 +104,7 @@ impl PutUpload {
             root: state.root,
             len: state.len,
             next_nonce: state.next_nonce,
-            time: now(),
+            time: unix_now(),
         };
         if self.commits {
             // From the last frame on the commit may happen: its intent is recorded first.

@@ -67,6 +67,19 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    /// The next `N` bytes, as an array.
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
+        Ok(self.bytes(N)?.try_into().expect("N bytes"))
+    }
+
+    pub fn u16_le(&mut self) -> Result<u16, CodecError> {
+        self.array().map(u16::from_le_bytes)
+    }
+
+    pub fn u32_le(&mut self) -> Result<u32, CodecError> {
+        self.array().map(u32::from_le_bytes)
+    }
+
     pub fn digest(&mut self) -> Result<Digest, CodecError> {
         let mut d = [0u8; DIGEST_LEN];
         d.copy_from_slice(self.bytes(DIGEST_LEN)?);
@@ -74,9 +87,7 @@ impl<'a> Reader<'a> {
     }
 
     pub fn u64_le(&mut self) -> Result<u64, CodecError> {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(self.bytes(8)?);
-        Ok(u64::from_le_bytes(b))
+        self.array().map(u64::from_le_bytes)
     }
 
     /// A canonical unsigned LEB128 varint.

@@ -42,7 +42,7 @@ impl Digest {
 
     /// Lower-case hex, 64 characters.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        base16ct::lower::encode_string(&self.0)
     }
 }
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use vouch_client::{Client, ClientError, PorAuditReport, PorCopyReport};
+use vouch_client::{unix_now, Client, ClientError, PorAuditReport, PorCopyReport};
 
 /// One round's report.
 #[derive(Debug, Serialize)]
@@ -192,8 +192,4 @@ fn keep(config: &AuditConfig, report: &AuditRound) {
     if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, json)) {
         tracing::error!("the audit report {} could not be written: {e}", path.display());
     }
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

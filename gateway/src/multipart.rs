@@ -39,7 +39,7 @@ impl Gateway {
     pub(crate) async fn create_upload(&self, bucket: &str, key: &str, meta: ObjectMeta) -> S3Result<String> {
         object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         self.need_bucket(bucket).await?;
-        let id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        let id = base16ct::lower::encode_string(&rand::random::<[u8; 16]>());
         let upload = Upload { bucket: bucket.into(), key: key.into(), meta };
         let bytes = serde_json::to_vec(&upload).expect("plain data");
         self.client()
@@ -198,10 +198,7 @@ impl Gateway {
 
 /// The bytes of a hex ETag.
 fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
+    base16ct::mixed::decode_vec(hex).ok()
 }
 
 #[cfg(test)]
@@ -211,5 +208,6 @@ mod tests {
         assert_eq!(super::hex_bytes("00ff10"), Some(vec![0, 255, 16]));
         assert_eq!(super::hex_bytes("0"), None);
         assert_eq!(super::hex_bytes("zz"), None);
+        assert_eq!(super::hex_bytes("+f"), None, "a sign is no hex digit");
     }
 }

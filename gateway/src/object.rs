@@ -85,7 +85,7 @@ impl ObjectMeta {
 
 /// The ETag (unquoted hex) of an MD5 digest.
 pub fn etag_of(md5: &[u8]) -> String {
-    md5.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(md5)
 }
 
 #[cfg(test)]

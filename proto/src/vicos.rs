@@ -175,5 +175,5 @@ pub fn object_name(group: &str, key: &[u8], nonce: &[u8; 16]) -> String {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(bytes)
 }

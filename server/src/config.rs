@@ -162,18 +162,11 @@ pub fn token_hash(token: &str) -> [u8; 32] {
 }
 
 pub fn hex32(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(bytes)
 }
 
 fn parse_hex32(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 || !text.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
+    base16ct::mixed::decode_vec(text).ok()?.try_into().ok()
 }
 
 #[cfg(test)]
@@ -192,6 +185,10 @@ mod tests {
             Err(ServerConfigError::BadClient(_))
         ));
         let bad_hash = good.replace(&hash, "abc");
+        // A sign is no hex digit: `+f` once parsed as 0x0f, so two spellings named one hash.
+        let signed = format!("+{}", &hash[1..]);
+        assert_eq!(parse_hex32(&hash.to_uppercase()), Some(token_hash("secret")));
+        assert_eq!(parse_hex32(&signed), None);
         assert!(matches!(
             toml::from_str::<ServerConfig>(&bad_hash).unwrap().credentials(),
             Err(ServerConfigError::BadTokenHash(_))

@@ -22,7 +22,7 @@
 use vouch_core::pdp::FileId;
 
 pub fn hex(file: &FileId) -> String {
-    hex_of(&file.0)
+    base16ct::lower::encode_string(&file.0)
 }
 
 pub fn entry_prefix(client: &str) -> Vec<u8> {
@@ -73,7 +73,3 @@ pub fn vicos_log(group: &str, n: u64) -> Vec<u8> {
 }
 
 pub use vouch_proto::vicos::{object_folder as cos_key, object_name as cos_object};
-
-fn hex_of(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}

@@ -34,7 +34,6 @@ mod blobs;
 mod config;
 mod error;
 mod keys;
-mod le;
 mod lists;
 mod meta;
 mod object;

@@ -20,8 +20,9 @@
 
 use super::layout::{Layout, Run, MAX_RUNS};
 use super::moves::{Move, MAX_MOVES};
+use crate::envelope;
 use crate::error::ClientError;
-use sha2::{Digest as _, Sha256};
+use vouch_core::codec;
 use vouch_core::pdp::FileId;
 use vouch_core::por::checksum::{Checksum, Incarnations};
 use vouch_core::por::client::LogState;
@@ -156,7 +157,7 @@ impl PorRecord {
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
+        let mut out = Vec::new();
         put_point(&mut out, &self.at);
         match &self.in_flight {
             None => out.push(0),
@@ -220,9 +221,7 @@ impl PorRecord {
                 }
             }
         }
-        let sum = Sha256::digest(&out);
-        out.extend_from_slice(&sum);
-        out
+        envelope::seal(MAGIC, &out)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<PorRecord, ClientError> {
@@ -233,16 +232,9 @@ impl PorRecord {
                     .into(),
             )
         };
-        let body = bytes.len().checked_sub(32).map(|n| &bytes[..n]).ok_or_else(damaged)?;
-        let layout = [MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC_5, MAGIC]
-            .iter()
-            .position(|m| body.starts_with(*m))
-            .ok_or_else(damaged)?
-            + 1;
-        if Sha256::digest(body).as_slice() != &bytes[body.len()..] {
-            return Err(damaged());
-        }
-        let mut r = Reader { bytes: &body[MAGIC.len()..], layout };
+        let (layout, body) =
+            envelope::open(bytes, &[MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC_5, MAGIC]).map_err(|_| damaged())?;
+        let mut r = Reader { bytes: codec::Reader::new(body), layout: layout + 1 };
         let at = r.point().ok_or_else(damaged)?;
         let in_flight = match r.take(1).ok_or_else(damaged)?[0] {
             0 => None,
@@ -310,8 +302,9 @@ fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
     out.extend_from_slice(&p.next_slot.to_le_bytes());
 }
 
+/// The record's own fields, over core's byte reader (`None` when the bytes run out).
 struct Reader<'a> {
-    bytes: &'a [u8],
+    bytes: codec::Reader<'a>,
     /// 1 to 6: from 2 log states carry their grouping and open group, from 3 the window
     /// flag, from 4 the delete owed, from 5 the consolidations, from 6 the incarnations and
     /// the owed copy's layout.
@@ -320,21 +313,19 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.bytes.split_at_checked(n)?;
-        self.bytes = rest;
-        Some(head)
+        self.bytes.bytes(n).ok()
     }
 
     fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+        self.bytes.u32_le().ok()
     }
 
     fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+        self.bytes.u64_le().ok()
     }
 
     fn name(&mut self) -> Option<String> {
-        let len = u16::from_le_bytes(self.take(2)?.try_into().ok()?);
+        let len = self.bytes.u16_le().ok()?;
         String::from_utf8(self.take(len as usize)?.to_vec()).ok()
     }
 
@@ -343,7 +334,8 @@ impl<'a> Reader<'a> {
         let file = FileId(self.take(16)?.try_into().ok()?);
         let count = self.u32()? as usize;
         // Each number takes 8 bytes: a count past what is left is damage, not an allocation.
-        let versions = (0..count.min(self.bytes.len() / 8 + 1)).map(|_| self.u64()).collect::<Option<Vec<_>>>()?;
+        let versions =
+            (0..count.min(self.bytes.remaining() / 8 + 1)).map(|_| self.u64()).collect::<Option<Vec<_>>>()?;
         (versions.len() == count).then_some(Deleting { name, file, versions })
     }
 
@@ -357,7 +349,7 @@ impl<'a> Reader<'a> {
 
     fn incarnations(&mut self) -> Option<Incarnations> {
         let base = self.u64()?;
-        let count = usize::from(u16::from_le_bytes(self.take(2)?.try_into().ok()?));
+        let count = usize::from(self.bytes.u16_le().ok()?);
         if count > MAX_ENDS {
             return None;
         }
@@ -467,7 +459,7 @@ mod tests {
         // Layout 5: the same without the incarnations (base, count) and the copy's flag.
         let mut body = bytes[..bytes.len() - 32 - 11].to_vec();
         body[..8].copy_from_slice(MAGIC_5);
-        let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        let old = envelope::seal(body[..8].try_into().unwrap(), &body[8..]);
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
     }
 
@@ -480,7 +472,7 @@ mod tests {
         // layout 6's incarnations and copy flag, 11 bytes).
         let mut body = bytes[..bytes.len() - 32 - 10 - 11].to_vec();
         body[..8].copy_from_slice(MAGIC_4);
-        let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        let old = envelope::seal(body[..8].try_into().unwrap(), &body[8..]);
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
     }
 
@@ -514,7 +506,7 @@ mod tests {
         // Layout 3: the same without the delete's flag byte and what follows it.
         let mut body = bytes[..bytes.len() - 33 - 10 - 11].to_vec();
         body[..8].copy_from_slice(MAGIC_3);
-        let old = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        let old = envelope::seal(body[..8].try_into().unwrap(), &body[8..]);
         assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
     }
 
@@ -526,7 +518,7 @@ mod tests {
         body.extend_from_slice(&[3; 32]);
         body.extend_from_slice(&9u64.to_le_bytes());
         body.extend_from_slice(&[0, 0]);
-        let bytes = [body.clone(), Sha256::digest(&body).to_vec()].concat();
+        let bytes = envelope::seal(MAGIC_1, &body[8..]);
         let schedule = Schedule { time: 77, ..Schedule::new(5, 0) };
         let log = LogState { schedule, raw_root: Digest([3; 32]), pending: Checksum::ZERO };
         let want = PorRecord { at: LogPoint { log, next_slot: 9 }, ..PorRecord::new(log) };

@@ -187,14 +187,11 @@ fn bytes32(text: &str, what: &str) -> Result<[u8; 32], ClientError> {
 }
 
 fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(bytes)
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+    base16ct::mixed::decode_vec(text).ok()
 }
 
 /// A group name: 1 to 64 of `[A-Za-z0-9_-]` (it names files and the provider's sequencer).

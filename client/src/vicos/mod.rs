@@ -812,7 +812,7 @@ fn aip_violation(group: &str, v: aip::Violation) -> ClientError {
 fn show(key: &[u8]) -> String {
     match std::str::from_utf8(key) {
         Ok(s) if s.chars().all(|c| !c.is_control()) => s.to_string(),
-        _ => key.iter().map(|b| format!("{b:02x}")).collect(),
+        _ => base16ct::lower::encode_string(key),
     }
 }
 

@@ -138,10 +138,6 @@ fn objects_of(keys: &[Vec<u8>], bucket: &str) -> Vec<String> {
     objects
 }
 
-fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 fn spool_failed(e: std::io::Error) -> s3s::S3Error {
     s3_error!(InternalError, "the gateway's spool failed: {e}")
 }

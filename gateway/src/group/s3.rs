@@ -4,7 +4,7 @@
 
 use super::spool::Spool;
 use super::LISTING_READS;
-use super::{bucket_key, buckets_of, now, object_key, objects_of, spool_failed, Found, GroupGateway, Upload};
+use super::{bucket_key, buckets_of, object_key, objects_of, spool_failed, Found, GroupGateway, Upload};
 use crate::listing::{self, Listed};
 use crate::names;
 use crate::object::ObjectMeta;
@@ -17,6 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
 use std::sync::Arc;
+use vouch_client::unix_now;
 
 /// NotImplemented for a request that asks what group mode does not do.
 fn refuse_if(asked: bool, what: &str) -> S3Result<()> {
@@ -133,7 +134,7 @@ impl S3 for GroupGateway {
         refuse_if(input.write_offset_bytes.is_some(), "an append (x-amz-write-offset-bytes)")?;
         let key = object_key(&input.bucket, &input.key)?;
         self.need_bucket(&input.bucket).await?;
-        let meta = ObjectMeta { modified: Some(now()), ..meta_from!(input)? };
+        let meta = ObjectMeta { modified: Some(unix_now()), ..meta_from!(input)? };
         let claimed = with_checksums!(Checksum {}, input);
         let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
         let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
@@ -239,7 +240,7 @@ impl S3 for GroupGateway {
             true => meta_from!(input)?,
             false => kept.clone(),
         };
-        let meta = ObjectMeta { etag: kept.etag, checksums: kept.checksums, modified: Some(now()), ..described };
+        let meta = ObjectMeta { etag: kept.etag, checksums: kept.checksums, modified: Some(unix_now()), ..described };
         let upload = Upload { spool: source.spool, body_len: source.found.body_len, trailer: meta.trailer_bytes() };
         self.store(&to, upload).await?;
         let result = CopyObjectResult {

@@ -2,8 +2,8 @@
 //! list it was edited from and the edits; and how a block sequence is cut into chunks.
 
 use super::{corrupt, CHUNK_MAX, CHUNK_TARGET};
-use crate::le::Reader;
 use crate::StoreError;
+use vouch_core::codec::{CodecError, Reader};
 use vouch_core::{Block, Digest, Edit};
 
 /// Bytes of one block in a chunk: `tag:32 || length:u32le || block_ref:u64le`.
@@ -85,20 +85,20 @@ impl Manifest {
 
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<Self, StoreError> {
         let bad = || corrupt(name, "bad manifest");
-        let mut r = Reader(bytes);
-        let kind = r.take(1).ok_or_else(bad)?[0];
-        let root = Digest(r.array().ok_or_else(bad)?);
-        let blocks = u64::from_le_bytes(r.array().ok_or_else(bad)?);
+        let mut r = Reader::new(bytes);
+        let kind = r.bytes(1).map_err(|_| bad())?[0];
+        let root = Digest(r.array().map_err(|_| bad())?);
+        let blocks = u64::from_le_bytes(r.array().map_err(|_| bad())?);
         let body = match kind {
             FULL => {
-                let mut chunks = Vec::with_capacity(r.0.len() / CHUNK_INFO);
-                while !r.0.is_empty() {
-                    let hash = Digest(r.array().ok_or_else(bad)?);
-                    let count = u32::from_le_bytes(r.array().ok_or_else(bad)?);
+                let mut chunks = Vec::with_capacity(r.remaining() / CHUNK_INFO);
+                while !r.is_empty() {
+                    let hash = Digest(r.array().map_err(|_| bad())?);
+                    let count = u32::from_le_bytes(r.array().map_err(|_| bad())?);
                     chunks.push(ChunkInfo {
                         hash,
                         blocks: count,
-                        bytes: u64::from_le_bytes(r.array().ok_or_else(bad)?),
+                        bytes: u64::from_le_bytes(r.array().map_err(|_| bad())?),
                     });
                 }
                 if chunks.iter().map(|c| u64::from(c.blocks)).sum::<u64>() != blocks {
@@ -107,16 +107,16 @@ impl Manifest {
                 Body::Full { chunks }
             }
             DELTA => {
-                let depth = u32::from_le_bytes(r.array().ok_or_else(bad)?);
-                let len = u16::from_le_bytes(r.array().ok_or_else(bad)?) as usize;
-                let base = std::str::from_utf8(r.take(len).ok_or_else(bad)?).map_err(|_| bad())?.to_string();
+                let depth = u32::from_le_bytes(r.array().map_err(|_| bad())?);
+                let len = u16::from_le_bytes(r.array().map_err(|_| bad())?) as usize;
+                let base = std::str::from_utf8(r.bytes(len).map_err(|_| bad())?).map_err(|_| bad())?.to_string();
                 let mut edits = Vec::new();
-                while !r.0.is_empty() {
-                    let kind = r.take(1).ok_or_else(bad)?[0];
-                    let at = u64::from_le_bytes(r.array().ok_or_else(bad)?);
+                while !r.is_empty() {
+                    let kind = r.bytes(1).map_err(|_| bad())?[0];
+                    let at = u64::from_le_bytes(r.array().map_err(|_| bad())?);
                     edits.push(match kind {
-                        0 => Edit::Insert { at, block: read_block(&mut r).ok_or_else(bad)? },
-                        1 => Edit::Modify { at, block: read_block(&mut r).ok_or_else(bad)? },
+                        0 => Edit::Insert { at, block: read_block(&mut r).map_err(|_| bad())? },
+                        1 => Edit::Modify { at, block: read_block(&mut r).map_err(|_| bad())? },
                         2 => Edit::Remove { at },
                         _ => return Err(bad()),
                     });
@@ -136,15 +136,15 @@ fn put_block(out: &mut Vec<u8>, b: &Block) {
 }
 
 /// One block record: tag, length, reference.
-fn read_block(r: &mut Reader<'_>) -> Option<Block> {
+fn read_block(r: &mut Reader<'_>) -> Result<Block, CodecError> {
     let tag = Digest(r.array()?);
-    let length = r.u32()?;
-    Some(Block::new(tag, length, r.u64()?))
+    let length = r.u32_le()?;
+    Ok(Block::new(tag, length, r.u64_le()?))
 }
 
 /// The blocks of one stored chunk.
 pub(super) fn chunk_blocks(bytes: &[u8]) -> impl Iterator<Item = Block> + '_ {
-    bytes.chunks_exact(BLOCK_RECORD).map(|r| read_block(&mut Reader(r)).expect("a whole record"))
+    bytes.chunks_exact(BLOCK_RECORD).map(|r| read_block(&mut Reader::new(r)).expect("a whole record"))
 }
 
 /// Cuts a block sequence into chunks: after a block whose tag's first two bytes are 0

@@ -47,7 +47,7 @@ fn hidden_key(name: &str) -> Vec<u8> {
 }
 
 fn hex(d: &Digest) -> String {
-    d.0.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(&d.0)
 }
 
 fn chunk_key(d: &Digest) -> Vec<u8> {

@@ -64,7 +64,7 @@ impl Names {
     /// A label the owner attached to a batch (metadata): opaque bytes, e.g. where a file's
     /// slots are. Keys are hex so that any bytes make a valid key.
     pub fn label(&self, key: &[u8]) -> Vec<u8> {
-        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = base16ct::lower::encode_string(key);
         format!("{}/label/{hex}", self.root).into_bytes()
     }
 

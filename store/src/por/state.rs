@@ -21,7 +21,7 @@
 use super::build::Build;
 use super::coded_build::CodedBuild;
 use super::MAX_WIDTH;
-use crate::le::Reader;
+use vouch_core::codec::Reader;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::Region;
 
@@ -112,46 +112,46 @@ impl StateRecord {
     /// Decodes and checks a record; the error says what is wrong.
     pub fn from_bytes(bytes: &[u8]) -> Result<StateRecord, String> {
         let short = || "the record is cut short".to_string();
-        let mut r = Reader(bytes);
-        let version = r.array::<1>().ok_or_else(short)?[0];
+        let mut r = Reader::new(bytes);
+        let version = r.array::<1>().map_err(|_| short())?[0];
         if !(1..=VERSION).contains(&version) {
             return Err("unknown record version".into());
         }
-        let owner_len = r.u32().ok_or_else(short)? as usize;
-        let owner = r.take(owner_len).ok_or_else(short)?.to_vec();
-        let width = r.u32().ok_or_else(short)? as usize;
-        let log_capacity = r.u32().ok_or_else(short)?;
-        let group_log = if version == 1 { 0 } else { r.u32().ok_or_else(short)? };
-        let time = r.u64().ok_or_else(short)?;
+        let owner_len = r.u32_le().map_err(|_| short())? as usize;
+        let owner = r.bytes(owner_len).map_err(|_| short())?.to_vec();
+        let width = r.u32_le().map_err(|_| short())? as usize;
+        let log_capacity = r.u32_le().map_err(|_| short())?;
+        let group_log = if version == 1 { 0 } else { r.u32_le().map_err(|_| short())? };
+        let time = r.u64_le().map_err(|_| short())?;
         let rolled = match version {
             ..=3 => false,
-            _ => match r.array::<1>().ok_or_else(short)?[0] {
+            _ => match r.array::<1>().map_err(|_| short())?[0] {
                 0 => false,
                 1 => true,
                 _ => return Err("the window flag is neither 0 nor 1".into()),
             },
         };
         let schedule = Schedule { log_capacity, group_log, time, rolled };
-        let count = r.u32().ok_or_else(short)? as usize;
+        let count = r.u32_le().map_err(|_| short())? as usize;
         let mut objects = Vec::with_capacity(count.min(64));
         for _ in 0..count {
-            let region = match r.array::<1>().ok_or_else(short)?[0] {
+            let region = match r.array::<1>().map_err(|_| short())?[0] {
                 CODED => Region::Coded,
                 level => Region::Level(level),
             };
             let (time, slots, per_segment) =
-                (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+                (r.u64_le().map_err(|_| short())?, r.u64_le().map_err(|_| short())?, r.u64_le().map_err(|_| short())?);
             objects.push(ObjectRef { region, time, slots, per_segment, stage: None });
         }
         let mut builds = Vec::new();
         if version >= 3 {
-            for _ in 0..r.u32().ok_or_else(short)? {
-                let [level, merge] = r.array::<2>().ok_or_else(short)?.map(u32::from);
-                let (done, per_segment) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+            for _ in 0..r.u32_le().map_err(|_| short())? {
+                let [level, merge] = r.array::<2>().map_err(|_| short())?.map(u32::from);
+                let (done, per_segment) = (r.u64_le().map_err(|_| short())?, r.u64_le().map_err(|_| short())?);
                 let time = schedule.level_time(level).ok_or("a build of a level that is not filled")?;
                 let mut older = Vec::new();
                 for j in merge..level.max(merge) {
-                    let per_segment = r.u64().ok_or_else(short)?;
+                    let per_segment = r.u64_le().map_err(|_| short())?;
                     older.push(ObjectRef {
                         region: Region::Level(j as u8),
                         time: time - (1 << j),
@@ -165,17 +165,17 @@ impl StateRecord {
         }
         let mut coded_build = None;
         if version >= 5 {
-            match r.array::<1>().ok_or_else(short)?[0] {
+            match r.array::<1>().map_err(|_| short())?[0] {
                 0 => {}
                 1 => {
-                    let (per_segment, done) = (r.u64().ok_or_else(short)?, r.u64().ok_or_else(short)?);
+                    let (per_segment, done) = (r.u64_le().map_err(|_| short())?, r.u64_le().map_err(|_| short())?);
                     let (time, log_capacity) = (schedule.epoch_start(), schedule.log_capacity);
                     coded_build = Some(CodedBuild { time, log_capacity, per_segment, done });
                 }
                 _ => return Err("the C build flag is neither 0 nor 1".into()),
             }
         }
-        if !r.0.is_empty() {
+        if !r.is_empty() {
             return Err("trailing bytes after the record".into());
         }
         let record = StateRecord { owner, width, schedule, objects, builds, coded_build };

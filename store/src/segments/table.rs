@@ -14,9 +14,9 @@
 //! With it a segment says everything its index entries say, so the index can be checked
 //! against the segments and rebuilt from them.
 
-use crate::le::Reader;
 use bytes::Bytes;
 use std::collections::HashMap;
+use vouch_core::codec::Reader;
 
 const MAGIC: &[u8; 8] = b"vouchSG1";
 /// Bytes of the trailer.
@@ -125,30 +125,30 @@ impl SegmentTable {
         if xxh3::hash64_with_seed(table, 0) != check {
             return Err("table checksum mismatch".into());
         }
-        let mut r = Reader(table);
+        let mut r = Reader::new(table);
         let bad = || "malformed table".to_string();
-        let owner_count = r.u32().ok_or_else(bad)? as usize;
+        let owner_count = r.u32_le().map_err(|_| bad())? as usize;
         let mut owners = Vec::with_capacity(owner_count.min(table.len() / 2));
         for _ in 0..owner_count {
-            let n = r.u16().ok_or_else(bad)? as usize;
-            owners.push(r.take(n).ok_or_else(bad)?.to_vec());
+            let n = r.u16_le().map_err(|_| bad())? as usize;
+            owners.push(r.bytes(n).map_err(|_| bad())?.to_vec());
         }
-        let count = r.u32().ok_or_else(bad)? as usize;
+        let count = r.u32_le().map_err(|_| bad())? as usize;
         let mut blocks = Vec::with_capacity(count.min(table.len() / 34));
         for _ in 0..count {
-            let owner = owners.get(r.u32().ok_or_else(bad)? as usize).ok_or("owner index out of range")?.clone();
-            let id = r.u64().ok_or_else(bad)?;
-            let offset = r.u64().ok_or_else(bad)?;
-            let len = r.u32().ok_or_else(bad)?;
-            let check = r.u64().ok_or_else(bad)?;
-            let n = r.u16().ok_or_else(bad)? as usize;
-            let tag = r.take(n).ok_or_else(bad)?.to_vec();
+            let owner = owners.get(r.u32_le().map_err(|_| bad())? as usize).ok_or("owner index out of range")?.clone();
+            let id = r.u64_le().map_err(|_| bad())?;
+            let offset = r.u64_le().map_err(|_| bad())?;
+            let len = r.u32_le().map_err(|_| bad())?;
+            let check = r.u64_le().map_err(|_| bad())?;
+            let n = r.u16_le().map_err(|_| bad())? as usize;
+            let tag = r.bytes(n).map_err(|_| bad())?.to_vec();
             if offset.checked_add(u64::from(len)).is_none_or(|end| end > data_len as u64) {
                 return Err(format!("block {id} lies outside the data region"));
             }
             blocks.push(TableBlock { owner, id, offset, len, check, tag });
         }
-        if !r.0.is_empty() {
+        if !r.is_empty() {
             return Err("bytes after the table's last entry".into());
         }
         Ok(SegmentTable { data_len: data_len as u64, blocks })
