@@ -163,8 +163,8 @@ pub(crate) fn run_with(
     })
 }
 
-impl Report {
-    pub fn to_text(&self) -> String {
+impl crate::Shown for Report {
+    fn to_text(&self) -> String {
         let mut out = format!("ADICT in memory ({} run), one core:\n", if self.quick { "quick" } else { "full" });
         for s in &self.sizes {
             out += &format!(
@@ -186,6 +186,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Shown;
 
     #[test]
     fn a_tiny_run_over_the_local_backend_has_every_part() {

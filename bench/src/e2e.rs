@@ -363,8 +363,8 @@ async fn replay(pattern: &'static str, size: usize, dir: &Path) -> Result<Replay
     })
 }
 
-impl Report {
-    pub fn to_text(&self) -> String {
+impl crate::Shown for Report {
+    fn to_text(&self) -> String {
         let mut out = format!("End-to-end benchmark ({} run)\n", if self.quick { "quick" } else { "full" });
         for b in &self.backends {
             out += &format!(

@@ -331,9 +331,9 @@ fn targets(
     ]
 }
 
-impl Report {
+impl crate::Shown for Report {
     /// The report for people: one line per figure, then the targets.
-    pub fn to_text(&self) -> String {
+    fn to_text(&self) -> String {
         let mut out = String::new();
         let mut line = |s: String| {
             out.push_str(&s);

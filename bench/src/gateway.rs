@@ -710,8 +710,8 @@ async fn cache_sweep(
     Ok((sweep, gateway))
 }
 
-impl Report {
-    pub fn to_text(&self) -> String {
+impl crate::Shown for Report {
+    fn to_text(&self) -> String {
         let mut out = format!(
             "Gateway benchmark ({} run): provider blobs on {}; baseline: {}\n",
             if self.quick { "quick" } else { "full" },
@@ -809,6 +809,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Shown;
 
     #[test]
     fn a_tiny_run_over_the_local_backend_has_every_part() {

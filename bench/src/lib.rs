@@ -24,4 +24,4 @@ pub mod repo;
 pub mod store;
 pub mod vicos;
 
-pub use measure::{Options, SelfCheckFailed, Target};
+pub use measure::{Options, SelfCheckFailed, Shown, Target};

@@ -47,6 +47,20 @@ pub struct Options {
     pub quick: bool,
 }
 
+/// A bench's report: JSON for machines (its fields), text for people.
+pub trait Shown: Serialize {
+    /// One line per figure, then the targets, each met or missed.
+    fn to_text(&self) -> String;
+
+    /// The report as `vouch bench` prints it: JSON with `--json`, else text.
+    fn show(&self, json: bool) -> String {
+        match json {
+            true => serde_json::to_string_pretty(self).expect("a report is plain data"),
+            false => self.to_text(),
+        }
+    }
+}
+
 /// One target of an issue: a measured value against a limit.
 #[derive(Clone, Debug, Serialize)]
 pub struct Target {

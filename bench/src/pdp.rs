@@ -339,8 +339,8 @@ fn public_verify(
     Ok(ms(took))
 }
 
-impl Report {
-    pub fn to_text(&self) -> String {
+impl crate::Shown for Report {
+    fn to_text(&self) -> String {
         let mut out = format!(
             "PDP benchmark: {} MB file, {} challenges, {} thread(s), minimum of several runs\n",
             self.file_bytes >> 20,

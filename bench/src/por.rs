@@ -250,8 +250,8 @@ fn level_figure(level: u32, slot: usize, runs: usize) -> Result<LevelFigure, Sel
     })
 }
 
-impl Report {
-    pub fn to_text(&self) -> String {
+impl crate::Shown for Report {
+    fn to_text(&self) -> String {
         let mut out = format!(
             "PoR benchmark: {} B blocks, one thread, minimum of several runs; butterfly kernel {}\n\
              baseline: memory copy {:.0} MB/s, SHA-256 {:.0} MB/s; checksums {:.0} MB/s\n",

@@ -365,8 +365,8 @@ async fn list_figure(scratch: &std::path::Path) -> Result<ListFigure, SelfCheckF
     Ok(ListFigure { blocks: LIST_BLOCKS, save_ms: ms(save), load_ms: ms(load) })
 }
 
-impl Report {
-    pub fn to_text(&self) -> String {
+impl crate::Shown for Report {
+    fn to_text(&self) -> String {
         let mut out = format!("Store benchmark ({} run)\n", if self.quick { "quick" } else { "full" });
         for b in &self.backends {
             out += &format!(

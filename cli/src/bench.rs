@@ -3,6 +3,7 @@
 use clap::{Args, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
+use vouch_bench::Shown;
 
 #[derive(Subcommand)]
 pub enum Which {
@@ -51,45 +52,20 @@ pub struct E2e {
 }
 
 pub fn run(which: Which) -> anyhow::Result<()> {
-    match which {
-        Which::Flexlist(common) => {
-            let report = vouch_bench::flexlist::run(vouch_bench::flexlist::Options { quick: common.quick }, progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
-        }
-        Which::Aip(common) => {
-            let report = vouch_bench::aip::run(vouch_bench::Options { quick: common.quick }, progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
-        }
-        Which::Por(common) => {
-            let report = vouch_bench::por::run(vouch_bench::Options { quick: common.quick }, progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
-        }
-        Which::Store(common) => {
-            let report = vouch_bench::store::run(vouch_bench::Options { quick: common.quick }, progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
-        }
+    let quick = |common: &Common| vouch_bench::Options { quick: common.quick };
+    let text = match which {
+        Which::Flexlist(c) => vouch_bench::flexlist::run(quick(&c), progress)?.show(c.json),
+        Which::Aip(c) => vouch_bench::aip::run(quick(&c), progress)?.show(c.json),
+        Which::Por(c) => vouch_bench::por::run(quick(&c), progress)?.show(c.json),
+        Which::Store(c) => vouch_bench::store::run(quick(&c), progress)?.show(c.json),
+        Which::Gateway(c) => vouch_bench::gateway::run(quick(&c), progress)?.show(c.json),
+        Which::Pdp(c) => vouch_bench::pdp::run(quick(&c), progress)?.show(c.json),
         Which::E2e(E2e { common, repo, commits }) => {
             let source = repo.map(|path| vouch_bench::repo::Source { path, commits });
-            let report =
-                vouch_bench::e2e::run(vouch_bench::Options { quick: common.quick }, source.as_ref(), progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
+            vouch_bench::e2e::run(quick(&common), source.as_ref(), progress)?.show(common.json)
         }
-        Which::Gateway(common) => {
-            let report = vouch_bench::gateway::run(vouch_bench::Options { quick: common.quick }, progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
-        }
-        Which::Pdp(common) => {
-            let report = vouch_bench::pdp::run(vouch_bench::pdp::Options { quick: common.quick }, progress)?;
-            let text = if common.json { serde_json::to_string_pretty(&report)? } else { report.to_text() };
-            writeln!(std::io::stdout(), "{text}")?;
-        }
-    }
+    };
+    writeln!(std::io::stdout(), "{text}")?;
     Ok(())
 }
 
