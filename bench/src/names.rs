@@ -59,7 +59,7 @@ pub(crate) async fn measure(n: u64, dir: &Path) -> Result<NameScale, SelfCheckFa
             EntryRecord::new(name(i), FileId(file))
         })
         .collect();
-    provider.import_entries(CLIENT, &entries).await.map_err(lie)?;
+    provider.files().import_entries(CLIENT, &entries).await.map_err(lie)?;
     // What the client holds: the root and size of these entries.
     let tree = NamespaceTree::load(entries).map_err(lie)?;
     let root = Root { digest: tree.root(), len: tree.len() };

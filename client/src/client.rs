@@ -405,7 +405,7 @@ impl Client {
             None => por,
         };
         if por_file {
-            self.por_owe_copy(commit, name).await?;
+            self.por().owe_copy(commit, name).await?;
         }
         // Counted in frame parts (about two per block): a few frames in flight.
         let (tx, rx) = tokio::sync::mpsc::channel(2048);
@@ -436,7 +436,7 @@ impl Client {
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
         self.cache.keep_written(&record, &kept);
         if por_file {
-            self.por_pay_copy(commit, name, &record, Some(kept)).await?;
+            self.por().pay_copy(commit, name, &record, Some(kept)).await?;
         }
         Ok(Transfer {
             name: name.into(),
@@ -622,7 +622,9 @@ impl Client {
         // Proven present: a "not found" from here on is a lie.
         let latest = self.version_in(&View::Committing, name, None).await?;
         let freed = match is_por_file(&latest.entry.file) {
-            true => Some(self.por_owe_delete(&commit, name, &self.log_in(&View::Committing, name).await?, &[]).await?),
+            true => {
+                Some(self.por().owe_delete(&commit, name, &self.log_in(&View::Committing, name).await?, &[]).await?)
+            }
             false => None,
         };
         let attempt = new_attempt();
@@ -635,7 +637,7 @@ impl Client {
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(&commit, name, &found, &Change::Remove, &answer)?;
         match freed {
-            Some(freed) => self.por_pay_delete(freed).await,
+            Some(freed) => self.por().pay_delete(freed).await,
             None => Ok(()),
         }
     }
@@ -664,7 +666,7 @@ impl Client {
                     let side = if positions.contains(&(p as u64)) { &mut gone } else { &mut kept };
                     side.push(*v);
                 }
-                Some(self.por_owe_delete(&commit, name, &gone, &kept).await?)
+                Some(self.por().owe_delete(&commit, name, &gone, &kept).await?)
             }
             false => None,
         };
@@ -684,7 +686,7 @@ impl Client {
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
         self.accept_commit(&commit, name, &found, &Change::Prune(positions), &answer)?;
         match freed {
-            Some(freed) => self.por_pay_delete(freed).await,
+            Some(freed) => self.por().pay_delete(freed).await,
             None => Ok(()),
         }
     }

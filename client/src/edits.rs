@@ -131,7 +131,7 @@ impl Client {
         };
         let por_file = crate::por::is_por_file(&latest.record.file);
         if por_file {
-            self.por_owe_copy(commit, name).await?;
+            self.por().owe_copy(commit, name).await?;
         }
         let intent =
             Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
@@ -143,7 +143,7 @@ impl Client {
         self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
         if por_file {
             // Only the blocks the edit wrote take new slots.
-            self.por_pay_edit(commit, name, &plan.base, &record, &req.blocks).await?;
+            self.por().pay_edit(commit, name, &plan.base, &record, &req.blocks).await?;
         }
         Ok((record, answer))
     }

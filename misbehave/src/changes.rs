@@ -33,20 +33,20 @@ impl Misbehaving {
     /// The honest commit's steps, with this provider's lie between them.
     async fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
         let miscount = self.lie == Misbehave::WrongCount;
-        let mut planned = self.honest.plan(staged)?;
+        let mut planned = self.honest.files().plan(staged)?;
         if miscount && planned.name_exists() {
             add_one(planned.version_edits());
         }
-        let mut proven = self.honest.prove_versions(planned)?;
+        let mut proven = self.honest.files().prove_versions(planned)?;
         if miscount && !proven.appends_to_existing() {
             add_one(proven.namespace_edits());
         }
-        let prepared = self.honest.prove_namespace(proven)?;
+        let prepared = self.honest.files().prove_namespace(proven)?;
         match self.lie {
             // Valid proofs for a change never made durable: later answers come from before it.
             Misbehave::Rollback => Ok(prepared.committed.clone()),
             Misbehave::DropAnswer => {
-                self.honest.apply(prepared).await?;
+                self.honest.files().apply(prepared).await?;
                 Err(ProviderError::Store(StoreError::Backend {
                     at: "the answer".into(),
                     detail: "committed, then lost on purpose (drop-answer)".into(),
@@ -54,11 +54,11 @@ impl Misbehaving {
             }
             Misbehave::SlowCommit => {
                 tokio::time::sleep(super::SLOW_COMMIT).await;
-                let committed = self.honest.apply(prepared).await?;
+                let committed = self.honest.files().apply(prepared).await?;
                 tokio::time::sleep(super::SLOW_COMMIT).await;
                 Ok(committed)
             }
-            _ => self.honest.apply(prepared).await,
+            _ => self.honest.files().apply(prepared).await,
         }
     }
 }
@@ -69,7 +69,7 @@ pub(crate) async fn put_blocks(
     blocks: Vec<WireBlock>,
 ) -> Result<(), ProviderError> {
     liar.receive(&blocks);
-    liar.honest.put_blocks(put, blocks).await
+    liar.honest.files().put_blocks(put, blocks).await
 }
 
 pub(crate) async fn finish_put(
@@ -78,7 +78,7 @@ pub(crate) async fn finish_put(
     record: VersionRecord,
 ) -> Result<Committed, ProviderError> {
     liar.refuse_once()?;
-    let staged = liar.honest.stage_put(put, record).await?;
+    let staged = liar.honest.files().stage_put(put, record).await?;
     liar.commit(staged).await
 }
 
@@ -89,26 +89,26 @@ pub(crate) async fn commit_staged(
     limits: &Limits,
 ) -> Result<Committed, ProviderError> {
     liar.refuse_once()?;
-    let staged = liar.honest.stage_staged(client, req, limits).await?;
+    let staged = liar.honest.files().stage_staged(client, req, limits).await?;
     liar.commit(staged).await
 }
 
 pub(crate) async fn edit(liar: &Misbehaving, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
     liar.receive(&req.blocks);
     liar.refuse_once()?;
-    let staged = liar.honest.stage_edit(client, req).await?;
+    let staged = liar.honest.files().stage_edit(client, req).await?;
     liar.commit(staged).await
 }
 
 pub(crate) async fn remove(liar: &Misbehaving, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
     liar.refuse_once()?;
-    let staged = liar.honest.stage_remove(client, req).await?;
+    let staged = liar.honest.files().stage_remove(client, req).await?;
     liar.commit(staged).await
 }
 
 pub(crate) async fn prune(liar: &Misbehaving, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
     liar.refuse_once()?;
-    let staged = liar.honest.stage_prune(client, req).await?;
+    let staged = liar.honest.files().stage_prune(client, req).await?;
     liar.commit(staged).await
 }
 

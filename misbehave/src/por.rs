@@ -54,7 +54,7 @@ pub(crate) async fn por_status(
     if liar.lie == Misbehave::DropPorAnswer && liar.refused.load(Ordering::SeqCst) {
         return Err(down("drop-por-answer"));
     }
-    liar.honest.por_status(client, req).await
+    liar.honest.por().status(client, req).await
 }
 
 pub(crate) async fn por_plan(
@@ -62,7 +62,7 @@ pub(crate) async fn por_plan(
     client: &str,
     req: &PorPlanRequest,
 ) -> Result<PorContext, ProviderError> {
-    let answer = liar.honest.por_plan(client, req).await?;
+    let answer = liar.honest.por().plan(client, req).await?;
     let whole = answer.total == answer.context.len() as u64;
     if !whole || !matches!(liar.lie, Misbehave::StalePorLevel | Misbehave::OtherPorChecksum) {
         return Ok(answer);
@@ -107,23 +107,24 @@ pub(crate) async fn por_write(
     }
     if liar.lie == Misbehave::DropPorAnswer {
         if !liar.refused.swap(true, Ordering::SeqCst) {
-            liar.honest.por_write(client, req).await?;
+            liar.honest.por().write(client, req).await?;
         }
         return Err(down(liar.lie.name()));
     }
     if liar.lie == Misbehave::SlowPorWrite && !liar.refused.swap(true, Ordering::SeqCst) {
-        return liar.honest.por_write_slowly(client, req, super::SLOW_POR_WRITE).await;
+        return liar.honest.por().write_slowly(client, req, super::SLOW_POR_WRITE).await;
     }
     if liar.lie == Misbehave::SkipPorRebuild {
         // The fault is the store's: the honest steps of the write run with it on.
         liar.honest
+            .por()
             .with_log(client, async |log, _| {
                 log.skip_rebuilds(true);
                 Ok(())
             })
             .await?;
     }
-    let status = liar.honest.por_write(client, req).await?;
+    let status = liar.honest.por().write(client, req).await?;
     if liar.lie == Misbehave::StalePorLabel {
         let mut first = liar.por_first_labels.lock().expect("first PoR labels");
         for label in &req.labels {
@@ -154,7 +155,7 @@ pub(crate) async fn por_label(
             return Ok(PorLabelAnswer { value: Some(ByteBuf::from(value.clone())) });
         }
     }
-    liar.honest.por_label(client, req).await
+    liar.honest.por().label(client, req).await
 }
 
 pub(crate) async fn por_free(
@@ -166,7 +167,7 @@ pub(crate) async fn por_free(
     if liar.lie == Misbehave::FreePorLiveSlots && asked_before && req.most_slots > 0 && req.most_runs > 0 {
         return Ok(PorFreeAnswer { runs: vec![(0, req.most_slots)] });
     }
-    liar.honest.por_free(client, req).await
+    liar.honest.por().free(client, req).await
 }
 
 pub(crate) async fn por_read(
@@ -174,7 +175,7 @@ pub(crate) async fn por_read(
     client: &str,
     req: &PorReadRequest,
 ) -> Result<PorReadAnswer, ProviderError> {
-    let answer = liar.honest.por_read(client, req).await?;
+    let answer = liar.honest.por().read(client, req).await?;
     let swap = liar.lie == Misbehave::SwapPorSlots && req.indices.len() >= 2;
     if !swap && liar.lie != Misbehave::OtherPorChecksum {
         return Ok(answer);
@@ -201,7 +202,7 @@ pub(crate) async fn por_audit(
     client: &str,
     req: &PorAuditRequest,
 ) -> Result<PorAuditAnswer, ProviderError> {
-    let mut answer = liar.honest.por_audit(client, req).await?;
+    let mut answer = liar.honest.por().audit(client, req).await?;
     if liar.lie == Misbehave::ForgePorAggregate {
         for part in answer.parts.iter_mut().filter_map(|p| match p {
             PorPartAnswer::Proof(proof) => Some(proof),

@@ -16,7 +16,7 @@ impl Misbehaving {
         if !matches!(self.lie, Misbehave::OldVersion | Misbehave::HideVersion) {
             return Ok(want);
         }
-        let log = self.honest.log(client, name)?;
+        let log = self.honest.files().log(client, name)?;
         let numbers: Vec<u64> =
             log.versions.iter().filter_map(|r| VersionRecord::from_bytes(r).ok()).map(|r| r.number).collect();
         match (self.lie, want) {
@@ -35,11 +35,11 @@ pub(crate) fn located(
     name: &str,
     want: Option<u64>,
 ) -> Result<Located, ProviderError> {
-    liar.honest.located(client, name, liar.version_asked(client, name, want)?)
+    liar.honest.files().located(client, name, liar.version_asked(client, name, want)?)
 }
 
 pub(crate) fn listing(liar: &Misbehaving, client: &str) -> Result<Listing, ProviderError> {
-    let mut listing = liar.honest.listing(client)?;
+    let mut listing = liar.honest.files().listing(client)?;
     if liar.lie == Misbehave::HideFile && !listing.entries.is_empty() {
         listing.entries.remove(0);
     }
@@ -55,7 +55,7 @@ pub(crate) fn read_plan(
     end: u64,
 ) -> Result<(Located, ReadPlan), ProviderError> {
     let want = liar.version_asked(client, name, want)?;
-    let (located, mut plan) = liar.honest.read_plan(client, name, want, start, end)?;
+    let (located, mut plan) = liar.honest.files().read_plan(client, name, want, start, end)?;
     match liar.lie {
         Misbehave::PastRange => {
             // The block after the range, proven like the rest.
@@ -88,7 +88,7 @@ pub(crate) async fn read_chunk(
     plan: &ReadPlan,
     starts: &[u64],
 ) -> Result<ReadChunk, ProviderError> {
-    let mut chunk = liar.honest.read_chunk(client, plan, starts).await?;
+    let mut chunk = liar.honest.files().read_chunk(client, plan, starts).await?;
     let blocks = &mut chunk.blocks;
     match liar.lie {
         Misbehave::CorruptBlock => {
@@ -119,7 +119,7 @@ pub(crate) fn block_list(
     want: Option<u64>,
 ) -> Result<BlockList, ProviderError> {
     let want = liar.version_asked(client, name, want)?;
-    let mut list = liar.honest.block_list(client, name, want)?;
+    let mut list = liar.honest.files().block_list(client, name, want)?;
     if liar.lie == Misbehave::CorruptBlock {
         if let Some(b) = list.blocks.first_mut() {
             b.tag[0] ^= 1;
@@ -139,7 +139,7 @@ pub(crate) async fn audit(
     if liar.lie == Misbehave::OtherChallenge {
         req.seed[0] ^= 1;
     }
-    let mut held = match liar.honest.challenged(client, &req, max_bytes).await? {
+    let mut held = match liar.honest.files().challenged(client, &req, max_bytes).await? {
         Challenged::Nothing(located) => return Ok(AuditAnswer { located, proof: ByteBuf::new() }),
         Challenged::Blocks(held) => held,
     };
@@ -155,7 +155,7 @@ pub(crate) async fn audit(
             data[0] ^= 1;
         }
     }
-    let (mut answer, mut proof) = liar.honest.prove_possession(held)?;
+    let (mut answer, mut proof) = liar.honest.files().prove_possession(held)?;
     if liar.lie == Misbehave::StretchBlock {
         // A challenged block claims its unopened neighbour's bytes (which it could then
         // drop, answering for them with zeros).

@@ -30,9 +30,9 @@ impl Misbehaving {
     }
 }
 pub(crate) async fn aip_create(liar: &Misbehaving, req: &AipCreate, caller: &str) -> Result<AipAck, ProviderError> {
-    let ack = liar.honest.aip_create(req, caller).await?;
+    let ack = liar.honest.groups().create(req, caller).await?;
     if liar.lie == Misbehave::ForkAip {
-        liar.honest.aip_create(&AipCreate { group: fork_of(&req.group), ..req.clone() }, caller).await?;
+        liar.honest.groups().create(&AipCreate { group: fork_of(&req.group), ..req.clone() }, caller).await?;
     }
     Ok(ack)
 }
@@ -40,9 +40,9 @@ pub(crate) async fn aip_create(liar: &Misbehaving, req: &AipCreate, caller: &str
 /// Under [`Misbehave::ForkAip`], a member is admitted to the fork too: its messages may
 /// go to either history.
 pub(crate) async fn aip_admit(liar: &Misbehaving, req: &AipAdmit, caller: &str) -> Result<AipAck, ProviderError> {
-    let ack = liar.honest.aip_admit(req, caller).await?;
+    let ack = liar.honest.groups().admit(req, caller).await?;
     if liar.lie == Misbehave::ForkAip {
-        liar.honest.aip_admit(&AipAdmit { group: fork_of(&req.group), ..req.clone() }, caller).await?;
+        liar.honest.groups().admit(&AipAdmit { group: fork_of(&req.group), ..req.clone() }, caller).await?;
     }
     Ok(ack)
 }
@@ -54,11 +54,11 @@ pub(crate) async fn aip_invoke(liar: &Misbehaving, req: &AipInvoke, caller: &str
         let count = counts.entry((req.group.clone(), req.from)).or_default();
         *count += 1;
     }
-    liar.honest.aip_invoke(&AipInvoke { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
+    liar.honest.groups().invoke(&AipInvoke { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
 }
 
 pub(crate) async fn aip_commit(liar: &Misbehaving, req: &AipCommit, caller: &str) -> Result<AipWork, ProviderError> {
-    liar.honest.aip_commit(&AipCommit { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
+    liar.honest.groups().commit(&AipCommit { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
 }
 
 pub(crate) async fn aip_commit_auth(
@@ -67,11 +67,11 @@ pub(crate) async fn aip_commit_auth(
     caller: &str,
 ) -> Result<AipWork, ProviderError> {
     let group = liar.routed(&req.group, req.from);
-    liar.honest.aip_commit_auth(&AipCommitAuth { group, ..req.clone() }, caller).await
+    liar.honest.groups().commit_auth(&AipCommitAuth { group, ..req.clone() }, caller).await
 }
 
 pub(crate) async fn aip_work(liar: &Misbehaving, req: &AipWorkRequest, caller: &str) -> Result<AipWork, ProviderError> {
-    liar.honest.aip_work(&AipWorkRequest { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
+    liar.honest.groups().work(&AipWorkRequest { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
 }
 
 pub(crate) async fn aip_history(
@@ -79,5 +79,5 @@ pub(crate) async fn aip_history(
     req: &AipHistory,
     caller: &str,
 ) -> Result<AipHistoryPage, ProviderError> {
-    liar.honest.aip_history(&AipHistory { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
+    liar.honest.groups().history(&AipHistory { group: liar.routed(&req.group, req.from), ..req.clone() }, caller).await
 }

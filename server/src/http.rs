@@ -216,7 +216,7 @@ where
 
 async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: LookupRequest| async move {
-        let _reading = app.provider.honest().reading(&c).await;
+        let _reading = app.provider.honest().files().reading(&c).await;
         app.provider.located(&c, &r.name, r.version)
     })
     .await
@@ -228,7 +228,7 @@ async fn list(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
 
 async fn log(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: LogRequest| async move {
-        let _reading = app.provider.honest().reading(&c).await;
+        let _reading = app.provider.honest().files().reading(&c).await;
         app.provider.log(&c, &r.name)
     })
     .await
@@ -255,7 +255,7 @@ async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> R
 
 async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     answer(app, headers, body, |app, c, r: BlocksRequest| async move {
-        let _reading = app.provider.honest().reading(&c).await;
+        let _reading = app.provider.honest().files().reading(&c).await;
         app.provider.block_list(&c, &r.name, r.version)
     })
     .await
@@ -352,13 +352,13 @@ struct Applying(Arc<App>, String);
 
 impl Applying {
     fn begin(app: &Arc<App>, client: &str) -> Option<Applying> {
-        app.provider.honest().por_applying(client).then(|| Applying(app.clone(), client.to_string()))
+        app.provider.honest().por().applying(client).then(|| Applying(app.clone(), client.to_string()))
     }
 }
 
 impl Drop for Applying {
     fn drop(&mut self) {
-        self.0.provider.honest().por_applied(&self.1);
+        self.0.provider.honest().por().applied(&self.1);
     }
 }
 
@@ -407,7 +407,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         if req.start > req.end {
             return Err(Failure(ErrorCode::BadRequest, format!("empty range {}..{}", req.start, req.end)));
         }
-        let reading = app.provider.honest().reading(&client).await;
+        let reading = app.provider.honest().files().reading(&client).await;
         let (located, plan) = app.provider.read_plan(&client, &req.name, req.version, req.start, req.end)?;
         drop(reading);
         Ok((client, located, plan))

@@ -163,8 +163,8 @@ pub async fn start_with<S: Service>(
     }
     let listener = listen::Accepted::start(listener, options.tls, options.limits.stream_idle)
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
-    provider.honest().set_group_idle(options.limits.group_idle);
-    provider.honest().set_aip_page_bytes(options.limits.aip_page_bytes);
+    provider.honest().groups().set_idle(options.limits.group_idle);
+    provider.honest().groups().set_page_bytes(options.limits.aip_page_bytes);
     let app = Arc::new(http::App { provider: provider.clone(), clients, limits: options.limits });
     let maintenance = options.maintenance.map(|m| tokio::spawn(maintain(Arc::downgrade(&app), m)));
     let held = app.clone();

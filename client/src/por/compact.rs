@@ -1,7 +1,7 @@
 //! Consolidation that moves copies (App. A.3): when deletes have freed about half of U but
 //! not its top, the copies past a power of two move down into the holes below it, and U
 //! shrinks to it. Shrinking when the top is free already needs no move
-//! ([`Client::por_consolidate`]).
+//! ([`PorSession::consolidate`]).
 //!
 //! 1. **Plan** ([`super::moves`]), nothing written: the slots in use are those the current
 //!    labels of the namespace's PoR versions name. Their blocks that reach past the target are
@@ -30,8 +30,9 @@
 use super::layout::{Layout, Run};
 use super::moves::{self, freed, moved};
 use super::record::{Compacting, PorRecord};
+use super::PorSession;
 use super::{copy, sealed_label, Batch, PorKeys, INITIAL_LOG_CAPACITY, REQUEST_SLOTS};
-use crate::client::{Client, View};
+use crate::client::View;
 use crate::error::ClientError;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::client::plan_shrink;
@@ -49,11 +50,11 @@ struct LiveCopy {
     generation: u64,
 }
 
-impl Client {
+impl PorSession<'_> {
     /// Plans a consolidation that moves copies and carries it out, if one shrinks U (see the
     /// module documentation); else nothing.
-    pub(super) async fn por_compact(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
-        let copies = self.por_live_copies(keys, record).await?;
+    pub(super) async fn compact(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
+        let copies = self.live_copies(keys, record).await?;
         let layouts: Vec<Layout> = copies.into_iter().map(|c| c.layout).collect();
         let live = moves::union(layouts.iter().flat_map(|l| l.runs.iter().copied()));
         let schedule = record.at.log.schedule;
@@ -64,7 +65,7 @@ impl Client {
         }
         let mut blocks = Vec::new();
         for run in live.iter().filter(|r| r.first + r.slots > lowest) {
-            let spans = match self.por_block_spans(keys, record, *run).await {
+            let spans = match self.block_spans(keys, record, *run).await {
                 Ok(spans) => spans,
                 // Lost or lied about: no consolidation now (reads and repair meet it).
                 Err(e) if e.violation_kind().is_some() => {
@@ -87,18 +88,14 @@ impl Client {
         );
         record.generation += 1;
         record.compacting = Some(Compacting { log_target: plan.log_target, moves: plan.moves, moved: 0, freed: 0 });
-        self.por_save(record)?;
-        self.por_settle_compaction(keys, record).await
+        self.save(record)?;
+        self.settle_compaction(keys, record).await
     }
 
     /// Carries the consolidation the record names, if any, to its end, from where it stopped.
-    pub(super) async fn por_settle_compaction(
-        &self,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-    ) -> Result<(), ClientError> {
+    pub(super) async fn settle_compaction(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
         let Some(plan) = record.compacting.clone() else { return Ok(()) };
-        if let Err(e) = self.por_make_moves(keys, record, &plan).await {
+        if let Err(e) = self.make_moves(keys, record, &plan).await {
             if e.violation_kind().is_none() {
                 return Err(e);
             }
@@ -107,30 +104,30 @@ impl Client {
             // slots meet the violation for themselves, where repair can restore them.
             tracing::warn!("PoR log: the consolidation stops before its moves are made: {e}");
             record.compacting = None;
-            return self.por_save(record);
+            return self.save(record);
         }
-        self.por_relabel_and_free(keys, record, &plan).await?;
+        self.relabel_and_free(keys, record, &plan).await?;
         if record.at.log.schedule.log_capacity > plan.log_target {
             let planned =
                 plan_shrink(&record.at.log, plan.log_target).map_err(|e| ClientError::State(e.to_string()))?;
-            self.por_send(keys, record, planned, Batch::default()).await?;
+            self.send(keys, record, planned, Batch::default()).await?;
         }
         let generation = record.generation;
         record.bound_labels(generation, 1 << plan.log_target);
         record.compacting = None;
-        self.por_save(record)
+        self.save(record)
     }
 
     /// Every version of the namespace's PoR files that has a copy, with its current label.
-    async fn por_live_copies(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<LiveCopy>, ClientError> {
+    async fn live_copies(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<LiveCopy>, ClientError> {
         let mut out = Vec::new();
-        for entry in self.list_in(&View::Committing).await? {
+        for entry in self.client.list_in(&View::Committing).await? {
             if !copy::is_por_file(&entry.file) {
                 continue;
             }
-            for version in self.log_in(&View::Committing, &entry.name).await? {
+            for version in self.client.log_in(&View::Committing, &entry.name).await? {
                 if version.len > 0 {
-                    let (layout, generation) = self.por_sealed_location(keys, record, &version).await?;
+                    let (layout, generation) = self.sealed_location(keys, record, &version).await?;
                     out.push(LiveCopy { version, layout, generation });
                 }
             }
@@ -140,17 +137,12 @@ impl Client {
 
     /// Where each block of the live run `run` starts and how many slots it takes, from its
     /// first slots, read a request at a time.
-    async fn por_block_spans(
-        &self,
-        keys: &PorKeys,
-        record: &PorRecord,
-        run: Run,
-    ) -> Result<Vec<(u64, u64)>, ClientError> {
+    async fn block_spans(&self, keys: &PorKeys, record: &PorRecord, run: Run) -> Result<Vec<(u64, u64)>, ClientError> {
         let end = run.first + run.slots;
         let (mut spans, mut head) = (Vec::new(), run.first);
         while head < end {
             let count = (end - head).min(REQUEST_SLOTS as u64);
-            let slots = self.por_read(keys, &record.at.log, &(head..head + count).collect::<Vec<_>>()).await?;
+            let slots = self.read(keys, &record.at.log, &(head..head + count).collect::<Vec<_>>()).await?;
             let (found, next) = copy::block_spans(head, &slots, head).map_err(ClientError::State)?;
             spans.extend(found);
             head = next;
@@ -163,12 +155,7 @@ impl Client {
 
     /// Step 2: the moves' slots, re-indexed, written at their new places, from the first not
     /// written yet.
-    async fn por_make_moves(
-        &self,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-        plan: &Compacting,
-    ) -> Result<(), ClientError> {
+    async fn make_moves(&self, keys: &PorKeys, record: &mut PorRecord, plan: &Compacting) -> Result<(), ClientError> {
         let mut done = 0u64;
         let mut batch = Batch::default();
         for m in &plan.moves {
@@ -179,7 +166,7 @@ impl Client {
                 let indices: Vec<u64> = (m.from + at + written..m.from + at + count).collect();
                 let slots = match indices.is_empty() {
                     true => Vec::new(),
-                    false => self.por_read(keys, &record.at.log, &indices).await?,
+                    false => self.read(keys, &record.at.log, &indices).await?,
                 };
                 for (&from, slot) in indices.iter().zip(slots.chunks_exact(SLOT_WIDTH)) {
                     let to = m.to + (from - m.from);
@@ -188,29 +175,29 @@ impl Client {
                     batch.writes.push(to);
                     batch.slots.extend(slot);
                     if batch.writes.len() == REQUEST_SLOTS {
-                        self.por_moved(keys, record, std::mem::take(&mut batch)).await?;
+                        self.moved(keys, record, std::mem::take(&mut batch)).await?;
                     }
                 }
                 (done, at) = (done + count, at + count);
             }
         }
         if !batch.writes.is_empty() {
-            self.por_moved(keys, record, batch).await?;
+            self.moved(keys, record, batch).await?;
         }
         Ok(())
     }
 
     /// A batch of moved slots, then the record says they are written.
-    async fn por_moved(&self, keys: &PorKeys, record: &mut PorRecord, batch: Batch) -> Result<(), ClientError> {
+    async fn moved(&self, keys: &PorKeys, record: &mut PorRecord, batch: Batch) -> Result<(), ClientError> {
         let count = batch.writes.len() as u64;
-        self.por_batch(keys, record, batch).await?;
+        self.batch(keys, record, batch).await?;
         record.compacting.as_mut().expect("a consolidation under way").moved += count;
-        self.por_save(record)
+        self.save(record)
     }
 
     /// Step 3: the moved copies' labels, sealed in the new generation, with ⊥ over the slots
     /// the consolidation frees.
-    async fn por_relabel_and_free(
+    async fn relabel_and_free(
         &self,
         keys: &PorKeys,
         record: &mut PorRecord,
@@ -218,7 +205,7 @@ impl Client {
     ) -> Result<(), ClientError> {
         let target = 1u64 << plan.log_target;
         let mut labels: Vec<PorLabel> = Vec::new();
-        for copy in self.por_live_copies(keys, record).await? {
+        for copy in self.live_copies(keys, record).await? {
             let after = moved(&copy.layout, &plan.moves);
             if copy.generation == record.generation || after == copy.layout {
                 continue;
@@ -250,9 +237,9 @@ impl Client {
             };
             let slots = writes.iter().flat_map(|&i| encode_slot(i, None)).collect();
             let batch = Batch { writes, slots, labels: carried.to_vec(), into_free: false, copy: None };
-            self.por_batch(keys, record, batch).await?;
+            self.batch(keys, record, batch).await?;
             record.compacting.as_mut().expect("a consolidation under way").freed += taken;
-            self.por_save(record)?;
+            self.save(record)?;
         }
         Ok(())
     }

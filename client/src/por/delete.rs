@@ -4,7 +4,7 @@
 //! slots free, for new copies to take ([`super::layout::Allocator`]) once each is checked ⊥.
 //!
 //! When the deletes leave every slot of U from some power of two on free, U shrinks to the
-//! slots below it ([`Client::por_consolidate`], App. A.3's consolidation); when they free half
+//! slots below it ([`PorSession::consolidate`], App. A.3's consolidation); when they free half
 //! of it elsewhere, the copies past the half move down first ([`super::compact`]).
 //!
 //! The slots are found before the commit, from the layouts the client sealed (a version
@@ -16,8 +16,9 @@
 
 use super::layout::{self, Layout, Run};
 use super::record::{Deleting, PorRecord};
+use super::PorSession;
 use super::{Batch, PorKeys};
-use crate::client::{Client, View};
+use crate::client::View;
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use vouch_core::namespace::VersionRecord;
@@ -27,32 +28,32 @@ use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
 /// The slots a commit frees, to be written ⊥ once it is accepted.
 pub(crate) struct OwedDelete(Vec<u64>);
 
-impl Client {
+impl PorSession<'_> {
     /// Before a commit that drops the versions `gone` of the PoR file `name` and keeps `kept`:
     /// the slots only the dropped versions' copies hold. The versions are named in the record
     /// first, so that a crash before their ⊥ writes leaves them owed, not leaked.
-    pub(crate) async fn por_owe_delete(
+    pub(crate) async fn owe_delete(
         &self,
         commit: &Committing<'_>,
         name: &str,
         gone: &[VersionRecord],
         kept: &[VersionRecord],
     ) -> Result<OwedDelete, ClientError> {
-        let keys = self.por_keys()?;
-        let mut record = self.por_begin(commit, &keys, false).await?;
-        let gone_slots = layout::slots_of(&self.por_layouts(&keys, &record, gone).await?);
-        let kept_slots = layout::slots_of(&self.por_layouts(&keys, &record, kept).await?);
+        let keys = self.keys()?;
+        let mut record = self.begin(commit, &keys, false).await?;
+        let gone_slots = layout::slots_of(&self.layouts(&keys, &record, gone).await?);
+        let kept_slots = layout::slots_of(&self.layouts(&keys, &record, kept).await?);
         let copied: Vec<&VersionRecord> = gone.iter().filter(|v| v.len > 0).collect();
         if let Some(first) = copied.first() {
             let versions = copied.iter().map(|v| v.number).collect();
             record.deleting = Some(Deleting { name: name.to_string(), file: first.file, versions });
-            self.por_save(&record)?;
+            self.save(&record)?;
         }
         Ok(OwedDelete(gone_slots.difference(&kept_slots).copied().collect()))
     }
 
     /// The layouts of the copies of `versions` (an empty version has none).
-    async fn por_layouts(
+    async fn layouts(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
@@ -60,53 +61,48 @@ impl Client {
     ) -> Result<Vec<Layout>, ClientError> {
         let mut out = Vec::with_capacity(versions.len());
         for v in versions.iter().filter(|v| v.len > 0) {
-            out.push(self.por_location(keys, record, v).await?);
+            out.push(self.location(keys, record, v).await?);
         }
         Ok(out)
     }
 
     /// After that commit: ⊥ over the slots it freed, in batches; then U shrinks if it can.
-    pub(crate) async fn por_pay_delete(&self, owed: OwedDelete) -> Result<(), ClientError> {
-        let keys = self.por_keys()?;
-        let mut record = self.por_ready(&keys, false).await?;
-        self.por_write_deleted(&keys, &mut record, &owed.0).await?;
+    pub(crate) async fn pay_delete(&self, owed: OwedDelete) -> Result<(), ClientError> {
+        let keys = self.keys()?;
+        let mut record = self.ready(&keys, false).await?;
+        self.write_deleted(&keys, &mut record, &owed.0).await?;
         if record.deleting.take().is_some() {
-            self.por_save(&record)?;
+            self.save(&record)?;
         }
         if owed.0.is_empty() {
             return Ok(());
         }
-        self.por_consolidate(&keys, &mut record).await
+        self.consolidate(&keys, &mut record).await
     }
 
     /// ⊥ over U's slots `indices`, in batches.
-    async fn por_write_deleted(
-        &self,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-        indices: &[u64],
-    ) -> Result<(), ClientError> {
+    async fn write_deleted(&self, keys: &PorKeys, record: &mut PorRecord, indices: &[u64]) -> Result<(), ClientError> {
         for writes in indices.chunks(super::REQUEST_SLOTS) {
             let slots: Vec<u64> = writes.iter().flat_map(|&i| encode_slot(i, None)).collect();
             debug_assert_eq!(slots.len(), writes.len() * SLOT_WIDTH);
             let batch = Batch { writes: writes.to_vec(), slots, labels: Vec::new(), into_free: false, copy: None };
-            self.por_batch(keys, record, batch).await?;
+            self.batch(keys, record, batch).await?;
         }
         Ok(())
     }
 
-    /// Settles the delete the record names (see [`Client::por_owe_delete`]): if its commit was
+    /// Settles the delete the record names (see [`PorSession::owe_delete`]): if its commit was
     /// accepted (none of its versions is in the namespace any more), ⊥ over the slots only
     /// they held, from the labels this client sealed for them; else nothing is owed. Under the
     /// commit lock (`_commit`), so the namespace does not move meanwhile.
-    pub(super) async fn por_settle_delete(
+    pub(super) async fn settle_delete(
         &self,
         _commit: &Committing<'_>,
         keys: &PorKeys,
         record: &mut PorRecord,
     ) -> Result<(), ClientError> {
         let Some(deleting) = record.deleting.clone() else { return Ok(()) };
-        let present: Vec<VersionRecord> = match self.log_in(&View::Committing, &deleting.name).await {
+        let present: Vec<VersionRecord> = match self.client.log_in(&View::Committing, &deleting.name).await {
             Ok(all) => all.into_iter().filter(|v| v.file == deleting.file).collect(),
             Err(ClientError::NotFound(_)) => Vec::new(),
             Err(e) => return Err(e),
@@ -116,47 +112,47 @@ impl Client {
             for &number in &deleting.versions {
                 let key = [&deleting.file.0[..], &number.to_le_bytes()].concat();
                 // No label: no copy was made (its copy was still owed), so no slot to free.
-                gone.extend(self.por_label(keys, record, &key).await?.map(|(layout, _)| layout));
+                gone.extend(self.label(keys, record, &key).await?.map(|(layout, _)| layout));
             }
-            let kept = layout::slots_of(&self.por_layouts(keys, record, &present).await?);
+            let kept = layout::slots_of(&self.layouts(keys, record, &present).await?);
             // Slots a shrink took away since are gone already.
             let owed: Vec<u64> =
                 layout::slots_of(&gone).difference(&kept).copied().filter(|&slot| slot < record.at.next_slot).collect();
             tracing::info!("PoR log: a delete's {} slots were still owed ⊥; writing them", owed.len());
-            self.por_write_deleted(keys, record, &owed).await?;
+            self.write_deleted(keys, record, &owed).await?;
             record.deleting = None;
-            self.por_save(record)?;
-            return self.por_consolidate(keys, record).await;
+            self.save(record)?;
+            return self.consolidate(keys, record).await;
         }
         record.deleting = None;
-        self.por_save(record)
+        self.save(record)
     }
 
     /// App. A.3's consolidation: when every slot of U from some power of two on is free (the
     /// copies there were deleted), U shrinks to the slots below it ([`plan_shrink`]), so that
     /// the log's size, its rebuilds and its audits follow the data kept, not the most it ever
     /// held. When half of the slots used are free but the top is not, the copies there move
-    /// down first ([`Client::por_compact`]). Where the free tail starts is the provider's word (its lowest free runs, up to
+    /// down first ([`PorSession::compact`]). Where the free tail starts is the provider's word (its lowest free runs, up to
     /// [`layout::MAX_RUNS`]: a tail beyond them waits for a later delete); the shrink's batch
     /// checks it against U's checksums before anything is sent, so a provider that named a
     /// slot holding data free is caught.
-    pub(super) async fn por_consolidate(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
+    pub(super) async fn consolidate(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
         let schedule = record.at.log.schedule;
         let next = record.at.next_slot;
-        let answer = self.por_allocator(record, next).await?;
+        let answer = self.allocator(record, next).await?;
         let free = answer.free_runs();
         let Some(target) = shrink_target(&free, next, schedule.log_capacity, schedule.group_log) else {
             // Half of the slots used are free, but not the top: copies move down. (The
             // provider's word only says whether to look: what is live is the labels' word.)
             let freed: u64 = free.iter().map(|r| r.slots).sum();
             if freed > 0 && freed * 2 >= next {
-                return self.por_compact(keys, record).await;
+                return self.compact(keys, record).await;
             }
             return Ok(());
         };
         let planned = plan_shrink(&record.at.log, target).map_err(|e| ClientError::State(e.to_string()))?;
         tracing::info!("PoR log: U's slots from {} on are free; it shrinks to 2^{target}", 1u64 << target);
-        self.por_send(keys, record, planned, Batch::default()).await
+        self.send(keys, record, planned, Batch::default()).await
     }
 }
 

@@ -6,7 +6,7 @@ use super::copy::{self, TaggedData};
 use super::layout::{self, Layout};
 use super::record::PorRecord;
 use super::PorKeys;
-use crate::client::Client;
+use super::PorSession;
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use crate::verify::{self, StoredBlock};
@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use vouch_core::namespace::VersionRecord;
 use vouch_proto::{BlockList, BlocksRequest, WireBlock};
 
-impl Client {
+impl PorSession<'_> {
     /// After a commit that made `version` of the PoR file `name` from `base` by an edit whose
     /// new blocks are `written`: the copy of `version`. Made whole instead when `base` has no
     /// copy to build on (it was empty) or the layout would grow past `layout::MAX_RUNS`.
-    pub(crate) async fn por_pay_edit(
+    pub(crate) async fn pay_edit(
         &self,
         commit: &Committing<'_>,
         name: &str,
@@ -27,19 +27,19 @@ impl Client {
         version: &VersionRecord,
         written: &[WireBlock],
     ) -> Result<(), ClientError> {
-        let keys = self.por_keys()?;
-        let mut record = self.por_ready(&keys, false).await?;
-        match self.por_reuse(&keys, &record, name, base, version, written).await? {
-            Some((layout, written)) => self.por_write_copy(&keys, &mut record, version, &layout, written, true).await?,
-            None => self.por_copy_streamed(commit, &keys, &mut record, name, version, None).await?,
+        let keys = self.keys()?;
+        let mut record = self.ready(&keys, false).await?;
+        match self.reuse(&keys, &record, name, base, version, written).await? {
+            Some((layout, written)) => self.write_copy(&keys, &mut record, version, &layout, written, true).await?,
+            None => self.copy_streamed(commit, &keys, &mut record, name, version, None).await?,
         }
         record.copying = None;
-        self.por_save(&record)
+        self.save(&record)
     }
 
     /// The layout of `version`'s copy on `base`'s, and the U indices and slots of its new
     /// blocks, placed in free slots first; `None` when it is to be copied whole.
-    async fn por_reuse(
+    async fn reuse(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
@@ -51,13 +51,13 @@ impl Client {
         if base.len == 0 || version.len == 0 {
             return Ok(None);
         }
-        let old = self.por_location(keys, record, base).await?;
-        let (old_blocks, blocks) = (self.por_block_list(name, base).await?, self.por_block_list(name, version).await?);
+        let old = self.location(keys, record, base).await?;
+        let (old_blocks, blocks) = (self.block_list(name, base).await?, self.block_list(name, version).await?);
         // A block is known by its nonce and tag, which make its leaf.
         let id = |b: &StoredBlock| ((b.nonce, b.tag.clone()), copy::block_slots(b.tag.len(), u64::from(b.len)));
         let (old_ids, ids): (Vec<_>, Vec<_>) = (old_blocks.iter().map(id).collect(), blocks.iter().map(id).collect());
         let new_slots = written.iter().map(|b| copy::block_slots(b.tag.len(), b.data.len() as u64)).sum();
-        let mut alloc = self.por_allocator(record, new_slots).await?;
+        let mut alloc = self.allocator(record, new_slots).await?;
         let Some((layout, new)) = layout::reuse(&old, &old_ids, &ids, &mut alloc) else {
             return Ok(None);
         };
@@ -79,14 +79,14 @@ impl Client {
     }
 
     /// The verified list of `version`'s blocks (their nonces, tags and lengths; no data).
-    pub(super) async fn por_block_list(
+    pub(super) async fn block_list(
         &self,
         name: &str,
         version: &VersionRecord,
     ) -> Result<Vec<StoredBlock>, ClientError> {
         let request = BlocksRequest { name: name.into(), version: Some(version.number) };
-        let answer: BlockList = self.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
-        match verify::located(&self.root(), name, Some(version.number), &answer.located)? {
+        let answer: BlockList = self.client.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
+        match verify::located(&self.client.root(), name, Some(version.number), &answer.located)? {
             (_, Some(v)) if v.record == *version => verify::block_list(version, &answer),
             _ => Err(ClientError::violation(
                 ViolationKind::UnprovenNotFound,

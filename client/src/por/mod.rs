@@ -223,23 +223,61 @@ fn sealed_label(keys: &PorKeys, version: &VersionRecord, layout: &Layout, genera
     PorLabel { value: ByteBuf::from(layout.seal(&keys.layout, &key, generation)), key: ByteBuf::from(key) }
 }
 
+/// The client's PoR log, for the time of one operation: every step of a PoR copy, read,
+/// delete, consolidation, audit and repair, over the client's transport, state and keys.
+pub(crate) struct PorSession<'c> {
+    client: &'c Client,
+}
+
 impl Client {
-    fn por_keys(&self) -> Result<PorKeys, ClientError> {
-        Ok(PorKeys::derive(&self.keys.owner()?.por_secret()))
+    /// The client's PoR log.
+    pub(crate) fn por(&self) -> PorSession<'_> {
+        PorSession { client: self }
     }
 
-    fn por_save(&self, record: &PorRecord) -> Result<(), ClientError> {
-        self.ledger.store().save_por(&record.to_bytes())
+    /// Streams a version of the PoR file `name`, read through U alone (not the provider's
+    /// block store), verified, into `out`.
+    pub async fn get_por(
+        &self,
+        name: &str,
+        want: Option<u64>,
+        out: &mut (impl Write + Send),
+    ) -> Result<PorCopyReport, ClientError> {
+        self.por().get(name, want, out).await
+    }
+
+    /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
+    /// lost or damaged, U is decoded from C and the levels, the copy checked, and its slots
+    /// written back, then read back through U and checked again.
+    pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
+        self.por().repair(name).await
+    }
+
+    /// Challenges every level of H and C with `lambda` random slots each (Sec. 5.5): a report
+    /// per part. A part that fails is in the report, not an error. It also checks one version
+    /// of a PoR file, at random, for its copy.
+    pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
+        self.por().audit(lambda).await
+    }
+}
+
+impl PorSession<'_> {
+    fn keys(&self) -> Result<PorKeys, ClientError> {
+        Ok(PorKeys::derive(&self.client.keys.owner()?.por_secret()))
+    }
+
+    fn save(&self, record: &PorRecord) -> Result<(), ClientError> {
+        self.client.ledger.store().save_por(&record.to_bytes())
     }
 
     /// The client's PoR record with nothing in flight: created with the log when `create`,
     /// and a batch whose answer was lost settled.
-    async fn por_ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
-        let saved = self.ledger.store().load_por()?.map(|bytes| PorRecord::from_bytes(&bytes)).transpose()?;
+    async fn ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
+        let saved = self.client.ledger.store().load_por()?.map(|bytes| PorRecord::from_bytes(&bytes)).transpose()?;
         // A batch in flight may still be being applied (its answer was not waited for to the
         // end): the provider answers once it is, so the call may take as long as the batch.
         let wait = saved.as_ref().and_then(|r| r.in_flight.as_ref()).map_or(Duration::ZERO, flight_allowance);
-        let status = match self.remote.call_within(&PorStatusRequest::default(), wait).await {
+        let status = match self.client.remote.call_within(&PorStatusRequest::default(), wait).await {
             Ok(status) => Some(status),
             Err(ClientError::NotFound(_)) => None,
             Err(e) => return Err(e),
@@ -261,7 +299,7 @@ impl Client {
                 // Saved first: a log at time 0 with nothing written is made again if the
                 // provider never got the request.
                 let record = PorRecord::new(LogState::new(INITIAL_LOG_CAPACITY, DEFAULT_GROUP_LOG, &keys.seal).0);
-                self.por_save(&record)?;
+                self.save(&record)?;
                 record
             }
         };
@@ -274,7 +312,7 @@ impl Client {
                     group_log: DEFAULT_GROUP_LOG as u8,
                     coded: ByteBuf::from(sealed_list_to_bytes(&coded)),
                 };
-                self.remote.call(&init).await?
+                self.client.remote.call(&init).await?
             }
             None => {
                 return Err(ClientError::violation(ViolationKind::DataLost, "the provider lost the client's PoR log"))
@@ -287,7 +325,7 @@ impl Client {
             // Not applied so far. The fence makes sure it never is (a request still on its way
             // is refused from this answer on); it may have come just before: then it is applied.
             let fence = PorStatusRequest { fence: record.incarnations.refusals() + 1 };
-            let status = self.remote.call_within(&fence, wait).await?;
+            let status = self.client.remote.call_within(&fence, wait).await?;
             at = (u32::from(status.log_capacity), status.time);
         }
         match record.in_flight {
@@ -295,12 +333,12 @@ impl Client {
                 if record.in_flight.take().is_some() {
                     // Not applied: what the batch sealed for H and C is void from now on.
                     record.incarnations.end(record.at.log.schedule.group_time());
-                    self.por_save(&record)?;
+                    self.save(&record)?;
                 }
             }
             Some(flight) if at == point(&flight.after) => {
                 // Applied, the provider says: one of its slots must read under the new root.
-                match self.por_read(keys, &flight.after.log, &[flight.probe]).await {
+                match self.read(keys, &flight.after.log, &[flight.probe]).await {
                     Ok(_) => {}
                     // Its bytes are lost, it says: an honest fault that repair heals from C
                     // and H (which need the log at its new point), or a lie that every read
@@ -316,7 +354,7 @@ impl Client {
                     // incarnation. The end is at the log's time, so nothing sealed is voided.
                     record.incarnations.end(flight.after.log.schedule.group_time());
                 }
-                self.por_save(&record)?;
+                self.save(&record)?;
             }
             _ => {
                 return Err(ClientError::violation(
@@ -330,14 +368,14 @@ impl Client {
 
     /// One batch, with checked rebuilds. It flushes the open group, so that every write is in
     /// H (and can be repaired) when it returns.
-    async fn por_batch(&self, keys: &PorKeys, record: &mut PorRecord, batch: Batch) -> Result<(), ClientError> {
+    async fn batch(&self, keys: &PorKeys, record: &mut PorRecord, batch: Batch) -> Result<(), ClientError> {
         let planned = plan(&record.at.log, &batch.writes, true)
             .map_err(|e| ClientError::BadInput(format!("a PoR write: {e}")))?;
-        self.por_send(keys, record, planned, batch).await
+        self.send(keys, record, planned, batch).await
     }
 
-    /// Sends a planned batch (see [`Client::por_batch`]); a re-encode writes no slot.
-    async fn por_send(
+    /// Sends a planned batch (see [`PorSession::batch`]); a re-encode writes no slot.
+    async fn send(
         &self,
         keys: &PorKeys,
         record: &mut PorRecord,
@@ -351,7 +389,7 @@ impl Client {
         // At growth the answer and the upload hold a sealed checksum per slot of U and of C
         // (60 MB and 117 MB at 2^20 slots): both travel in parts, taken and sealed as they
         // go, so that the client holds U's checksums alone (16 bytes a slot).
-        let (context, raw) = self.por_context(&log, &planned, (&seal, &sums), ViolationKind::BadPorWrite).await?;
+        let (context, raw) = self.context(&log, &planned, (&seal, &sums), ViolationKind::BadPorWrite).await?;
         let written = write_opened(&log, &planned, &context, raw, &writes, &slots, &seal, &sums)
             .map_err(ClientError::caught(ViolationKind::BadPorWrite))?;
         if into_free {
@@ -367,10 +405,10 @@ impl Client {
         if copy.is_some() {
             record.copy_layout = copy;
         }
-        self.por_save(record)?;
+        self.save(record)?;
         // ⊥ slots follow from their index: only the others travel.
         let (deleted, data) = split_deleted(&writes, &slots);
-        let (staged, upload) = self.por_stage(written.upload(&seal, self.remote.por_part_bytes())).await?;
+        let (staged, upload) = self.stage(written.upload(&seal, self.client.remote.por_part_bytes())).await?;
         let request = PorWriteRequest {
             plan: ByteBuf::from(planned.to_bytes()),
             writes,
@@ -382,13 +420,13 @@ impl Client {
             incarnation: record.incarnations.refusals(),
         };
         let allowance = por_apply_allowance(planned.coded_bytes_at_once(SLOT_WIDTH));
-        match self.remote.call_within(&request, allowance).await {
+        match self.client.remote.call_within(&request, allowance).await {
             Ok(status)
                 if (u32::from(status.log_capacity), status.time)
                     == (after.log.schedule.log_capacity, after.log.schedule.time) =>
             {
                 record.applied(after);
-                self.por_save(record)
+                self.save(record)
             }
             Ok(status) => Err(ClientError::violation(
                 ViolationKind::BadPorWrite,
@@ -402,7 +440,7 @@ impl Client {
             // answer was: the provider may have said it was still applying it, or the client
             // stopped waiting first (the status waits for an apply under way).
             Err(e) => {
-                if let Ok(settled) = self.por_ready(keys, false).await {
+                if let Ok(settled) = self.ready(keys, false).await {
                     let applied = settled.at == after;
                     *record = settled;
                     if applied {
@@ -419,7 +457,7 @@ impl Client {
     /// one message (all of U's sealed checksums, when C is rebuilt): its head, and U's
     /// checksums checked against the client's root when the plan needs them. Checksums that
     /// are not U's are reported as `lie`.
-    async fn por_context(
+    async fn context(
         &self,
         log: &LogState,
         planned: &WritePlan,
@@ -430,9 +468,9 @@ impl Client {
             ContextError::Wire(e) => ClientError::violation(ViolationKind::MalformedAnswer, e.to_string()),
             ContextError::Write(e) => ClientError::violation(lie, e.to_string()),
         };
-        let part = self.remote.por_part_bytes() as u32;
+        let part = self.client.remote.por_part_bytes() as u32;
         let answer: PorContext =
-            self.remote.call(&PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
+            self.client.remote.call(&PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
         if answer.total > POR_MAX_PARTS_BYTES || (answer.context.len() as u64) > answer.total {
             let why =
                 format!("a plan's answer of {} bytes in all, {} in its first part", answer.total, answer.context.len());
@@ -444,7 +482,7 @@ impl Client {
         drop(answer);
         while reader.wants_more() {
             let offset = reader.received();
-            let more: PorMoreAnswer = self.remote.call(&PorMoreRequest { offset }).await?;
+            let more: PorMoreAnswer = self.client.remote.call(&PorMoreRequest { offset }).await?;
             if more.part.is_empty() {
                 let why = format!("an empty part of a plan's answer at byte {offset}");
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
@@ -457,7 +495,7 @@ impl Client {
     /// Stages all but the last part of a batch's upload (all of C's sealed checksums, when C
     /// is rebuilt, grow past one message): how many bytes it staged, and the last part, which
     /// goes with the batch. The parts are made as they go ([`Upload`]).
-    async fn por_stage(&self, upload: Upload<'_>) -> Result<(u64, Vec<u8>), ClientError> {
+    async fn stage(&self, upload: Upload<'_>) -> Result<(u64, Vec<u8>), ClientError> {
         let mut parts = upload.peekable();
         let mut staged = 0u64;
         while let Some(part) = parts.next() {
@@ -466,7 +504,7 @@ impl Client {
             }
             let end = staged + part.len() as u64;
             let request = PorStageRequest { offset: staged, part: ByteBuf::from(part) };
-            let answer: PorStaged = self.remote.call(&request).await?;
+            let answer: PorStaged = self.client.remote.call(&request).await?;
             if answer.staged != end {
                 let why = format!("{} bytes staged after a part that ends at {end}", answer.staged);
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
@@ -478,7 +516,7 @@ impl Client {
 
     /// Writes the copy of version `version` (its blocks, in order), whole: into ⊥ slots the
     /// provider names free where they fit, else fresh ones.
-    async fn por_copy(
+    async fn copy(
         &self,
         keys: &PorKeys,
         record: &mut PorRecord,
@@ -489,24 +527,24 @@ impl Client {
             return Ok(());
         }
         let counts = copy::slot_counts(blocks);
-        let mut alloc = self.por_allocator(record, counts.iter().sum()).await?;
+        let mut alloc = self.allocator(record, counts.iter().sum()).await?;
         let (layout, starts) = match layout::whole(&counts, &mut alloc) {
             Some(placed) => placed,
             None => layout::whole(&counts, &mut Allocator::fresh(record.at.next_slot)).expect("fresh slots: one run"),
         };
         let (writes, slots) = copy::lay_out(&starts, blocks);
-        self.por_write_copy(keys, record, version, &layout, (writes, slots), true).await
+        self.write_copy(keys, record, version, &layout, (writes, slots), true).await
     }
 
     /// Where new blocks of `most_slots` slots in all may go: the runs of ⊥ slots the provider
     /// names, checked for shape here (each is checked free again, against U's checksums,
     /// before a batch writes it), then fresh slots.
-    async fn por_allocator(&self, record: &PorRecord, most_slots: u64) -> Result<Allocator, ClientError> {
+    async fn allocator(&self, record: &PorRecord, most_slots: u64) -> Result<Allocator, ClientError> {
         if most_slots == 0 {
             return Ok(Allocator::fresh(record.at.next_slot));
         }
         let request = PorFreeRequest { most_slots, most_runs: layout::MAX_RUNS as u32 };
-        let answer: PorFreeAnswer = self.remote.call(&request).await?;
+        let answer: PorFreeAnswer = self.client.remote.call(&request).await?;
         let runs = layout::free_runs(&answer.runs, record.at.next_slot, layout::MAX_RUNS)
             .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
         Ok(Allocator::new(runs, record.at.next_slot))
@@ -517,7 +555,7 @@ impl Client {
     /// `version`'s `layout`. With no slots, a ⊥ write of the next fresh slot carries it. The
     /// layout is in the record from when that last batch passed its checks until it is seen
     /// applied.
-    async fn por_write_copy(
+    async fn write_copy(
         &self,
         keys: &PorKeys,
         record: &mut PorRecord,
@@ -540,17 +578,17 @@ impl Client {
                 false => (Vec::new(), None),
             };
             let batch = Batch { writes: writes.to_vec(), slots: slots.to_vec(), labels, into_free, copy };
-            self.por_batch(keys, record, batch).await?;
+            self.batch(keys, record, batch).await?;
         }
         record.copy_layout = None;
         Ok(())
     }
 
     /// U's slots `indices` (ascending), read and checked against `log`'s root.
-    async fn por_read(&self, keys: &PorKeys, log: &LogState, indices: &[u64]) -> Result<Vec<u64>, ClientError> {
+    async fn read(&self, keys: &PorKeys, log: &LogState, indices: &[u64]) -> Result<Vec<u64>, ClientError> {
         let mut slots = Vec::with_capacity(indices.len() * SLOT_WIDTH);
         for part in indices.chunks(REQUEST_SLOTS) {
-            let answer: PorReadAnswer = self.remote.call(&PorReadRequest { indices: part.to_vec() }).await?;
+            let answer: PorReadAnswer = self.client.remote.call(&PorReadRequest { indices: part.to_vec() }).await?;
             let read =
                 RawRead::from_bytes(&answer.read).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
             verify_read(log, part, &read, &keys.seal, &keys.sums)
@@ -562,23 +600,23 @@ impl Client {
 
     /// Where the copy of `version` is, as the label the client sealed says (the provider keeps
     /// it, and cannot forge or move one). A PoR file's version without one is a lie.
-    async fn por_location(
+    async fn location(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         version: &VersionRecord,
     ) -> Result<Layout, ClientError> {
-        Ok(self.por_sealed_location(keys, record, version).await?.0)
+        Ok(self.sealed_location(keys, record, version).await?.0)
     }
 
-    /// [`Client::por_location`], with the generation its label was sealed in.
-    async fn por_sealed_location(
+    /// [`PorSession::location`], with the generation its label was sealed in.
+    async fn sealed_location(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         version: &VersionRecord,
     ) -> Result<(Layout, u64), ClientError> {
-        let Some((layout, generation)) = self.por_label(keys, record, &label_key(version)).await? else {
+        let Some((layout, generation)) = self.label(keys, record, &label_key(version)).await? else {
             return Err(ClientError::violation(
                 ViolationKind::UnprovenNotFound,
                 format!("it says version {} of a PoR file has no copy in the log", version.number),
@@ -597,13 +635,14 @@ impl Client {
 
     /// The layout the label `key` holds and the generation it was sealed in, if the provider
     /// has one: sealed by this client for that key and still current, or a lie.
-    async fn por_label(
+    async fn label(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         key: &[u8],
     ) -> Result<Option<(Layout, u64)>, ClientError> {
-        let answer: PorLabelAnswer = self.remote.call(&PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
+        let answer: PorLabelAnswer =
+            self.client.remote.call(&PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
         let Some(value) = answer.value else { return Ok(None) };
         let (layout, generation) = Layout::open(&keys.layout, key, &value).ok_or_else(|| {
             ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")
@@ -624,15 +663,15 @@ impl Client {
     /// Makes the copy a commit to `name` may have left owed (see the module documentation).
     /// Only the client's own record says whether it is made (a batch seen applied); the
     /// provider's word (a label it shows) settles nothing. A copy whose batches had begun is
-    /// written again into the same slots ([`Client::por_copy_again`]).
-    async fn por_settle_copy(
+    /// written again into the same slots ([`PorSession::copy_again`]).
+    async fn settle_copy(
         &self,
         commit: &Committing<'_>,
         keys: &PorKeys,
         record: &mut PorRecord,
     ) -> Result<(), ClientError> {
         let Some(name) = record.copying.clone() else { return Ok(()) };
-        match self.version_in(&View::Committing, &name, None).await {
+        match self.client.version_in(&View::Committing, &name, None).await {
             Ok(latest) if is_por_file(&latest.record.file) && latest.record.len > 0 => {
                 // Kept in the record until the label's batch is seen applied: a batch refused on
                 // the way leaves it there for the next try.
@@ -640,88 +679,83 @@ impl Client {
                     Some((number, layout)) if *number == latest.record.number => Some(layout.clone()),
                     _ => None,
                 };
-                self.por_copy_streamed(commit, keys, record, &name, &latest.record, again).await?;
+                self.copy_streamed(commit, keys, record, &name, &latest.record, again).await?;
             }
             Ok(_) | Err(ClientError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
         record.copying = None;
         record.copy_layout = None;
-        self.por_save(record)
+        self.save(record)
     }
 
     /// The PoR record, ready for an operation under the commit lock.
-    async fn por_begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
-        let mut record = self.por_ready(keys, create).await?;
-        self.por_settle(commit, keys, &mut record).await?;
+    async fn begin(&self, commit: &Committing<'_>, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
+        let mut record = self.ready(keys, create).await?;
+        self.settle(commit, keys, &mut record).await?;
         if record.incarnations.ends.len() >= MAX_INCARNATION_ENDS {
             // Many batches refused in this epoch: a new one (C re-encoded from U, H emptied)
             // leaves no seal of an older incarnation in use.
             let planned = vouch_core::por::client::plan_reencode(&record.at.log);
-            self.por_send(keys, &mut record, planned, Batch::default()).await?;
+            self.send(keys, &mut record, planned, Batch::default()).await?;
         }
         Ok(record)
     }
 
     /// Finishes what an operation cut short left in the record.
-    async fn por_settle(
-        &self,
-        commit: &Committing<'_>,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-    ) -> Result<(), ClientError> {
+    async fn settle(&self, commit: &Committing<'_>, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
         // A consolidation under way first: labels are believed only once it is done.
-        self.por_settle_compaction(keys, record).await?;
+        self.settle_compaction(keys, record).await?;
         // The delete first: a copy must not take slots a delete still owes ⊥.
-        self.por_settle_delete(commit, keys, record).await?;
-        self.por_settle_copy(commit, keys, record).await
+        self.settle_delete(commit, keys, record).await?;
+        self.settle_copy(commit, keys, record).await
     }
 
     /// Before a commit that makes a new version of the PoR file `name`: the copy is owed.
-    pub(crate) async fn por_owe_copy(&self, commit: &Committing<'_>, name: &str) -> Result<(), ClientError> {
-        let keys = self.por_keys()?;
-        let mut record = self.por_begin(commit, &keys, true).await?;
+    pub(crate) async fn owe_copy(&self, commit: &Committing<'_>, name: &str) -> Result<(), ClientError> {
+        let keys = self.keys()?;
+        let mut record = self.begin(commit, &keys, true).await?;
         record.copying = Some(name.to_string());
-        self.por_save(&record)
+        self.save(&record)
     }
 
     /// After that commit: the copy of `version`, from `blocks` when the caller has them, else
     /// from a verified read of the version.
-    pub(crate) async fn por_pay_copy(
+    pub(crate) async fn pay_copy(
         &self,
         commit: &Committing<'_>,
         name: &str,
         version: &VersionRecord,
         blocks: Option<Vec<TaggedData>>,
     ) -> Result<(), ClientError> {
-        let keys = self.por_keys()?;
-        let mut record = self.por_ready(&keys, false).await?;
+        let keys = self.keys()?;
+        let mut record = self.ready(&keys, false).await?;
         match blocks {
             // Kept by the put: all of the version (see `POR_KEEP_BYTES`).
             Some(b) if b.iter().map(|b| b.data.len() as u64).sum::<u64>() == version.len => {
-                self.por_copy(&keys, &mut record, version, &b).await?
+                self.copy(&keys, &mut record, version, &b).await?
             }
-            _ => self.por_copy_streamed(commit, &keys, &mut record, name, version, None).await?,
+            _ => self.copy_streamed(commit, &keys, &mut record, name, version, None).await?,
         }
         record.copying = None;
-        self.por_save(&record)
+        self.save(&record)
     }
 
     /// The verified copy of a version of a PoR file, with where it is: read through U, or
     /// taken from `raw` (all of U, as repair decoded it).
-    async fn por_copy_of(
+    async fn copy_of(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         version: &VersionRecord,
         raw: Option<&[u64]>,
     ) -> Result<(Layout, Vec<TaggedData>), ClientError> {
-        let layout = self.por_location(keys, record, version).await?;
+        let layout = self.location(keys, record, version).await?;
         let mut blocks = Vec::new();
         for run in &layout.runs {
             let slots = match raw {
                 None => {
-                    self.por_read(keys, &record.at.log, &(run.first..run.first + run.slots).collect::<Vec<_>>()).await?
+                    self.read(keys, &record.at.log, &(run.first..run.first + run.slots).collect::<Vec<_>>()).await?
                 }
                 Some(raw) => raw
                     .get(run.first as usize * SLOT_WIDTH..(run.first + run.slots) as usize * SLOT_WIDTH)
@@ -730,14 +764,15 @@ impl Client {
             };
             blocks.extend(copy::parse(run.first, &slots).map_err(ClientError::caught(ViolationKind::BadPorCopy))?);
         }
-        copy::check(self.keys.owner()?, version, &blocks).map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
+        copy::check(self.client.keys.owner()?, version, &blocks)
+            .map_err(ClientError::caught(ViolationKind::BadPorCopy))?;
         Ok((layout, blocks))
     }
 
     /// Calls `each` with every block of the copy at `layout`, in order, read through U a page
     /// of [`REQUEST_SLOTS`] at a time (each page checked against U's root): a copy of any size
     /// in the memory of a page and a block.
-    async fn por_walk(
+    async fn walk(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
@@ -749,7 +784,7 @@ impl Client {
             let end = run.first + run.slots;
             for page in (run.first..end).step_by(REQUEST_SLOTS) {
                 let indices: Vec<u64> = (page..end.min(page + REQUEST_SLOTS as u64)).collect();
-                let slots = self.por_read(keys, &record.at.log, &indices).await?;
+                let slots = self.read(keys, &record.at.log, &indices).await?;
                 parser
                     .feed(&slots)
                     .map_err(ClientError::caught(ViolationKind::BadPorCopy))?
@@ -762,8 +797,8 @@ impl Client {
     }
 
     /// The proven version of a PoR file, or why there is none.
-    async fn por_version(&self, name: &str, want: Option<u64>) -> Result<VersionRecord, ClientError> {
-        let v = self.version_in(&View::Committing, name, want).await?;
+    async fn version(&self, name: &str, want: Option<u64>) -> Result<VersionRecord, ClientError> {
+        let v = self.client.version_in(&View::Committing, name, want).await?;
         if !is_por_file(&v.record.file) {
             return Err(ClientError::BadInput(format!("{name} was stored without --por: it has no PoR copy")));
         }
@@ -772,26 +807,26 @@ impl Client {
 
     /// Streams a version of the PoR file `name`, read through U alone (not the provider's
     /// block store), verified, into `out`.
-    pub async fn get_por(
+    pub async fn get(
         &self,
         name: &str,
         want: Option<u64>,
         out: &mut (impl Write + Send),
     ) -> Result<PorCopyReport, ClientError> {
         let started = Instant::now();
-        let keys = self.por_keys()?;
-        let commit = self.begin_commit().await?;
-        let version = self.por_version(name, want).await?;
-        let record = self.por_begin(&commit, &keys, false).await?;
-        let key = self.keys.owner()?;
+        let keys = self.keys()?;
+        let commit = self.client.begin_commit().await?;
+        let version = self.version(name, want).await?;
+        let record = self.begin(&commit, &keys, false).await?;
+        let key = self.client.keys.owner()?;
         let (layout, leaves) = match version.len {
             0 => (Layout { runs: Vec::new() }, Vec::new()),
             _ => {
-                let layout = self.por_location(&keys, &record, &version).await?;
+                let layout = self.location(&keys, &record, &version).await?;
                 // Pass one: the whole copy is checked (every tag, then the root and length its
                 // leaves make) before a byte is written; only the leaves are kept.
                 let mut check = CopyCheck::new(key, &version);
-                self.por_walk(&keys, &record, &layout, |b| {
+                self.walk(&keys, &record, &layout, |b| {
                     check.add(&b).map_err(ClientError::caught(ViolationKind::BadPorCopy))
                 })
                 .await?;
@@ -803,7 +838,7 @@ impl Client {
         // its tag) before it is written. A provider that answers otherwise the second time is
         // caught, and what was written is a prefix of the verified version.
         let mut written = 0;
-        self.por_walk(&keys, &record, &layout, |b| {
+        self.walk(&keys, &record, &layout, |b| {
             if !leaves.get(written).is_some_and(|leaf| copy::same_block(key, &version, leaf, &b)) {
                 let why = format!("block {written} of the copy differs when read again");
                 return Err(ClientError::violation(ViolationKind::BadPorCopy, why));

@@ -11,27 +11,27 @@ const HEAL_LAMBDA: u32 = 64;
 /// Bytes of blocks per request when repair writes the block store's copy again.
 const HEAL_BYTES: usize = 16 << 20;
 
-impl Client {
+impl PorSession<'_> {
     /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
     /// lost or damaged, U is decoded from C and the levels, the copy checked, and its slots
     /// written back, then read back through U and checked again.
     pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
         let started = Instant::now();
-        let keys = self.por_keys()?;
-        let commit = self.begin_commit().await?;
-        let version = self.por_version(name, None).await?;
-        let mut record = self.por_ready(&keys, false).await?;
+        let keys = self.keys()?;
+        let commit = self.client.begin_commit().await?;
+        let version = self.version(name, None).await?;
+        let mut record = self.ready(&keys, false).await?;
         let mut restored = 0;
-        if let Err(e) = self.por_settle(&commit, &keys, &mut record).await {
+        if let Err(e) = self.settle(&commit, &keys, &mut record).await {
             if e.violation_kind() != Some(ViolationKind::DataLost) {
                 return Err(e);
             }
             // What an operation cut short left (a delete's ⊥ writes, a consolidation) rebuilds
             // parts of the log from U, whose slots are lost: all of U is restored first.
             tracing::warn!("an unfinished PoR operation needs lost slots of U ({e}); restoring all of U from C and H");
-            let raw = self.por_recover(&keys, &record).await?;
-            restored = self.por_restore(&keys, &record, &raw, &[Run { first: 0, slots: record.at.next_slot }]).await?;
-            self.por_settle(&commit, &keys, &mut record).await?;
+            let raw = self.recover(&keys, &record).await?;
+            restored = self.restore(&keys, &record, &raw, &[Run { first: 0, slots: record.at.next_slot }]).await?;
+            self.settle(&commit, &keys, &mut record).await?;
         }
         let mut report = PorCopyReport {
             name: name.into(),
@@ -47,7 +47,7 @@ impl Client {
             seconds: 0.0,
         };
         if version.len > 0 {
-            match self.por_copy_of(&keys, &record, &version, None).await {
+            match self.copy_of(&keys, &record, &version, None).await {
                 Ok((layout, blocks)) => (report.slots, report.blocks) = (layout.slots(), blocks.len()),
                 Err(e)
                     if matches!(
@@ -57,10 +57,10 @@ impl Client {
                 {
                     tracing::warn!("{name}: the PoR copy is damaged ({e}); repairing it from C and H");
                     report.damaged = true;
-                    let raw = self.por_recover(&keys, &record).await?;
-                    let (layout, _) = self.por_copy_of(&keys, &record, &version, Some(&raw)).await?;
-                    self.por_restore(&keys, &record, &raw, &layout.runs).await?;
-                    let (_, blocks) = self.por_copy_of(&keys, &record, &version, None).await?;
+                    let raw = self.recover(&keys, &record).await?;
+                    let (layout, _) = self.copy_of(&keys, &record, &version, Some(&raw)).await?;
+                    self.restore(&keys, &record, &raw, &layout.runs).await?;
+                    let (_, blocks) = self.copy_of(&keys, &record, &version, None).await?;
                     (report.slots, report.blocks, report.restored) = (layout.slots(), blocks.len(), layout.slots());
                 }
                 Err(e) => return Err(e),
@@ -68,9 +68,9 @@ impl Client {
         }
         report.restored = report.restored.max(restored);
         if version.len > 0 {
-            report.healed_blocks = self.por_heal_blocks(&keys, &record, name, &version).await?;
+            report.healed_blocks = self.heal_blocks(&keys, &record, name, &version).await?;
         }
-        (report.healed, report.unhealed) = self.por_heal(&keys, &mut record).await?;
+        (report.healed, report.unhealed) = self.heal(&keys, &mut record).await?;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
@@ -78,14 +78,14 @@ impl Client {
     /// The provider's block store's copy of `version` (what a plain `get` reads), read and
     /// checked as `get` checks it; when it fails, its blocks are written again from the
     /// verified PoR copy and the version is read and checked again. How many blocks it wrote.
-    async fn por_heal_blocks(
+    async fn heal_blocks(
         &self,
         keys: &PorKeys,
         record: &PorRecord,
         name: &str,
         version: &VersionRecord,
     ) -> Result<u64, ClientError> {
-        match self.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await {
+        match self.client.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await {
             Ok(_) => return Ok(0),
             Err(e) if e.violation_kind().is_some() => {
                 tracing::warn!(
@@ -94,7 +94,7 @@ impl Client {
             }
             Err(e) => return Err(e),
         }
-        let (_, blocks) = self.por_copy_of(keys, record, version, None).await?;
+        let (_, blocks) = self.copy_of(keys, record, version, None).await?;
         let mut healed = 0;
         let mut batch: Vec<WireBlock> = Vec::new();
         let mut bytes = 0;
@@ -106,12 +106,12 @@ impl Client {
                     file: ByteBuf::from(version.file.0.to_vec()),
                     blocks: std::mem::take(&mut batch),
                 };
-                let answer: HealedBlocks = self.remote.call(&request).await?;
+                let answer: HealedBlocks = self.client.remote.call(&request).await?;
                 healed += answer.healed;
                 bytes = 0;
             }
         }
-        self.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await?;
+        self.client.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await?;
         Ok(healed)
     }
 
@@ -119,16 +119,10 @@ impl Client {
     /// never written (all zeros): how many it wrote. Each slot is checked first against U's
     /// own checksum (its sealed checksum under U's root): a slot that decoded to anything else
     /// is never written back.
-    async fn por_restore(
-        &self,
-        keys: &PorKeys,
-        record: &PorRecord,
-        raw: &[u64],
-        runs: &[Run],
-    ) -> Result<u64, ClientError> {
+    async fn restore(&self, keys: &PorKeys, record: &PorRecord, raw: &[u64], runs: &[Run]) -> Result<u64, ClientError> {
         let sums = keys.sums_for(&record.at.log.schedule);
         let (seal, plan) = (keys.seal_in(record), plan_reencode(&record.at.log));
-        let (_, checksums) = self.por_context(&record.at.log, &plan, (&seal, &sums), ViolationKind::BadPorRead).await?;
+        let (_, checksums) = self.context(&record.at.log, &plan, (&seal, &sums), ViolationKind::BadPorRead).await?;
         let checksums = checksums.ok_or_else(|| ClientError::State("a re-encode's answer holds U".into()))?;
         let slot = |i: u64| &raw[i as usize * SLOT_WIDTH..(i as usize + 1) * SLOT_WIDTH];
         let mut restored = 0;
@@ -148,7 +142,7 @@ impl Client {
                     .collect();
                 let request =
                     PorRestoreRequest { indices: part.to_vec(), slots: ByteBuf::from(slots_to_bytes(&slots)) };
-                self.remote.call(&request).await?;
+                self.client.remote.call(&request).await?;
                 restored += part.len() as u64;
             }
         }
@@ -164,19 +158,15 @@ impl Client {
     /// the re-encode while a written slot of U is lost (the copies of other files still to
     /// repair), and U's checksums (checked against the client's root) are what C's new
     /// checksums come from, so a C built over other bytes fails the next audit.
-    async fn por_heal(
-        &self,
-        keys: &PorKeys,
-        record: &mut PorRecord,
-    ) -> Result<(Vec<String>, Option<String>), ClientError> {
-        let audit = self.por_audit_at(keys, record, HEAL_LAMBDA).await?;
+    async fn heal(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(Vec<String>, Option<String>), ClientError> {
+        let audit = self.audit_at(keys, record, HEAL_LAMBDA).await?;
         let failed: Vec<String> = audit.parts.into_iter().filter(|p| !p.verified).map(|p| p.region).collect();
         if failed.is_empty() {
             return Ok((failed, None));
         }
         tracing::warn!("PoR parts {failed:?} fail their audit; re-encoding C from U");
         let planned = plan_reencode(&record.at.log);
-        match self.por_send(keys, record, planned, Batch::default()).await {
+        match self.send(keys, record, planned, Batch::default()).await {
             Ok(()) => {}
             Err(e) if e.violation_kind() == Some(ViolationKind::DataLost) => {
                 let why = format!("U has lost slots ({e}); repair the other PoR files whose copies are damaged");
@@ -184,13 +174,13 @@ impl Client {
             }
             Err(e) => return Err(e),
         }
-        self.por_audit_at(keys, record, HEAL_LAMBDA).await?.into_result()?;
+        self.audit_at(keys, record, HEAL_LAMBDA).await?.into_result()?;
         Ok((failed, None))
     }
 
     /// All of U, decoded from C and the filled levels, each read a page at a time until half
     /// of its slots match their checksums (X first; Y only for what X lost).
-    async fn por_recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
+    async fn recover(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<u64>, ClientError> {
         let schedule = record.at.log.schedule;
         if schedule.pending() > 0 {
             // This client flushes every batch; another writer of its log left a group open.
@@ -213,7 +203,7 @@ impl Client {
             while first < slots && !g.decodable() {
                 let count = page.min((slots - first) as usize) as u32;
                 let answer: PorRegionAnswer =
-                    self.remote.call(&PorRegionRequest { region: code, first, count }).await?;
+                    self.client.remote.call(&PorRegionRequest { region: code, first, count }).await?;
                 let page = RegionRead::from_bytes(&answer.region)
                     .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
                 if page.slots.len() != count as usize {
@@ -237,17 +227,17 @@ impl Client {
     /// per part. A part that fails is in the report, not an error.
     ///
     /// It also checks one version of a PoR file, at random, for its copy
-    /// ([`Client::por_audit_copy`]): the parts prove what the log holds, and this that the
+    /// (`PorSession::audit_copy`): the parts prove what the log holds, and this that the
     /// log still holds the copies.
-    pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
-        let keys = self.por_keys()?;
+    pub async fn audit(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
+        let keys = self.keys()?;
         let (record, copy) = {
-            let commit = self.begin_commit().await?;
-            let record = self.por_begin(&commit, &keys, false).await?;
-            let copy = self.por_audit_copy(&keys, &record).await?;
+            let commit = self.client.begin_commit().await?;
+            let record = self.begin(&commit, &keys, false).await?;
+            let copy = self.audit_copy(&keys, &record).await?;
             (record, copy)
         };
-        let mut report = self.por_audit_at(&keys, &record, lambda).await?;
+        let mut report = self.audit_at(&keys, &record, lambda).await?;
         report.verified &= copy.as_ref().is_none_or(|c| c.verified);
         report.copy = copy;
         Ok(report)
@@ -258,19 +248,19 @@ impl Client {
     /// random, reading under U's root as data (not ⊥, not never written). A provider that
     /// dropped a share of the copies (or their labels) fails it with that chance at each
     /// audit. `None` when no PoR file has a version with bytes.
-    async fn por_audit_copy(&self, keys: &PorKeys, record: &PorRecord) -> Result<Option<PorPartReport>, ClientError> {
+    async fn audit_copy(&self, keys: &PorKeys, record: &PorRecord) -> Result<Option<PorPartReport>, ClientError> {
         use rand::seq::SliceRandom;
         let files: Vec<_> =
-            self.list_in(&View::Committing).await?.into_iter().filter(|e| is_por_file(&e.file)).collect();
+            self.client.list_in(&View::Committing).await?.into_iter().filter(|e| is_por_file(&e.file)).collect();
         let Some(entry) = files.choose(&mut rand::thread_rng()) else { return Ok(None) };
         let versions: Vec<_> =
-            self.log_in(&View::Committing, &entry.name).await?.into_iter().filter(|v| v.len > 0).collect();
+            self.client.log_in(&View::Committing, &entry.name).await?.into_iter().filter(|v| v.len > 0).collect();
         let Some(version) = versions.choose(&mut rand::thread_rng()) else { return Ok(None) };
         let caught = |e: ClientError| match e.violation_kind() {
             Some(_) => Ok(Err(e.to_string())),
             None => Err(e),
         };
-        let verdict = match self.por_sealed_location(keys, record, version).await {
+        let verdict = match self.sealed_location(keys, record, version).await {
             Ok((layout, _)) => {
                 let (mut pick, mut index) = (rand::random::<u64>() % layout.slots().max(1), 0);
                 for run in &layout.runs {
@@ -280,7 +270,7 @@ impl Client {
                     }
                     pick -= run.slots;
                 }
-                match self.por_read(keys, &record.at.log, &[index]).await {
+                match self.read(keys, &record.at.log, &[index]).await {
                     Ok(slot) if slot.iter().all(|&e| e == 0) => Err(format!("slot {index} was never written")),
                     Ok(slot) if is_deleted_slot(index, &slot) => Err(format!("slot {index} holds ⊥")),
                     Ok(_) => Ok(()),
@@ -300,15 +290,10 @@ impl Client {
     }
 
     /// The audit of the log at `record`.
-    async fn por_audit_at(
-        &self,
-        keys: &PorKeys,
-        record: &PorRecord,
-        lambda: u32,
-    ) -> Result<PorAuditReport, ClientError> {
+    async fn audit_at(&self, keys: &PorKeys, record: &PorRecord, lambda: u32) -> Result<PorAuditReport, ClientError> {
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
-        let answer: PorAuditAnswer = self.remote.call(&PorAuditRequest { seed, lambda }).await?;
+        let answer: PorAuditAnswer = self.client.remote.call(&PorAuditRequest { seed, lambda }).await?;
         let schedule = record.at.log.schedule;
         let (sums, seal) = (keys.sums_for(&schedule), keys.seal_in(record));
         let all = parts(&schedule);

@@ -5,19 +5,20 @@
 use super::copy::{self, TaggedData};
 use super::layout::{self, Allocator, Layout};
 use super::record::PorRecord;
+use super::PorSession;
 use super::{sealed_label, Batch, PorKeys, REQUEST_SLOTS};
-use crate::client::{Client, View};
+use crate::client::View;
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use std::ops::Range;
 use vouch_core::namespace::VersionRecord;
 
-impl Client {
+impl PorSession<'_> {
     /// The copy of `version` of `name`: into `again` when given (a copy whose label's batch
     /// may have been seen by the provider, written again where that label points, see
-    /// `super::Client::por_settle_copy`), else into free slots first, then fresh ones. Under
+    /// `PorSession::settle_copy`), else into free slots first, then fresh ones. Under
     /// the commit lock: the version read is the committing view's.
-    pub(super) async fn por_copy_streamed(
+    pub(super) async fn copy_streamed(
         &self,
         _commit: &Committing<'_>,
         keys: &PorKeys,
@@ -29,7 +30,7 @@ impl Client {
         if version.len == 0 {
             return Ok(());
         }
-        let list = self.por_block_list(name, version).await?;
+        let list = self.block_list(name, version).await?;
         let counts: Vec<u64> = list.iter().map(|b| copy::block_slots(b.tag.len(), u64::from(b.len))).collect();
         let (layout, starts, into_free) = match again {
             Some(layout) => {
@@ -43,7 +44,7 @@ impl Client {
                 (layout, (0..counts.len()).map(|i| at[&i]).collect::<Vec<u64>>(), false)
             }
             None => {
-                let mut alloc = self.por_allocator(record, counts.iter().sum()).await?;
+                let mut alloc = self.allocator(record, counts.iter().sum()).await?;
                 let (layout, starts) = match layout::whole(&counts, &mut alloc) {
                     Some(placed) => placed,
                     None => layout::whole(&counts, &mut Allocator::fresh(record.at.next_slot))
@@ -60,15 +61,16 @@ impl Client {
             let bytes: u64 = expected.iter().map(|b| u64::from(b.len)).sum();
             let range = offset..offset + bytes;
             let mut blocks = Vec::with_capacity(group.len());
-            self.read_blocks(View::Committing, name, Some(version.number), Some(range.clone()), |_, chunk| {
-                blocks.extend(chunk.blocks.iter().map(|b| TaggedData {
-                    nonce: b.nonce,
-                    tag: b.tag.to_vec(),
-                    data: b.data.clone(),
-                }));
-                Ok(())
-            })
-            .await?;
+            self.client
+                .read_blocks(View::Committing, name, Some(version.number), Some(range.clone()), |_, chunk| {
+                    blocks.extend(chunk.blocks.iter().map(|b| TaggedData {
+                        nonce: b.nonce,
+                        tag: b.tag.to_vec(),
+                        data: b.data.clone(),
+                    }));
+                    Ok(())
+                })
+                .await?;
             offset = range.end;
             // The read was checked against the version: its blocks are the list's, or the
             // ranges here are wrong.
@@ -87,7 +89,7 @@ impl Client {
                 into_free,
                 copy: last.then(|| (version.number, layout.clone())),
             };
-            self.por_batch(keys, record, batch).await?;
+            self.batch(keys, record, batch).await?;
         }
         record.copy_layout = None;
         Ok(())

@@ -93,7 +93,7 @@ async fn the_put_that_fills_the_retire_queue_deletes_every_object_in_it() {
 async fn an_uncontended_put_is_authenticated_with_its_commit() {
     let dir = tempfile::tempdir().unwrap();
     let (server, alice, bob) = team(dir.path()).await;
-    let progress = || async { server.provider().aip_progress("team").await.unwrap() };
+    let progress = || async { server.provider().groups().progress("team").await.unwrap() };
     let put = |key: &str| DictOp::Put { key: key.into(), value: vec![1; Named::VALUE_LEN] };
 
     let (mut settled, mut aip) = alice.settle(put("a")).await.unwrap();
@@ -174,7 +174,7 @@ async fn a_member_far_behind_reads_the_history_in_pages_then_runs_its_operation(
         let name = format!("key-{k}").into_bytes();
         assert_eq!(alice.put(&name, Cursor::new(name.clone())).await.unwrap(), Outcome::Done(()));
     }
-    let (applied, _) = server.provider().aip_progress("team").await.unwrap();
+    let (applied, _) = server.provider().groups().progress("team").await.unwrap();
     assert!(applied >= 40, "{applied}");
 
     let bob = Group::join(remote(), "team", 1, keys, Mode::Compatible);

@@ -8,7 +8,7 @@
 //!    commit that makes the change durable;
 //! 5. applied: the commit made, the new list cached.
 //!
-//! The honest provider runs them in a row ([`Provider::commit`]). The lying decorator
+//! The honest provider runs them in a row ([`Files::commit`]). The lying decorator
 //! (the `vouch-misbehave` crate) runs them one at a time and changes what it lies about in between,
 //! so that this file holds no lie and every lie still comes with proofs honest for what the
 //! provider did.
@@ -114,7 +114,7 @@ pub struct Prepared<'a> {
     _staged_locks: (MutexGuard<'a, ()>, Option<InFlight>),
 }
 
-impl Provider {
+impl Files {
     /// Commits a staged change: every step below in a row.
     pub(super) async fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
         let planned = self.plan(staged)?;

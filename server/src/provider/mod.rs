@@ -36,8 +36,10 @@ mod vicos;
 mod write;
 
 pub use commit::{Planned, Prepared, Proven, Staged};
+pub use por::PorLogs;
 pub use read::ReadPlan;
 pub use read::{Challenged, HeldBlocks};
+pub use vicos::Groups;
 pub use write::PutState;
 
 /// Most offsets one audit may ask for.
@@ -93,34 +95,41 @@ struct Version {
     list: Arc<FlexList>,
 }
 
-/// The provider: one repository, many clients' namespaces.
+/// The provider: one repository, and the three services over it (the namespaces of files,
+/// the PoR logs, the VICOS groups), each with its own state.
 pub struct Provider {
-    repo: Repository,
+    repo: Arc<Repository>,
+    files: Files,
+    por: PorLogs,
+    groups: Groups,
+}
+
+/// Each client's namespace: names, their versions, each a FlexList of PDP-tagged blocks.
+pub struct Files {
+    repo: Arc<Repository>,
     write: tokio::sync::Mutex<()>,
     lists: Mutex<HashMap<String, Arc<FlexList>>>,
-    /// Per client, its namespace (see [`Provider::namespace`]).
+    /// Per client, its namespace (see [`Files::namespace`]).
     namespaces: Mutex<HashMap<String, Arc<RwLock<NamespaceTree>>>>,
     /// Per client: held for reading by each change in flight, for writing by `last-commit`
     /// (see `settle`).
     changes: Mutex<HashMap<String, Arc<tokio::sync::RwLock<settle::Gate>>>>,
     /// Per client: held for writing by a commit from its durable write to its namespace
-    /// update, for reading by each read of a name and its versions ([`Provider::reading`]).
+    /// update, for reading by each read of a name and its versions ([`Files::reading`]).
     applying: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
-    /// Per client, its PoR log (see `por`).
-    por: por::PorLogs,
-    /// Per client, the parts of its last PoR plan's answer and of its next batch's upload.
-    por_parts: por::PorParts,
-    /// The shape of the PoR logs (`por::PorShape`): the heap's slots, but in tests at scale.
-    por_shape: por::PorShape,
     /// Per client, the uploads waiting for their commits (see `staged`).
     staged: staged::StagedUploads,
-    /// The VICOS groups' sequencers (see `crate::vicos`; groups are shared, not per client).
-    vicos: crate::vicos::Sequencer,
 }
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Provider").field("repo", &self.repo).finish()
+    }
+}
+
+impl std::fmt::Debug for Files {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Files").field("repo", &self.repo).finish()
     }
 }
 
@@ -132,19 +141,69 @@ impl Provider {
     /// The provider over a repository.
     pub fn over(repo: Repository) -> Result<Self, StoreError> {
         check_format(&repo)?;
+        let repo = Arc::new(repo);
         Ok(Provider {
+            files: Files::over(repo.clone()),
+            por: PorLogs::over(repo.clone()),
+            groups: Groups::over(repo.clone()),
+            repo,
+        })
+    }
+
+    /// The clients' namespaces of files and versions.
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+
+    /// The clients' PoR logs.
+    pub fn por(&self) -> &PorLogs {
+        &self.por
+    }
+
+    /// The VICOS groups.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// PoR logs of another shape, for tests at scale (see [`PorLogs`]).
+    #[doc(hidden)]
+    pub fn with_por_shape(mut self, width: usize, segment_bytes: usize) -> Self {
+        self.por.with_shape(width, segment_bytes);
+        self
+    }
+
+    /// Deletes the segments that no committed entry names (what a crash or a failed commit left
+    /// behind); returns how many. Only while nothing is being written: the server runs it
+    /// before it serves.
+    pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
+        Ok(self.repo.sweep_orphans().await?)
+    }
+
+    /// Background housekeeping: compaction as `policy` says (see `crate::Maintenance`).
+    pub async fn maintain(
+        &self,
+        policy: &vouch_store::CompactionPolicy,
+    ) -> Result<vouch_store::Compaction, ProviderError> {
+        Ok(self.repo.maintain(policy).await?)
+    }
+
+    /// Copies what only the local metadata log holds to the blob store (a clean shutdown).
+    pub async fn close(&self) -> Result<(), ProviderError> {
+        Ok(self.repo.close().await?)
+    }
+}
+
+impl Files {
+    fn over(repo: Arc<Repository>) -> Self {
+        Files {
             repo,
             write: tokio::sync::Mutex::new(()),
             lists: Mutex::new(HashMap::new()),
             namespaces: Mutex::new(HashMap::new()),
             changes: Mutex::new(HashMap::new()),
             applying: Mutex::new(HashMap::new()),
-            por: std::sync::Mutex::new(HashMap::new()),
-            por_parts: std::sync::Mutex::new(HashMap::new()),
-            por_shape: por::PorShape::default(),
             staged: staged::StagedUploads::default(),
-            vicos: crate::vicos::Sequencer::default(),
-        })
+        }
     }
 
     // ---- reading the namespace ----
@@ -211,7 +270,7 @@ impl Provider {
     }
 
     /// The lookup of `name` and its version records, of one state: callers that answer a
-    /// client hold [`Provider::reading`] around it. A pair that still disagrees (the
+    /// client hold [`Files::reading`] around it. A pair that still disagrees (the
     /// namespace in memory behind the records) is refused as a storage failure, never
     /// answered. Also the records' version list, built once for the check and the proofs.
     fn lookup_with_versions(

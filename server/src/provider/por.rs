@@ -9,7 +9,7 @@
 //! **Time.** A request waits for its log's lock as long as the request holding it takes, and
 //! the log's opening at its first use takes as long as the log's size needs: neither is cut
 //! short (a cut opening would be cut again at every retry). Once a request holds the log, its
-//! work is bounded by [`REQUEST_TIMEOUT`], except a batch's apply ([`Provider::por_write`]):
+//! work is bounded by [`REQUEST_TIMEOUT`], except a batch's apply ([`PorLogs::write`]):
 //! a batch that encodes C at once (growth, a re-encode, a shrink) reads and writes all of C
 //! several times over, minutes at 2^20 slots, and is bounded by its work alone. Cutting it
 //! would be a crash at every attempt (the store keeps the log as it was, so nothing is lost,
@@ -17,7 +17,7 @@
 //! same reason, so that neither its own deadline nor a dropped connection cuts it either.
 //! Requests that wait behind it answer for the log after it.
 
-use super::{bad, Provider, ProviderError};
+use super::{bad, ProviderError};
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ use vouch_proto::por::{
     PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorStatusRequest,
     PorWriteRequest, POR_MAX_PARTS_BYTES, POR_PART_BYTES,
 };
-use vouch_store::{PorLog, PorStoreError, StoreError};
+use vouch_store::{PorLog, PorStoreError, Repository, StoreError};
 
 use crate::limits::REQUEST_TIMEOUT;
 
@@ -44,7 +44,7 @@ pub const MAX_POR_SLOTS: usize = 8192;
 pub const MAX_POR_FREE_RUNS: usize = 4096;
 
 /// The provider's logs, by client: each behind its own lock, `None` until opened or made.
-pub(crate) type PorLogs = std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PorLog>>>>>;
+type LogMap = std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PorLog>>>>>;
 
 /// A client's messages too large for one (see `vouch_proto::por`'s parts): the answer to its
 /// last plan, and the upload of its next batch staged so far.
@@ -68,7 +68,7 @@ pub(crate) struct Parts {
 const MIN_POR_PART: usize = 4 << 10;
 
 /// The PoR logs' slots and objects: the heap's slots (`SLOT_WIDTH` elements) and the store's
-/// segments, except in tests at scale ([`Provider::with_por_shape`]).
+/// segments, except in tests at scale ([`PorLogs::with_shape`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PorShape {
     width: usize,
@@ -92,7 +92,7 @@ impl PorShape {
     }
 }
 
-pub(crate) type PorParts = std::sync::Mutex<HashMap<String, Parts>>;
+type PorParts = std::sync::Mutex<HashMap<String, Parts>>;
 
 impl From<PorStoreError> for ProviderError {
     fn from(e: PorStoreError) -> Self {
@@ -161,15 +161,29 @@ fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>, width: usize) -
 /// Past every index a slot's header can carry (`encode_slot`).
 const MAX_SLOT_INDEX: u64 = (1 << 56) - 1;
 
-impl Provider {
-    /// PoR logs of `width`-element slots, their objects in segments of `segment_bytes`,
-    /// instead of the heap's slots and the store's segments: for tests of the log at scale
-    /// (2^21 slots of two elements are 32 MB; of the heap's, 10 GB). ⊥ writes need the heap's
+/// The PoR logs of a provider's clients, one each, over its repository.
+#[derive(Debug)]
+pub struct PorLogs {
+    repo: Arc<Repository>,
+    /// Per client, its log (see the module documentation).
+    logs: LogMap,
+    /// Per client, the parts of its last plan's answer and of its next batch's upload.
+    parts: PorParts,
+    /// The shape of the logs: the heap's slots, but in tests at scale.
+    shape: PorShape,
+}
+
+impl PorLogs {
+    pub(super) fn over(repo: Arc<Repository>) -> Self {
+        PorLogs { repo, logs: LogMap::default(), parts: PorParts::default(), shape: PorShape::default() }
+    }
+
+    /// Logs of `width`-element slots, their objects in segments of `segment_bytes`, instead
+    /// of the heap's slots and the store's segments: for tests of the log at scale (2^21
+    /// slots of two elements are 32 MB; of the heap's, 10 GB). ⊥ writes need the heap's
     /// slots.
-    #[doc(hidden)]
-    pub fn with_por_shape(mut self, width: usize, segment_bytes: usize) -> Self {
-        self.por_shape = PorShape { width, segment_bytes: Some(segment_bytes) };
-        self
+    pub(super) fn with_shape(&mut self, width: usize, segment_bytes: usize) {
+        self.shape = PorShape { width, segment_bytes: Some(segment_bytes) };
     }
 
     /// `work` on the client's log, opened from the store at its first use: within
@@ -183,20 +197,20 @@ impl Provider {
         self.with_log_within(client, Some(REQUEST_TIMEOUT), work).await
     }
 
-    /// [`Provider::with_log`] with `work` bounded by `limit` (`None`: by its own end).
+    /// [`PorLogs::with_log`] with `work` bounded by `limit` (`None`: by its own end).
     async fn with_log_within<T>(
         &self,
         client: &str,
         limit: Option<std::time::Duration>,
         work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
-        let slot = self.por_slot(client);
+        let slot = self.slot(client);
         let mut held = slot.lock().await;
         if held.is_none() {
             let log = PorLog::open(&self.repo, &owner(client))
                 .await?
                 .ok_or_else(|| ProviderError::NotFound("no PoR log; create one with por-init".into()))?;
-            *held = Some(self.por_shape.limits(log));
+            *held = Some(self.shape.limits(log));
         }
         let work = work(held.as_mut().expect("opened above"), &self.repo);
         match limit {
@@ -211,37 +225,37 @@ impl Provider {
     }
 
     /// Marks a batch of the client's as being applied in a task of its own; `false` when one
-    /// already is (the HTTP layer then refuses the batch). [`Provider::por_applied`] unmarks it.
-    pub(crate) fn por_applying(&self, client: &str) -> bool {
+    /// already is (the HTTP layer then refuses the batch). [`PorLogs::applied`] unmarks it.
+    pub(crate) fn applying(&self, client: &str) -> bool {
         self.with_parts(client, |parts| !std::mem::replace(&mut parts.applying, true))
     }
 
-    /// The client's batch marked by [`Provider::por_applying`] has ended, applied or not.
-    pub(crate) fn por_applied(&self, client: &str) {
+    /// The client's batch marked by [`PorLogs::applying`] has ended, applied or not.
+    pub(crate) fn applied(&self, client: &str) {
         self.with_parts(client, |parts| parts.applying = false)
     }
 
     /// The lock of the client's log.
-    fn por_slot(&self, client: &str) -> Arc<tokio::sync::Mutex<Option<PorLog>>> {
+    fn slot(&self, client: &str) -> Arc<tokio::sync::Mutex<Option<PorLog>>> {
         // Held for a map lookup only: never across an await.
-        let mut logs = self.por.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut logs = self.logs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         logs.entry(client.to_string()).or_default().clone()
     }
 
-    pub async fn por_init(&self, client: &str, req: &PorInitRequest) -> Result<PorStatus, ProviderError> {
+    pub async fn init(&self, client: &str, req: &PorInitRequest) -> Result<PorStatus, ProviderError> {
         let coded = sealed_list_from_bytes(&req.coded).map_err(bad)?;
-        let slot = self.por_slot(client);
+        let slot = self.slot(client);
         let mut held = slot.lock().await;
         let shape = (u32::from(req.log_capacity), u32::from(req.group_log));
-        let log = PorLog::create(&self.repo, &owner(client), shape, self.por_shape.width, coded).await?;
+        let log = PorLog::create(&self.repo, &owner(client), shape, self.shape.width, coded).await?;
         let answer = status(&log);
-        *held = Some(self.por_shape.limits(log));
+        *held = Some(self.shape.limits(log));
         Ok(answer)
     }
 
     /// The log's status, after the fence is raised (under the log's lock: a batch being
     /// applied is applied first, one that comes after is refused).
-    pub async fn por_status(&self, client: &str, req: &PorStatusRequest) -> Result<PorStatus, ProviderError> {
+    pub async fn status(&self, client: &str, req: &PorStatusRequest) -> Result<PorStatus, ProviderError> {
         self.with_log(client, async |log, _| {
             self.with_parts(client, |parts| parts.fence = parts.fence.max(req.fence));
             Ok(status(log))
@@ -249,7 +263,7 @@ impl Provider {
         .await
     }
 
-    pub async fn por_plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
+    pub async fn plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
         let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
         bounded(plan.indices.len())?;
         let mut context = self.with_log(client, async |log, _| Ok(log.context(&plan)?.to_bytes())).await?;
@@ -265,7 +279,7 @@ impl Provider {
 
     /// More of the last plan's answer: `offset` counts from its start (the first part was in
     /// the plan's own answer).
-    pub async fn por_more(&self, client: &str, req: &PorMoreRequest) -> Result<PorMoreAnswer, ProviderError> {
+    pub async fn more(&self, client: &str, req: &PorMoreRequest) -> Result<PorMoreAnswer, ProviderError> {
         self.with_parts(client, |parts| {
             let more = parts.answer.len() as u64;
             let at = req.offset.checked_sub(parts.part as u64).filter(|&at| at < more).ok_or_else(|| {
@@ -282,7 +296,7 @@ impl Provider {
     }
 
     /// A part of the client's next batch's upload.
-    pub async fn por_stage(&self, client: &str, req: &PorStageRequest) -> Result<PorStaged, ProviderError> {
+    pub async fn stage(&self, client: &str, req: &PorStageRequest) -> Result<PorStaged, ProviderError> {
         if req.part.len() > POR_PART_BYTES || req.offset.saturating_add(req.part.len() as u64) > POR_MAX_PARTS_BYTES {
             return Err(ProviderError::TooLarge(format!(
                 "an upload past {POR_MAX_PARTS_BYTES} bytes, or a part past {POR_PART_BYTES}"
@@ -302,17 +316,17 @@ impl Provider {
 
     /// `work` on the client's parts, under the map's lock (never held across an await).
     fn with_parts<T>(&self, client: &str, work: impl FnOnce(&mut Parts) -> T) -> T {
-        let mut all = self.por_parts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = self.parts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         work(all.entry(client.to_string()).or_default())
     }
 
-    pub async fn por_write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
-        self.por_write_slowly(client, req, std::time::Duration::ZERO).await
+    pub async fn write(&self, client: &str, req: &PorWriteRequest) -> Result<PorStatus, ProviderError> {
+        self.write_slowly(client, req, std::time::Duration::ZERO).await
     }
 
-    /// [`Provider::por_write`], its apply begun `delay` after the log is held (a slow
+    /// [`PorLogs::write`], its apply begun `delay` after the log is held (a slow
     /// provider, `vouch_misbehave::Misbehave::SlowPorWrite`; zero for the honest one).
-    pub async fn por_write_slowly(
+    pub async fn write_slowly(
         &self,
         client: &str,
         req: &PorWriteRequest,
@@ -321,7 +335,7 @@ impl Provider {
         let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
         bounded(req.writes.len())?;
         let data = slots_from_bytes(&req.slots).map_err(bad)?;
-        let slots = with_deleted(&req.writes, &req.deleted, data, self.por_shape.width)?;
+        let slots = with_deleted(&req.writes, &req.deleted, data, self.shape.width)?;
         let upload = match req.staged {
             0 => std::borrow::Cow::Borrowed(&req.upload[..]),
             staged => {
@@ -368,14 +382,14 @@ impl Provider {
         .await
     }
 
-    pub async fn por_label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
+    pub async fn label(&self, client: &str, req: &PorLabelRequest) -> Result<PorLabelAnswer, ProviderError> {
         self.with_log(client, async |log, repo| {
             Ok(PorLabelAnswer { value: log.label(repo, &req.key)?.map(ByteBuf::from) })
         })
         .await
     }
 
-    pub async fn por_free(&self, client: &str, req: &PorFreeRequest) -> Result<PorFreeAnswer, ProviderError> {
+    pub async fn free(&self, client: &str, req: &PorFreeRequest) -> Result<PorFreeAnswer, ProviderError> {
         let most_runs = (req.most_runs as usize).min(MAX_POR_FREE_RUNS);
         self.with_log(client, async |log, repo| {
             Ok(PorFreeAnswer { runs: log.free_runs(repo, req.most_slots, most_runs)? })
@@ -383,7 +397,7 @@ impl Provider {
         .await
     }
 
-    pub async fn por_read(&self, client: &str, req: &PorReadRequest) -> Result<PorReadAnswer, ProviderError> {
+    pub async fn read(&self, client: &str, req: &PorReadRequest) -> Result<PorReadAnswer, ProviderError> {
         bounded(req.indices.len())?;
         self.with_log(client, async |log, repo| {
             Ok(PorReadAnswer { read: ByteBuf::from(log.read(repo, &req.indices).await?.to_bytes()) })
@@ -392,7 +406,7 @@ impl Provider {
     }
 
     /// One proof per part of the provider's schedule; the client checks them against its own.
-    pub async fn por_audit(&self, client: &str, req: &PorAuditRequest) -> Result<PorAuditAnswer, ProviderError> {
+    pub async fn audit(&self, client: &str, req: &PorAuditRequest) -> Result<PorAuditAnswer, ProviderError> {
         if req.lambda == 0 || req.lambda > MAX_POR_LAMBDA {
             return Err(bad(format!("lambda must be 1 to {MAX_POR_LAMBDA}")));
         }
@@ -414,7 +428,7 @@ impl Provider {
         .await
     }
 
-    pub async fn por_region(&self, client: &str, req: &PorRegionRequest) -> Result<PorRegionAnswer, ProviderError> {
+    pub async fn region(&self, client: &str, req: &PorRegionRequest) -> Result<PorRegionAnswer, ProviderError> {
         let region = match req.region {
             0xFE => Region::Coded,
             level => Region::Level(level),
@@ -438,10 +452,10 @@ impl Provider {
         .await
     }
 
-    pub async fn por_restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
+    pub async fn restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
         bounded(req.indices.len())?;
         let slots = slots_from_bytes(&req.slots).map_err(bad)?;
-        let width = self.por_shape.width;
+        let width = self.shape.width;
         if slots.len() != req.indices.len() * width {
             return Err(bad("one slot per index"));
         }

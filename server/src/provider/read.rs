@@ -2,11 +2,11 @@
 
 use super::*;
 
-impl Provider {
+impl Files {
     // ---- reading blocks ----
 
     /// A read of `start..end`: the located version, then the chunks of blocks to send (each
-    /// produced on demand by [`Provider::read_chunk`]).
+    /// produced on demand by [`Files::read_chunk`]).
     pub fn read_plan(
         &self,
         client: &str,
@@ -84,8 +84,8 @@ impl Provider {
 
     // ---- audits ----
 
-    /// A possession proof for the challenge `req`: [`Provider::challenged`], then
-    /// [`Provider::prove_possession`].
+    /// A possession proof for the challenge `req`: [`Files::challenged`], then
+    /// [`Files::prove_possession`].
     pub async fn audit(&self, client: &str, req: &AuditRequest, max_bytes: u64) -> Result<AuditAnswer, ProviderError> {
         match self.challenged(client, req, max_bytes).await? {
             Challenged::Nothing(located) => Ok(AuditAnswer { located, proof: ByteBuf::new() }),

@@ -29,7 +29,7 @@ pub(crate) struct Gate {
     settled: VecDeque<Attempt>,
 }
 
-/// A change's hold on its client's gate (see [`Provider::changing`]).
+/// A change's hold on its client's gate (see [`Files::changing`]).
 pub(crate) type InFlight = OwnedRwLockReadGuard<Gate>;
 
 impl Gate {
@@ -43,7 +43,7 @@ impl Gate {
     }
 }
 
-impl Provider {
+impl Files {
     fn gate(&self, client: &str) -> Arc<RwLock<Gate>> {
         let mut gates = self.changes.lock().expect("change gates");
         gates.entry(client.to_string()).or_default().clone()
@@ -100,6 +100,7 @@ mod tests {
     async fn a_change_arriving_after_its_attempt_was_settled_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let provider = Provider::open_dir(dir.path(), &Blocks::Local).unwrap();
+        let provider = provider.files();
         let (settled, fresh) = (Attempt([1; 16]), Attempt([2; 16]));
         provider.last_commit("c", "f", settled).await.unwrap();
         let refused = |r: Result<(), ProviderError>, what: &str| {

@@ -69,7 +69,7 @@ impl StagedUploads {
     }
 }
 
-impl Provider {
+impl Files {
     /// Ends a `stage`: checks the client's record against the blocks, stores them and keeps
     /// the upload for its `commit-staged`.
     pub async fn stage_upload(

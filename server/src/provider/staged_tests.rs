@@ -11,14 +11,15 @@ use vouch_proto::CommitStagedRequest;
 const CLIENT: &str = "c";
 const NAME: &str = "f";
 
-fn provider() -> (tempfile::TempDir, Provider) {
+/// A provider's namespaces over a temporary directory.
+fn provider() -> (tempfile::TempDir, Files) {
     let dir = tempfile::tempdir().unwrap();
     let provider = Provider::open_dir(dir.path(), &Blocks::Local).unwrap();
-    (dir, provider)
+    (dir, provider.files)
 }
 
 /// Stages three blocks as version 1 of [`NAME`] under `attempt`; returns the record.
-async fn stage(provider: &Provider, attempt: Attempt, limits: &Limits) -> Result<VersionRecord, ProviderError> {
+async fn stage(provider: &Files, attempt: Attempt, limits: &Limits) -> Result<VersionRecord, ProviderError> {
     let (file, scheme) = (FileId([7; 16]), SchemeId::Linear);
     let mut put = provider.begin_stage(CLIENT, NAME, file, scheme, attempt)?;
     let blocks: Vec<WireBlock> = (0..3u8)
@@ -42,7 +43,7 @@ fn commit_request(attempt: Attempt, record: &VersionRecord) -> CommitStagedReque
     CommitStagedRequest { name: NAME.into(), attempt, record: ByteBuf::from(record.to_bytes().to_vec()) }
 }
 
-fn exists(provider: &Provider) -> bool {
+fn exists(provider: &Files) -> bool {
     matches!(provider.lookup(CLIENT, NAME).unwrap().1, Found::At { .. })
 }
 

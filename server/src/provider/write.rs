@@ -2,11 +2,11 @@
 
 use super::*;
 
-impl Provider {
+impl Files {
     // ---- changes ----
 
     /// Starts storing a new version of `name` from uploaded blocks (`put`): feed the blocks in
-    /// file order to [`Provider::put_blocks`], then end with [`Provider::finish_put`]. The put
+    /// file order to [`Files::put_blocks`], then end with [`Files::finish_put`]. The put
     /// counts as a change in flight from here on (see `settle`).
     pub async fn begin_put(
         &self,
@@ -21,8 +21,8 @@ impl Provider {
         Ok(put)
     }
 
-    /// Starts a `stage` (see `staged`): [`Provider::begin_put`] without the change gate, as
-    /// a staged upload cannot commit by itself; end it with [`Provider::stage_upload`].
+    /// Starts a `stage` (see `staged`): [`Files::begin_put`] without the change gate, as
+    /// a staged upload cannot commit by itself; end it with [`Files::stage_upload`].
     pub fn begin_stage(
         &self,
         client: &str,
@@ -275,22 +275,7 @@ pub(super) fn leaf_of(scheme: SchemeId, b: &WireBlock) -> Block {
     Block::new(hash::pdp_leaf(scheme as u8, b.nonce, &b.tag), b.data.len() as u32, b.nonce)
 }
 
-impl Provider {
-    /// Deletes the segments that no committed entry names (what a crash or a failed commit left
-    /// behind); returns how many. Only while nothing is being written: the server runs it
-    /// before it serves.
-    pub async fn sweep_orphans(&self) -> Result<usize, ProviderError> {
-        Ok(self.repo.sweep_orphans().await?)
-    }
-
-    /// Background housekeeping: compaction as `policy` says (see `crate::Maintenance`).
-    pub async fn maintain(
-        &self,
-        policy: &vouch_store::CompactionPolicy,
-    ) -> Result<vouch_store::Compaction, ProviderError> {
-        Ok(self.repo.maintain(policy).await?)
-    }
-
+impl Files {
     /// Writes again the bytes of blocks the client's file `req.file` holds (each known by
     /// nonce and tag), where its copy of them was damaged or lost: the index moves to the new
     /// copies, and the damaged ones are left to compaction. Nothing else changes, and nothing
@@ -316,10 +301,5 @@ impl Provider {
         commit.replace_blocks(stored);
         self.repo.commit(commit).await?;
         Ok(HealedBlocks { healed: req.blocks.len() as u64 })
-    }
-
-    /// Copies what only the local metadata log holds to the blob store (a clean shutdown).
-    pub async fn close(&self) -> Result<(), ProviderError> {
-        Ok(self.repo.close().await?)
     }
 }

@@ -122,13 +122,13 @@ async fn an_idle_group_leaves_memory_and_its_next_message_replays_it_where_it_wa
     let (_, t, _) = m[0].active(put("y", "2")).await.unwrap();
     assert_eq!((t, progress(&server, "g").await), (2, (1, 2)));
     assert_eq!(other.run(put("a", "1")).await, NOTHING);
-    assert_eq!(server.provider().vicos_groups_in_memory(), 2);
+    assert_eq!(server.provider().groups().in_memory(), 2);
 
     tokio::time::sleep(idle * 5 / 2).await;
     // A message to h looks the groups over: g (and h, unused as long) leave memory; h is
     // replayed for its message.
     assert_eq!(other.run(get("a")).await, value("1"));
-    assert_eq!(server.provider().vicos_groups_in_memory(), 1, "only the group in use is in memory");
+    assert_eq!(server.provider().groups().in_memory(), 1, "only the group in use is in memory");
     // g's next message replays its journal: the same history, the next position.
     let (outcome, t, work) = m[1].active(get("y")).await.unwrap();
     assert_eq!((outcome, t), (Outcome::Abort, 3), "member 0's pending put of y, as before");
@@ -136,7 +136,7 @@ async fn an_idle_group_leaves_memory_and_its_next_message_replays_it_where_it_wa
     assert_eq!(m[1].run(get("y")).await, value("2"));
     assert_eq!(m[0].run(put("z", "3")).await, NOTHING, "member 0 goes on after its operation of before");
     assert_eq!(progress(&server, "g").await, (5, 5));
-    assert_eq!(server.provider().vicos_groups_in_memory(), 2);
+    assert_eq!(server.provider().groups().in_memory(), 2);
     server.shutdown().await.unwrap();
 }
 

@@ -218,5 +218,5 @@ impl Member {
 
 /// `(b, t)` of the group at the provider.
 pub async fn progress(server: &RunningServer, group: &str) -> (u64, u64) {
-    server.provider().aip_progress(group).await.unwrap()
+    server.provider().groups().progress(group).await.unwrap()
 }
