@@ -4,7 +4,9 @@
 //! byte reaches them, and serialises their writes on that root.
 //!
 //! * The S3 protocol (SigV4 in headers and presigned URLs, path-style addressing, XML, ranges,
-//!   aws-chunked bodies) is s3s's; this crate maps its operations onto the client ([`s3`]).
+//!   aws-chunked bodies) is s3s's; this crate's one S3 front maps its operations onto a small
+//!   store of verified objects: the client's namespace ([`s3`]), or a VICOS group's
+//!   ([`group`]). What a store does not do, the front refuses (NotImplemented).
 //! * An object is a vouch file: its body, then its metadata and ETag ([`object`]), named under
 //!   its bucket ([`names`]).
 //! * A provider caught lying reaches the application as the S3 error
@@ -12,7 +14,7 @@
 //! * The portal keeps verified answers in the client's cache (Iris Sec. 7.2), reads ahead of
 //!   sequential ranged reads, audits the provider in the background ([`audit`]) and exports
 //!   its figures for Prometheus ([`Metrics`]).
-//! * Group mode ([`start_group`], [`GroupGateway`]): the gateway is a member of a VICOS group
+//! * Group mode ([`start_group`]): the gateway is a member of a VICOS group
 //!   (paper 003) and serves the group's object store instead of one client's namespace, so
 //!   that several gateways serve one store, kept consistent by AIP; a forked or altered store
 //!   reaches their applications as the same violation error ([`group`]).
@@ -22,6 +24,7 @@ pub mod audit;
 mod background;
 mod config;
 pub mod errors;
+mod front;
 pub mod group;
 mod listing;
 mod metrics;
@@ -34,7 +37,5 @@ mod serve;
 mod stream;
 
 pub use config::{AccessKey, AuditConfig, ConfigError, GatewayConfig};
-pub use group::GroupGateway;
 pub use metrics::Metrics;
-pub use s3::Gateway;
 pub use serve::{start, start_group, RunningGateway};

@@ -5,6 +5,7 @@
 //! bucket, key and metadata, so an upload survives a gateway restart.
 
 use crate::errors::to_s3;
+use crate::front::{Multipart, UploadTarget};
 use crate::names::object_name;
 use crate::object::{etag_of, ObjectMeta};
 use crate::s3::Gateway;
@@ -35,8 +36,9 @@ fn part_name(upload: &str, part: i32) -> String {
 /// Part numbers S3 allows.
 const PARTS: std::ops::RangeInclusive<i32> = 1..=10_000;
 
-impl Gateway {
-    pub(crate) async fn create_upload(&self, bucket: &str, key: &str, meta: ObjectMeta) -> S3Result<String> {
+#[async_trait::async_trait]
+impl Multipart for Gateway {
+    async fn create(&self, bucket: &str, key: &str, meta: ObjectMeta) -> S3Result<String> {
         object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         self.need_bucket(bucket).await?;
         let id = base16ct::lower::encode_string(&rand::random::<[u8; 16]>());
@@ -49,6 +51,104 @@ impl Gateway {
         Ok(id)
     }
 
+    async fn part(&self, (id, bucket, key): UploadTarget<'_>, part: i32, body: PutBody) -> S3Result<ObjectMeta> {
+        if !PARTS.contains(&part) {
+            return Err(s3_error!(InvalidArgument, "part numbers are 1 to 10000"));
+        }
+        self.upload(id, bucket, key).await?;
+        self.put_body(&part_name(id, part), body, ObjectMeta::default()).await
+    }
+
+    /// Joins the parts `parts` (ascending, each with the ETag its upload returned) into the
+    /// object; returns its metadata.
+    async fn complete(&self, (id, bucket, key): UploadTarget<'_>, parts: &[CompletedPart]) -> S3Result<ObjectMeta> {
+        let upload = self.upload(id, bucket, key).await?;
+        if parts.is_empty() {
+            return Err(s3_error!(MalformedXML, "an upload completes with at least one part"));
+        }
+        let (mut pieces, mut md5s, mut last) = (Vec::new(), Md5::new(), 0);
+        for part in parts {
+            let number = part.part_number.ok_or_else(|| s3_error!(InvalidPart, "a part without its number"))?;
+            if number <= last {
+                return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
+            }
+            last = number;
+            let name = part_name(id, number);
+            let stat =
+                self.latest(&name).await?.ok_or_else(|| s3_error!(InvalidPart, "part {number} was not uploaded"))?;
+            if part.e_tag.as_ref().is_some_and(|e| e.value() != stat.meta.etag) {
+                return Err(s3_error!(InvalidPart, "part {number} has another ETag"));
+            }
+            md5s.update(hex_bytes(&stat.meta.etag).ok_or_else(|| s3_error!(InternalError, "part {number}'s ETag"))?);
+            pieces.push(Piece { name, version: stat.version, range: 0..stat.body_len });
+        }
+        let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        let body: StreamingBlob = self.body(pieces).await?;
+        let meta = self
+            .put_body(&name, PutBody::new(Some(body), None).with_etag(etag).with_deadlines(None), upload.meta)
+            .await?;
+        self.forget_upload(id).await?;
+        Ok(meta)
+    }
+
+    /// The parts of upload `id` numbered after `after`, at most `max` of them, ascending, with
+    /// the number to list on from when there are more.
+    async fn parts(
+        &self,
+        (id, bucket, key): UploadTarget<'_>,
+        after: i32,
+        max: usize,
+    ) -> S3Result<(Vec<Part>, Option<i32>)> {
+        self.upload(id, bucket, key).await?;
+        let prefix = format!("s3p/{id}/");
+        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
+        let mut numbers: Vec<i32> =
+            listing.iter().filter_map(|e| e.name.strip_prefix(&prefix)?.parse().ok()).filter(|&n| n > after).collect();
+        numbers.sort_unstable();
+        let more = numbers.len() > max;
+        numbers.truncate(max);
+        let mut parts = Vec::with_capacity(numbers.len());
+        for &number in &numbers {
+            // A part removed since the listing (an abort or completion) is left out.
+            let Some(stat) = self.latest(&part_name(id, number)).await? else { continue };
+            parts.push(Part {
+                part_number: Some(number),
+                size: Some(stat.body_len as i64),
+                e_tag: Some(ETag::Strong(stat.meta.etag.clone())),
+                last_modified: Some(Timestamp::from(UNIX_EPOCH + Duration::from_secs(stat.time))),
+                ..Part::default()
+            });
+        }
+        Ok((parts, more.then(|| numbers.last().copied()).flatten()))
+    }
+
+    /// The uploads in progress in `bucket` for keys under `prefix`, by key.
+    async fn uploads(&self, bucket: &str, prefix: &str) -> S3Result<Vec<MultipartUpload>> {
+        self.need_bucket(bucket).await?;
+        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
+        let mut uploads = Vec::new();
+        for id in listing.iter().filter_map(|e| e.name.strip_prefix("s3u/")) {
+            let Some(upload) = self.upload_record(id).await? else { continue };
+            if upload.bucket == bucket && upload.key.starts_with(prefix) {
+                uploads.push(MultipartUpload {
+                    key: Some(upload.key),
+                    upload_id: Some(id.to_string()),
+                    ..MultipartUpload::default()
+                });
+            }
+        }
+        Ok(uploads)
+    }
+
+    /// Removes the upload `id` and every part stored for it.
+    async fn abort(&self, (id, bucket, key): UploadTarget<'_>) -> S3Result<()> {
+        self.upload(id, bucket, key).await?;
+        self.forget_upload(id).await
+    }
+}
+
+impl Gateway {
     /// The upload `id`, checked to be for `bucket`/`key`.
     async fn upload(&self, id: &str, bucket: &str, key: &str) -> S3Result<Upload> {
         let bad = || s3_error!(NoSuchUpload, "no upload {id} for {bucket}/{key}");
@@ -71,111 +171,6 @@ impl Gateway {
             Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchUpload)),
         }
         Ok(serde_json::from_slice(&bytes).ok())
-    }
-
-    pub(crate) async fn upload_part(
-        &self,
-        (id, bucket, key): (&str, &str, &str),
-        part: i32,
-        body: PutBody,
-    ) -> S3Result<ObjectMeta> {
-        if !PARTS.contains(&part) {
-            return Err(s3_error!(InvalidArgument, "part numbers are 1 to 10000"));
-        }
-        self.upload(id, bucket, key).await?;
-        self.put_body(&part_name(id, part), body, ObjectMeta::default()).await
-    }
-
-    /// Joins the parts `parts` (ascending, each with the ETag its upload returned) into the
-    /// object; returns its metadata.
-    pub(crate) async fn complete_upload(
-        &self,
-        (id, bucket, key): (&str, &str, &str),
-        parts: &[CompletedPart],
-    ) -> S3Result<ObjectMeta> {
-        let upload = self.upload(id, bucket, key).await?;
-        if parts.is_empty() {
-            return Err(s3_error!(MalformedXML, "an upload completes with at least one part"));
-        }
-        let (mut pieces, mut md5s, mut last) = (Vec::new(), Md5::new(), 0);
-        for part in parts {
-            let number = part.part_number.ok_or_else(|| s3_error!(InvalidPart, "a part without its number"))?;
-            if number <= last {
-                return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
-            }
-            last = number;
-            let name = part_name(id, number);
-            let stat =
-                self.stat(&name).await?.ok_or_else(|| s3_error!(InvalidPart, "part {number} was not uploaded"))?;
-            if part.e_tag.as_ref().is_some_and(|e| e.value() != stat.meta.etag) {
-                return Err(s3_error!(InvalidPart, "part {number} has another ETag"));
-            }
-            md5s.update(hex_bytes(&stat.meta.etag).ok_or_else(|| s3_error!(InternalError, "part {number}'s ETag"))?);
-            pieces.push(Piece { name, version: stat.version, range: 0..stat.body_len });
-        }
-        let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
-        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        let body: StreamingBlob = self.body(pieces).await?;
-        let meta = self
-            .put_body(&name, PutBody::new(Some(body), None).with_etag(etag).with_deadlines(None), upload.meta)
-            .await?;
-        self.forget_upload(id).await?;
-        Ok(meta)
-    }
-
-    /// The parts of upload `id` numbered after `after`, at most `max` of them, ascending, with
-    /// the number to list on from when there are more.
-    pub(crate) async fn list_upload_parts(
-        &self,
-        (id, bucket, key): (&str, &str, &str),
-        after: i32,
-        max: usize,
-    ) -> S3Result<(Vec<Part>, Option<i32>)> {
-        self.upload(id, bucket, key).await?;
-        let prefix = format!("s3p/{id}/");
-        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
-        let mut numbers: Vec<i32> =
-            listing.iter().filter_map(|e| e.name.strip_prefix(&prefix)?.parse().ok()).filter(|&n| n > after).collect();
-        numbers.sort_unstable();
-        let more = numbers.len() > max;
-        numbers.truncate(max);
-        let mut parts = Vec::with_capacity(numbers.len());
-        for &number in &numbers {
-            // A part removed since the listing (an abort or completion) is left out.
-            let Some(stat) = self.stat(&part_name(id, number)).await? else { continue };
-            parts.push(Part {
-                part_number: Some(number),
-                size: Some(stat.body_len as i64),
-                e_tag: Some(ETag::Strong(stat.meta.etag.clone())),
-                last_modified: Some(Timestamp::from(UNIX_EPOCH + Duration::from_secs(stat.time))),
-                ..Part::default()
-            });
-        }
-        Ok((parts, more.then(|| numbers.last().copied()).flatten()))
-    }
-
-    /// The uploads in progress in `bucket` for keys under `prefix`, by key.
-    pub(crate) async fn list_uploads(&self, bucket: &str, prefix: &str) -> S3Result<Vec<MultipartUpload>> {
-        self.need_bucket(bucket).await?;
-        let listing = self.client().list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchUpload))?;
-        let mut uploads = Vec::new();
-        for id in listing.iter().filter_map(|e| e.name.strip_prefix("s3u/")) {
-            let Some(upload) = self.upload_record(id).await? else { continue };
-            if upload.bucket == bucket && upload.key.starts_with(prefix) {
-                uploads.push(MultipartUpload {
-                    key: Some(upload.key),
-                    upload_id: Some(id.to_string()),
-                    ..MultipartUpload::default()
-                });
-            }
-        }
-        Ok(uploads)
-    }
-
-    /// Removes the upload `id` and every part stored for it.
-    pub(crate) async fn abort_upload(&self, (id, bucket, key): (&str, &str, &str)) -> S3Result<()> {
-        self.upload(id, bucket, key).await?;
-        self.forget_upload(id).await
     }
 
     async fn forget_upload(&self, id: &str) -> S3Result<()> {

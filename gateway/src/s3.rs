@@ -1,16 +1,17 @@
-//! The S3 operations, on a vouch client: every byte, ETag and listing an application gets
-//! was verified against the client's namespace root first.
+//! The objects of a client's own namespace, for the S3 front ([`crate::front`]): every byte,
+//! ETag and listing an application gets was verified against the client's namespace root
+//! first. (A conditional put needs no lock of its own: the client commits it only over the
+//! state its condition was checked on.)
 
 use crate::background::Background;
 use crate::errors::to_s3;
-use crate::listing::{self, Listed};
+use crate::front::{served_range, Capabilities, Multipart, ObjectStat, Objects, Opened, WriteConditions};
 use crate::metrics::Metrics;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
 use crate::object::{ObjectMeta, MAX_META, MAX_USER_META, TRAILER};
 use crate::stream::{body_stream, spool, Deadlines, Piece, PutBody, Spooled};
-use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
@@ -87,10 +88,6 @@ pub struct Gateway {
     read_ends: Mutex<HashMap<(String, u64), u64>>,
     /// What each stored version's tail says, by (name, version, root): read once.
     metas: Mutex<HashMap<VersionKey, (ObjectMeta, u64)>>,
-    /// Serialises bucket creation and deletion, whose outcome depends on what is there, so
-    /// the check and the change see one state. (A conditional put needs no lock of its own:
-    /// the client commits it only over the state its condition was checked on.)
-    writes: tokio::sync::Mutex<()>,
 }
 
 /// A stored version: its name, number and root (a name removed and stored again numbers its
@@ -143,7 +140,6 @@ impl Gateway {
             background,
             read_ends: Mutex::default(),
             metas: Mutex::default(),
-            writes: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -189,14 +185,6 @@ impl Gateway {
         });
     }
 
-    async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
-        match self.client.version(&bucket_name(bucket), None).await {
-            Ok(_) => Ok(true),
-            Err(ClientError::NotFound(_)) => Ok(false),
-            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchBucket)),
-        }
-    }
-
     pub(crate) async fn need_bucket(&self, bucket: &str) -> S3Result<()> {
         match self.bucket_exists(bucket).await? {
             true => Ok(()),
@@ -205,7 +193,7 @@ impl Gateway {
     }
 
     /// The latest version of `name` and its metadata; `None` when the provider proved it absent.
-    pub(crate) async fn stat(&self, name: &str) -> S3Result<Option<Stat>> {
+    pub(crate) async fn latest(&self, name: &str) -> S3Result<Option<Stat>> {
         let verified = match self.client.version(name, None).await {
             Ok(v) => v,
             Err(ClientError::NotFound(_)) => return Ok(None),
@@ -250,38 +238,10 @@ impl Gateway {
         Ok(out)
     }
 
-    /// The object at `bucket`/`key`, or NoSuchKey (NoSuchBucket when the bucket is missing).
-    async fn object(&self, bucket: &str, key: &str) -> S3Result<(String, Stat)> {
-        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        match self.stat(&name).await? {
-            Some(stat) => Ok((name, stat)),
-            None => {
-                self.need_bucket(bucket).await?;
-                Err(s3_error!(NoSuchKey, "no key {key} in {bucket}"))
-            }
-        }
-    }
-
-    /// The latest version of the object a GetObject names, its conditions checked, the range
-    /// to serve, and its body with the first read made.
-    async fn open_object(&self, input: &GetObjectInput) -> S3Result<(Stat, std::ops::Range<u64>, StreamingBlob)> {
-        let (name, stat) = self.object(&input.bucket, &input.key).await?;
-        check_read_conditions(read_conditions!(input), &stat.meta, stat.time)?;
-        let range = match &input.range {
-            None => 0..stat.body_len,
-            Some(r) => r.check(stat.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", stat.body_len))?,
-        };
-        if input.range.is_some() {
-            self.prefetch_after(&name, stat.version, &range, stat.body_len);
-        }
-        let body = self.body(vec![Piece { name, version: stat.version, range: range.clone() }]).await?;
-        Ok((stat, range, body))
-    }
-
     /// Stores `body` as the object `name`, with `meta` (its ETag set from the body).
     pub(crate) async fn put_body(&self, name: &str, body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
         let (spooled, meta) = self.spool_body(body, meta).await?;
-        self.store(name, spooled, None).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        self.commit_spooled(name, spooled, None).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         Ok(meta)
     }
 
@@ -306,7 +266,12 @@ impl Gateway {
 
     /// Stores the spooled file as a new version of `name` (committed only over the state
     /// `expected`, when given), and prunes the versions it replaced.
-    async fn store(&self, name: &str, spooled: Spooled, expected: Option<Expected>) -> Result<(), ClientError> {
+    async fn commit_spooled(
+        &self,
+        name: &str,
+        spooled: Spooled,
+        expected: Option<Expected>,
+    ) -> Result<(), ClientError> {
         let put = match (expected, self.por) {
             (Some(expected), por) => self.client.put_expecting(name, spooled, None, (por, expected), |_| {}).await,
             (None, true) => self.client.put_por(name, spooled, None, |_| {}).await,
@@ -339,59 +304,167 @@ impl Gateway {
         name: &str,
         (if_match, if_none_match): (Option<&ETagCondition>, Option<&ETagCondition>),
     ) -> S3Result<Expected> {
-        let current = self.stat(name).await?;
+        let current = self.latest(name).await?;
         let meta = current.as_ref().map(|s| &s.meta);
         if if_match.is_some_and(|c| !matches(c, meta)) || if_none_match.is_some_and(|c| matches(c, meta)) {
             return Err(s3_error!(PreconditionFailed, "the object's state does not meet the condition"));
         }
         Ok(current.map_or(Expected::Absent, |s| Expected::Latest(s.record)))
     }
+}
 
-    /// One page of `bucket`'s keys under `prefix` after `after`, with each key's size, ETag
-    /// and time (a key removed since the listing is left out, as a listing a moment later
-    /// would leave it).
-    async fn listing(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        delimiter: Option<&str>,
-        after: Option<&str>,
-        max: usize,
-    ) -> S3Result<Listed> {
-        self.need_bucket(bucket).await?;
-        let keys = self.keys(bucket).await?;
-        let page = names::list_page(&keys, prefix, delimiter, after, max);
-        let stats: Vec<Option<(String, Stat)>> = futures::stream::iter(page.keys)
-            .map(|key: String| async move {
-                let name = object_name(bucket, &key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-                Ok::<_, S3Error>(self.stat(&name).await?.map(|stat| (key, stat)))
-            })
-            .buffered(LISTING_LOOKUPS)
-            .try_collect()
-            .await?;
-        let contents = stats
-            .into_iter()
-            .flatten()
-            .map(|(key, stat)| Object {
-                key: Some(key),
-                size: Some(stat.body_len as i64),
-                e_tag: Some(etag(&stat.meta)),
-                last_modified: Some(timestamp(stat.time)),
-                ..Object::default()
-            })
-            .collect();
-        let common_prefixes = page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
-        Ok(Listed { contents, common_prefixes, next: page.next })
+impl Stat {
+    /// What the front shows of it.
+    fn shown(self) -> ObjectStat {
+        ObjectStat { meta: self.meta, body_len: self.body_len, time: self.time }
+    }
+}
+
+#[async_trait::async_trait]
+impl Objects for Gateway {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            mode: "a client's own namespace",
+            conditional_writes: true,
+            deadlines: Some(self.deadlines),
+            stats_at_once: LISTING_LOOKUPS,
+        }
     }
 
-    /// The keys of `bucket`, ascending, from the namespace's proven complete listing.
+    async fn buckets(&self) -> S3Result<Vec<Bucket>> {
+        let listing = self.client.list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+        let mut buckets = Vec::new();
+        for entry in listing {
+            let Some(bucket) = names::bucket_of(&entry.name) else { continue };
+            let made = self.client.version(&entry.name, None).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+            buckets.push(Bucket {
+                name: Some(bucket.to_string()),
+                creation_date: Some(timestamp(made.record.time)),
+                ..Bucket::default()
+            });
+        }
+        Ok(buckets)
+    }
+
+    async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
+        match self.client.version(&bucket_name(bucket), None).await {
+            Ok(_) => Ok(true),
+            Err(ClientError::NotFound(_)) => Ok(false),
+            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchBucket)),
+        }
+    }
+
+    async fn make_bucket(&self, bucket: &str) -> S3Result<()> {
+        let empty = std::io::Cursor::new(Vec::new());
+        self.client
+            .put(&bucket_name(bucket), empty, None, |_| {})
+            .await
+            .map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
+        Ok(())
+    }
+
+    async fn remove_bucket(&self, bucket: &str) -> S3Result<()> {
+        if !self.keys(bucket).await?.is_empty() {
+            return Err(s3_error!(BucketNotEmpty, "{bucket} has objects"));
+        }
+        self.client.remove(&bucket_name(bucket)).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))
+    }
+
+    async fn stat(&self, bucket: &str, key: &str) -> S3Result<Option<ObjectStat>> {
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        Ok(self.latest(&name).await?.map(Stat::shown))
+    }
+
+    async fn open(
+        &self,
+        bucket: &str,
+        key: &str,
+        asked: Option<&Range>,
+        conditions: ReadConditions<'_>,
+    ) -> S3Result<Option<Opened>> {
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let Some(stat) = self.latest(&name).await? else { return Ok(None) };
+            check_read_conditions(conditions, &stat.meta, stat.time)?;
+            let range = served_range(asked, stat.body_len)?;
+            if asked.is_some() {
+                self.prefetch_after(&name, stat.version, &range, stat.body_len);
+            }
+            let piece = Piece { name: name.clone(), version: stat.version, range: range.clone() };
+            match self.body(vec![piece]).await {
+                // The version looked up was replaced, and pruned, before it was read: again.
+                Err(e) if *e.code() == S3ErrorCode::NoSuchKey && attempts < READ_ATTEMPTS => continue,
+                body => return Ok(Some(Opened { stat: stat.shown(), range, body: body? })),
+            }
+        }
+    }
+
+    async fn store(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: PutBody,
+        meta: ObjectMeta,
+        conditions: WriteConditions<'_>,
+    ) -> S3Result<ObjectMeta> {
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        // Checked before the body is read (a refusal costs no upload), and held to the commit:
+        // a change of the key meanwhile fails the put, never is overwritten by it.
+        let expected = match conditions {
+            (None, None) => None,
+            conditions => Some(self.expected(&name, conditions).await?),
+        };
+        let (spooled, meta) = self.spool_body(body, meta).await?;
+        match self.commit_spooled(&name, spooled, expected).await {
+            Ok(()) => Ok(meta),
+            // The key changed between the check and the commit: the conditions are checked
+            // again on what is there now, to tell a failed condition from a change it allows
+            // (which a retry gets past).
+            Err(ClientError::Refused { code: ErrorCode::Conflict, .. }) if expected.is_some() => {
+                self.expected(&name, conditions).await?;
+                Err(s3_error!(ServiceUnavailable, "the object changed while it was put; try again"))
+            }
+            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+        }
+    }
+
+    async fn copy(
+        &self,
+        from: (&str, &str),
+        to: (&str, &str),
+        meta: Option<ObjectMeta>,
+    ) -> S3Result<Option<ObjectMeta>> {
+        let from = object_name(from.0, from.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        let to = object_name(to.0, to.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        let Some(stat) = self.latest(&from).await? else { return Ok(None) };
+        let meta = meta.unwrap_or_else(|| ObjectMeta { etag: String::new(), ..stat.meta });
+        let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
+        let source = self.body(vec![whole]).await?;
+        self.put_body(&to, PutBody::new(Some(source), None).with_deadlines(None), meta).await.map(Some)
+    }
+
+    async fn remove(&self, bucket: &str, key: &str) -> S3Result<()> {
+        let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        match self.client.remove(&name).await {
+            Ok(()) | Err(ClientError::NotFound(_)) => Ok(()),
+            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
+        }
+    }
+
     async fn keys(&self, bucket: &str) -> S3Result<Vec<String>> {
+        self.need_bucket(bucket).await?;
         let prefix = objects_prefix(bucket);
         let listing = self.client.list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
         let mut keys: Vec<String> =
             listing.into_iter().filter_map(|e| e.name.strip_prefix(&prefix).map(str::to_string)).collect();
         keys.sort();
         Ok(keys)
+    }
+
+    fn multipart(&self) -> Option<&dyn Multipart> {
+        Some(self)
     }
 }
 
@@ -574,313 +647,4 @@ pub(crate) fn meta_of(
         return Err(s3_error!(MetadataTooLarge, "the object's headers and metadata are too long to store"));
     }
     Ok(meta)
-}
-
-#[async_trait::async_trait]
-impl S3 for Gateway {
-    async fn list_buckets(&self, _req: S3Request<ListBucketsInput>) -> S3Result<S3Response<ListBucketsOutput>> {
-        let listing = self.client.list().await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
-        let mut buckets = Vec::new();
-        for entry in listing {
-            let Some(bucket) = names::bucket_of(&entry.name) else { continue };
-            let made = self.client.version(&entry.name, None).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
-            buckets.push(Bucket {
-                name: Some(bucket.to_string()),
-                creation_date: Some(timestamp(made.record.time)),
-                ..Bucket::default()
-            });
-        }
-        Ok(S3Response::new(ListBucketsOutput { buckets: Some(buckets), ..ListBucketsOutput::default() }))
-    }
-
-    async fn create_bucket(&self, req: S3Request<CreateBucketInput>) -> S3Result<S3Response<CreateBucketOutput>> {
-        let bucket = req.input.bucket;
-        let _write = self.writes.lock().await;
-        if self.bucket_exists(&bucket).await? {
-            return Err(s3_error!(BucketAlreadyOwnedByYou, "{bucket} exists"));
-        }
-        let empty = std::io::Cursor::new(Vec::new());
-        self.client
-            .put(&bucket_name(&bucket), empty, None, |_| {})
-            .await
-            .map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
-        Ok(S3Response::new(CreateBucketOutput { location: Some(format!("/{bucket}")) }))
-    }
-
-    async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
-        self.need_bucket(&req.input.bucket).await?;
-        Ok(S3Response::new(HeadBucketOutput::default()))
-    }
-
-    async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
-        let bucket = req.input.bucket;
-        let _write = self.writes.lock().await;
-        self.need_bucket(&bucket).await?;
-        if !self.keys(&bucket).await?.is_empty() {
-            return Err(s3_error!(BucketNotEmpty, "{bucket} has objects"));
-        }
-        self.client.remove(&bucket_name(&bucket)).await.map_err(|e| to_s3(e, S3ErrorCode::NoSuchBucket))?;
-        Ok(S3Response::new(DeleteBucketOutput::default()))
-    }
-
-    async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
-        let S3Request { input, headers, trailing_headers, .. } = req;
-        let meta = meta_from!(input)?;
-        let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        self.need_bucket(&input.bucket).await?;
-        let conditions = (input.if_match.as_ref(), input.if_none_match.as_ref());
-        // Checked before the body is read (a refusal costs no upload), and held to the commit:
-        // a change of the key meanwhile fails the put, never is overwritten by it.
-        let expected = match conditions {
-            (None, None) => None,
-            conditions => Some(self.expected(&name, conditions).await?),
-        };
-        let claimed = with_checksums!(Checksum {}, input);
-        let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body = PutBody::new(input.body, input.content_md5)
-            .with_checksums(claimed, trailer, trailing_headers)
-            .with_deadlines(Some(self.deadlines));
-        let (spooled, meta) = self.spool_body(body, meta).await?;
-        match self.store(&name, spooled, expected).await {
-            Ok(()) => {}
-            // The key changed between the check and the commit: the conditions are checked
-            // again on what is there now, to tell a failed condition from a change it allows
-            // (which a retry gets past).
-            Err(ClientError::Refused { code: ErrorCode::Conflict, .. }) if expected.is_some() => {
-                self.expected(&name, conditions).await?;
-                return Err(s3_error!(ServiceUnavailable, "the object changed while it was put; try again"));
-            }
-            Err(e) => return Err(to_s3(e, S3ErrorCode::NoSuchKey)),
-        }
-        let sums = checksums(&meta);
-        Ok(S3Response::new(with_checksums!(PutObjectOutput { e_tag: Some(etag(&meta)) }, sums)))
-    }
-
-    async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
-        let input = req.input;
-        let mut attempts = 0;
-        let (stat, range, body) = loop {
-            attempts += 1;
-            let opened = self.open_object(&input).await;
-            match opened {
-                // The version looked up was replaced, and pruned, before it was read: again.
-                Err(e) if *e.code() == S3ErrorCode::NoSuchKey && attempts < READ_ATTEMPTS => continue,
-                opened => break opened?,
-            }
-        };
-        let content_range = input
-            .range
-            .as_ref()
-            .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
-        let length = range.end - range.start;
-        let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
-        let output = object_output!(
-            GetObjectOutput { body: Some(body), content_length: Some(length as i64), content_range: content_range },
-            stat,
-            stat.meta,
-            sums
-        );
-        Ok(S3Response::new(with_overrides!(output, input)))
-    }
-
-    async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
-        let input = req.input;
-        let (_, stat) = self.object(&input.bucket, &input.key).await?;
-        check_read_conditions(read_conditions!(input), &stat.meta, stat.time)?;
-        let sums = checksums_for(input.checksum_mode.as_ref(), true, &stat.meta);
-        let output =
-            object_output!(HeadObjectOutput { content_length: Some(stat.body_len as i64) }, stat, stat.meta, sums);
-        Ok(S3Response::new(with_overrides!(output, input)))
-    }
-
-    async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
-        let input = req.input;
-        let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        self.need_bucket(&input.bucket).await?;
-        match self.client.remove(&name).await {
-            // Deleting what is not there succeeds, as S3 says (the absence was proven).
-            Ok(()) | Err(ClientError::NotFound(_)) => Ok(S3Response::new(DeleteObjectOutput::default())),
-            Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
-        }
-    }
-
-    async fn delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        let input = req.input;
-        self.need_bucket(&input.bucket).await?;
-        let (mut deleted, mut errors) = (Vec::new(), Vec::new());
-        for object in input.delete.objects {
-            let removed = match object_name(&input.bucket, &object.key) {
-                Ok(name) => match self.client.remove(&name).await {
-                    Ok(()) | Err(ClientError::NotFound(_)) => Ok(()),
-                    Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
-                },
-                Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchKey)),
-            };
-            match removed {
-                Ok(()) => deleted.push(DeletedObject { key: Some(object.key), ..DeletedObject::default() }),
-                Err(e) => errors.push(Error {
-                    code: Some(e.code().as_str().to_string()),
-                    key: Some(object.key),
-                    message: e.message().map(str::to_string),
-                    ..Error::default()
-                }),
-            }
-        }
-        if input.delete.quiet == Some(true) {
-            deleted.clear();
-        }
-        Ok(S3Response::new(DeleteObjectsOutput {
-            deleted: Some(deleted),
-            errors: Some(errors),
-            ..DeleteObjectsOutput::default()
-        }))
-    }
-
-    async fn create_multipart_upload(
-        &self,
-        req: S3Request<CreateMultipartUploadInput>,
-    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
-        let input = req.input;
-        let meta = meta_from!(input)?;
-        let id = self.create_upload(&input.bucket, &input.key, meta).await?;
-        Ok(S3Response::new(CreateMultipartUploadOutput {
-            bucket: Some(input.bucket),
-            key: Some(input.key),
-            upload_id: Some(id),
-            ..CreateMultipartUploadOutput::default()
-        }))
-    }
-
-    async fn upload_part(&self, req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
-        let S3Request { input, headers, trailing_headers, .. } = req;
-        let claimed = with_checksums!(Checksum {}, input);
-        let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body = PutBody::new(input.body, input.content_md5)
-            .with_checksums(claimed, trailer, trailing_headers)
-            .with_deadlines(Some(self.deadlines));
-        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
-        let meta = self.upload_part(target, input.part_number, body).await?;
-        let sums = checksums(&meta);
-        Ok(S3Response::new(with_checksums!(UploadPartOutput { e_tag: Some(etag(&meta)) }, sums)))
-    }
-
-    async fn complete_multipart_upload(
-        &self,
-        req: S3Request<CompleteMultipartUploadInput>,
-    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-        let input = req.input;
-        let parts = input.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
-        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
-        let meta = self.complete_upload(target, &parts).await?;
-        Ok(S3Response::new(CompleteMultipartUploadOutput {
-            bucket: Some(input.bucket.clone()),
-            key: Some(input.key.clone()),
-            e_tag: Some(etag(&meta)),
-            location: Some(format!("/{}/{}", input.bucket, input.key)),
-            ..CompleteMultipartUploadOutput::default()
-        }))
-    }
-
-    async fn list_parts(&self, req: S3Request<ListPartsInput>) -> S3Result<S3Response<ListPartsOutput>> {
-        let input = req.input;
-        let after = input.part_number_marker.unwrap_or(0);
-        let max = input.max_parts.unwrap_or(1000).clamp(1, 1000) as usize;
-        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
-        let (parts, next) = self.list_upload_parts(target, after, max).await?;
-        Ok(S3Response::new(ListPartsOutput {
-            bucket: Some(input.bucket),
-            key: Some(input.key),
-            upload_id: Some(input.upload_id),
-            part_number_marker: input.part_number_marker,
-            max_parts: Some(max as i32),
-            is_truncated: Some(next.is_some()),
-            next_part_number_marker: next,
-            parts: Some(parts),
-            ..ListPartsOutput::default()
-        }))
-    }
-
-    async fn list_multipart_uploads(
-        &self,
-        req: S3Request<ListMultipartUploadsInput>,
-    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
-        let input = req.input;
-        let mut uploads = self.list_uploads(&input.bucket, input.prefix.as_deref().unwrap_or("")).await?;
-        // Ordered by key, then upload id; a page starts after the markers.
-        uploads.sort_by(|a, b| (&a.key, &a.upload_id).cmp(&(&b.key, &b.upload_id)));
-        let (key_marker, id_marker) = (input.key_marker.clone(), input.upload_id_marker.clone());
-        if let Some(marker) = &key_marker {
-            uploads.retain(|u| {
-                let key = u.key.as_deref().unwrap_or_default();
-                key > marker.as_str()
-                    || (key == marker && id_marker.as_ref().is_some_and(|id| u.upload_id.as_ref() > Some(id)))
-            });
-        }
-        let max = input.max_uploads.map_or(1000, |m| m.clamp(1, 1000) as usize);
-        let truncated = uploads.len() > max;
-        uploads.truncate(max);
-        let last = uploads.last().filter(|_| truncated);
-        Ok(S3Response::new(ListMultipartUploadsOutput {
-            bucket: Some(input.bucket),
-            prefix: input.prefix,
-            key_marker,
-            upload_id_marker: id_marker,
-            max_uploads: Some(max as i32),
-            is_truncated: Some(truncated),
-            next_key_marker: last.and_then(|u| u.key.clone()),
-            next_upload_id_marker: last.and_then(|u| u.upload_id.clone()),
-            uploads: Some(uploads),
-            ..ListMultipartUploadsOutput::default()
-        }))
-    }
-
-    async fn abort_multipart_upload(
-        &self,
-        req: S3Request<AbortMultipartUploadInput>,
-    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
-        let input = req.input;
-        self.abort_upload((input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str())).await?;
-        Ok(S3Response::new(AbortMultipartUploadOutput::default()))
-    }
-
-    async fn copy_object(&self, req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
-        let input = req.input;
-        let CopySource::Bucket { bucket: from_bucket, key: from_key, .. } = &input.copy_source else {
-            return Err(s3_error!(NotImplemented, "copies from access points"));
-        };
-        let (from, stat) = self.object(from_bucket, from_key).await?;
-        let name = object_name(&input.bucket, &input.key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
-        self.need_bucket(&input.bucket).await?;
-        let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
-        let meta = match replace {
-            true => meta_from!(input)?,
-            false => ObjectMeta { etag: String::new(), ..stat.meta },
-        };
-        let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
-        let source = self.body(vec![whole]).await?;
-        let meta = self.put_body(&name, PutBody::new(Some(source), None).with_deadlines(None), meta).await?;
-        let result = CopyObjectResult {
-            e_tag: Some(etag(&meta)),
-            last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
-            ..CopyObjectResult::default()
-        };
-        Ok(S3Response::new(CopyObjectOutput { copy_object_result: Some(result), ..CopyObjectOutput::default() }))
-    }
-
-    async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let input = req.input;
-        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
-        let after = input.continuation_token.as_deref().or(input.start_after.as_deref());
-        let listed = self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), after, max).await?;
-        Ok(S3Response::new(listing::v2(input, prefix, max, listed)))
-    }
-
-    /// ListObjects (version 1): the same pages, after a marker.
-    async fn list_objects(&self, req: S3Request<ListObjectsInput>) -> S3Result<S3Response<ListObjectsOutput>> {
-        let input = req.input;
-        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
-        let listed =
-            self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), input.marker.as_deref(), max).await?;
-        Ok(S3Response::new(listing::v1(input, prefix, max, listed)))
-    }
 }

@@ -10,6 +10,7 @@
 use crate::background::Background;
 use crate::config::GatewayConfig;
 use crate::errors::VIOLATION_HEADER;
+use crate::front::Front;
 use crate::group::GroupGateway;
 use crate::metrics::Metrics;
 use crate::s3::Gateway;
@@ -68,7 +69,7 @@ pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Resu
         min_rate: config.body_min_rate_kib << 10,
     };
     let options = (config.por, Duration::from_secs(config.keep_replaced_secs), deadlines);
-    let gateway = |background| Gateway::new(client.clone(), metrics.clone(), options, background);
+    let gateway = |background| Front::new(Gateway::new(client.clone(), metrics.clone(), options, background));
     let mut running = listen(config, metrics.clone(), gateway).await?;
     if let Some(audit) = &config.audit {
         let stopping = running.background.stopping();
@@ -88,7 +89,7 @@ pub async fn start_group(config: &GatewayConfig, group: Arc<Group>) -> std::io::
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
     }
     let metrics = Arc::new(Metrics::without_cache());
-    let gateway = |background| GroupGateway::new(group.clone(), background);
+    let gateway = |background| Front::new(GroupGateway::new(group.clone(), background));
     let mut running = listen(config, metrics.clone(), gateway).await?;
     let stopping = running.background.stopping();
     running.tasks.push(crate::group::spawn_helper(group.clone(), metrics, stopping));

@@ -15,10 +15,10 @@
 //!   the provider's sequencer refuses as busy is tried again a few times, then answered 503
 //!   (SDKs retry it). Each runs to its end on a task of its own even if the application
 //!   hangs up, so the member's AIP state never stops mid-operation, and shutdown waits for it.
-//! * Not in group mode: multipart uploads, conditional writes (If-Match / If-None-Match on
-//!   PutObject, x-amz-copy-source-if-*), reads by part number and versions answer
-//!   NotImplemented (a read's conditions are served: the ETag and time are known once the
-//!   object is read). ListBuckets names no creation dates
+//! * Not in group mode: multipart uploads and conditional puts (If-Match / If-None-Match)
+//!   answer NotImplemented, as conditional copies (x-amz-copy-source-if-*), reads by part
+//!   number and versions do in both modes (a read's conditions are served: the ETag and time
+//!   are known once the object is read). ListBuckets names no creation dates
 //!   (a bucket is an empty marker). No member can hold the others while it checks and then
 //!   writes, so a check-then-write (CreateBucket's "exists?", DeleteBucket's "empty?", a put's
 //!   "is there a bucket?") is only atomic within one gateway: a put racing a DeleteBucket
@@ -30,6 +30,7 @@ mod spool;
 
 use crate::background::Background;
 use crate::errors::to_s3;
+use crate::front::ObjectStat;
 use crate::metrics::Metrics;
 use crate::object::{ObjectMeta, MAX_META, TRAILER};
 use s3s::{s3_error, S3ErrorCode, S3Result};
@@ -60,22 +61,12 @@ const LISTING_READS: usize = 4;
 pub struct GroupGateway {
     group: Arc<Group>,
     background: Background,
-    /// Serialises this gateway's bucket creations and deletions (a check, then a change).
-    buckets: tokio::sync::Mutex<()>,
 }
 
 /// An object read whole and verified: its stored bytes, metadata and body length.
 struct Fetched {
     spool: Arc<Spooled>,
-    found: Found,
-}
-
-/// What an object's stored bytes say of it besides its body.
-pub(crate) struct Found {
-    pub meta: ObjectMeta,
-    pub body_len: u64,
-    /// When it was stored (Unix seconds; 0 when its metadata has no time).
-    pub time: u64,
+    found: ObjectStat,
 }
 
 /// What a put stores: the first `body_len` bytes of `spool`, then `trailer` (empty when the
@@ -145,7 +136,7 @@ fn spool_failed(e: std::io::Error) -> s3s::S3Error {
 impl GroupGateway {
     /// A portal for the member `group`; its operations run as tasks of `background`.
     pub(crate) fn new(group: Arc<Group>, background: Background) -> GroupGateway {
-        GroupGateway { group, background, buckets: tokio::sync::Mutex::new(()) }
+        GroupGateway { group, background }
     }
 
     /// Runs `op` to its end on a task of the gateway's own (see the module doc).
@@ -219,7 +210,7 @@ impl GroupGateway {
 
     /// What the object under `key` says of itself (a full read, verified, keeping only its
     /// tail); `None` when the group's history proves it absent.
-    async fn stat(&self, key: &[u8]) -> S3Result<Option<Found>> {
+    async fn stat_key(&self, key: &[u8]) -> S3Result<Option<ObjectStat>> {
         let key = key.to_vec();
         let read = self
             .retried(S3ErrorCode::NoSuchKey, |group| {
@@ -237,7 +228,7 @@ impl GroupGateway {
     }
 
     /// Stores `upload` under `key`.
-    async fn store(&self, key: &[u8], upload: Upload) -> S3Result<()> {
+    async fn store_upload(&self, key: &[u8], upload: Upload) -> S3Result<()> {
         let (key, upload) = (key.to_vec(), Arc::new(upload));
         self.retried(S3ErrorCode::NoSuchKey, |group| {
             let (key, upload) = (key.clone(), upload.clone());
@@ -250,7 +241,7 @@ impl GroupGateway {
     }
 
     /// Removes `key` (done also when it was not there).
-    async fn remove(&self, key: &[u8]) -> S3Result<()> {
+    async fn remove_key(&self, key: &[u8]) -> S3Result<()> {
         let key = key.to_vec();
         self.retried(S3ErrorCode::NoSuchKey, |group| {
             let key = key.clone();
@@ -260,58 +251,17 @@ impl GroupGateway {
     }
 
     /// Every key of the group, from its history.
-    async fn keys(&self) -> S3Result<Vec<Vec<u8>>> {
+    async fn all_keys(&self) -> S3Result<Vec<Vec<u8>>> {
         self.retried(S3ErrorCode::NoSuchBucket, |group| async move { group.list().await }).await
-    }
-
-    async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
-        let key = bucket_key(bucket);
-        let found = self
-            .retried(S3ErrorCode::NoSuchBucket, |group| {
-                let key = key.clone();
-                async move { group.get(&key, &mut std::io::sink()).await }
-            })
-            .await?;
-        Ok(found.is_some())
-    }
-
-    async fn need_bucket(&self, bucket: &str) -> S3Result<()> {
-        match self.bucket_exists(bucket).await? {
-            true => Ok(()),
-            false => Err(s3_error!(NoSuchBucket, "no bucket {bucket}")),
-        }
-    }
-
-    /// The object `key` of `bucket`, read whole; NoSuchKey (NoSuchBucket when the bucket is
-    /// missing) when absent.
-    async fn object(&self, bucket: &str, key: &str) -> S3Result<Fetched> {
-        match self.fetch(&object_key(bucket, key)?).await? {
-            Some(fetched) => Ok(fetched),
-            None => {
-                self.need_bucket(bucket).await?;
-                Err(s3_error!(NoSuchKey, "no key {key} in {bucket}"))
-            }
-        }
-    }
-
-    /// What object `key` of `bucket` says of itself, as [`GroupGateway::object`] finds it.
-    async fn object_stat(&self, bucket: &str, key: &str) -> S3Result<Found> {
-        match self.stat(&object_key(bucket, key)?).await? {
-            Some(found) => Ok(found),
-            None => {
-                self.need_bucket(bucket).await?;
-                Err(s3_error!(NoSuchKey, "no key {key} in {bucket}"))
-            }
-        }
     }
 }
 
 /// What the stored object `key` of `len` bytes says, from its last bytes `tail`.
-fn parse(key: &[u8], len: u64, tail: &[u8]) -> S3Result<Found> {
+fn parse(key: &[u8], len: u64, tail: &[u8]) -> S3Result<ObjectStat> {
     let (meta, body_len) = ObjectMeta::from_tail(len, tail)
         .map_err(|e| s3_error!(InternalError, "{}: {e}", String::from_utf8_lossy(key)))?;
     let time = meta.modified.unwrap_or(0);
-    Ok(Found { meta, body_len, time })
+    Ok(ObjectStat { meta, body_len, time })
 }
 
 /// Does the group's passive AIP work every [`HELP_EVERY`] until `stopping` (Sec. 3.7: updates

@@ -4,69 +4,17 @@
 
 use super::spool::Spool;
 use super::LISTING_READS;
-use super::{bucket_key, buckets_of, object_key, objects_of, spool_failed, Found, GroupGateway, Upload};
-use crate::listing::{self, Listed};
-use crate::names;
+use super::{bucket_key, buckets_of, object_key, objects_of, spool_failed, GroupGateway, Upload};
+use crate::front::{served_range, Capabilities, ObjectStat, Objects, Opened, WriteConditions};
 use crate::object::ObjectMeta;
-use crate::s3::{
-    check_read_conditions, checksums, checksums_for, etag, meta_from, meta_of, object_output, read_conditions,
-    timestamp, with_checksums, with_overrides,
-};
+use crate::s3::{check_read_conditions, ReadConditions};
 use crate::stream::PutBody;
-use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
-use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
+use s3s::{s3_error, S3ErrorCode, S3Result};
 use std::sync::Arc;
 use vouch_client::unix_now;
 
-/// NotImplemented for a request that asks what group mode does not do.
-fn refuse_if(asked: bool, what: &str) -> S3Result<()> {
-    match asked {
-        true => Err(s3_error!(NotImplemented, "{what} is not served in group mode")),
-        false => Ok(()),
-    }
-}
-
 impl GroupGateway {
-    /// One page of `bucket`'s keys under `prefix` after `after`, with each key's size, ETag
-    /// and time (a key removed since the listing is left out, as a listing a moment later
-    /// would leave it). The bucket's existence and its keys come from one listing of the group.
-    async fn listing(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        delimiter: Option<&str>,
-        after: Option<&str>,
-        max: usize,
-    ) -> S3Result<Listed> {
-        let keys = self.keys().await?;
-        if !keys.contains(&bucket_key(bucket)) {
-            return Err(s3_error!(NoSuchBucket, "no bucket {bucket}"));
-        }
-        let page = names::list_page(&objects_of(&keys, bucket), prefix, delimiter, after, max);
-        let found: Vec<Option<(String, Found)>> = futures::stream::iter(page.keys)
-            .map(|key: String| async move {
-                let found = self.stat(&object_key(bucket, &key)?).await?;
-                Ok::<_, S3Error>(found.map(|found| (key, found)))
-            })
-            .buffered(LISTING_READS)
-            .try_collect()
-            .await?;
-        let contents = found
-            .into_iter()
-            .flatten()
-            .map(|(key, found)| Object {
-                key: Some(key),
-                size: Some(found.body_len as i64),
-                e_tag: Some(etag(&found.meta)),
-                last_modified: Some(timestamp(found.time)),
-                ..Object::default()
-            })
-            .collect();
-        let common_prefixes = page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
-        Ok(Listed { contents, common_prefixes, next: page.next })
-    }
-
     /// Spools a put's body (with its metadata after it, as the gateway stores objects) and
     /// stores it under `key`; the metadata with its ETag.
     async fn put_body(&self, key: &[u8], body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
@@ -82,189 +30,111 @@ impl GroupGateway {
         let spooled = spooled.map_err(|e| done.failure().unwrap_or_else(|| spool_failed(e)))?;
         let meta = done.meta().ok_or_else(|| s3_error!(InternalError, "the body ended without its metadata"))?;
         let body_len = spooled.len();
-        self.store(key, Upload { spool: Arc::new(spooled), body_len, trailer: Vec::new() }).await?;
+        self.store_upload(key, Upload { spool: Arc::new(spooled), body_len, trailer: Vec::new() }).await?;
         Ok(meta)
     }
 }
 
 #[async_trait::async_trait]
-impl S3 for GroupGateway {
-    async fn list_buckets(&self, _req: S3Request<ListBucketsInput>) -> S3Result<S3Response<ListBucketsOutput>> {
+impl Objects for GroupGateway {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { mode: "group mode", conditional_writes: false, deadlines: None, stats_at_once: LISTING_READS }
+    }
+
+    async fn buckets(&self) -> S3Result<Vec<Bucket>> {
         // A bucket is an empty marker: the group keeps no creation date for it.
-        let buckets = buckets_of(&self.keys().await?)
-            .into_iter()
-            .map(|name| Bucket { name: Some(name), ..Bucket::default() })
-            .collect();
-        Ok(S3Response::new(ListBucketsOutput { buckets: Some(buckets), ..ListBucketsOutput::default() }))
+        let names = buckets_of(&self.all_keys().await?);
+        Ok(names.into_iter().map(|name| Bucket { name: Some(name), ..Bucket::default() }).collect())
     }
 
-    async fn create_bucket(&self, req: S3Request<CreateBucketInput>) -> S3Result<S3Response<CreateBucketOutput>> {
-        let bucket = req.input.bucket;
-        let _this_gateways = self.buckets.lock().await;
-        if self.bucket_exists(&bucket).await? {
-            return Err(s3_error!(BucketAlreadyOwnedByYou, "{bucket} exists"));
-        }
+    async fn bucket_exists(&self, bucket: &str) -> S3Result<bool> {
+        let key = bucket_key(bucket);
+        let found = self
+            .retried(S3ErrorCode::NoSuchBucket, |group| {
+                let key = key.clone();
+                async move { group.get(&key, &mut std::io::sink()).await }
+            })
+            .await?;
+        Ok(found.is_some())
+    }
+
+    async fn make_bucket(&self, bucket: &str) -> S3Result<()> {
         let empty = Arc::new(Spool::new().finish().map_err(spool_failed)?);
-        self.store(&bucket_key(&bucket), Upload { spool: empty, body_len: 0, trailer: Vec::new() }).await?;
-        Ok(S3Response::new(CreateBucketOutput { location: Some(format!("/{bucket}")) }))
+        self.store_upload(&bucket_key(bucket), Upload { spool: empty, body_len: 0, trailer: Vec::new() }).await
     }
 
-    async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
-        self.need_bucket(&req.input.bucket).await?;
-        Ok(S3Response::new(HeadBucketOutput::default()))
-    }
-
-    async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
-        let bucket = req.input.bucket;
-        let _this_gateways = self.buckets.lock().await;
-        let keys = self.keys().await?;
-        if !keys.contains(&bucket_key(&bucket)) {
+    /// The bucket's existence and its keys come from one listing of the group.
+    async fn remove_bucket(&self, bucket: &str) -> S3Result<()> {
+        let keys = self.all_keys().await?;
+        if !keys.contains(&bucket_key(bucket)) {
             return Err(s3_error!(NoSuchBucket, "no bucket {bucket}"));
         }
-        if !objects_of(&keys, &bucket).is_empty() {
+        if !objects_of(&keys, bucket).is_empty() {
             return Err(s3_error!(BucketNotEmpty, "{bucket} has objects"));
         }
-        self.remove(&bucket_key(&bucket)).await?;
-        Ok(S3Response::new(DeleteBucketOutput::default()))
+        self.remove_key(&bucket_key(bucket)).await
     }
 
-    async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
-        let S3Request { input, headers, trailing_headers, .. } = req;
-        refuse_if(input.if_match.is_some() || input.if_none_match.is_some(), "a conditional PutObject")?;
-        refuse_if(input.write_offset_bytes.is_some(), "an append (x-amz-write-offset-bytes)")?;
-        let key = object_key(&input.bucket, &input.key)?;
-        self.need_bucket(&input.bucket).await?;
-        let meta = ObjectMeta { modified: Some(unix_now()), ..meta_from!(input)? };
-        let claimed = with_checksums!(Checksum {}, input);
-        let trailer = headers.get("x-amz-trailer").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body = PutBody::new(input.body, input.content_md5).with_checksums(claimed, trailer, trailing_headers);
-        let meta = self.put_body(&key, body, meta).await?;
-        let sums = checksums(&meta);
-        Ok(S3Response::new(with_checksums!(PutObjectOutput { e_tag: Some(etag(&meta)) }, sums)))
+    async fn stat(&self, bucket: &str, key: &str) -> S3Result<Option<ObjectStat>> {
+        self.stat_key(&object_key(bucket, key)?).await
     }
 
-    async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
-        let input = req.input;
-        refuse_if(input.part_number.is_some(), "a read by part number")?;
-        let fetched = self.object(&input.bucket, &input.key).await?;
-        let found = &fetched.found;
-        check_read_conditions(read_conditions!(input), &found.meta, found.time)?;
-        let range = match &input.range {
-            None => 0..found.body_len,
-            Some(r) => r.check(found.body_len).map_err(|_| s3_error!(InvalidRange, "for {} bytes", found.body_len))?,
-        };
-        let content_range = input
-            .range
-            .as_ref()
-            .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), found.body_len));
-        let length = range.end - range.start;
-        let sums = checksums_for(input.checksum_mode.as_ref(), length == found.body_len, &found.meta);
-        // Verified whole: only now does a byte of it leave the spool.
-        let body = fetched.spool.clone().body(range).map_err(spool_failed)?;
-        let output = object_output!(
-            GetObjectOutput { body: Some(body), content_length: Some(length as i64), content_range: content_range },
-            found,
-            found.meta,
-            sums
-        );
-        Ok(S3Response::new(with_overrides!(output, input)))
+    /// The group hashes whole objects: the object is read whole and verified, and only then
+    /// does a byte of it (of the range asked) leave the spool.
+    async fn open(
+        &self,
+        bucket: &str,
+        key: &str,
+        asked: Option<&Range>,
+        conditions: ReadConditions<'_>,
+    ) -> S3Result<Option<Opened>> {
+        let Some(fetched) = self.fetch(&object_key(bucket, key)?).await? else { return Ok(None) };
+        let stat = fetched.found;
+        check_read_conditions(conditions, &stat.meta, stat.time)?;
+        let range = served_range(asked, stat.body_len)?;
+        let body = fetched.spool.clone().body(range.clone()).map_err(spool_failed)?;
+        Ok(Some(Opened { stat, range, body }))
     }
 
-    async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
-        let input = req.input;
-        refuse_if(input.part_number.is_some(), "a read by part number")?;
-        let found = self.object_stat(&input.bucket, &input.key).await?;
-        check_read_conditions(read_conditions!(input), &found.meta, found.time)?;
-        let sums = checksums_for(input.checksum_mode.as_ref(), true, &found.meta);
-        let output =
-            object_output!(HeadObjectOutput { content_length: Some(found.body_len as i64) }, found, found.meta, sums);
-        Ok(S3Response::new(with_overrides!(output, input)))
+    async fn store(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: PutBody,
+        meta: ObjectMeta,
+        _conditions: WriteConditions<'_>,
+    ) -> S3Result<ObjectMeta> {
+        let key = object_key(bucket, key)?;
+        self.put_body(&key, body, ObjectMeta { modified: Some(unix_now()), ..meta }).await
     }
 
-    async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
-        let input = req.input;
-        let key = object_key(&input.bucket, &input.key)?;
-        self.need_bucket(&input.bucket).await?;
-        // Deleting what is not there succeeds, as S3 says.
-        self.remove(&key).await?;
-        Ok(S3Response::new(DeleteObjectOutput::default()))
-    }
-
-    async fn delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        let input = req.input;
-        self.need_bucket(&input.bucket).await?;
-        let (mut deleted, mut errors) = (Vec::new(), Vec::new());
-        for object in input.delete.objects {
-            let removed = match object_key(&input.bucket, &object.key) {
-                Ok(key) => self.remove(&key).await,
-                Err(e) => Err(e),
-            };
-            match removed {
-                Ok(()) => deleted.push(DeletedObject { key: Some(object.key), ..DeletedObject::default() }),
-                Err(e) => errors.push(Error {
-                    code: Some(e.code().as_str().to_string()),
-                    key: Some(object.key),
-                    message: e.message().map(str::to_string),
-                    ..Error::default()
-                }),
-            }
-        }
-        if input.delete.quiet == Some(true) {
-            deleted.clear();
-        }
-        Ok(S3Response::new(DeleteObjectsOutput {
-            deleted: Some(deleted),
-            errors: Some(errors),
-            ..DeleteObjectsOutput::default()
-        }))
-    }
-
-    async fn copy_object(&self, req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
-        let input = req.input;
-        let conditional = input.copy_source_if_match.is_some()
-            || input.copy_source_if_none_match.is_some()
-            || input.copy_source_if_modified_since.is_some()
-            || input.copy_source_if_unmodified_since.is_some();
-        refuse_if(conditional, "a conditional CopyObject (x-amz-copy-source-if-*)")?;
-        let CopySource::Bucket { bucket: from_bucket, key: from_key, version_id } = &input.copy_source else {
-            return Err(s3_error!(NotImplemented, "copies from access points"));
-        };
-        refuse_if(version_id.is_some(), "a copy of a version")?;
-        let to = object_key(&input.bucket, &input.key)?;
-        let source = self.object(from_bucket, from_key).await?;
-        self.need_bucket(&input.bucket).await?;
+    async fn copy(
+        &self,
+        from: (&str, &str),
+        to: (&str, &str),
+        meta: Option<ObjectMeta>,
+    ) -> S3Result<Option<ObjectMeta>> {
+        let to = object_key(to.0, to.1)?;
+        let Some(source) = self.fetch(&object_key(from.0, from.1)?).await? else { return Ok(None) };
         let kept = source.found.meta;
-        let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         // The body is the source's, verified: so are its ETag and checksums.
-        let described = match replace {
-            true => meta_from!(input)?,
-            false => kept.clone(),
-        };
+        let described = meta.unwrap_or_else(|| kept.clone());
         let meta = ObjectMeta { etag: kept.etag, checksums: kept.checksums, modified: Some(unix_now()), ..described };
         let upload = Upload { spool: source.spool, body_len: source.found.body_len, trailer: meta.trailer_bytes() };
-        self.store(&to, upload).await?;
-        let result = CopyObjectResult {
-            e_tag: Some(etag(&meta)),
-            last_modified: meta.modified.map(timestamp),
-            ..CopyObjectResult::default()
-        };
-        Ok(S3Response::new(CopyObjectOutput { copy_object_result: Some(result), ..CopyObjectOutput::default() }))
+        self.store_upload(&to, upload).await?;
+        Ok(Some(meta))
     }
 
-    async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let input = req.input;
-        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
-        let after = input.continuation_token.as_deref().or(input.start_after.as_deref());
-        let listed = self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), after, max).await?;
-        Ok(S3Response::new(listing::v2(input, prefix, max, listed)))
+    async fn remove(&self, bucket: &str, key: &str) -> S3Result<()> {
+        self.remove_key(&object_key(bucket, key)?).await
     }
 
-    /// ListObjects (version 1): the same pages, after a marker.
-    async fn list_objects(&self, req: S3Request<ListObjectsInput>) -> S3Result<S3Response<ListObjectsOutput>> {
-        let input = req.input;
-        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
-        let listed =
-            self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), input.marker.as_deref(), max).await?;
-        Ok(S3Response::new(listing::v1(input, prefix, max, listed)))
+    /// The bucket's existence and its keys come from one listing of the group.
+    async fn keys(&self, bucket: &str) -> S3Result<Vec<String>> {
+        let keys = self.all_keys().await?;
+        match keys.contains(&bucket_key(bucket)) {
+            true => Ok(objects_of(&keys, bucket)),
+            false => Err(s3_error!(NoSuchBucket, "no bucket {bucket}")),
+        }
     }
 }

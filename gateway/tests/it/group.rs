@@ -247,6 +247,12 @@ async fn what_one_gateway_writes_the_other_reads_lists_copies_and_deletes() {
     // What group mode does not serve says so.
     let multipart = raw(a, Method::POST, "box/mp", &[("uploads", "")], &[]).await;
     assert_eq!((multipart.status, values(&multipart.body, "Code")), (501, vec!["NotImplemented".to_string()]));
+    for condition in [("if-none-match", "*"), ("if-match", "\"0123456789abcdef0123456789abcdef\"")] {
+        let put = raw(a, Method::PUT, "box/conditional", &[], &[condition]).await;
+        assert_eq!((put.status, values(&put.body, "Code")), (501, vec!["NotImplemented".to_string()]), "{condition:?}");
+    }
+    let absent = box_a.head(&Path::from("conditional")).await;
+    assert!(matches!(absent, Err(object_store::Error::NotFound { .. })), "refused, not stored: {absent:?}");
     pair.shutdown().await;
 }
 
