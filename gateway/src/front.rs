@@ -8,13 +8,13 @@
 //! no store does (a read by part number, a conditional copy, encryption, ...) is refused
 //! before an operation runs, by the access check ([`crate::refuse`]).
 
-use crate::listing::{self, Listed};
-use crate::names;
-use crate::object::ObjectMeta;
-use crate::s3::{
+use crate::fields::{
     check_read_conditions, checksums, checksums_for, etag, meta_from, meta_of, object_output, read_conditions,
     timestamp, with_checksums, with_overrides, ReadConditions,
 };
+use crate::listing::{self, Listed};
+use crate::names;
+use crate::object::ObjectMeta;
 use crate::stream::{Deadlines, PutBody};
 use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;

@@ -24,6 +24,7 @@ pub mod audit;
 mod background;
 mod config;
 pub mod errors;
+mod fields;
 mod front;
 pub mod group;
 mod listing;

@@ -5,9 +5,9 @@
 use super::spool::Spool;
 use super::LISTING_READS;
 use super::{bucket_key, buckets_of, object_key, objects_of, spool_failed, GroupGateway, Upload};
+use crate::fields::{check_read_conditions, ReadConditions};
 use crate::front::{served_range, Capabilities, ObjectStat, Objects, Opened, WriteConditions};
 use crate::object::ObjectMeta;
-use crate::s3::{check_read_conditions, ReadConditions};
 use crate::stream::PutBody;
 use s3s::dto::*;
 use s3s::{s3_error, S3ErrorCode, S3Result};
