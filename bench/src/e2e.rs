@@ -12,16 +12,15 @@
 
 use crate::measure::{check, ms, Options, SelfCheckFailed, Target};
 use crate::repo::{RepoReplay, Source};
+use crate::served::start;
 use crate::store::{raw_s3, write_raw};
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vouch_client::Client;
-use vouch_server::{token_hash, Blocks, Provider, RunningServer};
+use vouch_server::Blocks;
 use vouch_store::{S3Config, DEFAULT_SEGMENT_SIZE};
 
 const COMMITS: usize = 8;
@@ -77,24 +76,6 @@ pub struct Replay {
     pub list_bytes: u64,
     pub server_ms: f64,
     pub client_ms: f64,
-}
-
-pub(crate) struct Running {
-    pub(crate) server: RunningServer,
-    pub(crate) client: Client,
-}
-
-/// A provider over `dir` with its blocks where `blocks` says, serving on a loopback port, and a
-/// client of it.
-pub(crate) async fn start(blocks: &Blocks, dir: &Path) -> Result<Running, SelfCheckFailed> {
-    let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(e.to_string());
-    let provider = Provider::open_dir(dir, blocks).map_err(|e| fail(&e))?;
-    let clients = HashMap::from([(token_hash("bench"), "bench".to_string())]);
-    let server =
-        vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.map_err(|e| fail(&e))?;
-    let client =
-        Client::init(&dir.join("client"), &format!("http://{}", server.addr), "bench").map_err(|e| fail(&e))?;
-    Ok(Running { server, client })
 }
 
 /// Pseudo-random bytes (xorshift), the same for the same seed.

@@ -21,6 +21,7 @@ pub mod por_edit;
 pub mod por_growth;
 pub mod por_writes;
 pub mod repo;
+mod served;
 pub mod store;
 pub mod vicos;
 

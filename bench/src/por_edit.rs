@@ -3,8 +3,9 @@
 //! that an edit in the middle of a large file cost PoR writes for the blocks it touches,
 //! never a rewrite of the rest; the whole copy is the baseline, measured in the same run.
 
-use crate::e2e::{data, start};
+use crate::e2e::data;
 use crate::measure::{check, SelfCheckFailed, Target};
+use crate::served::start;
 use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;

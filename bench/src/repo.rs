@@ -15,8 +15,8 @@
 //! merge is replayed as the change it made to the branch. When the replay starts mid-history,
 //! the tree before its first commit is stored first as an unmeasured baseline.
 
-use crate::e2e::start;
 use crate::measure::{check, ms, Options, SelfCheckFailed};
+use crate::served::start;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::io::Read;

@@ -2,17 +2,55 @@
 //! (`vouch audit --public`), and what the owner hands that third party (`vouch root`, `vouch
 //! key export-public`).
 
-use crate::commands::Audit;
 use crate::output::{human, Output};
 use crate::Failure;
+use clap::Args;
 use serde::Serialize;
 use std::path::Path;
+use std::path::PathBuf;
 use vouch_client::public::read_public_key;
 use vouch_client::state::write_atomic;
 use vouch_client::{
     key_id, AuditReport, AuditRoot, Client, ClientError, PublicAuditor, Remote, Transport, MIN_POR_LAMBDA,
 };
 use vouch_core::pdp::SchemeId;
+
+#[derive(Args)]
+pub struct Audit {
+    /// One name (default: every name).
+    pub(crate) name: Option<String>,
+    /// A version number (default: the latest).
+    #[arg(long)]
+    pub(crate) version: Option<u64>,
+    /// Offsets challenged: 460 catch a provider missing 1% of a file with probability 99%.
+    #[arg(long, default_value_t = 460)]
+    pub(crate) blocks: u32,
+    /// Audit as a third party, with no state directory: only this public key (from the
+    /// owner's `vouch key export-public`), the root (--root), and the provider (--server,
+    /// --token).
+    #[arg(long, value_name = "KEYFILE", requires = "root")]
+    pub(crate) public: Option<PathBuf>,
+    /// With --public: the root to audit under, as the owner's `vouch root` printed it.
+    #[arg(long, requires = "public")]
+    pub(crate) root: Option<String>,
+    /// With --public: the provider's URL.
+    #[arg(long, env = "VOUCH_SERVER")]
+    pub(crate) server: Option<String>,
+    /// Audit the client's whole PoR log instead (every level of H and C; a JSON report per
+    /// level with --json).
+    #[arg(long)]
+    pub(crate) por: bool,
+    /// With --por: slots challenged per level (a level missing half its slots passes with
+    /// probability 2^-lambda).
+    #[arg(long, default_value_t = 128)]
+    pub(crate) lambda: u32,
+    /// With --public: a bearer token the provider accepts for the owner's namespace.
+    #[arg(long, env = "VOUCH_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// With --public, over https://: trust only this PEM certificate (the provider's or its CA).
+    #[arg(long, value_name = "FILE", requires = "public")]
+    pub(crate) ca: Option<PathBuf>,
+}
 
 /// A scheme as users name it.
 pub fn scheme_name(scheme: Option<SchemeId>) -> &'static str {

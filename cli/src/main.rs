@@ -62,7 +62,7 @@ enum Command {
     Sync(commands::Sync),
     /// Challenge the provider to prove it holds a file (all files without NAME); with
     /// --public, as a third party holding only the public key and the root.
-    Audit(commands::Audit),
+    Audit(audit::Audit),
     /// Rebuild the PoR copy of a file stored with `put --por` from the log's code (C and
     /// H) when its slots are lost or damaged, check it, and write it back; then, when a part
     /// of the log fails its audit and U is whole, re-encode C from U so every part is whole.

@@ -15,19 +15,12 @@
 //! next batch, usually): there is no task of its own, and a request dropped while it writes
 //! leaves the group as a failed write does.
 
-use super::journal::Loaded;
+use super::journal::{Journal, Loaded};
 use crate::provider::ProviderError;
-use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
 use vouch_store::StoreError;
-
-/// Where a group's journal entries go (the repository; a double in the tests).
-pub(super) trait Journal {
-    /// Makes entries `first..` durable, all or none.
-    fn append(&self, first: u64, entries: Vec<Vec<u8>>) -> impl Future<Output = Result<(), ProviderError>> + Send;
-}
 
 /// A batch's fate: not yet known, written, or lost (with why).
 type Fate = Option<Result<(), String>>;

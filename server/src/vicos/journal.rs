@@ -17,13 +17,13 @@
 //! Future work: a snapshot of the server's state at some `n` (it needs an export of
 //! `aip::Server` from core), after which the entries before `n` are deleted.
 
-use super::group_commit::Journal;
 use super::refused;
 use crate::keys;
 use crate::provider::ProviderError;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
+use std::future::Future;
 use vouch_core::adict::Tree;
 use vouch_core::aip::{self, Adict, Commit, CommitAuth, Committed, DictOp, Invoke, ServerConfig, Signed, Wire};
 use vouch_core::Digest;
@@ -82,6 +82,12 @@ pub(super) enum Entry {
         from: u32,
         invoke: ByteBuf,
     },
+}
+
+/// Where a group's journal entries go (the repository; a double in the tests).
+pub(super) trait Journal {
+    /// Makes entries `first..` durable, all or none.
+    fn append(&self, first: u64, entries: Vec<Vec<u8>>) -> impl Future<Output = Result<(), ProviderError>> + Send;
 }
 
 /// A group's server and the number of its journal's next entry.
