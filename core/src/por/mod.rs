@@ -44,6 +44,7 @@
 //! blocks (the server) and on their checksums (the client's simulation, Sec. 5.4).
 
 pub mod audit;
+pub mod batch;
 pub mod build;
 pub mod checksum;
 pub mod client;

@@ -17,8 +17,8 @@
 //!
 //! Nothing here does I/O: the client feeds bytes in and takes parts out.
 
+use super::batch::{LogState, WriteContext, WriteError, WritePlan};
 use super::checksum::{Checksum, ChecksumKey, SealKey, SealedChecksum, ROWS, SEALED_LEN};
-use super::client::{LogState, WriteContext, WriteError, WritePlan};
 use super::code::twist;
 use super::heap::encode_slot;
 use super::raw_tree::{grown_root, leaf_hash, RootBuilder};

@@ -8,8 +8,8 @@
 //! trailing bytes are refused, so one message has one encoding and a hostile count cannot
 //! make the reader allocate.
 
+use super::batch::{LogState, RawRead, WriteContext, WritePlan, Written};
 use super::checksum::{Checksum, SealedChecksum, SEALED_LEN};
-use super::client::{LogState, RawRead, WriteContext, WritePlan, Written};
 use super::code::Schedule;
 use super::field::{P, SECTOR_BYTES};
 use super::raw_tree::{RawProof, MAX_LOG_CAPACITY};
