@@ -15,7 +15,7 @@
 //!
 //! Blocks are evicted least recently used first when their bytes pass the capacity.
 
-use crate::state::Root;
+use crate::root::Root;
 use crate::verify::{RangeParts, Verified};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
@@ -215,7 +215,7 @@ impl ReadCache {
 
     /// Keeps the blocks of a version this client wrote (and whose commit it accepted): they
     /// are its own bytes, the version's root computed from them.
-    pub(crate) fn keep_written(&self, version: &VersionRecord, blocks: &[crate::por::TaggedData]) {
+    pub(crate) fn keep_written(&self, version: &VersionRecord, blocks: &[crate::por::copy::TaggedData]) {
         let covered: u64 = blocks.iter().map(|b| b.data.len() as u64).sum();
         if covered != version.len {
             return; // not kept whole (past the limit)

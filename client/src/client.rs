@@ -7,13 +7,16 @@ use crate::chunking::Cutting;
 use crate::error::ClientError;
 use crate::intent::{new_attempt, Intent, Planned};
 use crate::keys::{ClientKey, Keys};
+use crate::keys::{KeyChoice, SecretKey};
 use crate::ledger::{Committing, Ledger, Snapshot};
 use crate::persist::{MemoryState, StateStore};
-use crate::por::is_por_file;
+use crate::por::copy::is_por_file;
 use crate::remote::Remote;
+use crate::root::Root;
 use crate::staged::{Expected, NameLocks};
-use crate::state::{Root, StateDir};
-use crate::upload::{NewVersion, PutUpload};
+use crate::state::StateDir;
+use crate::transport::Transport;
+use crate::upload::{committed_proof_bytes, NewVersion, PutUpload, Transfer};
 use crate::verify::{self, valid_name, RangeParts, Verified};
 use crate::violation::ViolationKind;
 use std::io::{Read, Write};
@@ -28,18 +31,6 @@ use vouch_proto::{
     AuditAnswer, AuditRequest, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest, PruneRequest,
     ReadChunk, ReadFrame, ReadRequest, RemoveRequest,
 };
-
-/// What a put, edit or get did, for reports.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Transfer {
-    pub name: String,
-    pub version: u64,
-    pub bytes: u64,
-    pub blocks: u64,
-    /// Proof bytes received and checked.
-    pub proof_bytes: u64,
-    pub seconds: f64,
-}
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AuditReport {
@@ -89,12 +80,6 @@ impl std::fmt::Debug for Client {
 /// A name's absence, proven by the provider (not its bare word).
 fn proven_absent(name: &str) -> ClientError {
     ClientError::NotFound(format!("{name} (the provider proved it absent)"))
-}
-
-/// Seconds since the Unix epoch by this machine's clock (0 before it): the time a version
-/// or an object records.
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Against which roots an answer is checked.
@@ -421,7 +406,7 @@ impl Client {
             // A PoR copy of a version that fits in memory is made from its blocks as sent (a
             // larger one is read back a batch at a time); the cache takes a version that fits it.
             keep_blocks: match por_file {
-                true => Some(crate::por::POR_KEEP_BYTES.max(self.cache.written_limit().unwrap_or(0))),
+                true => Some(crate::por::copy::POR_KEEP_BYTES.max(self.cache.written_limit().unwrap_or(0))),
                 false => self.cache.written_limit(),
             },
             commits: true,
@@ -733,7 +718,37 @@ impl Client {
     }
 }
 
-pub(crate) fn committed_proof_bytes(c: &Committed) -> u64 {
-    let opt = |b: &Option<serde_bytes::ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
-    c.lookup.proof.len() as u64 + opt(&c.file_update) + opt(&c.versions_update) + c.namespace_update.len() as u64
+impl Client {
+    /// [`Client::init`], and over `https://` trust only the certificate (or CA) in the PEM
+    /// file `ca`, copied into the state directory.
+    pub fn init_pinned(dir: &Path, server: &str, token: &str, ca: &Path) -> Result<Client, ClientError> {
+        Client::create(dir, server, token, Some(ca), KeyChoice::Linear)
+    }
+
+    /// Creates a client state in `dir` with a fresh key of the scheme `choice` (an RSA key
+    /// takes seconds to generate) for the provider at `server`; over `https://` with `ca`,
+    /// trusting only the certificate (or CA) in that PEM file, copied into the directory.
+    pub fn create(
+        dir: &Path,
+        server: &str,
+        token: &str,
+        ca: Option<&Path>,
+        choice: KeyChoice,
+    ) -> Result<Client, ClientError> {
+        let pem = match ca {
+            Some(ca) => Some(std::fs::read(ca).map_err(ClientError::io(format!("reading {}", ca.display())))?),
+            None => None,
+        };
+        let transport = Transport { ca_pem: pem, ..Transport::default() };
+        crate::remote::Remote::with(server, token, &transport)?;
+        crate::state::check_token(token)?;
+        if dir.join("state").exists() {
+            return Err(ClientError::State(format!(
+                "{}: already initialised (remove it first to start over)",
+                dir.display()
+            )));
+        }
+        StateDir::create(dir, server, token, transport.ca_pem.as_deref(), SecretKey::generate(choice)?)?;
+        Client::open(dir)
+    }
 }

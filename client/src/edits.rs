@@ -3,11 +3,12 @@
 //! (verifyMultiUpdate) before the new version is accepted: the VCS commit of paper 000 Sec. 4.4.
 
 use crate::chunking::Cutting;
-use crate::client::{committed_proof_bytes, unix_now, Client, Transfer, View};
+use crate::client::{Client, View};
 use crate::error::ClientError;
 use crate::intent::{new_attempt, EditPlan, Intent, Planned};
 use crate::keys::ClientKey;
 use crate::ledger::Committing;
+use crate::upload::{committed_proof_bytes, unix_now, Transfer};
 use crate::verify::{self, valid_name, StoredBlock, Verified};
 use rayon::prelude::*;
 use serde_bytes::ByteBuf;

@@ -31,7 +31,7 @@
 
 use crate::envelope;
 use crate::error::ClientError;
-use crate::state::Root;
+use crate::root::Root;
 use crate::verify::{self, lookup_from_wire, update_from_wire};
 use crate::violation::ViolationKind;
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,7 @@
 use crate::error::ClientError;
 use crate::intent::Intent;
 use crate::persist::StateStore;
-use crate::state::Root;
+use crate::root::Root;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 

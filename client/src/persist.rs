@@ -9,7 +9,7 @@
 
 use crate::error::ClientError;
 use crate::intent::Intent;
-use crate::state::Root;
+use crate::root::Root;
 use std::sync::Mutex;
 
 /// Durable storage for a client's root and intent (see the module documentation).

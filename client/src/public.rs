@@ -14,7 +14,7 @@ use crate::error::ClientError;
 use crate::keys::{key_id, Keys};
 use crate::persist::MemoryState;
 use crate::remote::Remote;
-use crate::state::Root;
+use crate::root::Root;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;

@@ -17,12 +17,12 @@
 //! it); a crash after the intent is settled like any change.
 
 use crate::chunking::Cutting;
-use crate::client::Transfer;
 use crate::error::ClientError;
 use crate::intent::{new_attempt, Intent, Planned};
 use crate::ledger::Committing;
-use crate::por::is_por_file;
-use crate::state::Root;
+use crate::por::copy::is_por_file;
+use crate::root::Root;
+use crate::upload::Transfer;
 use crate::upload::{NewVersion, PutUpload};
 use crate::verify::{self, Verified};
 use crate::Client;
@@ -161,7 +161,7 @@ impl Client {
             version: record.number,
             bytes: record.len,
             blocks,
-            proof_bytes: crate::client::committed_proof_bytes(&answer),
+            proof_bytes: crate::upload::committed_proof_bytes(&answer),
             seconds: started.elapsed().as_secs_f64(),
         })
     }

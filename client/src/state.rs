@@ -24,6 +24,7 @@ use crate::intent::Intent;
 use crate::keys::SecretKey;
 use crate::lock::StateLock;
 use crate::persist::StateStore;
+pub use crate::root::Root;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,19 +37,6 @@ const INTENT_FILE: &str = "intent";
 const POR_FILE: &str = "por";
 const STATE_MAGIC: &[u8; 8] = b"vouchST\x02";
 const STATE_LEN: usize = 8 + 32 + 8 + 32 + 32;
-
-/// The namespace root and size: the client's whole view of its store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Root {
-    pub digest: Digest,
-    pub len: u64,
-}
-
-impl Root {
-    pub fn empty() -> Self {
-        Root { digest: vouch_core::FlexList::new().root(), len: 0 }
-    }
-}
 
 /// The secret part: the tag key and the bearer token. Debug never shows them.
 #[derive(Clone)]

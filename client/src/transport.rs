@@ -17,10 +17,8 @@
 //! reading an upload, ends the call with `ClientError::TimedOut` (the CLI's exit 4) within
 //! those bounds.
 
-use crate::client::Client;
 use crate::error::ClientError;
-use crate::keys::{KeyChoice, SecretKey};
-use crate::state::{ClientConfig, StateDir};
+use crate::state::ClientConfig;
 use std::path::Path;
 use std::time::Duration;
 use vouch_proto::por::POR_PART_BYTES;
@@ -87,39 +85,4 @@ pub(crate) fn parse_ca(pem: &[u8]) -> Result<Vec<reqwest::Certificate>, ClientEr
         return Err(ClientError::BadInput("--ca: no PEM certificate in the file".into()));
     }
     Ok(certs)
-}
-
-impl Client {
-    /// [`Client::init`], and over `https://` trust only the certificate (or CA) in the PEM
-    /// file `ca`, copied into the state directory.
-    pub fn init_pinned(dir: &Path, server: &str, token: &str, ca: &Path) -> Result<Client, ClientError> {
-        Client::create(dir, server, token, Some(ca), KeyChoice::Linear)
-    }
-
-    /// Creates a client state in `dir` with a fresh key of the scheme `choice` (an RSA key
-    /// takes seconds to generate) for the provider at `server`; over `https://` with `ca`,
-    /// trusting only the certificate (or CA) in that PEM file, copied into the directory.
-    pub fn create(
-        dir: &Path,
-        server: &str,
-        token: &str,
-        ca: Option<&Path>,
-        choice: KeyChoice,
-    ) -> Result<Client, ClientError> {
-        let pem = match ca {
-            Some(ca) => Some(std::fs::read(ca).map_err(ClientError::io(format!("reading {}", ca.display())))?),
-            None => None,
-        };
-        let transport = Transport { ca_pem: pem, ..Transport::default() };
-        crate::remote::Remote::with(server, token, &transport)?;
-        crate::state::check_token(token)?;
-        if dir.join("state").exists() {
-            return Err(ClientError::State(format!(
-                "{}: already initialised (remove it first to start over)",
-                dir.display()
-            )));
-        }
-        StateDir::create(dir, server, token, transport.ca_pem.as_deref(), SecretKey::generate(choice)?)?;
-        Client::open(dir)
-    }
 }

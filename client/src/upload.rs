@@ -4,13 +4,12 @@
 //! half ([`crate::Client::put`]) streams them and checks the answer.
 
 use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
-use crate::client::unix_now;
 use crate::error::ClientError;
 use crate::intent::{Intent, Planned};
 use crate::keys::{ClientKey, Keys};
 use crate::ledger::Ledger;
-use crate::por::{new_file_id, TaggedData};
-use crate::state::Root;
+use crate::por::copy::{new_file_id, TaggedData};
+use crate::root::Root;
 use crate::verify::Verified;
 use bytes::Bytes;
 use serde_bytes::ByteBuf;
@@ -204,4 +203,27 @@ impl Batch {
 
 fn bad_input(e: impl std::fmt::Display) -> ClientError {
     ClientError::BadInput(e.to_string())
+}
+
+/// What a put, edit or get did, for reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Transfer {
+    pub name: String,
+    pub version: u64,
+    pub bytes: u64,
+    pub blocks: u64,
+    /// Proof bytes received and checked.
+    pub proof_bytes: u64,
+    pub seconds: f64,
+}
+
+/// Seconds since the Unix epoch by this machine's clock (0 before it): the time a version
+/// or an object records.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+pub(crate) fn committed_proof_bytes(c: &vouch_proto::Committed) -> u64 {
+    let opt = |b: &Option<serde_bytes::ByteBuf>| b.as_ref().map_or(0, |b| b.len() as u64);
+    c.lookup.proof.len() as u64 + opt(&c.file_update) + opt(&c.versions_update) + c.namespace_update.len() as u64
 }

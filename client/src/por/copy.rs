@@ -17,6 +17,11 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, Tagger};
 use vouch_core::por::heap::{decode_slot, join_block, slots_for, split_block, Slot, SlotKind, SLOT_WIDTH};
 
+/// Most bytes of a version a put keeps in memory for its PoR copy; a larger version's copy is
+/// read back from the provider a batch at a time ([`streamed`](super::streamed)), so that a
+/// copy's memory stays bounded at any file size.
+pub(crate) const POR_KEEP_BYTES: u64 = 64 << 20;
+
 /// One block of a version as its PoR copy holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TaggedData {

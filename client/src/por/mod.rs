@@ -35,7 +35,7 @@
 //! Lock order: the commit lock, then the PoR lock.
 
 mod compact;
-mod copy;
+pub(crate) mod copy;
 mod delete;
 mod edit;
 mod layout;
@@ -44,7 +44,7 @@ mod record;
 mod repair;
 mod streamed;
 
-pub(crate) use copy::{is_por_file, new_file_id, TaggedData};
+pub(crate) use copy::{is_por_file, TaggedData};
 
 use crate::client::{Client, View};
 use crate::error::ClientError;
@@ -82,10 +82,6 @@ const CODED_REGION: u8 = 0xFE;
 /// gateway's `por_lambda`): a part missing half its slots passes with probability
 /// `2^-lambda`, and below this that is no proof.
 pub const MIN_POR_LAMBDA: u32 = 32;
-/// Most bytes of a version a put keeps in memory for its PoR copy; a larger version's copy is
-/// read back from the provider a batch at a time ([`streamed`]), so that a copy's memory stays
-/// bounded at any file size.
-pub(crate) const POR_KEEP_BYTES: u64 = 64 << 20;
 /// Refused batches within one epoch after which the next PoR operation first starts a new
 /// epoch (a re-encode of C from U), which folds their incarnations' ends into one number.
 const MAX_INCARNATION_ENDS: usize = 16;

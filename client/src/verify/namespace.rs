@@ -1,7 +1,7 @@
 //! Checks of namespace answers: lookups and versions, listings, logs, commits.
 
 use crate::error::ClientError;
-use crate::state::Root;
+use crate::root::Root;
 use crate::violation::ViolationKind;
 use serde_bytes::ByteBuf;
 use vouch_core::namespace::{
