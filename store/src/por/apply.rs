@@ -4,9 +4,9 @@
 use super::build::Build;
 use super::coded_build::{BatchU, CodedBuild, NewCoded};
 use super::error::PorStoreError;
+use super::names::ObjectRef;
 use super::objects;
 use super::raw;
-use super::state::ObjectRef;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, MetaStore, Repository, StoreError};
 use std::collections::{BTreeMap, HashSet};

@@ -21,8 +21,8 @@
 //! objects. A unit writes segments of the next tail only, beyond the committed progress, so a
 //! crash before the commit leaves segments the next attempt writes again, byte for byte.
 
+use super::names::ObjectRef;
 use super::objects;
-use super::state::ObjectRef;
 use super::PorLog;
 use crate::{Repository, StoreError};
 use vouch_core::por::build::{finish_block, merge_range, source_block};

@@ -29,9 +29,9 @@
 //! next attempt writes again, byte for byte.
 
 use super::error::PorStoreError;
+use super::names::ObjectRef;
 use super::objects;
 use super::raw::{self, RawSlot};
-use super::state::ObjectRef;
 use super::PorLog;
 use crate::{BlobStore, MetaStore, Repository, StoreError};
 use std::collections::{BTreeMap, HashMap};

@@ -94,7 +94,8 @@ mod state;
 pub use error::PorStoreError;
 
 use names::Names;
-use state::{ObjectRef, StateRecord};
+use names::ObjectRef;
+use state::StateRecord;
 use vouch_core::por::checksum::SealedChecksum;
 use vouch_core::por::code::Schedule;
 use vouch_core::por::raw_tree::RawTree;

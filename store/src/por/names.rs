@@ -6,8 +6,32 @@
 //! that would exceed a file name's 255 bytes in the local backend. The owner itself is kept
 //! in the state record, and checked at open.
 
-use super::state::ObjectRef;
 use vouch_core::por::Region;
+
+/// One stored level or C: a folder of segments of `per_segment` slots each, and its sealed
+/// checksums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ObjectRef {
+    pub region: Region,
+    /// When its slots were written (the time its sealed checksums are bound to).
+    pub time: u64,
+    pub slots: u64,
+    pub per_segment: u64,
+    /// `Some(j)`: not a part but stage `j` of a C being built (`coded_build`).
+    pub stage: Option<u8>,
+}
+
+impl ObjectRef {
+    pub fn segments(&self) -> u64 {
+        self.slots.div_ceil(self.per_segment)
+    }
+
+    /// The slots of segment `number`.
+    pub fn segment_slots(&self, number: u64) -> std::ops::Range<u64> {
+        let start = number * self.per_segment;
+        start..(start + self.per_segment).min(self.slots)
+    }
+}
 
 /// The keys of one owner's log.
 #[derive(Clone, Debug)]

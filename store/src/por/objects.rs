@@ -8,7 +8,7 @@
 //! erasure to the decoder).
 
 use super::names::Names;
-use super::state::ObjectRef;
+use super::names::ObjectRef;
 use crate::{BlobStore, ObjectBlobs, StoreError};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
