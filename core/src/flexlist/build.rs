@@ -8,7 +8,8 @@
 //! visible elements of height `<= h` as its after-neighbours, one level at a time, creating one
 //! inner node per such link. This is buildFlexList of paper [17], generalised to subtrees.
 
-use super::{Block, SENTINEL_HEIGHT};
+use super::{Block, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
+use crate::hash::{self, Digest};
 
 /// One element of the sequence a FlexList is built over.
 #[derive(Clone, Copy, Debug)]
@@ -110,4 +111,35 @@ pub enum BuildError {
     /// More nodes than 32-bit node indices can address.
     #[error("too many blocks for one list")]
     TooManyBlocks,
+}
+
+/// A subtree known by hash and rank only (a "dummy node" of Alg. A.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HashRef {
+    pub hash: Digest,
+    pub rank: u64,
+}
+
+/// Builds nothing but hashes and ranks: the client's side of the builder.
+pub(crate) struct HashSink;
+
+impl Sink for HashSink {
+    type Ref = HashRef;
+
+    fn leaf(&mut self, block: &Block, after: Option<HashRef>) -> Result<HashRef, Fault> {
+        let (after_rank, after_hash) = after.map_or((0, Digest::ZERO), |a| (a.rank, a.hash));
+        let rank = u64::from(block.length) + after_rank;
+        if rank > MAX_TOTAL_LEN {
+            return Err(Fault::RankOverflow);
+        }
+        Ok(HashRef { hash: hash::flex_leaf(u64::from(block.length), &block.tag, after_rank, &after_hash), rank })
+    }
+
+    fn node(&mut self, level: u8, below: HashRef, after: HashRef) -> Result<HashRef, Fault> {
+        let rank = below.rank + after.rank;
+        if rank > MAX_TOTAL_LEN {
+            return Err(Fault::RankOverflow);
+        }
+        Ok(HashRef { hash: hash::flex_node(level, below.rank, &below.hash, after.rank, &after.hash), rank })
+    }
 }

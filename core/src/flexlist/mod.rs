@@ -66,6 +66,7 @@ mod arena;
 mod build;
 mod edit;
 mod pages;
+mod parallel;
 mod proof;
 mod reveal;
 #[doc(hidden)]
@@ -74,6 +75,7 @@ pub mod tamper;
 mod tamper_tests;
 #[cfg(test)]
 mod tests;
+mod update;
 
 pub use arena::FlexList;
 pub use build::BuildError;

@@ -19,11 +19,11 @@
 //! Decoding never panics and allocates at most in proportion to the input: every record takes
 //! at least two bytes.
 
-use super::build::{build, Fault, Item, Sink};
+use super::build::{build, Fault, HashRef, HashSink, Item, Sink};
 use super::edit::{apply_edits, ApplyError, Edit, EditError};
-use super::{Block, FlexList, MAX_HEIGHT, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
+use super::{Block, MAX_HEIGHT, MAX_TOTAL_LEN, SENTINEL_HEIGHT};
 use crate::codec::{put_varint, CodecError, Reader};
-use crate::hash::{self, Digest, DIGEST_LEN};
+use crate::hash::{Digest, DIGEST_LEN};
 
 /// The encoding version this build writes and reads.
 pub const PROOF_VERSION: u8 = 1;
@@ -150,13 +150,6 @@ pub struct ProvenBlock {
     pub start: u64,
     pub length: u32,
     pub tag: Digest,
-}
-
-/// A subtree known by hash and rank only (a "dummy node" of Alg. A.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct HashRef {
-    pub hash: Digest,
-    pub rank: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -484,51 +477,4 @@ fn flatten(nodes: &[ProofNode]) -> Vec<Item<HashRef>> {
         }
     }
     items
-}
-
-/// Builds nothing but hashes and ranks: the client's side of the builder.
-pub(crate) struct HashSink;
-
-impl Sink for HashSink {
-    type Ref = HashRef;
-
-    fn leaf(&mut self, block: &Block, after: Option<HashRef>) -> Result<HashRef, Fault> {
-        let (after_rank, after_hash) = after.map_or((0, Digest::ZERO), |a| (a.rank, a.hash));
-        let rank = u64::from(block.length) + after_rank;
-        if rank > MAX_TOTAL_LEN {
-            return Err(Fault::RankOverflow);
-        }
-        Ok(HashRef { hash: hash::flex_leaf(u64::from(block.length), &block.tag, after_rank, &after_hash), rank })
-    }
-
-    fn node(&mut self, level: u8, below: HashRef, after: HashRef) -> Result<HashRef, Fault> {
-        let rank = below.rank + after.rank;
-        if rank > MAX_TOTAL_LEN {
-            return Err(Fault::RankOverflow);
-        }
-        Ok(HashRef { hash: hash::flex_node(level, below.rank, &below.hash, after.rank, &after.hash), rank })
-    }
-}
-
-impl FlexList {
-    /// genMultiProof: one proof for the blocks holding each of `indices` (byte offsets).
-    pub fn prove(&self, indices: &[u64]) -> Result<MultiProof, ProofError> {
-        if indices.is_empty() {
-            return Err(ProofError::EmptyChallenge);
-        }
-        let len = self.total_len();
-        let mut targets = Vec::with_capacity(indices.len());
-        for &index in indices {
-            if index >= len {
-                return Err(ProofError::IndexOutOfRange { index, len });
-            }
-            targets.push(index as i64);
-        }
-        targets.sort_unstable();
-        targets.dedup();
-        let mut opening = super::reveal::Opening::default();
-        opening.proof.push(PROOF_VERSION);
-        self.open(self.root, &targets, &mut opening, true);
-        Ok(MultiProof::from_trusted(opening.proof))
-    }
 }

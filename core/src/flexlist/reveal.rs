@@ -9,7 +9,7 @@
 
 use super::arena::{FlexList, NIL};
 use super::build::Item;
-use super::proof::{record, CHILD_NONE, CHILD_OPAQUE, CHILD_OPEN};
+use super::proof::{record, MultiProof, ProofError, CHILD_NONE, CHILD_OPAQUE, CHILD_OPEN, PROOF_VERSION};
 use super::SENTINEL_HEIGHT;
 use crate::codec::put_varint;
 
@@ -102,5 +102,28 @@ fn kind(child: &Option<Task>) -> u8 {
         None => CHILD_NONE,
         Some(Task::Emit(_)) => CHILD_OPAQUE,
         Some(Task::Open { .. }) => CHILD_OPEN,
+    }
+}
+
+impl FlexList {
+    /// genMultiProof: one proof for the blocks holding each of `indices` (byte offsets).
+    pub fn prove(&self, indices: &[u64]) -> Result<MultiProof, ProofError> {
+        if indices.is_empty() {
+            return Err(ProofError::EmptyChallenge);
+        }
+        let len = self.total_len();
+        let mut targets = Vec::with_capacity(indices.len());
+        for &index in indices {
+            if index >= len {
+                return Err(ProofError::IndexOutOfRange { index, len });
+            }
+            targets.push(index as i64);
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let mut opening = Opening::default();
+        opening.proof.push(PROOF_VERSION);
+        self.open(self.root, &targets, &mut opening, true);
+        Ok(MultiProof::from_trusted(opening.proof))
     }
 }
