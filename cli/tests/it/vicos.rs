@@ -189,7 +189,7 @@ fn an_ed25519_group_exchanges_rosters_from_the_command_line() {
 
 #[test]
 fn a_member_reaches_the_bucket_itself_once_told_to() {
-    use crate::minio;
+    use vouch_testkit::minio;
     let minio = minio::Minio::start();
     let c = &minio.config;
     let dir = tempfile::tempdir().unwrap();

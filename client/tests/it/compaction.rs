@@ -5,12 +5,13 @@
 use crate::common;
 
 use common::{sample, TOKEN};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 use vouch_client::Client;
-use vouch_misbehave::Misbehaving;
-use vouch_server::{token_hash, CompactionPolicy, Maintenance, Provider, ServeOptions};
+use vouch_misbehave::Misbehave;
+use vouch_server::{Blocks, CompactionPolicy, Maintenance, ServeOptions};
+use vouch_testkit::provider;
 
 fn segment_files(data: &Path) -> HashSet<String> {
     let dir = data.join("blobs").join("segments");
@@ -27,15 +28,12 @@ async fn get(client: &Client, name: &str) -> Vec<u8> {
 async fn background_compaction_gives_space_back_while_reads_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("provider");
-    let provider =
-        Misbehaving::new(Provider::open_dir(&data, &vouch_server::Blocks::Local).unwrap(), Default::default());
     // Compaction once 4 MB of garbage has piled up.
     let policy = CompactionPolicy { min_live: 0.6, min_garbage: 4_000_000, ..CompactionPolicy::default() };
     let maintenance = Maintenance { every: Duration::from_millis(20), policy };
     let options = ServeOptions { maintenance: Some(maintenance), ..ServeOptions::default() };
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash("bob"), "bob".to_string())]);
-    let server = vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await;
-    let server = server.unwrap();
+    let clients = [(TOKEN, "alice"), ("bob", "bob")];
+    let server = provider::start(&data, &Blocks::Local, Misbehave::None, options, &clients).await;
     let url = format!("http://{}", server.addr);
     let (alice_state, bob_state) = (dir.path().join("alice"), dir.path().join("bob"));
     let alice = Client::init(&alice_state, &url, TOKEN).unwrap();

@@ -8,16 +8,16 @@
 //! state directory.
 
 use crate::common;
-use crate::minio;
+use vouch_testkit::minio;
 mod workload;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vouch_client::{Client, ClientError};
 use vouch_misbehave::Misbehave;
-use vouch_server::{token_hash, CompactionPolicy, Provider, ServeOptions};
+use vouch_server::{CompactionPolicy, ServeOptions};
+use vouch_testkit::provider;
 use workload::{replay, Journal, Model};
 
 const TOKEN: &str = common::TOKEN;
@@ -51,12 +51,10 @@ async fn crash_provider_child() {
     let data = PathBuf::from(env("VOUCH_CRASH_DATA"));
     let s3 = (env("VOUCH_CRASH_BACKEND") == "s3").then_some("env");
     let blocks = vouch_server::Blocks::from_setting(s3).unwrap();
-    let provider = Provider::open_dir(&data, &blocks).unwrap();
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { maintenance: None, ..ServeOptions::default() };
     let listen = env("VOUCH_CRASH_LISTEN");
-    let provider = vouch_misbehave::Misbehaving::new(provider, Misbehave::SlowCommit);
-    let server = vouch_server::start_with(&listen, provider, clients, options, std::future::pending()).await.unwrap();
+    let slow = provider::lying(&data, &blocks, Misbehave::SlowCommit);
+    let server = provider::serve(&listen, slow, options, provider::ALICE).await;
     let eager = CompactionPolicy { min_live: 0.9, min_garbage: 0, ..CompactionPolicy::default() };
     loop {
         let done = vouch_server::Service::maintain(server.provider(), &eager).await.unwrap();

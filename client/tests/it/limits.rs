@@ -4,16 +4,15 @@
 use crate::common;
 
 use common::{sample, TOKEN};
-use std::collections::HashMap;
 use vouch_client::{Client, ClientError};
 use vouch_proto::ErrorCode;
-use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
+use vouch_server::{Blocks, Limits, Provider, RunningServer, ServeOptions};
+use vouch_testkit::provider;
 
 async fn start(data: &std::path::Path, limits: Limits) -> RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { limits, ..ServeOptions::default() };
-    vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
+    let honest = Provider::open_dir(data, &Blocks::Local).unwrap();
+    provider::serve(provider::ANY_PORT, honest, options, provider::ALICE).await
 }
 
 fn assert_too_large<T: std::fmt::Debug>(r: Result<T, ClientError>, what: &str) {

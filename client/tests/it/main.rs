@@ -2,8 +2,6 @@
 //! files share compiled once (each file was a binary of its own).
 
 mod common;
-#[path = "../../../store/tests/it/common/mod.rs"]
-mod minio;
 mod proxy;
 
 mod absence;
@@ -14,6 +12,7 @@ mod concurrency;
 mod crash;
 mod e2e;
 mod intents;
+mod lie_matrix;
 mod limits;
 mod misbehave;
 mod por;

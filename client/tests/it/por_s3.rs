@@ -3,7 +3,7 @@
 //! local redb. The story of `por.rs` again, with the damage done to the objects in the bucket.
 
 use crate::common;
-use crate::minio;
+use vouch_testkit::minio;
 
 use common::por::{audit_fails_at, damage_objects, get_por, lose_all_of_u, put_por, with_provider_stopped};
 use common::{assert_violation, sample, Setup};

@@ -2,12 +2,12 @@
 //! `scripts/minio.sh`): verified put / get / edit / sync / audit, and bytes altered directly
 //! in the bucket caught.
 
-use crate::minio;
+use vouch_testkit::minio;
 
-use std::collections::HashMap;
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
-use vouch_server::{token_hash, Provider};
+use vouch_server::{Provider, ServeOptions};
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs};
+use vouch_testkit::provider;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_on_s3_serves_verified_files_and_tampering_in_the_bucket_is_caught() {
@@ -15,9 +15,8 @@ async fn provider_on_s3_serves_verified_files_and_tampering_in_the_bucket_is_cau
     let dir = tempfile::tempdir().unwrap();
     let blobs = ObjectBlobs::s3(&minio.config).unwrap();
     let meta = MetaDb::open(&dir.path().join("meta.redb")).unwrap();
-    let provider = Provider::open(blobs.clone(), meta).unwrap();
-    let clients = HashMap::from([(token_hash("t"), "alice".to_string())]);
-    let server = vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap();
+    let honest = Provider::open(blobs.clone(), meta).unwrap();
+    let server = provider::serve(provider::ANY_PORT, honest, ServeOptions::default(), &[("t", "alice")]).await;
     let client = Client::init(&dir.path().join("client"), &format!("http://{}", server.addr), "t").unwrap();
 
     let data: Vec<u8> = (0..2_000_000u64).map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as u8).collect();

@@ -6,7 +6,6 @@
 use crate::common;
 
 use common::{sample, Setup, TOKEN};
-use std::collections::HashMap;
 use std::io::{Cursor, Read};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -14,7 +13,8 @@ use std::time::Duration;
 use vouch_client::{ByteEdit, Client, ClientError, Expected};
 use vouch_misbehave::Misbehave;
 use vouch_proto::ErrorCode;
-use vouch_server::{token_hash, Limits, Provider, ServeOptions};
+use vouch_server::{Blocks, Limits, Provider, ServeOptions};
+use vouch_testkit::provider;
 
 const BLOCK: Option<usize> = Some(4096);
 
@@ -190,10 +190,9 @@ async fn a_conditional_put_over_a_version_replaced_since_its_check_is_refused() 
 }
 
 async fn start(data: &std::path::Path, limits: Limits) -> vouch_server::RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { limits, ..ServeOptions::default() };
-    vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
+    let honest = Provider::open_dir(data, &Blocks::Local).unwrap();
+    provider::serve(provider::ANY_PORT, honest, options, provider::ALICE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

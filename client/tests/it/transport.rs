@@ -10,7 +10,6 @@ use crate::common;
 
 use bytes::Bytes;
 use common::{sample, TOKEN};
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,7 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use vouch_client::{Client, ClientError, Remote, Transport, MAX_ERROR_BODY};
 use vouch_proto::{ListRequest, Listing, Op};
-use vouch_server::{token_hash, Provider, ServeOptions};
+use vouch_server::{Blocks, Provider, ServeOptions};
+use vouch_testkit::provider;
 
 const MIB: usize = 1 << 20;
 /// Generous bound for what should take a second or two.
@@ -167,11 +167,10 @@ async fn an_upload_the_provider_stops_taking_ends_at_the_deadline() {
 // ---- TLS ----
 
 async fn start_tls(data: &Path, cert: &str, key: &str) -> vouch_server::RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let tls = vouch_server::tls::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
     let options = ServeOptions { tls: Some(tls), ..ServeOptions::default() };
-    vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
+    let honest = Provider::open_dir(data, &Blocks::Local).unwrap();
+    provider::serve(provider::ANY_PORT, honest, options, provider::ALICE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

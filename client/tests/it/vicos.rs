@@ -20,11 +20,11 @@ fn keys() -> Keyring {
 }
 
 /// Member `me` of [`GROUP`] with the provider token `token`.
-fn member(setup: &Setup, token: &str, me: ClientId) -> Group {
+pub(crate) fn member(setup: &Setup, token: &str, me: ClientId) -> Group {
     Group::join(Remote::new(&setup.url(), token).unwrap(), GROUP, me, keys(), Mode::Compatible)
 }
 
-async fn create(setup: &Setup) -> Group {
+pub(crate) async fn create(setup: &Setup) -> Group {
     Group::create(Remote::new(&setup.url(), TOKEN).unwrap(), GROUP, 0, keys(), Mode::Compatible, None).await.unwrap()
 }
 
@@ -35,11 +35,11 @@ fn done<T: std::fmt::Debug>(r: Result<Outcome<T>, ClientError>) -> T {
     }
 }
 
-async fn put(g: &Group, key: &str, data: &[u8]) {
+pub(crate) async fn put(g: &Group, key: &str, data: &[u8]) {
     done(g.put(key.as_bytes(), Cursor::new(data.to_vec())).await);
 }
 
-async fn get(g: &Group, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
+pub(crate) async fn get(g: &Group, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
     let mut out = Vec::new();
     match g.get(key.as_bytes(), &mut out).await? {
         Outcome::Done(Some(len)) => {
@@ -51,7 +51,7 @@ async fn get(g: &Group, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
     }
 }
 
-async fn list(g: &Group) -> Vec<String> {
+pub(crate) async fn list(g: &Group) -> Vec<String> {
     done(g.list().await).into_iter().map(|k| String::from_utf8(k).unwrap()).collect()
 }
 

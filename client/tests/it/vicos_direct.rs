@@ -4,7 +4,7 @@
 //! it is caught).
 
 use crate::common;
-use crate::minio;
+use vouch_testkit::minio;
 
 use common::{Setup, TOKEN_BOB};
 use futures::TryStreamExt;

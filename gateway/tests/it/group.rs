@@ -11,7 +11,6 @@ use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use object_store::signer::Method;
 use object_store::{Attribute, Attributes, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +20,8 @@ use vouch_core::aip::{Keyring, Mode};
 use vouch_gateway::errors::{VIOLATION_CODE, VIOLATION_HEADER};
 use vouch_gateway::RunningGateway;
 use vouch_misbehave::{Misbehave, Misbehaving};
-use vouch_server::{token_hash, Blocks, Provider, RunningServer};
+use vouch_server::{Blocks, RunningServer, ServeOptions};
+use vouch_testkit::provider;
 
 const GROUP: &str = "team";
 /// Member 0's provider token (gateway A), and member 1's (gateway B).
@@ -48,11 +48,10 @@ impl Pair {
     /// member 1, and a gateway in front of each.
     async fn new(misbehave: Misbehave) -> Pair {
         let dir = tempfile::tempdir().unwrap();
-        let provider =
-            Misbehaving::new(Provider::open_dir(&dir.path().join("provider"), &Blocks::Local).unwrap(), misbehave);
-        let tokens =
-            HashMap::from([(token_hash(TOKEN_A), "alice".to_string()), (token_hash(TOKEN_B), "bob".to_string())]);
-        let server = vouch_server::start("127.0.0.1:0", provider, tokens, std::future::pending()).await.unwrap();
+        let clients = [(TOKEN_A, "alice"), (TOKEN_B, "bob")];
+        let server =
+            provider::start(&dir.path().join("provider"), &Blocks::Local, misbehave, ServeOptions::default(), &clients)
+                .await;
         let url = format!("http://{}", server.addr);
         let keys = Keyring::hmac([7; 32]);
         let first = Group::create(Remote::new(&url, TOKEN_A).unwrap(), GROUP, 0, keys.clone(), Mode::Compatible, None)

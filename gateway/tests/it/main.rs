@@ -2,8 +2,6 @@
 //! files share compiled once (each file was a binary of its own).
 
 mod common;
-#[path = "../../../store/tests/it/common/mod.rs"]
-mod minio;
 
 mod concurrency;
 mod connections;

@@ -2,7 +2,6 @@
 //! `scripts/minio.sh`): the same application, the same answers.
 
 use crate::common;
-use crate::minio;
 
 use common::{sample, Harness};
 use futures::TryStreamExt;
@@ -13,7 +12,7 @@ use vouch_server::Blocks;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_s3_objects_put_list_read_back_and_go_away() {
-    let minio = minio::Minio::start();
+    let minio = vouch_testkit::minio::Minio::start();
     let h = Harness::on(Blocks::S3(minio.config.clone()), Misbehave::None, &["cloud"]).await;
     let store = h.store("cloud");
     let data = sample(5_000_000, 21);

@@ -3,7 +3,7 @@
 //! so a test controls every byte: it can stop midway, drop the connection, or never read.
 
 use serde_bytes::ByteBuf;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -15,8 +15,9 @@ use vouch_proto::{
     decode, encode, encode_frame, Attempt, BlockBatch, ErrorBody, ErrorCode, PutFrame, PutHead, PutTail, ReadRequest,
     WireBlock, PROTOCOL_VERSION, VERSION_HEADER,
 };
-use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
+use vouch_server::{Limits, Provider, RunningServer, ServeOptions};
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, Repository};
+use vouch_testkit::provider;
 
 const TOKEN: &str = "limits-token";
 const MIB: usize = 1 << 20;
@@ -24,10 +25,9 @@ const MIB: usize = 1 << 20;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 async fn serve(data: &Path, limits: Limits) -> RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
     let options = ServeOptions { limits, ..ServeOptions::default() };
-    vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
+    let honest = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
+    provider::serve(provider::ANY_PORT, honest, options, &[(TOKEN, "alice")]).await
 }
 
 // ---- a raw HTTP/1.1 client ----

@@ -4,7 +4,6 @@
 
 use rand::{rngs::StdRng, RngCore, SeedableRng};
 use serde::{de::DeserializeOwned, Serialize};
-use std::collections::HashMap;
 use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
@@ -23,7 +22,8 @@ use vouch_proto::por::*;
 const SMALL_PART: usize = 4 << 10;
 use vouch_misbehave::{Misbehave, Misbehaving};
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
-use vouch_server::{token_hash, Provider, RunningServer, ServeOptions};
+use vouch_server::{Provider, RunningServer, ServeOptions};
+use vouch_testkit::provider;
 
 const TOKEN: &str = "por-token";
 /// A second client's.
@@ -218,16 +218,15 @@ impl Client {
     }
 }
 
+/// Alice and Bob, as the provider knows them.
+const CLIENTS: &[(&str, &str)] = &[(TOKEN, "alice"), (BOB, "bob")];
+
 async fn serve(data: &Path, lie: Misbehave) -> RunningServer<Misbehaving> {
-    serve_provider(Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap(), lie).await
+    provider::start(data, &vouch_server::Blocks::Local, lie, ServeOptions::default(), CLIENTS).await
 }
 
-async fn serve_provider(provider: Provider, lie: Misbehave) -> RunningServer<Misbehaving> {
-    let provider = Misbehaving::new(provider, lie);
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(BOB), "bob".to_string())]);
-    vouch_server::start_with("127.0.0.1:0", provider, clients, ServeOptions::default(), std::future::pending())
-        .await
-        .unwrap()
+async fn serve_provider(honest: Provider, lie: Misbehave) -> RunningServer<Misbehaving> {
+    provider::serve(provider::ANY_PORT, Misbehaving::new(honest, lie), ServeOptions::default(), CLIENTS).await
 }
 
 fn files_named(dir: &Path, part: &str, out: &mut Vec<std::path::PathBuf>) {

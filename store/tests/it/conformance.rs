@@ -2,11 +2,10 @@
 //! repository's suite over each backend (`repository.rs`), plus the failures each backend
 //! must report as typed errors.
 
-use crate::common;
 use crate::repository;
+use vouch_testkit::minio::Minio;
 
 use bytes::Bytes;
-use common::Minio;
 use std::sync::Arc;
 use vouch_store::{BlobStore, MetaBatch, MetaDb, MetaStore, ObjectBlobs, S3Config, StoreError};
 

@@ -4,7 +4,7 @@
 //! `check` must find nothing wrong. At the end the metadata store is rebuilt from the blobs
 //! (and its local log) and must hold the same. Both backends.
 
-use crate::common;
+use vouch_testkit::minio::Minio;
 
 use bytes::Bytes;
 use std::collections::HashSet;
@@ -136,9 +136,9 @@ async fn crash_writer_child_process() {
     }
 }
 
-async fn kill_the_writer_at_random_instants(minio: Option<&common::Minio>) {
+async fn kill_the_writer_at_random_instants(minio: Option<&Minio>) {
     let spec = if minio.is_some() { "s3" } else { "local" };
-    let extra_env = minio.map(common::Minio::env).unwrap_or_default();
+    let extra_env = minio.map(Minio::env).unwrap_or_default();
     let dir = tempfile::tempdir().unwrap();
     let mut last = None;
     for kill in 0..8u64 {
@@ -179,7 +179,7 @@ async fn killed_writer_leaves_whole_batches_on_the_local_backend() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_writer_leaves_whole_batches_on_s3() {
-    let minio = common::Minio::start();
+    let minio = Minio::start();
     kill_the_writer_at_random_instants(Some(&minio)).await;
 }
 

@@ -1,7 +1,6 @@
 //! The store crate's integration tests, in one binary: one link, and the generic code the
 //! files share compiled once (each file was a binary of its own).
 
-mod common;
 mod por_support;
 mod repository;
 

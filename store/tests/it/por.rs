@@ -2,8 +2,8 @@
 //! epochs, reopened midway, on the local backend and on MinIO; crashes between its steps;
 //! damaged objects; malformed requests.
 
-use crate::common;
 use crate::por_support;
+use vouch_testkit::minio::Minio;
 
 use por_support::{object_folders, sealed_key, segment_keys, Run, GROUP_LOG, OWNER, SMALL, WIDTH};
 use vouch_core::por::audit::{parts, picks, verify_part, AuditFailure, Part, Pick};
@@ -61,7 +61,7 @@ async fn the_log_answers_as_the_reference_on_the_local_backend() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_answers_as_the_reference_on_minio() {
-    let minio = common::Minio::start();
+    let minio = Minio::start();
     let epochs = model(ObjectBlobs::s3(&minio.config).unwrap(), 50).await;
     assert!(epochs >= 1, "C rebuilt at the end of {epochs} epochs only");
 }
@@ -113,7 +113,7 @@ async fn a_crash_leaves_the_old_state_or_the_new_on_the_local_backend() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_leaves_the_old_state_or_the_new_on_minio() {
-    let minio = common::Minio::start();
+    let minio = Minio::start();
     crashes(ObjectBlobs::s3(&minio.config).unwrap()).await;
 }
 

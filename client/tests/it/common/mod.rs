@@ -1,19 +1,17 @@
 //! Test support shared by the client's end-to-end tests: a real provider server on
 //! 127.0.0.1 over a temporary directory, and a client initialised against it.
-#![allow(dead_code)]
 
 pub mod por;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use vouch_client::state::StateDir;
 use vouch_client::{Client, SecretKey, ViolationKind};
 use vouch_misbehave::{Misbehave, Misbehaving};
-use vouch_server::{token_hash, Blocks, Provider, RunningServer};
+use vouch_server::{Blocks, RunningServer, ServeOptions};
+use vouch_testkit::provider;
 
 /// Alice's token; Bob (another namespace on the same provider) has [`TOKEN_BOB`].
-pub const TOKEN: &str = "test-token";
-pub const TOKEN_BOB: &str = "bob-token";
+pub use provider::{TOKEN, TOKEN_BOB};
 pub struct Setup {
     pub dir: tempfile::TempDir,
     pub state: PathBuf,
@@ -27,11 +25,9 @@ pub async fn start(data: &Path, misbehave: Misbehave) -> RunningServer<Misbehavi
     start_on(data, &Blocks::Local, misbehave).await
 }
 
-/// A provider over `data` with its blobs in `blocks`.
+/// A provider over `data` with its blobs in `blocks`, for Alice and Bob.
 pub async fn start_on(data: &Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer<Misbehaving> {
-    let provider = Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), misbehave);
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string()), (token_hash(TOKEN_BOB), "bob".to_string())]);
-    vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
+    provider::start(data, blocks, misbehave, ServeOptions::default(), provider::ALICE_AND_BOB).await
 }
 
 impl Setup {

@@ -2,16 +2,15 @@
 //! gateway's tests talk to, as an application would.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use vouch_client::Client;
 use vouch_gateway::{AccessKey, GatewayConfig, RunningGateway};
 use vouch_misbehave::{Misbehave, Misbehaving};
-use vouch_server::{token_hash, Blocks, Provider, RunningServer};
+use vouch_server::{Blocks, RunningServer, ServeOptions};
+use vouch_testkit::provider::{self, TOKEN};
 
 pub const ACCESS_KEY: &str = "test-app";
 pub const SECRET_KEY: &str = "test-app-secret";
-const TOKEN: &str = "test-token";
 
 pub struct Harness {
     pub dir: tempfile::TempDir,
@@ -27,9 +26,7 @@ pub fn config() -> GatewayConfig {
 }
 
 async fn provider(data: &std::path::Path, blocks: &Blocks, misbehave: Misbehave) -> RunningServer<Misbehaving> {
-    let provider = Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), misbehave);
-    let clients = HashMap::from([(token_hash(TOKEN), "alice".to_string())]);
-    vouch_server::start("127.0.0.1:0", provider, clients, std::future::pending()).await.unwrap()
+    provider::start(data, blocks, misbehave, ServeOptions::default(), provider::ALICE).await
 }
 
 impl Harness {

@@ -1,12 +1,10 @@
 //! What the VICOS tests share: a provider served over a data directory, the protocol's calls,
 //! and members of a group driven by real `aip::Client`s (paper 003, Alg. 1–2), each through
 //! the HTTP API as a provider client (a bearer token; several members may share one).
-#![allow(dead_code)] // each test file uses some of it
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_bytes::ByteBuf;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use vouch_core::adict::Tree;
@@ -17,17 +15,17 @@ use vouch_proto::vicos::{
     AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest,
 };
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
-use vouch_server::{token_hash, Limits, Provider, RunningServer, ServeOptions};
+use vouch_server::{Limits, Provider, RunningServer, ServeOptions};
+use vouch_testkit::provider;
 
 pub const ALICE: &str = "alice-token";
 pub const BOB: &str = "bob-token";
 
 /// The provider over `data`, for two provider clients (alice and bob), without housekeeping.
 pub async fn serve(data: &Path, limits: Limits) -> RunningServer {
-    let provider = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
-    let clients = HashMap::from([(token_hash(ALICE), "alice".to_string()), (token_hash(BOB), "bob".to_string())]);
     let options = ServeOptions { limits, maintenance: None, ..ServeOptions::default() };
-    vouch_server::start_with("127.0.0.1:0", provider, clients, options, std::future::pending()).await.unwrap()
+    let honest = Provider::open_dir(data, &vouch_server::Blocks::Local).unwrap();
+    provider::serve(provider::ANY_PORT, honest, options, &[(ALICE, "alice"), (BOB, "bob")]).await
 }
 
 /// One request's raw answer: status and body.

@@ -1,5 +1,4 @@
-//! Test support shared by the store's test files.
-#![allow(dead_code)]
+//! A MinIO server of a test's own, for the S3 storage backend.
 
 use vouch_store::S3Config;
 
