@@ -65,7 +65,7 @@ async fn cos_get(addr: SocketAddr, object: &CosObject) -> Result<Vec<u8>, ErrorB
 
 async fn cos_del(addr: SocketAddr, group: &str, key: &[u8], nonce: Option<u8>) -> Result<AipAck, ErrorBody> {
     let req = CosDelete { group: group.into(), key: ByteBuf::from(key.to_vec()), nonce: nonce.map(|n| [n; 16]) };
-    call(addr, ALICE, Op::CosDelete, &req).await
+    call(addr, ALICE, &req).await
 }
 
 /// The files under the blob store's folder of VICOS objects (staging files included).

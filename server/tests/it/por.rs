@@ -3,7 +3,6 @@
 //! and C, and repairs C after its bytes are damaged on the backend itself.
 
 use rand::{rngs::StdRng, RngCore, SeedableRng};
-use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
 use vouch_core::por::audit::{parts, picks, verify_part, PartProof};
 use vouch_core::por::checksum::{ChecksumKey, SealKey};
@@ -21,7 +20,7 @@ use vouch_proto::por::*;
 /// The least part of a plan's answer a client may ask for.
 const SMALL_PART: usize = 4 << 10;
 use vouch_misbehave::{Misbehave, Misbehaving};
-use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
+use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, Rpc, PROTOCOL_VERSION, VERSION_HEADER};
 use vouch_server::{Provider, RunningServer, ServeOptions};
 use vouch_testkit::provider;
 
@@ -67,10 +66,11 @@ impl Client {
         PorInitRequest { log_capacity: 2, group_log: GROUP_LOG as u8, coded: sealed_list_to_bytes(&coded).into() }
     }
 
-    async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
+    /// `req`, sent to its own operation; its answer, or the provider's refusal.
+    async fn call<R: Rpc>(&self, req: &R) -> Result<R::Answer, ErrorBody> {
         let response = self
             .http
-            .post(format!("{}{}", self.base, op.path()))
+            .post(format!("{}{}", self.base, R::OP.path()))
             .bearer_auth(self.token)
             .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
             .body(encode(req))
@@ -104,12 +104,11 @@ impl Client {
     /// messages stay small whatever the log's size).
     async fn context(&self, plan: &[u8]) -> Vec<u8> {
         let request = PorPlanRequest { plan: plan.to_vec().into(), part: SMALL_PART as u32 };
-        let answer: PorContext = self.call(Op::PorPlan, &request).await.unwrap();
+        let answer: PorContext = self.call(&request).await.unwrap();
         let mut context = answer.context.into_vec();
         assert!(context.len() <= SMALL_PART);
         while (context.len() as u64) < answer.total {
-            let more: PorMoreAnswer =
-                self.call(Op::PorMore, &PorMoreRequest { offset: context.len() as u64 }).await.unwrap();
+            let more: PorMoreAnswer = self.call(&PorMoreRequest { offset: context.len() as u64 }).await.unwrap();
             assert!(!more.part.is_empty() && more.part.len() <= SMALL_PART);
             context.extend_from_slice(&more.part);
         }
@@ -123,7 +122,7 @@ impl Client {
         let staged = upload.len().saturating_sub(1) / PART * PART;
         for (i, part) in upload[..staged].chunks(PART).enumerate() {
             let stage = PorStageRequest { offset: (i * PART) as u64, part: part.to_vec().into() };
-            let answer: PorStaged = self.call(Op::PorStage, &stage).await.unwrap();
+            let answer: PorStaged = self.call(&stage).await.unwrap();
             assert_eq!(answer.staged, ((i + 1) * PART) as u64);
         }
         (request.staged, request.upload) = (staged as u64, upload[staged..].to_vec().into());
@@ -157,7 +156,7 @@ impl Client {
             incarnation: 0,
         };
         let request = self.staged(request, written.upload_bytes()).await;
-        let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
+        let status: PorStatus = self.call(&request).await.unwrap();
         assert_eq!(
             (u32::from(status.log_capacity), status.time),
             (written.state.schedule.log_capacity, written.state.schedule.time)
@@ -167,7 +166,7 @@ impl Client {
 
     async fn get(&self, first: u64, len: u64) -> Result<Vec<u8>, ReadError> {
         let indices: Vec<u64> = (first..first + slots_for(len)).collect();
-        let answer: PorReadAnswer = self.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
+        let answer: PorReadAnswer = self.call(&PorReadRequest { indices: indices.clone() }).await.unwrap();
         let read = RawRead::from_bytes(&answer.read).unwrap();
         verify_read(&self.state, &indices, &read, &self.seal, &self.sums)?;
         Ok(join_block(first, len, &read.slots).unwrap())
@@ -176,7 +175,7 @@ impl Client {
     /// Every part's verdict; `Err` when the provider cannot answer at all.
     async fn audit(&self, lambda: u32) -> Result<Vec<bool>, ErrorBody> {
         let seed = [9; 32];
-        let answer: PorAuditAnswer = self.call(Op::PorAudit, &PorAuditRequest { seed, lambda }).await?;
+        let answer: PorAuditAnswer = self.call(&PorAuditRequest { seed, lambda }).await?;
         let all = parts(&self.state.schedule);
         assert_eq!(answer.parts.len(), all.len());
         Ok(all
@@ -192,8 +191,7 @@ impl Client {
     }
 
     async fn label(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let answer: PorLabelAnswer =
-            self.call(Op::PorLabel, &PorLabelRequest { key: key.to_vec().into() }).await.unwrap();
+        let answer: PorLabelAnswer = self.call(&PorLabelRequest { key: key.to_vec().into() }).await.unwrap();
         answer.value.map(|v| v.to_vec())
     }
 
@@ -202,18 +200,14 @@ impl Client {
         let slots = if region == 0xFE { 2 * self.state.schedule.capacity() } else { 2 << region };
         let mut whole = RegionRead::default();
         for first in (0..slots).step_by(5) {
-            let answer: PorRegionAnswer =
-                self.call(Op::PorRegion, &PorRegionRequest { region, first, count: 5 }).await.unwrap();
+            let answer: PorRegionAnswer = self.call(&PorRegionRequest { region, first, count: 5 }).await.unwrap();
             let page = RegionRead::from_bytes(&answer.region).unwrap();
             assert_eq!(page.slots.len() as u64, (slots - first).min(5));
             whole.slots.extend(page.slots);
             whole.sealed.extend(page.sealed);
         }
         let past = PorRegionRequest { region, first: slots, count: 5 };
-        assert_eq!(
-            self.call::<_, PorRegionAnswer>(Op::PorRegion, &past).await.unwrap_err().code,
-            ErrorCode::BadRequest
-        );
+        assert_eq!(self.call(&past).await.unwrap_err().code, ErrorCode::BadRequest);
         whole
     }
 }
@@ -245,11 +239,11 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     let data = tempfile::tempdir().unwrap();
     let server = serve(data.path(), Misbehave::None).await;
     let mut client = Client::new(&server);
-    let none: Result<PorStatus, _> = client.call(Op::PorStatus, &PorStatusRequest::default()).await;
+    let none: Result<PorStatus, _> = client.call(&PorStatusRequest::default()).await;
     assert_eq!(none.unwrap_err().code, ErrorCode::NotFound);
     let init = client.init_request();
-    let _: PorStatus = client.call(Op::PorInit, &init).await.unwrap();
-    let again: Result<PorStatus, _> = client.call(Op::PorInit, &init).await;
+    let _: PorStatus = client.call(&init).await.unwrap();
+    let again: Result<PorStatus, _> = client.call(&init).await;
     assert_eq!(again.unwrap_err().code, ErrorCode::Conflict);
 
     // Blocks of several sizes in three batches: U grows from 4 slots past 16.
@@ -277,7 +271,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     let firsts = client.put(&[vec![5; 10]]).await;
     stored.push((firsts[0], vec![5; 10]));
     assert_eq!(client.label(b"file-1").await, Some(b"where".to_vec()));
-    let before: PorStatus = client.call(Op::PorStatus, &PorStatusRequest::default()).await.unwrap();
+    let before: PorStatus = client.call(&PorStatusRequest::default()).await.unwrap();
     let planned = plan(&client.state, &[client.next], true).unwrap();
     let context = WriteContext::from_bytes(&client.context(&planned.to_bytes()).await).unwrap();
     let slots = split_block(client.next, b"x");
@@ -292,9 +286,9 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
         labels: vec![label(&[7; 65], b"too long a key")],
         incarnation: 0,
     };
-    let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &oversized).await;
+    let refused: Result<PorStatus, _> = client.call(&oversized).await;
     assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
-    let after: PorStatus = client.call(Op::PorStatus, &PorStatusRequest::default()).await.unwrap();
+    let after: PorStatus = client.call(&PorStatusRequest::default()).await.unwrap();
     assert_eq!(before, after, "a refused batch changes nothing");
     for (first, block) in &stored {
         assert_eq!(&client.get(*first, block.len() as u64).await.unwrap(), block);
@@ -335,7 +329,7 @@ async fn blocks_written_through_the_server_read_back_audit_and_repair() {
     }
     let raw = recover_raw(&client.state.schedule, &coded, &levels, &[], &client.seal, &client.sums).unwrap();
     let indices: Vec<u64> = (0..client.state.schedule.capacity()).collect();
-    let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
+    let answer: PorReadAnswer = client.call(&PorReadRequest { indices: indices.clone() }).await.unwrap();
     let read = RawRead { slots: raw, ..RawRead::from_bytes(&answer.read).unwrap() };
     verify_read(&client.state, &indices, &read, &client.seal, &client.sums).unwrap();
     for (first, block) in &stored {
@@ -352,7 +346,7 @@ async fn each_por_lie_is_caught() {
         let data = tempfile::tempdir().unwrap();
         let server = serve(data.path(), lie).await;
         let mut client = Client::new(&server);
-        let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+        let _: PorStatus = client.call(&client.init_request()).await.unwrap();
         let blocks = vec![vec![7u8; 2 * SLOT_DATA_BYTES], vec![9u8; 10]];
         let firsts = client.put(&blocks).await;
         let audit = client.audit(8).await.unwrap();
@@ -373,7 +367,7 @@ async fn each_por_lie_is_caught() {
 }
 
 async fn free(client: &Client, most_slots: u64, most_runs: u32) -> Vec<(u64, u64)> {
-    let answer: PorFreeAnswer = client.call(Op::PorFree, &PorFreeRequest { most_slots, most_runs }).await.unwrap();
+    let answer: PorFreeAnswer = client.call(&PorFreeRequest { most_slots, most_runs }).await.unwrap();
     answer.runs
 }
 
@@ -384,7 +378,7 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
     let data = tempfile::tempdir().unwrap();
     let server = serve(data.path(), Misbehave::None).await;
     let mut client = Client::new(&server);
-    let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    let _: PorStatus = client.call(&client.init_request()).await.unwrap();
     let blocks: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 100]).collect();
     let firsts = client.put(&blocks).await;
     assert_eq!(firsts, (0..10).collect::<Vec<u64>>());
@@ -395,7 +389,7 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
     assert_eq!(free(&client, 2, 100).await, vec![(2, 2)], "no more slots than asked");
     assert_eq!(free(&client, 100, 1).await, vec![(2, 3)], "no more runs than asked");
     // The ⊥ slots read back as ⊥, and the others as they were.
-    let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: vec![3, 5] }).await.unwrap();
+    let answer: PorReadAnswer = client.call(&PorReadRequest { indices: vec![3, 5] }).await.unwrap();
     let read = RawRead::from_bytes(&answer.read).unwrap();
     verify_read(&client.state, &[3, 5], &read, &client.seal, &client.sums).unwrap();
     assert_eq!(read.slots[..SLOT_WIDTH], encode_slot(3, None)[..]);
@@ -427,12 +421,12 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
             labels: Vec::new(),
             incarnation: 0,
         };
-        let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
+        let refused: Result<PorStatus, _> = client.call(&request).await;
         assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
     }
     // Staged parts out of order, or a batch naming more than was staged, are refused.
     let stray = PorStageRequest { offset: 5, part: vec![1; 10].into() };
-    assert_eq!(client.call::<_, PorStaged>(Op::PorStage, &stray).await.unwrap_err().code, ErrorCode::BadRequest);
+    assert_eq!(client.call(&stray).await.unwrap_err().code, ErrorCode::BadRequest);
     let request = PorWriteRequest {
         plan: planned.to_bytes().into(),
         writes: vec![8],
@@ -443,10 +437,10 @@ async fn deleted_slots_are_named_free_until_data_takes_them() {
         labels: Vec::new(),
         incarnation: 0,
     };
-    let refused: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
+    let refused: Result<PorStatus, _> = client.call(&request).await;
     assert_eq!(refused.unwrap_err().code, ErrorCode::BadRequest);
     let past = PorMoreRequest { offset: 1 << 40 };
-    assert_eq!(client.call::<_, PorMoreAnswer>(Op::PorMore, &past).await.unwrap_err().code, ErrorCode::BadRequest);
+    assert_eq!(client.call(&past).await.unwrap_err().code, ErrorCode::BadRequest);
     assert_eq!(client.audit(8).await.unwrap(), vec![true; parts(&client.state.schedule).len()]);
 }
 
@@ -458,7 +452,7 @@ async fn two_clients_write_their_logs_side_by_side() {
     let server = serve(data.path(), Misbehave::None).await;
     let (mut alice, mut bob) = (Client::new(&server), Client::with_token(&server, BOB));
     for client in [&alice, &bob] {
-        let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+        let _: PorStatus = client.call(&client.init_request()).await.unwrap();
     }
     let blocks =
         |seed: u8| -> Vec<Vec<u8>> { (0..6).map(|i| vec![seed.wrapping_add(i); 5000 + 700 * i as usize]).collect() };
@@ -509,15 +503,14 @@ impl Client {
         let mut parts = Parts::default();
         let planned = plan(&self.state, writes, true).unwrap();
         let request = PorPlanRequest { plan: planned.to_bytes().into(), part: part as u32 };
-        let answer: PorContext = self.call(Op::PorPlan, &request).await.unwrap();
+        let answer: PorContext = self.call(&request).await.unwrap();
         // As the client does: the answer taken a part at a time, U's checksums checked as they
         // come, C sealed as its upload goes.
         let mut reader = ContextReader::new(&self.state, &planned, answer.total, &self.seal, &self.sums).unwrap();
         reader.feed(&answer.context).unwrap();
         parts.answer = 1;
         while reader.wants_more() {
-            let more: PorMoreAnswer =
-                self.call(Op::PorMore, &PorMoreRequest { offset: reader.received() }).await.unwrap();
+            let more: PorMoreAnswer = self.call(&PorMoreRequest { offset: reader.received() }).await.unwrap();
             assert!(!more.part.is_empty() && more.part.len() <= part);
             reader.feed(&more.part).unwrap();
             parts.answer += 1;
@@ -536,7 +529,7 @@ impl Client {
                 break chunk;
             }
             let stage = PorStageRequest { offset: staged, part: chunk.to_vec().into() };
-            let answer: PorStaged = self.call(Op::PorStage, &stage).await.unwrap();
+            let answer: PorStaged = self.call(&stage).await.unwrap();
             staged += chunk.len() as u64;
             assert_eq!(answer.staged, staged);
             parts.upload += 1;
@@ -551,7 +544,7 @@ impl Client {
             labels: Vec::new(),
             incarnation: 0,
         };
-        let status: PorStatus = self.call(Op::PorWrite, &request).await.unwrap();
+        let status: PorStatus = self.call(&request).await.unwrap();
         parts.upload += 1;
         let after = state.schedule;
         assert_eq!((u32::from(status.log_capacity), status.time), (after.log_capacity, after.time));
@@ -572,7 +565,7 @@ async fn a_log_grown_to_2_21_slots_travels_in_parts_and_verifies() {
     let provider = Provider::open_dir(data.path(), &vouch_server::Blocks::Local).unwrap();
     let server = serve_provider(provider.with_por_shape(NARROW, NARROW_SEGMENT), Misbehave::None).await;
     let mut client = Client::narrow(&server, NARROW);
-    let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    let _: PorStatus = client.call(&client.init_request()).await.unwrap();
     let value = |index: u64| index.wrapping_mul(0x9E37_79B9).wrapping_add(7) % (1 << 56);
     let slots = |indices: &[u64]| -> Vec<u64> { indices.iter().flat_map(|&i| [i + 1, value(i)]).collect() };
 
@@ -601,7 +594,7 @@ async fn a_log_grown_to_2_21_slots_travels_in_parts_and_verifies() {
     let parts = client.send_in_parts(&more, &slots(&more), 64 << 10).await;
     assert_eq!((parts.answer, parts.upload), (1, 1), "{parts:?}");
     let indices: Vec<u64> = (0..40).chain([far]).collect();
-    let answer: PorReadAnswer = client.call(Op::PorRead, &PorReadRequest { indices: indices.clone() }).await.unwrap();
+    let answer: PorReadAnswer = client.call(&PorReadRequest { indices: indices.clone() }).await.unwrap();
     let read = RawRead::from_bytes(&answer.read).unwrap();
     verify_read(&client.state, &indices, &read, &client.seal, &client.sums).unwrap();
     assert_eq!(read.slots, slots(&indices));
@@ -619,7 +612,7 @@ async fn a_batch_is_applied_after_its_client_stopped_waiting() {
     let data = tempfile::tempdir().unwrap();
     let server = serve(data.path(), Misbehave::SlowPorWrite).await;
     let mut client = Client::new(&server);
-    let _: PorStatus = client.call(Op::PorInit, &client.init_request()).await.unwrap();
+    let _: PorStatus = client.call(&client.init_request()).await.unwrap();
     let block = vec![3u8; 2 * SLOT_DATA_BYTES];
     let writes: Vec<u64> = (0..slots_for(block.len() as u64)).collect();
     let slots = split_block(0, &block);
@@ -646,9 +639,9 @@ async fn a_batch_is_applied_after_its_client_stopped_waiting() {
         .send()
         .await;
     assert!(impatient.is_err_and(|e| e.is_timeout()), "the client stopped waiting");
-    let again: Result<PorStatus, _> = client.call(Op::PorWrite, &request).await;
+    let again: Result<PorStatus, _> = client.call(&request).await;
     assert_eq!(again.unwrap_err().code, ErrorCode::Storage, "one apply at a time");
-    let status: PorStatus = client.call(Op::PorStatus, &PorStatusRequest::default()).await.unwrap();
+    let status: PorStatus = client.call(&PorStatusRequest::default()).await.unwrap();
     let after = written.state.schedule;
     assert_eq!((u32::from(status.log_capacity), status.time), (after.log_capacity, after.time), "applied");
     client.state = written.state;

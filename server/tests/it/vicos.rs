@@ -8,7 +8,7 @@ use serde_bytes::ByteBuf;
 use support::*;
 use vouch_core::adict::Tree;
 use vouch_core::aip::{self, Adict, Admission, Commit, DictOp, DictResponse, Outcome, Signature, Wire};
-use vouch_proto::vicos::{AipAck, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest};
+use vouch_proto::vicos::{AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipWork, AipWorkRequest};
 use vouch_proto::{ErrorBody, ErrorCode, Op};
 use vouch_server::Limits;
 
@@ -157,7 +157,7 @@ async fn a_member_speaks_only_once_admitted_and_only_through_the_provider_client
     let stranger = Member::new(1, server.addr, BOB, "g").unadmitted().invoke(put("x", "0")).await.map(drop);
     assert!(unauthorized(stranger).contains("was not admitted"));
     let work = AipWorkRequest { group: "g".into(), from: 1 };
-    unauthorized(call::<_, AipWork>(server.addr, BOB, Op::AipWork, &work).await.map(drop));
+    unauthorized(call(server.addr, BOB, &work).await.map(drop));
     let wrong = admit(server.addr, BOB, "g", 1, &Admission([7; 32])).await.map(drop);
     assert!(unauthorized(wrong).contains("not the admission secret"));
     assert_eq!(progress(&server, "g").await, (0, 0), "the refused messages left nothing");
@@ -175,7 +175,7 @@ async fn a_member_speaks_only_once_admitted_and_only_through_the_provider_client
     let mut bob_through_alice = Member::new(1, server.addr, ALICE, "g").unadmitted();
     unauthorized(bob_through_alice.invoke(get("x")).await.map(drop));
     let work = AipWorkRequest { group: "g".into(), from: 1 };
-    unauthorized(call::<_, AipWork>(server.addr, ALICE, Op::AipWork, &work).await.map(drop));
+    unauthorized(call(server.addr, ALICE, &work).await.map(drop));
     let stranger = Member::new(5, server.addr, ALICE, "g").unadmitted().invoke(get("x")).await.map(drop);
     assert!(unauthorized(stranger).contains("was not admitted"));
     // The members themselves go on, and the refused messages left nothing.
@@ -274,22 +274,17 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
     let garbage = ByteBuf::from(vec![0xff; 40]);
     let bad = |answer: Result<AipWork, _>| refused(answer, ErrorCode::BadRequest);
     let invoke = AipInvoke { group: "g".into(), from: 0, invoke: garbage.clone() };
-    refused(call::<_, AipReply>(addr, BOB, Op::AipInvoke, &invoke).await, ErrorCode::BadRequest);
-    bad(call(
-        addr,
-        BOB,
-        Op::AipCommit,
-        &AipCommit { group: "g".into(), from: 0, commit: garbage.clone(), commit_auth: None },
-    )
-    .await);
+    refused(call(addr, BOB, &invoke).await, ErrorCode::BadRequest);
+    let commit = AipCommit { group: "g".into(), from: 0, commit: garbage.clone(), commit_auth: None };
+    bad(call(addr, BOB, &commit).await);
     let commit_auth = AipCommitAuth { group: "g".into(), from: 0, commit_auths: vec![garbage.clone()] };
-    bad(call(addr, BOB, Op::AipCommitAuth, &commit_auth).await);
+    bad(call(addr, BOB, &commit_auth).await);
     let (status, _) = post(addr, BOB, Op::AipInvoke, vec![0xff; 7]).await;
     assert_eq!(status, 400, "a body that is no message");
     let hash = ByteBuf::from(admission("h").hash().to_vec());
     let create_garbage =
         AipCreate { group: "h".into(), genesis: garbage.clone(), auth: garbage, admission: hash.clone() };
-    refused(call::<_, AipAck>(addr, BOB, Op::AipCreate, &create_garbage).await, ErrorCode::BadRequest);
+    refused(call(addr, BOB, &create_garbage).await, ErrorCode::BadRequest);
     // A genesis authenticating another state than the empty dictionary's.
     let mut full = Tree::new();
     full.put(b"k", b"v");
@@ -300,7 +295,7 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
         auth: auth.to_wire().into(),
         admission: hash,
     };
-    assert!(refused(call::<_, AipAck>(addr, BOB, Op::AipCreate, &other).await, ErrorCode::BadRequest).contains("empty"));
+    assert!(refused(call(addr, BOB, &other).await, ErrorCode::BadRequest).contains("empty"));
     // An admission hash that is no hash.
     let (genesis, auth) = aip::genesis::<Adict>(&keys(), 0, DictOp::List, &Tree::new()).unwrap();
     let short = ByteBuf::from(vec![1; 31]);
@@ -310,9 +305,7 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
         auth: auth.to_wire().into(),
         admission: short,
     };
-    assert!(
-        refused(call::<_, AipAck>(addr, BOB, Op::AipCreate, &short).await, ErrorCode::BadRequest).contains("31 bytes")
-    );
+    assert!(refused(call(addr, BOB, &short).await, ErrorCode::BadRequest).contains("31 bytes"));
 
     // Messages out of step: a COMMIT of an operation never invoked, one sent as another member.
     let mut m = Member::new(0, addr, ALICE, "g");
@@ -320,15 +313,15 @@ async fn malformed_or_out_of_step_messages_are_refused_and_change_nothing() {
     let (_, commit) = m.aip.on_reply(reply).unwrap();
     admit(addr, ALICE, "g", 1, &admission("g")).await.unwrap();
     let as_member_1 = AipCommit { group: "g".into(), from: 1, commit: commit.to_wire().into(), commit_auth: None };
-    assert!(bad(call(addr, ALICE, Op::AipCommit, &as_member_1).await).contains("signature of client 0"));
+    assert!(bad(call(addr, ALICE, &as_member_1).await).contains("signature of client 0"));
     let never = Commit { t: 9, ..commit.clone() };
     let never = AipCommit { group: "g".into(), from: 0, commit: never.to_wire().into(), commit_auth: None };
-    refused(call::<_, AipWork>(addr, ALICE, Op::AipCommit, &never).await, ErrorCode::Conflict);
+    refused(call(addr, ALICE, &never).await, ErrorCode::Conflict);
     let forged = Commit { phi: Signature { by: 0, bytes: vec![1; 32] }, ..commit.clone() };
     let forged = AipCommit { group: "g".into(), from: 0, commit: forged.to_wire().into(), commit_auth: None };
-    call::<_, AipWork>(addr, ALICE, Op::AipCommit, &forged).await.expect("the provider checks no signature");
+    call(addr, ALICE, &forged).await.expect("the provider checks no signature");
     let twice = AipCommit { group: "g".into(), from: 0, commit: commit.to_wire().into(), commit_auth: None };
-    refused(call::<_, AipWork>(addr, ALICE, Op::AipCommit, &twice).await, ErrorCode::Conflict);
+    refused(call(addr, ALICE, &twice).await, ErrorCode::Conflict);
     assert_eq!(progress(&server, "g").await, (0, 1), "nothing refused changed the group");
     // The journal holds what was accepted (the forged COMMIT too: members catch it, Alg. 1).
     server.shutdown().await.unwrap();
@@ -352,7 +345,7 @@ async fn one_message_answers_a_whole_batch_passing_over_what_is_done_and_stoppin
     let mut m: Vec<Member> = (0..3).map(|i| Member::new(i, addr, ALICE, "g")).collect();
     let send = |from: u32, commit_auths: Vec<ByteBuf>| {
         let req = AipCommitAuth { group: "g".into(), from, commit_auths };
-        async move { call::<_, AipWork>(addr, ALICE, Op::AipCommitAuth, &req).await }
+        async move { call(addr, ALICE, &req).await }
     };
     let (_, _, w0) = m[0].active(put("a", "1")).await.unwrap();
     let (_, _, _) = m[1].active(put("b", "2")).await.unwrap();
@@ -418,7 +411,7 @@ async fn a_commit_carries_its_updates_commit_auth_and_a_wrong_one_is_passed_over
     let own = m.aip.own_update(&reply).expect("nothing pending before it");
     let (_, commit) = m.aip.on_reply(reply).unwrap();
     let auth = m.aip.authenticate_own(own, &commit).unwrap().unwrap();
-    let work: AipWork = call(addr, ALICE, Op::AipCommit, &commit_with(&m, &commit, &auth)).await.unwrap();
+    let work: AipWork = call(addr, ALICE, &commit_with(&m, &commit, &auth)).await.unwrap();
     assert!(work.update_auth.is_none(), "nothing left to authenticate");
     assert_eq!(progress(&server, "g").await, (t, t));
 
@@ -427,7 +420,7 @@ async fn a_commit_carries_its_updates_commit_auth_and_a_wrong_one_is_passed_over
     let (_, commit) = m.aip.on_reply(reply).unwrap();
     let mut wrong = m.aip.authenticate_own(own, &commit).unwrap().unwrap();
     wrong.signed.auth = vouch_core::Digest([7; 32]);
-    let work: AipWork = call(addr, ALICE, Op::AipCommit, &commit_with(&m, &commit, &wrong)).await.unwrap();
+    let work: AipWork = call(addr, ALICE, &commit_with(&m, &commit, &wrong)).await.unwrap();
     assert_eq!(progress(&server, "g").await, (t - 1, t), "committed, not authenticated");
     assert_eq!(m.passive(work).await, 1, "handed out as passive work");
     assert_eq!(progress(&server, "g").await, (t, t));

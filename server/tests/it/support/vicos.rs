@@ -2,8 +2,6 @@
 //! and members of a group driven by real `aip::Client`s (paper 003, Alg. 1–2), each through
 //! the HTTP API as a provider client (a bearer token; several members may share one).
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_bytes::ByteBuf;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -11,9 +9,8 @@ use vouch_core::adict::Tree;
 use vouch_core::aip::{
     self, Adict, Admission, ClientId, DictOp, DictResponse, Keyring, Mode, Outcome, Reply, UpdateAuth, Wire,
 };
-use vouch_proto::vicos::{
-    AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipReply, AipWork, AipWorkRequest,
-};
+use vouch_proto::vicos::{AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipInvoke, AipWork, AipWorkRequest};
+use vouch_proto::Rpc;
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
 use vouch_server::{Limits, Provider, RunningServer, ServeOptions};
 use vouch_testkit::provider;
@@ -43,13 +40,9 @@ pub async fn post(addr: SocketAddr, token: &str, op: Op, body: Vec<u8>) -> (u16,
 }
 
 /// One request, its answer decoded: the message, or the error body.
-pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
-    addr: SocketAddr,
-    token: &str,
-    op: Op,
-    req: &Req,
-) -> Result<Resp, ErrorBody> {
-    let (status, body) = post(addr, token, op, encode(req)).await;
+/// `req`, sent to its own operation; its answer, or the provider's refusal.
+pub async fn call<R: Rpc>(addr: SocketAddr, token: &str, req: &R) -> Result<R::Answer, ErrorBody> {
+    let (status, body) = post(addr, token, R::OP, encode(req)).await;
     match status {
         200 => Ok(decode(&body).unwrap()),
         _ => Err(decode(&body).unwrap()),
@@ -82,7 +75,7 @@ pub async fn admit(
     secret: &Admission,
 ) -> Result<AipAck, ErrorBody> {
     let req = AipAdmit { group: group.into(), member, admission: ByteBuf::from(secret.0.to_vec()) };
-    call(addr, token, Op::AipAdmit, &req).await
+    call(addr, token, &req).await
 }
 
 pub fn put(key: &str, value: &str) -> DictOp {
@@ -108,7 +101,7 @@ pub async fn create(addr: SocketAddr, token: &str, group: &str) -> Result<AipAck
         auth: ByteBuf::from(auth.to_wire()),
         admission: ByteBuf::from(admission(group).hash().to_vec()),
     };
-    call(addr, token, Op::AipCreate, &req).await
+    call(addr, token, &req).await
 }
 
 /// A member of a group: its AIP client, and the provider it talks to as which client. It
@@ -133,18 +126,18 @@ impl Member {
         self
     }
 
-    async fn call<Req: Serialize, Resp: DeserializeOwned>(&self, op: Op, req: &Req) -> Result<Resp, ErrorBody> {
+    async fn call<R: Rpc>(&self, req: &R) -> Result<R::Answer, ErrorBody> {
         if !self.admitted.swap(true, std::sync::atomic::Ordering::Relaxed) {
             admit(self.addr, self.token, &self.group, self.aip.id(), &admission(&self.group)).await?;
         }
-        call(self.addr, self.token, op, req).await
+        call(self.addr, self.token, req).await
     }
 
     /// INVOKE; the REPLY, checked by the client (a violation panics), and its position `t`.
     pub async fn invoke(&mut self, op: DictOp) -> Result<(Reply<Adict>, u64), ErrorBody> {
         let invoke = self.aip.invoke(op).unwrap();
         let req = AipInvoke { group: self.group.clone(), from: self.aip.id(), invoke: ByteBuf::from(invoke.to_wire()) };
-        match self.call::<_, AipReply>(Op::AipInvoke, &req).await {
+        match self.call(&req).await {
             Ok(r) => {
                 let reply = Reply::<Adict>::from_wire(&r.reply).unwrap();
                 let t = reply.t;
@@ -168,7 +161,7 @@ impl Member {
             commit: ByteBuf::from(commit.to_wire()),
             commit_auth: None,
         };
-        let work = self.call(Op::AipCommit, &req).await?;
+        let work = self.call(&req).await?;
         Ok((outcome, t, work))
     }
 
@@ -186,7 +179,7 @@ impl Member {
                     from: self.aip.id(),
                     commit_auths: vec![ByteBuf::from(answer.to_wire())],
                 };
-                match self.call(Op::AipCommitAuth, &req).await {
+                match self.call(&req).await {
                     Ok(next) => {
                         work = next;
                         done += 1;
@@ -203,7 +196,7 @@ impl Member {
     /// `aip-work`: what this member may authenticate now.
     pub async fn work(&self) -> AipWork {
         let req = AipWorkRequest { group: self.group.clone(), from: self.aip.id() };
-        self.call(Op::AipWork, &req).await.unwrap()
+        self.call(&req).await.unwrap()
     }
 
     /// One operation, both phases.
