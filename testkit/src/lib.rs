@@ -6,3 +6,17 @@
 pub mod lies;
 pub mod minio;
 pub mod provider;
+
+/// Bytes that differ from seed to seed (xorshift), the same for the same seed: a test's
+/// file contents.
+pub fn sample(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

@@ -5,11 +5,7 @@ use std::process::{Command, Output};
 
 use crate::common;
 
-use common::{serve, VOUCH};
-
-fn sample(len: usize, seed: u64) -> Vec<u8> {
-    (0..len as u64).map(|i| (i.wrapping_add(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as u8).collect()
-}
+use common::{sample, serve, VOUCH};
 
 fn json(out: &Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

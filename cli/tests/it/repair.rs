@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use crate::common;
 
-use common::{serve, VOUCH};
+use common::{sample, serve, VOUCH};
 
 fn run(args: &[&str]) -> Output {
     Command::new(VOUCH).args(args).env("RUST_LOG", "off").output().unwrap()
@@ -17,10 +17,6 @@ fn repair(data: &Path, flag: &str) -> (i32, serde_json::Value, String) {
     let out = run(&["serve", "--data", data.to_str().unwrap(), flag]);
     let report = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     (out.status.code().unwrap_or(-1), report, String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn sample(len: usize, seed: u64) -> Vec<u8> {
-    (0..len as u64).map(|i| (i.wrapping_add(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as u8).collect()
 }
 
 #[test]

@@ -42,3 +42,8 @@ pub fn serve(data: &Path, extra: &[&str]) -> Server {
     std::thread::spawn(move || lines.for_each(drop));
     Server { child, url }
 }
+
+/// Bytes of seven bits each, different from seed to seed.
+pub fn sample(len: usize, seed: u64) -> Vec<u8> {
+    (0..len as u64).map(|i| (i.wrapping_add(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as u8).collect()
+}

@@ -75,17 +75,7 @@ impl Setup {
     }
 }
 
-pub fn sample(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+pub use vouch_testkit::sample;
 
 /// `result` must be a caught lie, caught by the check for `kind`: a lie caught by another
 /// check than the one it should trip fails the test.

@@ -188,18 +188,7 @@ pub async fn answer(request: reqwest::RequestBuilder) -> Answer {
     Answer { status, headers, body: response.text().await.unwrap() }
 }
 
-/// Bytes that differ from seed to seed.
-pub fn sample(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+pub use vouch_testkit::sample;
 
 /// A URL for `method` on the raw `path` of the gateway at `endpoint`, with `query`, presigned
 /// for `expires` with the test's access key by object_store.
