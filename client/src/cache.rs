@@ -215,7 +215,7 @@ impl ReadCache {
 
     /// Keeps the blocks of a version this client wrote (and whose commit it accepted): they
     /// are its own bytes, the version's root computed from them.
-    pub(crate) fn keep_written(&self, version: &VersionRecord, blocks: &[crate::por::copy::TaggedData]) {
+    pub(crate) fn keep_written(&self, version: &VersionRecord, blocks: &[vouch_core::por::copy::TaggedData]) {
         let covered: u64 = blocks.iter().map(|b| b.data.len() as u64).sum();
         if covered != version.len {
             return; // not kept whole (past the limit)

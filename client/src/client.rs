@@ -10,7 +10,6 @@ use crate::keys::{ClientKey, Keys};
 use crate::keys::{KeyChoice, SecretKey};
 use crate::ledger::{Committing, Ledger, Snapshot};
 use crate::persist::{MemoryState, StateStore};
-use crate::por::copy::is_por_file;
 use crate::remote::Remote;
 use crate::root::Root;
 use crate::staged::{Expected, NameLocks};
@@ -26,6 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use vouch_core::namespace::{Change, EntryRecord, Found, VersionRecord};
 use vouch_core::pdp::Challenge;
+use vouch_core::por::copy::is_por_file;
 use vouch_proto::Op;
 use vouch_proto::{
     AuditAnswer, AuditRequest, Committed, ListRequest, Listing, Located, Log, LogRequest, LookupRequest, PruneRequest,
@@ -406,7 +406,7 @@ impl Client {
             // A PoR copy of a version that fits in memory is made from its blocks as sent (a
             // larger one is read back a batch at a time); the cache takes a version that fits it.
             keep_blocks: match por_file {
-                true => Some(crate::por::copy::POR_KEEP_BYTES.max(self.cache.written_limit().unwrap_or(0))),
+                true => Some(crate::por::POR_KEEP_BYTES.max(self.cache.written_limit().unwrap_or(0))),
                 false => self.cache.written_limit(),
             },
             commits: true,

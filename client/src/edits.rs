@@ -130,7 +130,7 @@ impl Client {
             time,
             edits: batch.edits,
         };
-        let por_file = crate::por::is_por_file(&latest.record.file);
+        let por_file = vouch_core::por::copy::is_por_file(&latest.record.file);
         if por_file {
             self.por().owe_copy(commit, name).await?;
         }

@@ -29,13 +29,13 @@
 //! bytes) || SHA-256 of the preceding bytes`. An intent of version 1 (no attempt) still reads,
 //! with the all-zero attempt.
 
-use crate::envelope;
 use crate::error::ClientError;
 use crate::root::Root;
 use crate::verify::{self, lookup_from_wire, update_from_wire};
 use crate::violation::ViolationKind;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
+use vouch_core::envelope;
 use vouch_core::namespace::{verify_lookup, Change, VersionRecord};
 use vouch_core::{verify_multi_update_len, Block, Digest, Edit};
 use vouch_proto::{Attempt, Committed, LastCommit};
@@ -302,7 +302,7 @@ mod tests {
 
     /// Re-seals `body` (magic and contents) with its checksum.
     fn sealed(body: Vec<u8>) -> Vec<u8> {
-        crate::envelope::seal(body[..8].try_into().unwrap(), &body[8..])
+        vouch_core::envelope::seal(body[..8].try_into().unwrap(), &body[8..])
     }
 
     #[test]

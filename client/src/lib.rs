@@ -55,7 +55,6 @@ mod cache;
 mod chunking;
 mod client;
 mod edits;
-mod envelope;
 mod error;
 mod intent;
 mod keys;

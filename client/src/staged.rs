@@ -20,7 +20,6 @@ use crate::chunking::Cutting;
 use crate::error::ClientError;
 use crate::intent::{new_attempt, Intent, Planned};
 use crate::ledger::Committing;
-use crate::por::copy::is_por_file;
 use crate::root::Root;
 use crate::upload::Transfer;
 use crate::upload::{NewVersion, PutUpload};
@@ -32,6 +31,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use vouch_core::namespace::{Change, Found, VersionRecord};
+use vouch_core::por::copy::is_por_file;
 use vouch_proto::{CommitStagedRequest, Committed, ErrorCode, Located, LookupRequest, Op, StagedUpload};
 
 /// One async lock per name that has a put in progress.

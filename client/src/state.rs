@@ -18,7 +18,6 @@
 //! share one) that is flushed and renamed over the old one, so a crash leaves the old state or
 //! the new one, never a mix.
 
-use crate::envelope::{self, Unsealed};
 use crate::error::ClientError;
 use crate::intent::Intent;
 use crate::keys::SecretKey;
@@ -29,6 +28,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use vouch_core::envelope::{self, Unsealed};
 use vouch_core::Digest;
 
 const SECRET_MAGIC: &[u8; 8] = b"vouchSK\x01";

@@ -8,7 +8,7 @@ use crate::error::ClientError;
 use crate::intent::{Intent, Planned};
 use crate::keys::{ClientKey, Keys};
 use crate::ledger::Ledger;
-use crate::por::copy::{new_file_id, TaggedData};
+use crate::por::new_file_id;
 use crate::root::Root;
 use crate::verify::Verified;
 use bytes::Bytes;
@@ -17,6 +17,7 @@ use std::io::Read;
 use std::sync::Arc;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, TaggedBlock, Upload};
+use vouch_core::por::copy::TaggedData;
 use vouch_proto::{shared_or_copied, Attempt, BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
 
 /// Bytes of blocks per upload frame.

@@ -22,6 +22,7 @@
 pub mod adict;
 pub mod aip;
 pub mod codec;
+pub mod envelope;
 pub mod flexlist;
 #[doc(hidden)]
 pub mod fuzz_targets;

@@ -3,7 +3,7 @@
 //! shrinks to it. Shrinking when the top is free already needs no move
 //! ([`PorSession::consolidate`]).
 //!
-//! 1. **Plan** ([`super::moves`]), nothing written: the slots in use are those the current
+//! 1. **Plan** ([`vouch_core::por::moves`]), nothing written: the slots in use are those the current
 //!    labels of the namespace's PoR versions name. Their blocks that reach past the target are
 //!    found by walking their first slots (read and checked against U's root), and placed in
 //!    the holes. The plan (target and moves) goes into the client's record, and the
@@ -19,7 +19,7 @@
 //! 4. **Shrink** to the target ([`plan_shrink`], which checks against U's checksums that
 //!    every slot from it on is ⊥ or never written); then the record bounds older labels to the
 //!    target: one a provider serves for a moved copy names slots past it, and is caught as
-//!    stale ([`super::record::PorRecord::label_is_current`]) instead of freeing, or building
+//!    stale ([`vouch_core::por::record::PorRecord::label_is_current`]) instead of freeing, or building
 //!    on, slots that hold other data since.
 //!
 //! A crash anywhere leaves the consolidation in the record; the next PoR operation finishes
@@ -27,9 +27,6 @@
 //! before the moves are made, it is dropped instead, so that repair is never held up by it. All of it runs under the commit lock, so the namespace does
 //! not move meanwhile.
 
-use super::layout::{Layout, Run};
-use super::moves::{self, freed, moved};
-use super::record::{Compacting, PorRecord};
 use super::PorSession;
 use super::{copy, sealed_label, Batch, PorKeys, INITIAL_LOG_CAPACITY, REQUEST_SLOTS};
 use crate::client::View;
@@ -37,6 +34,9 @@ use crate::error::ClientError;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::client::plan_shrink;
 use vouch_core::por::heap::{encode_slot, moved_slot, SLOT_WIDTH};
+use vouch_core::por::layout::{Layout, Run};
+use vouch_core::por::moves::{self, freed, moved};
+use vouch_core::por::record::{Compacting, PorRecord};
 use vouch_proto::por::PorLabel;
 
 /// Labels per batch (the provider takes up to 16).
@@ -143,7 +143,7 @@ impl PorSession<'_> {
         while head < end {
             let count = (end - head).min(REQUEST_SLOTS as u64);
             let slots = self.read(keys, &record.at.log, &(head..head + count).collect::<Vec<_>>()).await?;
-            let (found, next) = copy::block_spans(head, &slots, head).map_err(ClientError::State)?;
+            let (found, next) = copy::block_spans(head, &slots, head).map_err(|e| ClientError::State(e.to_string()))?;
             spans.extend(found);
             head = next;
         }

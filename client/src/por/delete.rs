@@ -1,7 +1,7 @@
 //! Deletes (App. A.3): when versions of a PoR file go (`vouch rm`, `vouch prune`), the slots
 //! of their copies that no kept version shares are overwritten with ⊥. The log then stops
 //! carrying their data (H and C lose it at their next rebuilds), and the provider names the
-//! slots free, for new copies to take ([`super::layout::Allocator`]) once each is checked ⊥.
+//! slots free, for new copies to take ([`vouch_core::por::layout::Allocator`]) once each is checked ⊥.
 //!
 //! When the deletes leave every slot of U from some power of two on free, U shrinks to the
 //! slots below it ([`PorSession::consolidate`], App. A.3's consolidation); when they free half
@@ -14,8 +14,6 @@
 //! accepted) and writes their slots ⊥ then, or still there (it was not) and owes nothing. A
 //! kept version's slots are never freed.
 
-use super::layout::{self, Layout, Run};
-use super::record::{Deleting, PorRecord};
 use super::PorSession;
 use super::{Batch, PorKeys};
 use crate::client::View;
@@ -24,6 +22,8 @@ use crate::ledger::Committing;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::client::plan_shrink;
 use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
+use vouch_core::por::layout::{self, Layout, Run};
+use vouch_core::por::record::{Deleting, PorRecord};
 
 /// The slots a commit frees, to be written ⊥ once it is accepted.
 pub(crate) struct OwedDelete(Vec<u64>);

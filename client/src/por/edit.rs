@@ -1,10 +1,7 @@
 //! The copy of a version an edit or a sync made: it keeps the slots of the copy of the version
 //! before it for every block the two share, and writes only the edit's new blocks, so an edit
-//! in the middle of a large file costs PoR writes for the blocks it wrote ([`super::layout`]).
+//! in the middle of a large file costs PoR writes for the blocks it wrote ([`vouch_core::por::layout`]).
 
-use super::copy::{self, TaggedData};
-use super::layout::{self, Layout};
-use super::record::PorRecord;
 use super::PorKeys;
 use super::PorSession;
 use crate::error::ClientError;
@@ -13,6 +10,9 @@ use crate::verify::{self, StoredBlock};
 use crate::violation::ViolationKind;
 use std::collections::HashMap;
 use vouch_core::namespace::VersionRecord;
+use vouch_core::por::copy::{self, TaggedData};
+use vouch_core::por::layout::{self, Layout};
+use vouch_core::por::record::PorRecord;
 use vouch_proto::{BlockList, BlocksRequest, WireBlock};
 
 impl PorSession<'_> {

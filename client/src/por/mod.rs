@@ -35,24 +35,17 @@
 //! Lock order: the commit lock, then the PoR lock.
 
 mod compact;
-pub(crate) mod copy;
 mod delete;
 mod edit;
-mod layout;
-mod moves;
-mod record;
 mod repair;
 mod streamed;
 
-pub(crate) use copy::{is_por_file, TaggedData};
+use vouch_core::por::copy::{self, is_por_file, TaggedData};
 
 use crate::client::{Client, View};
 use crate::error::ClientError;
 use crate::ledger::Committing;
 use crate::violation::ViolationKind;
-use copy::{label_key, CopyCheck};
-use layout::{Allocator, Layout, LayoutKey};
-use record::{InFlight, LogPoint, PorRecord};
 use serde_bytes::ByteBuf;
 use std::borrow::Cow;
 use std::io::Write;
@@ -64,7 +57,10 @@ use vouch_core::por::client::{
     check_free, coded_bytes, plan, verify_read, write_opened, LogState, RawRead, WriteContext, WritePlan,
 };
 use vouch_core::por::code::{Schedule, DEFAULT_GROUP_LOG};
+use vouch_core::por::copy::{label_key, CopyCheck};
 use vouch_core::por::heap::{encode_slot, is_deleted_slot, SLOT_WIDTH};
+use vouch_core::por::layout::{self, Allocator, Layout, LayoutKey};
+use vouch_core::por::record::{InFlight, LogPoint, PorRecord};
 use vouch_core::por::repair::{recover_gathered, regions, Gathered, RegionRead};
 use vouch_core::por::stream::{ContextError, ContextReader, OpenedRaw, Upload};
 use vouch_core::por::wire::{sealed_list_to_bytes, slots_to_bytes};
@@ -76,8 +72,20 @@ use vouch_proto::por::*;
 const INITIAL_LOG_CAPACITY: u32 = DEFAULT_GROUP_LOG;
 /// Most slots per batch or read request (the provider takes up to 8192).
 const REQUEST_SLOTS: usize = 4096;
-/// `PorRegionRequest::region` of C.
-const CODED_REGION: u8 = 0xFE;
+
+/// Most bytes of a version a put keeps in memory for its PoR copy; a larger version's copy is
+/// read back from the provider a batch at a time ([`streamed`]), so that a copy's memory stays
+/// bounded at any file size.
+pub(crate) const POR_KEEP_BYTES: u64 = 64 << 20;
+
+/// A fresh file id, marked for PoR or not (an unmarked one never starts with the mark).
+pub(crate) fn new_file_id(por: bool) -> vouch_core::pdp::FileId {
+    loop {
+        if let Some(id) = copy::file_id(rand::random(), por) {
+            return id;
+        }
+    }
+}
 /// The fewest picks per part an audit a user runs may ask for (`vouch audit --por`, the
 /// gateway's `por_lambda`): a part missing half its slots passes with probability
 /// `2^-lambda`, and below this that is no proof.
@@ -269,7 +277,14 @@ impl PorSession<'_> {
     /// The client's PoR record with nothing in flight: created with the log when `create`,
     /// and a batch whose answer was lost settled.
     async fn ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
-        let saved = self.client.ledger.store().load_por()?.map(|bytes| PorRecord::from_bytes(&bytes)).transpose()?;
+        let saved = self
+            .client
+            .ledger
+            .store()
+            .load_por()?
+            .map(|bytes| PorRecord::from_bytes(&bytes))
+            .transpose()
+            .map_err(|e| ClientError::State(format!("{e} (file `por` in the state directory)")))?;
         // A batch in flight may still be being applied (its answer was not waited for to the
         // end): the provider answers once it is, so the call may take as long as the batch.
         let wait = saved.as_ref().and_then(|r| r.in_flight.as_ref()).map_or(Duration::ZERO, flight_allowance);

@@ -1,9 +1,9 @@
 //! `vouch repair` and `vouch audit --por`: U recovered from C and H when the copy of a file is
 //! damaged, and the log made whole again by a re-encode of C from U when a part fails.
 
-use super::layout::Run;
 use super::*;
 use vouch_core::por::client::plan_reencode;
+use vouch_core::por::layout::Run;
 use vouch_proto::{HealBlocksRequest, HealedBlocks, WireBlock};
 
 /// Picks per part of the audits repair runs before and after it heals the log.
@@ -193,10 +193,7 @@ impl PorSession<'_> {
         let mut gathered = Vec::new();
         for (region, time, slots) in regions(&schedule) {
             let mut g = Gathered::new(region, time, slots);
-            let code = match region {
-                Region::Level(level) => level,
-                _ => CODED_REGION,
-            };
+            let code = region.to_byte();
             // A level's slots are groups of writes: pages carry as many writes as C's.
             let page = (REQUEST_SLOTS * SLOT_WIDTH / sums.region_width(region)).max(1);
             let mut first = 0;

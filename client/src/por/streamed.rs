@@ -2,9 +2,6 @@
 //! read back (verified, as `get` reads them) one request's worth of slots at a time, so that
 //! the client's memory for a copy stays about one batch at any file size.
 
-use super::copy::{self, TaggedData};
-use super::layout::{self, Allocator, Layout};
-use super::record::PorRecord;
 use super::PorSession;
 use super::{sealed_label, Batch, PorKeys, REQUEST_SLOTS};
 use crate::client::View;
@@ -12,6 +9,9 @@ use crate::error::ClientError;
 use crate::ledger::Committing;
 use std::ops::Range;
 use vouch_core::namespace::VersionRecord;
+use vouch_core::por::copy::{self, TaggedData};
+use vouch_core::por::layout::{self, Allocator, Layout};
+use vouch_core::por::record::PorRecord;
 
 impl PorSession<'_> {
     /// The copy of `version` of `name`: into `again` when given (a copy whose label's batch

@@ -29,107 +29,47 @@
 
 pub use super::batch::{coded_bytes, LogState, RawRead, WriteContext, WriteError, WritePlan, Written};
 use super::checksum::{Checksum, ChecksumKey, OpenError, SealKey, SealedChecksum, ROWS};
-use super::code::{rebuild_level, Rebuild, Schedule};
+use super::code::{rebuild_level, Schedule};
 use super::heap::{encode_slot, SLOT_WIDTH};
 use super::raw_tree::{grown_root, leaf_hash, raw_root, RawProof, RawProofError};
 use super::replay::{open_region, seal_region};
 use super::stream::{CodedSums, OpenedRaw, RawIntake, Upload};
+pub use super::walk::{batch_outcome, grown_schedule, padding};
+use super::walk::{execute_now, walk, CodedAt, Executor, Step};
 use super::{Region, SlotAddress};
 use crate::Digest;
 use std::collections::BTreeMap;
-
-/// The schedule after U grows to `2^log_capacity` slots at `schedule.time`: C is rebuilt at
-/// the next multiple of the new capacity after the time, which starts the new epoch, and is
-/// in use at once (no window).
-pub fn grown_schedule(schedule: &Schedule, log_capacity: u32) -> Schedule {
-    let n = 1u64 << log_capacity;
-    Schedule { log_capacity, time: (schedule.time / n + 1) * n, rolled: false, ..*schedule }
-}
-
-/// The ⊥ writes that complete the open group after `writes` more writes from `schedule`,
-/// when the batch flushes.
-pub fn padding(schedule: &Schedule, writes: u64, flush: bool) -> u64 {
-    let mask = schedule.group() - 1;
-    if flush {
-        (schedule.group() - (schedule.time.wrapping_add(writes) & mask)) & mask
-    } else {
-        0
-    }
-}
-
-/// A batch's steps in order, from `schedule` (after any growth): each write (its U index and
-/// slot, `slots` flat of `width` elements), then `None` for each ⊥ write that completes the
-/// open group when the batch flushes.
-pub fn steps<'a>(
-    schedule: &Schedule,
-    writes: &'a [u64],
-    slots: &'a [u64],
-    width: usize,
-    flush: bool,
-) -> impl Iterator<Item = Option<(u64, &'a [u64])>> + use<'a> {
-    let pad = padding(schedule, writes.len() as u64, flush) as usize;
-    writes.iter().copied().zip(slots.chunks_exact(width)).map(Some).chain(std::iter::repeat_n(None, pad))
-}
-
-/// What a batch of `writes` writes (then its ⊥ writes when it flushes) leaves behind, from
-/// the schedule before it: the schedule after it, the levels it builds that are still filled
-/// at its end (ascending), and the write times of the Cs it builds (growth, an epoch's end)
-/// that are in use or next at its end (ascending: at most two, when it ends in a window
-/// after an epoch it began). Client and provider both derive what is uploaded from this.
-pub fn batch_outcome(
-    schedule: &Schedule,
-    grow_to: Option<u32>,
-    writes: u64,
-    flush: bool,
-) -> (Schedule, Vec<u32>, Vec<u64>) {
-    let mut schedule = grow_to.map_or(*schedule, |k| grown_schedule(schedule, k));
-    let start = schedule.group_time();
-    for _ in 0..writes + padding(&schedule, writes, flush) {
-        schedule.advance();
-    }
-    let built = schedule.filled_levels().filter(|&l| schedule.level_time(l).is_some_and(|t| t > start)).collect();
-    // A C the batch built: at growth (the grown epoch's start) or at an epoch's end after it.
-    let new = |t: u64| t > start || (grow_to.is_some() && t == start);
-    let mut coded = vec![schedule.coded_time()];
-    if schedule.in_window() {
-        coded.push(schedule.epoch_start());
-    }
-    coded.retain(|&t| new(t));
-    (schedule, built, coded)
-}
 
 /// The plan for writing U slots `indices`, in that order, then flushing the open group when
 /// `flush`.
 pub fn plan(state: &LogState, indices: &[u64], flush: bool) -> Result<WritePlan, WriteError> {
     let highest = *indices.iter().max().ok_or(WriteError::Empty)?;
-    let mut schedule = state.schedule;
     let grow_to = match 64 - highest.leading_zeros() {
         need if need > super::raw_tree::MAX_LOG_CAPACITY => return Err(WriteError::Index(highest)),
-        need if need > schedule.log_capacity => {
-            schedule = grown_schedule(&schedule, need);
-            Some(need)
-        }
+        need if need > state.schedule.log_capacity => Some(need),
         _ => None,
     };
+    let walk = walk(&state.schedule, grow_to, indices.len(), flush);
     let mut whole_raw = grow_to.is_some();
     // Levels built within the batch come from the client's own replay; only older ones are asked for.
-    let mut built = vec![false; schedule.levels() as usize + 1];
+    let mut built = vec![false; walk.start.levels() as usize + 1];
     let mut levels = Vec::new();
-    for _ in 0..indices.len() as u64 + padding(&schedule, indices.len() as u64, flush) {
-        let rebuild = schedule.next_rebuild();
-        if let Some(level) = schedule.next_level() {
-            for below in 0..level {
-                if !built[below as usize] && !levels.contains(&below) {
-                    levels.push(below);
+    for (_, step) in &walk.steps {
+        match *step {
+            Step::Level(level) => {
+                for below in 0..level {
+                    if !built[below as usize] && !levels.contains(&below) {
+                        levels.push(below);
+                    }
                 }
+                built[level as usize] = true;
             }
-            built[level as usize] = true;
+            Step::Coded(_) => {
+                whole_raw = true;
+                built.fill(true);
+            }
+            _ => {}
         }
-        if rebuild == Rebuild::Coded {
-            whole_raw = true;
-            built.fill(true);
-        }
-        schedule.advance();
     }
     levels.sort_unstable();
     let mut sorted = indices.to_vec();
@@ -240,7 +180,7 @@ pub fn write_opened(
     let shrink = plan.grow_to.is_some_and(|k| k < schedule.log_capacity);
     if let Some(k) = plan.grow_to {
         root = (schedule.log_capacity..k).fold(root, |root, k| grown_root(k, &root));
-        schedule = grown_schedule(&schedule, k);
+        schedule = super::walk::grown_schedule(&schedule, k);
         // C is re-encoded over U, which holds the open group's writes too.
         pending = Checksum::ZERO;
     }
@@ -258,9 +198,7 @@ pub fn write_opened(
     if moved_root(schedule.log_capacity, root, &old, &context.proof)? != root {
         return Err(WriteError::RawRoot);
     }
-    // U's checksums as the rebuilds of C see them (ROWS elements a slot); only read when C
-    // is rebuilt, and given up at the last C the batch builds.
-    let mut raw: Option<Vec<u64>> = match (raw, plan.whole_raw) {
+    let raw: Option<Vec<u64>> = match (raw, plan.whole_raw) {
         (Some(opened), true) if opened.rows.len() == ROWS << schedule.log_capacity => {
             if shrink {
                 root = opened.root;
@@ -272,28 +210,7 @@ pub fn write_opened(
         (None, false) => None,
         _ => return Err(WriteError::Shape),
     };
-    let padded = writes.len() as u64 + padding(&schedule, writes.len() as u64, plan.flush);
-    let coded_at_steps = {
-        let mut s = schedule;
-        (0..padded)
-            .filter(|_| {
-                let coded = s.next_rebuild() == Rebuild::Coded;
-                s.advance();
-                coded
-            })
-            .count()
-    };
-    let mut coded = BTreeMap::new();
-    let log_capacity = schedule.log_capacity;
-    let mut build_coded = |raw: &mut Option<Vec<u64>>, time: u64, last: bool| -> Result<(), WriteError> {
-        let rows = if last { raw.take() } else { raw.clone() }.ok_or(WriteError::Shape)?;
-        coded.insert(time, CodedSums { log_capacity, time, rows });
-        Ok(())
-    };
-    if plan.grow_to.is_some() {
-        build_coded(&mut raw, schedule.coded_time(), coded_at_steps == 0)?;
-    }
-
+    let walk = walk(&state.schedule, plan.grow_to, writes.len(), plan.flush);
     let mut levels: Vec<Option<(u64, Vec<u64>)>> = vec![None; schedule.levels() as usize + 1];
     for (&level, sealed) in plan.levels.iter().zip(&context.levels) {
         let time = schedule.level_time(level).ok_or(WriteError::Shape)?;
@@ -309,37 +226,11 @@ pub fn write_opened(
     if let Some((&index, _)) = writes.iter().zip(slots.chunks_exact(width)).find(malformed) {
         return Err(WriteError::Header(index));
     }
-    let mut new_raw = BTreeMap::new();
-    let mut coded_left = coded_at_steps;
-    for step in steps(&schedule, writes, slots, width, plan.flush) {
-        // A ⊥ write adds nothing to the group's checksum: its slot is all zeros.
-        if let Some((index, slot)) = step {
-            let sum = sums.checksum(slot);
-            new_raw.insert(index, seal.seal(SlotAddress { region: Region::Raw, index }, 0, sum));
-            if let Some(raw) = raw.as_mut() {
-                let at = index as usize * ROWS;
-                raw[at..at + ROWS].copy_from_slice(&sum.rows());
-            }
-            pending = pending + sums.checksum_at(schedule.pending() as usize, slot);
-        }
-        let rebuild = schedule.next_rebuild();
-        if let Some(level) = schedule.next_level() {
-            let below: Vec<&[u64]> = levels[..level as usize]
-                .iter()
-                .map(|l| l.as_ref().map(|(_, rows)| rows.as_slice()).ok_or(WriteError::Shape))
-                .collect::<Result<_, _>>()?;
-            let rows = rebuild_level(&below, &pending.rows(), ROWS, schedule.levels(), schedule.group_time());
-            levels[..level as usize].fill(None);
-            levels[level as usize] = Some((schedule.group_time() + 1, rows));
-            pending = Checksum::ZERO;
-        }
-        if rebuild == Rebuild::Coded {
-            coded_left -= 1;
-            build_coded(&mut raw, schedule.group_time() + 1, coded_left == 0)?;
-        }
-        schedule.advance();
-    }
-    let (_, built, coded_kept) = batch_outcome(&state.schedule, plan.grow_to, writes.len() as u64, plan.flush);
+    let mut replay =
+        Replay { writes, slots, seal, sums, raw, pending, levels, new_raw: BTreeMap::new(), coded: BTreeMap::new() };
+    execute_now(&walk, &mut replay)?;
+    let Replay { levels, new_raw, mut coded, pending, .. } = replay;
+    let (schedule, built, coded_kept) = walk.outcome();
     let coded = coded_kept.iter().map(|t| coded.remove(t).expect("a C the batch built")).collect();
     let levels = built
         .into_iter()
@@ -352,6 +243,72 @@ pub fn write_opened(
     let raw_root = moved_root(schedule.log_capacity, root, &new, &context.proof)?;
     let state = LogState { schedule, raw_root, pending };
     Ok(OpenedWrite { state, raw: new_raw.into_iter().collect(), levels, coded })
+}
+
+/// The client's executor of a batch's walk: every rebuild replayed on checksums (Sec. 5.4),
+/// U's new sealed checksums, and each C's checksums as of its build.
+struct Replay<'a> {
+    writes: &'a [u64],
+    slots: &'a [u64],
+    seal: &'a SealKey,
+    sums: &'a ChecksumKey,
+    /// U's checksums as the rebuilds of C see them (ROWS elements a slot): only when C is
+    /// rebuilt, and given up at the last C the batch builds.
+    raw: Option<Vec<u64>>,
+    pending: Checksum,
+    /// Each level's write time and checksums while the batch runs.
+    levels: Vec<Option<(u64, Vec<u64>)>>,
+    new_raw: BTreeMap<u64, SealedChecksum>,
+    coded: BTreeMap<u64, CodedSums>,
+}
+
+impl Replay<'_> {
+    /// CRebuild on checksums: C's checksums are U's, coded when sealed ([`CodedSums`]).
+    fn build_coded(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), WriteError> {
+        let rows = if coded.last { self.raw.take() } else { self.raw.clone() }.ok_or(WriteError::Shape)?;
+        let log_capacity = at.log_capacity;
+        self.coded.insert(coded.time, CodedSums { log_capacity, time: coded.time, rows });
+        Ok(())
+    }
+}
+
+impl Executor for Replay<'_> {
+    type Error = WriteError;
+
+    async fn resize(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), WriteError> {
+        self.build_coded(at, coded)
+    }
+
+    async fn write(&mut self, at: &Schedule, write: Option<usize>) -> Result<(), WriteError> {
+        // A ⊥ write adds nothing to the group's checksum: its slot is all zeros.
+        let Some(i) = write else { return Ok(()) };
+        let width = self.sums.slot_width();
+        let (index, slot) = (self.writes[i], &self.slots[i * width..(i + 1) * width]);
+        let sum = self.sums.checksum(slot);
+        self.new_raw.insert(index, self.seal.seal(SlotAddress { region: Region::Raw, index }, 0, sum));
+        if let Some(raw) = self.raw.as_mut() {
+            let at = index as usize * ROWS;
+            raw[at..at + ROWS].copy_from_slice(&sum.rows());
+        }
+        self.pending = self.pending + self.sums.checksum_at(at.pending() as usize, slot);
+        Ok(())
+    }
+
+    async fn level(&mut self, at: &Schedule, level: u32) -> Result<(), WriteError> {
+        let below: Vec<&[u64]> = self.levels[..level as usize]
+            .iter()
+            .map(|l| l.as_ref().map(|(_, rows)| rows.as_slice()).ok_or(WriteError::Shape))
+            .collect::<Result<_, _>>()?;
+        let rows = rebuild_level(&below, &self.pending.rows(), ROWS, at.levels(), at.group_time());
+        self.levels[..level as usize].fill(None);
+        self.levels[level as usize] = Some((at.group_time() + 1, rows));
+        self.pending = Checksum::ZERO;
+        Ok(())
+    }
+
+    async fn coded(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), WriteError> {
+        self.build_coded(at, coded)
+    }
 }
 
 /// Checks that every slot the plan writes is free: never written, or ⊥ (App. A.3: a deleted

@@ -49,15 +49,20 @@ pub mod build;
 pub mod checksum;
 pub mod client;
 pub mod code;
+pub mod copy;
 pub mod decode;
 pub mod field;
 pub mod heap;
+pub mod layout;
+pub mod moves;
 pub mod provider;
 pub mod raw_tree;
+pub mod record;
 pub mod repair;
 pub mod replay;
 pub mod stream;
 pub mod transform;
+pub mod walk;
 pub mod wire;
 
 #[cfg(test)]
@@ -98,6 +103,25 @@ impl Region {
             Region::Coded | Region::Raw => width,
         }
     }
+
+    /// The region's byte, wherever a region is named in bytes (a sealed checksum's address,
+    /// the store's record, a request for a region): `ℓ` for a level, 0xFE for C, 0xFF for U.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            Region::Level(level) => level,
+            Region::Coded => 0xFE,
+            Region::Raw => 0xFF,
+        }
+    }
+
+    /// The region a byte names ([`Region::to_byte`]).
+    pub fn from_byte(byte: u8) -> Region {
+        match byte {
+            0xFE => Region::Coded,
+            0xFF => Region::Raw,
+            level => Region::Level(level),
+        }
+    }
 }
 
 /// A slot's place: what a checksum's one-time key is bound to, with the slot's write time
@@ -112,13 +136,8 @@ impl SlotAddress {
     /// The canonical bytes: the region (`ℓ` for a level, 0xFE for C, 0xFF for U), then the
     /// index, little-endian.
     pub fn to_bytes(self) -> [u8; 9] {
-        let region = match self.region {
-            Region::Level(level) => level,
-            Region::Coded => 0xFE,
-            Region::Raw => 0xFF,
-        };
         let mut out = [0; 9];
-        out[0] = region;
+        out[0] = self.region.to_byte();
         out[1..].copy_from_slice(&self.index.to_le_bytes());
         out
     }

@@ -11,11 +11,12 @@
 
 use super::audit::{prove_part, Part, PartProof, Pick};
 use super::checksum::SealedChecksum;
-use super::client::{batch_outcome, grown_schedule, steps, RawRead, WriteContext, WritePlan, Written};
-use super::code::{encode, rebuild_level_into, Rebuild, Schedule};
+use super::client::{RawRead, WriteContext, WritePlan, Written};
+use super::code::{encode, rebuild_level_into, Schedule};
 use super::field::P;
 use super::raw_tree::{leaf_hash, RawProof, RawProofError, RawTree, MAX_LOG_CAPACITY};
 use super::repair::RegionRead;
+use super::walk::{batch_outcome, execute_now, grown_schedule, walk, CodedAt, Executor};
 use super::Region;
 
 /// A request the provider refuses (the client's bug or a hostile client).
@@ -205,59 +206,12 @@ impl ProviderLog {
         else {
             return Err(ProviderError::Batch);
         };
-        let width = self.width;
         // The sealed checksums of each C the batch builds, by write time; one it builds and
         // drops again within the batch has none, as nobody can audit it.
-        let mut coded_sealed: std::collections::BTreeMap<u64, Vec<SealedChecksum>> =
-            coded_times.into_iter().zip(written.coded.iter().cloned()).collect();
-        if let Some(k) = plan.grow_to {
-            let time = grown_schedule(&self.schedule, k).coded_time();
-            self.grow(k, coded_sealed.remove(&time).unwrap_or_default())?;
-        }
-        let mut buffer = Vec::new();
-        for step in steps(&self.schedule, writes, slots, width, plan.flush) {
-            match step {
-                Some((index, slot)) => {
-                    let at = index as usize * width;
-                    self.raw[at..at + width].copy_from_slice(slot);
-                    self.staged.extend_from_slice(slot);
-                }
-                None => self.staged.resize(self.staged.len() + width, 0),
-            }
-            let rebuild = self.schedule.next_rebuild();
-            // At an epoch's end, the epoch's writes stay as level `levels()` for the window.
-            if let Some(level) = self.schedule.next_level() {
-                let below: Vec<&[u64]> = self.levels[..level as usize]
-                    .iter()
-                    .map(|l| l.as_ref().expect("levels below the first empty one are filled").slots.as_slice())
-                    .collect();
-                rebuild_level_into(
-                    &mut buffer,
-                    &below,
-                    &self.staged,
-                    self.staged.len(),
-                    self.schedule.levels(),
-                    self.schedule.group_time(),
-                );
-                self.staged.clear();
-                self.levels[..level as usize].fill(None);
-                let stale = self.levels[level as usize].take().map(|s| s.slots).unwrap_or_default();
-                let slots = std::mem::replace(&mut buffer, stale);
-                self.levels[level as usize] = Some(Stored { slots, sealed: Vec::new() });
-            }
-            if rebuild == Rebuild::Coded {
-                let slots = encode(&self.raw, width, self.schedule.log_capacity, 0);
-                let sealed = coded_sealed.remove(&(self.schedule.group_time() + 1)).unwrap_or_default();
-                self.coded_next = Some(Stored { slots, sealed });
-            }
-            self.schedule.advance();
-            if !self.schedule.in_window() {
-                if let Some(next) = self.coded_next.take() {
-                    self.coded = next;
-                    self.levels[self.schedule.levels() as usize] = None;
-                }
-            }
-        }
+        let coded_sealed = coded_times.into_iter().zip(written.coded.iter().cloned()).collect();
+        let walk = walk(&self.schedule, plan.grow_to, writes.len(), plan.flush);
+        let mut reference = Reference { log: self, writes, slots, coded_sealed, buffer: Vec::new() };
+        execute_now(&walk, &mut reference)?;
         for (level, sealed) in &written.levels {
             self.levels[*level as usize].as_mut().expect("a level the batch built and left filled").sealed =
                 sealed.clone();
@@ -270,14 +224,16 @@ impl ProviderLog {
         Ok(())
     }
 
-    /// U grows (or shrinks) to `2^k` slots: C re-encoded over it, H emptied (App. A.3).
-    fn grow(&mut self, k: u32, coded: Vec<SealedChecksum>) -> Result<(), ProviderError> {
+    /// U grows (or shrinks) to `2^k` slots, `at` the schedule after: C re-encoded over it,
+    /// H emptied (App. A.3).
+    fn resize(&mut self, at: &Schedule, coded: Vec<SealedChecksum>) -> Result<(), ProviderError> {
+        let k = at.log_capacity;
         let n = 1usize << k;
         (self.schedule.log_capacity..k).try_for_each(|_| self.tree.grow())?;
         if k < self.schedule.log_capacity {
             self.tree.shrink(k);
         }
-        self.schedule = grown_schedule(&self.schedule, k);
+        self.schedule = *at;
         self.raw.resize(n * self.width, 0);
         self.raw_sealed.resize(n, None);
         self.coded = Stored { slots: encode(&self.raw, self.width, k, 0), sealed: coded };
@@ -324,5 +280,76 @@ impl ProviderLog {
         let slots =
             indices.iter().flat_map(|&i| self.raw[i as usize * w..(i as usize + 1) * w].iter().copied()).collect();
         Ok(RawRead { slots, sealed: indices.iter().map(|&i| self.raw_sealed[i as usize]).collect(), proof })
+    }
+}
+
+/// The reference's executor of a batch's walk: every rebuild run on the slots themselves.
+struct Reference<'a> {
+    log: &'a mut ProviderLog,
+    writes: &'a [u64],
+    slots: &'a [u64],
+    /// The client's sealed checksums of each C the batch keeps, by write time.
+    coded_sealed: std::collections::BTreeMap<u64, Vec<SealedChecksum>>,
+    /// A level's allocation, reused.
+    buffer: Vec<u64>,
+}
+
+impl Executor for Reference<'_> {
+    type Error = ProviderError;
+
+    async fn resize(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), ProviderError> {
+        let sealed = self.coded_sealed.remove(&coded.time).unwrap_or_default();
+        self.log.resize(at, sealed)
+    }
+
+    async fn write(&mut self, _: &Schedule, write: Option<usize>) -> Result<(), ProviderError> {
+        let width = self.log.width;
+        let log = &mut *self.log;
+        match write {
+            Some(i) => {
+                let (index, slot) = (self.writes[i], &self.slots[i * width..(i + 1) * width]);
+                let at = index as usize * width;
+                log.raw[at..at + width].copy_from_slice(slot);
+                log.staged.extend_from_slice(slot);
+            }
+            None => log.staged.resize(log.staged.len() + width, 0),
+        }
+        Ok(())
+    }
+
+    /// At an epoch's end, the epoch's writes stay as level `levels()` for the window.
+    async fn level(&mut self, at: &Schedule, level: u32) -> Result<(), ProviderError> {
+        let log = &mut *self.log;
+        let below: Vec<&[u64]> = log.levels[..level as usize]
+            .iter()
+            .map(|l| l.as_ref().expect("levels below the first empty one are filled").slots.as_slice())
+            .collect();
+        rebuild_level_into(&mut self.buffer, &below, &log.staged, log.staged.len(), at.levels(), at.group_time());
+        log.staged.clear();
+        log.levels[..level as usize].fill(None);
+        let stale = log.levels[level as usize].take().map(|s| s.slots).unwrap_or_default();
+        let slots = std::mem::replace(&mut self.buffer, stale);
+        log.levels[level as usize] = Some(Stored { slots, sealed: Vec::new() });
+        Ok(())
+    }
+
+    async fn coded(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), ProviderError> {
+        let slots = encode(&self.log.raw, self.log.width, at.log_capacity, 0);
+        let sealed = self.coded_sealed.remove(&coded.time).unwrap_or_default();
+        self.log.coded_next = Some(Stored { slots, sealed });
+        Ok(())
+    }
+
+    /// Once the window is over (or never opened), its level goes and the next C is in use.
+    async fn advanced(&mut self, now: &Schedule) -> Result<(), ProviderError> {
+        let log = &mut *self.log;
+        log.schedule = *now;
+        if !now.in_window() {
+            if let Some(next) = log.coded_next.take() {
+                log.coded = next;
+                log.levels[now.levels() as usize] = None;
+            }
+        }
+        Ok(())
     }
 }

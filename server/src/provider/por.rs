@@ -429,16 +429,13 @@ impl PorLogs {
     }
 
     pub async fn region(&self, client: &str, req: &PorRegionRequest) -> Result<PorRegionAnswer, ProviderError> {
-        let region = match req.region {
-            0xFE => Region::Coded,
-            level => Region::Level(level),
-        };
+        let region = Region::from_byte(req.region);
         self.with_log(client, async |log, repo| {
             let schedule = log.schedule();
             let slots = match region {
                 Region::Level(level) if u32::from(level) <= schedule.levels() => 2u64 << level,
-                Region::Level(_) => return Err(ProviderError::NotFound(format!("{region:?}"))),
-                _ => 2 * schedule.capacity(),
+                Region::Level(_) | Region::Raw => return Err(ProviderError::NotFound(format!("{region:?}"))),
+                Region::Coded => 2 * schedule.capacity(),
             };
             // A level's slots are groups of writes: the bound is on U's slots they carry.
             let group = log.region_width(region) / log.width();

@@ -10,10 +10,11 @@ use super::raw;
 use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
 use crate::{MetaBatch, MetaStore, Repository, StoreError};
 use std::collections::{BTreeMap, HashSet};
-use vouch_core::por::client::{grown_schedule, steps, WritePlan, Written};
-use vouch_core::por::code::{rebuild_level_into, Rebuild, Schedule};
+use vouch_core::por::client::{WritePlan, Written};
+use vouch_core::por::code::{rebuild_level_into, Schedule};
 use vouch_core::por::provider::{check_plan, fitting_outcome, ProviderError};
 use vouch_core::por::raw_tree::leaf_hash;
+use vouch_core::por::walk::{execute, walk, CodedAt, Executor};
 use vouch_core::por::Region;
 
 /// A level while a batch runs.
@@ -103,152 +104,38 @@ impl PorLog {
         writes: &[u64],
         slots: &[u64],
     ) -> Result<Outcome, PorStoreError> {
-        let (width, grow_to) = (self.width, plan.grow_to);
-        let mut schedule = grow_to.map_or(self.schedule, |k| grown_schedule(&self.schedule, k));
-        let k = schedule.log_capacity;
-        let top = schedule.levels() as usize;
-        let mut levels: Vec<Working> = match grow_to {
-            Some(_) => (0..=top).map(|_| Working::Empty).collect(),
-            None => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
-        };
-        let mut builds = match grow_to {
-            Some(_) => vec![None; top + 1],
-            None => self.builds.clone(),
-        };
-        let mut coded_build = if grow_to.is_some() { None } else { self.coded_build.clone() };
-        let mut created = Vec::new();
-        let per_segment = self.build_segment();
-        let group_width = self.region_width(Region::Level(0));
-        // Growth re-encodes C over U, which holds the open group's writes: the group is closed.
-        let mut staged = if grow_to.is_some() { Vec::new() } else { self.staged.clone() };
+        let walk = walk(&self.schedule, plan.grow_to, writes.len(), plan.flush);
+        let top = walk.start.levels() as usize;
+        let resized = plan.grow_to.is_some();
+        let coded_build = if resized { None } else { self.coded_build.clone() };
         let committed = coded_build.as_ref().map(|b| b.time);
-        let mut u = BatchU { committed, ..BatchU::default() };
-        let mut coded = BTreeMap::new();
-        if grow_to.is_some() {
-            let time = schedule.coded_time();
-            coded.insert(time, self.coded_at_once(repo, &u, (k, time), &mut created).await?);
-        }
-        // A consumed level's allocation, reused when that level is built again in the batch.
-        let mut spare: Vec<Vec<u64>> = vec![Vec::new(); top + 1];
-        for step in steps(&schedule, writes, slots, width, plan.flush) {
-            match step {
-                Some((index, slot)) => {
-                    self.stash_before_write(repo, coded_build.as_ref(), &mut u, index)?;
-                    u.written.insert(index, slot.to_vec());
-                    staged.extend_from_slice(slot);
-                }
-                None => staged.resize(staged.len() + width, 0),
-            }
-            let rebuild = schedule.next_rebuild();
-            // At an epoch's end, the epoch's levels and last group become level `top`, kept
-            // for the window.
-            match schedule.next_level() {
-                None => {}
-                Some(level) if level > per_segment.trailing_zeros() && !self.skip_rebuilds => {
-                    // A build: the levels of at most a segment per half now, the rest later.
-                    let first = per_segment.trailing_zeros();
-                    let time = schedule.group_time() + 1;
-                    let mut below = Vec::with_capacity(first as usize);
-                    for l in 0..first as usize {
-                        below.push(self.input_slots(repo, (&mut levels[l], &mut builds[l], l), &mut created).await?);
-                    }
-                    let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
-                    let mut tail = Vec::new();
-                    rebuild_level_into(&mut tail, &refs, &staged, staged.len(), schedule.levels(), time - 1);
-                    staged.clear();
-                    let mut older = Vec::new();
-                    for l in first..level {
-                        let (working, build) = (&mut levels[l as usize], &mut builds[l as usize]);
-                        older.push(self.input_object(repo, (l, time - (1 << l)), working, build, &mut created).await?);
-                    }
-                    let build = Build { level, time, merge: first, done: 0, per_segment, older };
-                    objects::put_segments(repo.blobs(), &self.names, &build.tail(), &tail, group_width).await?;
-                    created.extend([build.tail(), build.next()]);
-                    levels[level as usize] = Working::Building(build.output());
-                    builds[level as usize] = Some(build);
-                }
-                Some(level) => {
-                    let level = level as usize;
-                    let mut below = Vec::with_capacity(level);
-                    for l in 0..level {
-                        below.push(self.input_slots(repo, (&mut levels[l], &mut builds[l], l), &mut created).await?);
-                    }
-                    let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
-                    let mut out = std::mem::take(&mut spare[level]);
-                    if self.skip_rebuilds {
-                        unmixed_into(&mut out, &refs, &staged);
-                    } else {
-                        rebuild_level_into(
-                            &mut out,
-                            &refs,
-                            &staged,
-                            staged.len(),
-                            schedule.levels(),
-                            schedule.group_time(),
-                        );
-                    }
-                    staged.clear();
-                    for (l, consumed) in below.into_iter().enumerate() {
-                        spare[l] = consumed;
-                    }
-                    levels[level] = Working::Built(out);
-                }
-            }
-            if rebuild == Rebuild::Coded {
-                // CRebuild: over the window that opens now, else at once.
-                let (time, s) = (schedule.group_time() + 1, self.coded_segment());
-                let mut after = schedule;
-                after.advance();
-                if after.in_window() && s < schedule.capacity() {
-                    let build = CodedBuild { time, log_capacity: k, per_segment: s, done: 0 };
-                    coded.insert(time, NewCoded::Building(build.stage(k)));
-                    coded_build = Some(build);
-                } else {
-                    coded.insert(time, self.coded_at_once(repo, &u, (k, time), &mut created).await?);
-                }
-            }
-            if schedule.pending() + 1 == schedule.group() {
-                // A group completed: the units of each build that are due now. The window's
-                // level is never consumed, so it stays as its tail and older levels.
-                for slot in builds[..top].iter_mut() {
-                    let Some(build) = slot else { continue };
-                    while build.is_due(schedule.group_time() + 1) {
-                        self.build_unit(repo, build).await?;
-                        created.push(build.next());
-                    }
-                    if build.is_done() {
-                        *slot = None;
-                    }
-                }
-                if let Some(build) = coded_build.as_mut() {
-                    let elapsed = schedule.group_time() + 1 - build.time;
-                    while build.is_due(elapsed, schedule.window()) {
-                        created.push(self.coded_unit(repo, build, &u).await?);
-                    }
-                }
-            }
-            schedule.advance();
-            if !schedule.in_window() {
-                // The window is over (or never opened): its level goes, the next C is in use,
-                // whole (the pacing finished it; finishing it here is a bug's fallback).
-                levels[top] = Working::Empty;
-                builds[top] = None;
-                while let Some(build) = coded_build.as_mut().filter(|b| !b.is_done()) {
-                    created.push(self.coded_unit(repo, build, &u).await?);
-                }
-            }
-            if coded_build.as_ref().is_some_and(|b| !b.reads_u()) {
-                u.stash.clear();
-            }
-            coded_build = coded_build.filter(|b| !b.is_done());
-        }
+        let mut run = StoreRun {
+            log: self,
+            repo,
+            writes,
+            slots,
+            levels: match resized {
+                true => (0..=top).map(|_| Working::Empty).collect(),
+                false => self.levels.iter().map(|l| if l.is_some() { Working::Kept } else { Working::Empty }).collect(),
+            },
+            builds: if resized { vec![None; top + 1] } else { self.builds.clone() },
+            coded_build,
+            created: Vec::new(),
+            // A resize re-encodes C over U, which holds the open group's writes: the group is closed.
+            staged: if resized { Vec::new() } else { self.staged.clone() },
+            u: BatchU { committed, ..BatchU::default() },
+            coded: BTreeMap::new(),
+            spare: vec![Vec::new(); top + 1],
+        };
+        execute(&walk, &mut run).await?;
+        let StoreRun { levels, builds, coded_build, created, staged, u, coded, .. } = run;
         let stale_stash = self
             .coded_build
             .as_ref()
             .filter(|old| old.reads_u() && coded_build.as_ref().is_none_or(|b| b.time != old.time || !b.reads_u()))
             .map(|old| old.time);
         let stash = if coded_build.as_ref().is_some_and(CodedBuild::reads_u) { u.stash } else { BTreeMap::new() };
-        Ok(Outcome { schedule, levels, coded, coded_build, stash, stale_stash, staged, builds, created })
+        Ok(Outcome { schedule: walk.end, levels, coded, coded_build, stash, stale_stash, staged, builds, created })
     }
 
     /// A level a rebuild consumes, in memory: built by the batch, or stored (a build still
@@ -510,6 +397,166 @@ impl PorLog {
         self.crash_at = None;
         let detail = format!("simulated crash {point:?} (test hook)");
         Err(StoreError::Backend { at: String::from_utf8_lossy(&self.names.state()).into_owned(), detail }.into())
+    }
+}
+
+/// The store's executor of a batch's walk: small levels rebuilt in memory, large ones as
+/// builds paced per group (Sec. 6.1's deamortization), CRebuild over its window, and U's
+/// slots a window's C build still reads stashed before they are overwritten.
+struct StoreRun<'a> {
+    log: &'a PorLog,
+    repo: &'a Repository,
+    writes: &'a [u64],
+    slots: &'a [u64],
+    levels: Vec<Working>,
+    builds: Vec<Option<Build>>,
+    coded_build: Option<CodedBuild>,
+    created: Vec<ObjectRef>,
+    staged: Vec<u64>,
+    u: BatchU,
+    coded: BTreeMap<u64, NewCoded>,
+    /// A consumed level's allocation, reused when that level is built again in the batch.
+    spare: Vec<Vec<u64>>,
+}
+
+impl Executor for StoreRun<'_> {
+    type Error = PorStoreError;
+
+    async fn resize(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), PorStoreError> {
+        let made = self.log.coded_at_once(self.repo, &self.u, (at.log_capacity, coded.time), &mut self.created).await?;
+        self.coded.insert(coded.time, made);
+        Ok(())
+    }
+
+    async fn write(&mut self, _: &Schedule, write: Option<usize>) -> Result<(), PorStoreError> {
+        let width = self.log.width;
+        match write {
+            Some(i) => {
+                let (index, slot) = (self.writes[i], &self.slots[i * width..(i + 1) * width]);
+                self.log.stash_before_write(self.repo, self.coded_build.as_ref(), &mut self.u, index)?;
+                self.u.written.insert(index, slot.to_vec());
+                self.staged.extend_from_slice(slot);
+            }
+            None => self.staged.resize(self.staged.len() + width, 0),
+        }
+        Ok(())
+    }
+
+    /// At an epoch's end, the epoch's levels and last group become level `levels()`, kept
+    /// for the window.
+    async fn level(&mut self, at: &Schedule, level: u32) -> Result<(), PorStoreError> {
+        let per_segment = self.log.build_segment();
+        if level > per_segment.trailing_zeros() && !self.log.skip_rebuilds {
+            self.start_build(at, level, per_segment).await
+        } else {
+            self.rebuild(at, level as usize).await
+        }
+    }
+
+    /// CRebuild: over the window that opens now, else at once.
+    async fn coded(&mut self, at: &Schedule, coded: CodedAt) -> Result<(), PorStoreError> {
+        let (k, per_segment) = (at.log_capacity, self.log.coded_segment());
+        if coded.windowed && per_segment < at.capacity() {
+            let build = CodedBuild { time: coded.time, log_capacity: k, per_segment, done: 0 };
+            self.coded.insert(coded.time, NewCoded::Building(build.stage(k)));
+            self.coded_build = Some(build);
+        } else {
+            let made = self.log.coded_at_once(self.repo, &self.u, (k, coded.time), &mut self.created).await?;
+            self.coded.insert(coded.time, made);
+        }
+        Ok(())
+    }
+
+    /// A group completed: the units of each build that are due now. The window's level is
+    /// never consumed, so it stays as its tail and older levels.
+    async fn group_done(&mut self, at: &Schedule) -> Result<(), PorStoreError> {
+        let (log, repo, top) = (self.log, self.repo, at.levels() as usize);
+        for slot in self.builds[..top].iter_mut() {
+            let Some(build) = slot else { continue };
+            while build.is_due(at.group_time() + 1) {
+                log.build_unit(repo, build).await?;
+                self.created.push(build.next());
+            }
+            if build.is_done() {
+                *slot = None;
+            }
+        }
+        if let Some(build) = self.coded_build.as_mut() {
+            let elapsed = at.group_time() + 1 - build.time;
+            while build.is_due(elapsed, at.window()) {
+                self.created.push(log.coded_unit(repo, build, &self.u).await?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The window is over (or never opened): its level goes, the next C is in use, whole
+    /// (the pacing finished it; finishing it here is a bug's fallback).
+    async fn advanced(&mut self, now: &Schedule) -> Result<(), PorStoreError> {
+        if !now.in_window() {
+            let top = now.levels() as usize;
+            self.levels[top] = Working::Empty;
+            self.builds[top] = None;
+            while let Some(build) = self.coded_build.as_mut().filter(|b| !b.is_done()) {
+                self.created.push(self.log.coded_unit(self.repo, build, &self.u).await?);
+            }
+        }
+        if self.coded_build.as_ref().is_some_and(|b| !b.reads_u()) {
+            self.u.stash.clear();
+        }
+        self.coded_build = self.coded_build.take().filter(|b| !b.is_done());
+        Ok(())
+    }
+}
+
+impl StoreRun<'_> {
+    /// A build: the levels of at most a segment per half now, the rest later.
+    async fn start_build(&mut self, at: &Schedule, level: u32, per_segment: u64) -> Result<(), PorStoreError> {
+        let (log, repo) = (self.log, self.repo);
+        let first = per_segment.trailing_zeros();
+        let time = at.group_time() + 1;
+        let mut below = Vec::with_capacity(first as usize);
+        for l in 0..first as usize {
+            below.push(log.input_slots(repo, (&mut self.levels[l], &mut self.builds[l], l), &mut self.created).await?);
+        }
+        let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
+        let mut tail = Vec::new();
+        rebuild_level_into(&mut tail, &refs, &self.staged, self.staged.len(), at.levels(), time - 1);
+        self.staged.clear();
+        let mut older = Vec::new();
+        for l in first..level {
+            let (working, build) = (&mut self.levels[l as usize], &mut self.builds[l as usize]);
+            older.push(log.input_object(repo, (l, time - (1 << l)), working, build, &mut self.created).await?);
+        }
+        let build = Build { level, time, merge: first, done: 0, per_segment, older };
+        let group_width = log.region_width(Region::Level(0));
+        objects::put_segments(repo.blobs(), &log.names, &build.tail(), &tail, group_width).await?;
+        self.created.extend([build.tail(), build.next()]);
+        self.levels[level as usize] = Working::Building(build.output());
+        self.builds[level as usize] = Some(build);
+        Ok(())
+    }
+
+    /// HRebuildX / HRebuildY at once, in memory.
+    async fn rebuild(&mut self, at: &Schedule, level: usize) -> Result<(), PorStoreError> {
+        let (log, repo) = (self.log, self.repo);
+        let mut below = Vec::with_capacity(level);
+        for l in 0..level {
+            below.push(log.input_slots(repo, (&mut self.levels[l], &mut self.builds[l], l), &mut self.created).await?);
+        }
+        let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
+        let mut out = std::mem::take(&mut self.spare[level]);
+        if log.skip_rebuilds {
+            unmixed_into(&mut out, &refs, &self.staged);
+        } else {
+            rebuild_level_into(&mut out, &refs, &self.staged, self.staged.len(), at.levels(), at.group_time());
+        }
+        self.staged.clear();
+        for (l, consumed) in below.into_iter().enumerate() {
+            self.spare[l] = consumed;
+        }
+        self.levels[level] = Working::Built(out);
+        Ok(())
     }
 }
 

@@ -27,7 +27,6 @@ use vouch_core::por::code::Schedule;
 use vouch_core::por::Region;
 
 const VERSION: u8 = 5;
-const CODED: u8 = 0xFE;
 
 /// A log's committed state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,10 +53,7 @@ impl StateRecord {
         out.push(u8::from(self.schedule.rolled));
         out.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
         for o in &self.objects {
-            out.push(match o.region {
-                Region::Level(level) => level,
-                _ => CODED,
-            });
+            out.push(o.region.to_byte());
             [o.time, o.slots, o.per_segment].iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
         }
         out.extend_from_slice(&(self.builds.len() as u32).to_le_bytes());
@@ -111,9 +107,9 @@ impl StateRecord {
         let count = r.u32_le().map_err(|_| short())? as usize;
         let mut objects = Vec::with_capacity(count.min(64));
         for _ in 0..count {
-            let region = match r.array::<1>().map_err(|_| short())?[0] {
-                CODED => Region::Coded,
-                level => Region::Level(level),
+            let region = match Region::from_byte(r.array::<1>().map_err(|_| short())?[0]) {
+                Region::Raw => return Err(short()),
+                region => region,
             };
             let (time, slots, per_segment) =
                 (r.u64_le().map_err(|_| short())?, r.u64_le().map_err(|_| short())?, r.u64_le().map_err(|_| short())?);

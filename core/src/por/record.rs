@@ -20,16 +20,21 @@
 
 use super::layout::{Layout, Run, MAX_RUNS};
 use super::moves::{Move, MAX_MOVES};
+use crate::codec;
 use crate::envelope;
-use crate::error::ClientError;
-use vouch_core::codec;
-use vouch_core::pdp::FileId;
-use vouch_core::por::checksum::{Checksum, Incarnations};
-use vouch_core::por::client::LogState;
-use vouch_core::por::code::Schedule;
-use vouch_core::Digest;
+use crate::pdp::FileId;
+use crate::por::checksum::{Checksum, Incarnations};
+use crate::por::client::LogState;
+use crate::por::code::Schedule;
+use crate::Digest;
 
 const MAGIC: &[u8; 8] = b"vouchPR\x06";
+
+/// The record's bytes do not read: cut, damaged on disk, or of a layout this version does
+/// not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the PoR record is damaged; the log's state is lost to this client")]
+pub struct RecordDamaged;
 /// Layout 1: log states without grouping.
 const MAGIC_1: &[u8; 8] = b"vouchPR\x01";
 /// Layout 2: log states without the window flag.
@@ -52,7 +57,7 @@ const MAX_BOUNDS: usize = 64;
 /// once it is accepted: named before the commit, so that a crash before the ⊥ writes leaks
 /// nothing (`super::delete`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Deleting {
+pub struct Deleting {
     pub name: String,
     pub file: FileId,
     pub versions: Vec<u64>,
@@ -61,7 +66,7 @@ pub(crate) struct Deleting {
 /// Labels sealed before consolidation `generation` name no slot from `end` on: it moved every
 /// copy there below `end`, and the slots there hold other data since.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bound {
+pub struct Bound {
     pub generation: u64,
     pub end: u64,
 }
@@ -69,7 +74,7 @@ pub(crate) struct Bound {
 /// A consolidation under way (`super::compact`), in the record from before its first write to
 /// after its last, so that a crash leaves it to be finished, never half done.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Compacting {
+pub struct Compacting {
     /// U shrinks to `2^log_target` slots.
     pub log_target: u32,
     /// The copies' slots from past the target into free slots below it, ascending by `from`.
@@ -82,7 +87,7 @@ pub(crate) struct Compacting {
 
 /// Where the log is, as far as the client is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LogPoint {
+pub struct LogPoint {
     pub log: LogState,
     /// The first slot of U no file has used.
     pub next_slot: u64,
@@ -90,14 +95,14 @@ pub(crate) struct LogPoint {
 
 /// A batch sent whose answer the client has not seen: settled by asking the provider's time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct InFlight {
+pub struct InFlight {
     pub after: LogPoint,
     /// One index the batch writes: read under `after` to check that the provider has it.
     pub probe: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct PorRecord {
+pub struct PorRecord {
     pub at: LogPoint,
     pub in_flight: Option<InFlight>,
     /// A name whose new version may lack its PoR copy (its commit was about to be sent).
@@ -224,14 +229,8 @@ impl PorRecord {
         envelope::seal(MAGIC, &out)
     }
 
-    pub fn from_bytes(bytes: &[u8]) -> Result<PorRecord, ClientError> {
-        let damaged = || {
-            ClientError::State(
-                "the PoR record (file `por` in the state directory) is damaged; the log's state is lost to \
-                 this client"
-                    .into(),
-            )
-        };
+    pub fn from_bytes(bytes: &[u8]) -> Result<PorRecord, RecordDamaged> {
+        let damaged = || RecordDamaged;
         let (layout, body) =
             envelope::open(bytes, &[MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC_5, MAGIC]).map_err(|_| damaged())?;
         let mut r = Reader { bytes: codec::Reader::new(body), layout: layout + 1 };

@@ -9,12 +9,12 @@
 use super::layout::{extend, Layout, Run, MAX_RUNS};
 
 /// Most moves one consolidation makes: they stay in the client's record while it runs.
-pub(crate) const MAX_MOVES: usize = 4096;
+pub const MAX_MOVES: usize = 4096;
 
 /// `slots` slots of U from `from` copied to `to`, each slot re-indexed (its header names
 /// where it is; the rest of it is the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Move {
+pub struct Move {
     pub from: u64,
     pub to: u64,
     pub slots: u64,
@@ -22,13 +22,13 @@ pub(crate) struct Move {
 
 /// A consolidation: U shrinks to `2^log_target` slots once `moves` are made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Plan {
+pub struct Plan {
     pub log_target: u32,
     pub moves: Vec<Move>,
 }
 
 /// The runs `runs` cover, ascending, overlapping or touching runs joined.
-pub(crate) fn union(runs: impl IntoIterator<Item = Run>) -> Vec<Run> {
+pub fn union(runs: impl IntoIterator<Item = Run>) -> Vec<Run> {
     let mut sorted: Vec<Run> = runs.into_iter().filter(|r| r.slots > 0).collect();
     sorted.sort_by_key(|r| r.first);
     let mut out: Vec<Run> = Vec::with_capacity(sorted.len());
@@ -44,7 +44,7 @@ pub(crate) fn union(runs: impl IntoIterator<Item = Run>) -> Vec<Run> {
 }
 
 /// The slots below `end` that no run of `live` (a [`union`]) covers.
-pub(crate) fn holes(live: &[Run], end: u64) -> Vec<Run> {
+pub fn holes(live: &[Run], end: u64) -> Vec<Run> {
     let mut out = Vec::new();
     let mut at = 0;
     for run in live {
@@ -63,7 +63,7 @@ pub(crate) fn holes(live: &[Run], end: u64) -> Vec<Run> {
 }
 
 /// The least `k` (from `least`) with `2^k` slots for every one of `live`.
-pub(crate) fn least_target(live: &[Run], least: u32) -> u32 {
+pub fn least_target(live: &[Run], least: u32) -> u32 {
     let used: u64 = live.iter().map(|r| r.slots).sum();
     least.max(64 - used.saturating_sub(1).leading_zeros())
 }
@@ -73,13 +73,7 @@ pub(crate) fn least_target(live: &[Run], least: u32) -> u32 {
 /// it, with every layout kept within [`MAX_RUNS`] and the moves within [`MAX_MOVES`].
 /// `blocks` are (first slot, slots) of every live block reaching past the least such `2^k`,
 /// ascending. `None` when no `k` works (U stays as it is).
-pub(crate) fn plan(
-    live: &[Run],
-    blocks: &[(u64, u64)],
-    layouts: &[Layout],
-    least: u32,
-    log_capacity: u32,
-) -> Option<Plan> {
+pub fn plan(live: &[Run], blocks: &[(u64, u64)], layouts: &[Layout], least: u32, log_capacity: u32) -> Option<Plan> {
     (least_target(live, least)..log_capacity).find_map(|log_target| {
         let target = 1u64 << log_target;
         let moving = blocks.iter().filter(|&&(at, slots)| at + slots > target);
@@ -113,7 +107,7 @@ fn place<'a>(blocks: impl Iterator<Item = &'a (u64, u64)>, mut holes: Vec<Run>) 
 
 /// `layout` once `moves` (ascending by `from`, apart) are made: each slot a move takes is
 /// where the move puts it; the others stay.
-pub(crate) fn moved(layout: &Layout, moves: &[Move]) -> Layout {
+pub fn moved(layout: &Layout, moves: &[Move]) -> Layout {
     let mut runs = Vec::with_capacity(layout.runs.len());
     for run in &layout.runs {
         let (mut at, end) = (run.first, run.first + run.slots);
@@ -140,7 +134,7 @@ pub(crate) fn moved(layout: &Layout, moves: &[Move]) -> Layout {
 /// The slots a consolidation frees once its moves are made, in the order it writes them ⊥:
 /// the moved slots below `target` (a block that straddled it), then every slot from
 /// `target` to `next` (moved, ⊥ already, or left by a copy a crash cut short).
-pub(crate) fn freed(moves: &[Move], target: u64, next: u64) -> Vec<Run> {
+pub fn freed(moves: &[Move], target: u64, next: u64) -> Vec<Run> {
     let mut out: Vec<Run> = moves
         .iter()
         .filter(|m| m.from < target)

@@ -8,7 +8,7 @@
 //! copy takes them), first fit among the runs the provider names free, then into fresh slots
 //! past the last one used ([`Allocator`]). The provider's word frees nothing: before a batch
 //! is sent, every slot it writes is checked never written or ⊥ against U's own checksums
-//! (`vouch_core::por::client::check_free`).
+//! (`crate::por::client::check_free`).
 //!
 //! The layout travels as a label the provider keeps with the batch that finishes the copy.
 //! It is sealed with a MAC under the client's key, bound to the label's key (file id and
@@ -31,28 +31,35 @@ use std::hash::Hash;
 
 /// Most runs one layout may have: past it, a new version is copied whole, which makes one run
 /// (the label then stays within the provider's 64 KiB).
-pub(crate) const MAX_RUNS: usize = 1024;
+pub const MAX_RUNS: usize = 1024;
 const RUN_BYTES: usize = 16;
 const GENERATION_BYTES: usize = 8;
 const MAC_BYTES: usize = 32;
 
 /// Slots `first..first + slots` of U.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Run {
+pub struct Run {
     pub first: u64,
     pub slots: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Layout {
+pub struct Layout {
     pub runs: Vec<Run>,
 }
 
 /// The key that seals layouts (derived from the client's secret).
-pub(crate) struct LayoutKey([u8; 32]);
+pub struct LayoutKey([u8; 32]);
+
+/// Never prints the key.
+impl std::fmt::Debug for LayoutKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LayoutKey(..)")
+    }
+}
 
 impl LayoutKey {
-    pub(crate) fn derive(secret: &[u8; 32]) -> LayoutKey {
+    pub fn derive(secret: &[u8; 32]) -> LayoutKey {
         LayoutKey(blake3::derive_key("vouch por layout key v1", secret))
     }
 
@@ -70,18 +77,18 @@ impl Layout {
         Layout { runs: vec![Run { first, slots }] }
     }
 
-    pub(crate) fn slots(&self) -> u64 {
+    pub fn slots(&self) -> u64 {
         self.runs.iter().map(|r| r.slots).sum()
     }
 
     /// One past the last slot it names (0 for no runs).
-    pub(crate) fn end(&self) -> u64 {
+    pub fn end(&self) -> u64 {
         self.runs.iter().map(|r| r.first.saturating_add(r.slots)).max().unwrap_or(0)
     }
 
     /// The label's value for label key `label`, sealed in `generation`: the runs, the
     /// generation (only when not 0), then their MAC.
-    pub(crate) fn seal(&self, key: &LayoutKey, label: &[u8], generation: u64) -> Vec<u8> {
+    pub fn seal(&self, key: &LayoutKey, label: &[u8], generation: u64) -> Vec<u8> {
         let mut out: Vec<u8> =
             self.runs.iter().flat_map(|r| [r.first.to_le_bytes(), r.slots.to_le_bytes()]).flatten().collect();
         if generation > 0 {
@@ -95,7 +102,7 @@ impl Layout {
     /// The layout a label's value holds and the generation it was sealed in, if the client
     /// sealed it for `label`; `None` for anything else (the wrong size, another label's,
     /// forged). Whether it is still current is the record's to say.
-    pub(crate) fn open(key: &LayoutKey, label: &[u8], value: &[u8]) -> Option<(Layout, u64)> {
+    pub fn open(key: &LayoutKey, label: &[u8], value: &[u8]) -> Option<(Layout, u64)> {
         let sealed = value.len().checked_sub(MAC_BYTES)?;
         let (sealed, mac) = value.split_at(sealed);
         // The runs are whole 16-byte records: 8 bytes more is the generation.
@@ -122,7 +129,7 @@ impl Layout {
     /// Where every block of the version this layout holds starts, by its id, from the slots
     /// each takes (`blocks`: id and slot count, in the version's order). `None` when the
     /// blocks do not fill the runs exactly, block by block.
-    pub(crate) fn starts<K: Hash + Eq + Clone>(&self, blocks: &[(K, u64)]) -> Option<HashMap<K, u64>> {
+    pub fn starts<K: Hash + Eq + Clone>(&self, blocks: &[(K, u64)]) -> Option<HashMap<K, u64>> {
         let mut starts = HashMap::with_capacity(blocks.len());
         let mut blocks = blocks.iter();
         for run in &self.runs {
@@ -143,23 +150,23 @@ impl Layout {
 
 /// Where a copy's new blocks go: free runs (⊥ slots), first fit, then fresh slots from `next`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Allocator {
+pub struct Allocator {
     free: Vec<Run>,
     next: u64,
 }
 
 impl Allocator {
-    pub(crate) fn new(free: Vec<Run>, next: u64) -> Allocator {
+    pub fn new(free: Vec<Run>, next: u64) -> Allocator {
         Allocator { free, next }
     }
 
     /// Fresh slots only: one run for a whole copy.
-    pub(crate) fn fresh(next: u64) -> Allocator {
+    pub fn fresh(next: u64) -> Allocator {
         Allocator::new(Vec::new(), next)
     }
 
     /// The runs of ⊥ slots it still holds, ascending.
-    pub(crate) fn free_runs(&self) -> Vec<Run> {
+    pub fn free_runs(&self) -> Vec<Run> {
         self.free.clone()
     }
 
@@ -180,7 +187,7 @@ impl Allocator {
 /// non-empty, ascending and apart, all below `next` (the slots from `next` on are fresh
 /// anyway: a provider that names slots past it would have U grow for nothing). Whether each
 /// slot is ⊥ is checked when a batch writes it.
-pub(crate) fn free_runs(runs: &[(u64, u64)], next: u64, most: usize) -> Result<Vec<Run>, String> {
+pub fn free_runs(runs: &[(u64, u64)], next: u64, most: usize) -> Result<Vec<Run>, String> {
     if runs.len() > most {
         return Err(format!("{} runs of free slots, not at most {most}", runs.len()));
     }
@@ -193,7 +200,7 @@ pub(crate) fn free_runs(runs: &[(u64, u64)], next: u64, most: usize) -> Result<V
 }
 
 /// `slots` slots from `first` appended to `runs`, joining the last run when they follow it.
-pub(crate) fn extend(runs: &mut Vec<Run>, first: u64, slots: u64) {
+pub fn extend(runs: &mut Vec<Run>, first: u64, slots: u64) {
     match runs.last_mut() {
         Some(run) if run.first + run.slots == first => run.slots += slots,
         _ => runs.push(Run { first, slots }),
@@ -202,7 +209,7 @@ pub(crate) fn extend(runs: &mut Vec<Run>, first: u64, slots: u64) {
 
 /// The layout of a whole copy of blocks of `slots` slots each, in order, and where each
 /// starts; `None` when it would pass [`MAX_RUNS`] (free runs too scattered).
-pub(crate) fn whole(slots: &[u64], alloc: &mut Allocator) -> Option<(Layout, Vec<u64>)> {
+pub fn whole(slots: &[u64], alloc: &mut Allocator) -> Option<(Layout, Vec<u64>)> {
     let mut runs = Vec::new();
     let starts: Vec<u64> = slots
         .iter()
@@ -221,7 +228,7 @@ pub(crate) fn whole(slots: &[u64], alloc: &mut Allocator) -> Option<(Layout, Vec
 /// content (the leaf of its nonce and tag). Also says which of `blocks` are new and where each
 /// starts (they are to be written there). `None` when `old` does not fit `old_blocks` or the
 /// layout would pass [`MAX_RUNS`]: the version is then copied whole.
-pub(crate) fn reuse<K: Hash + Eq + Clone>(
+pub fn reuse<K: Hash + Eq + Clone>(
     old: &Layout,
     old_blocks: &[(K, u64)],
     blocks: &[(K, u64)],
@@ -245,7 +252,7 @@ pub(crate) fn reuse<K: Hash + Eq + Clone>(
 }
 
 /// Every slot of `layouts` (each slot once).
-pub(crate) fn slots_of(layouts: &[Layout]) -> std::collections::BTreeSet<u64> {
+pub fn slots_of(layouts: &[Layout]) -> std::collections::BTreeSet<u64> {
     layouts.iter().flat_map(|l| &l.runs).flat_map(|r| r.first..r.first + r.slots).collect()
 }
 

@@ -9,7 +9,7 @@ const SUM: usize = 32;
 
 /// Why an envelope does not open.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Unsealed {
+pub enum Unsealed {
     /// Too short, or no magic this client knows (another file, or a newer layout).
     UnknownLayout,
     /// A known magic, and a checksum that does not match.
@@ -17,7 +17,7 @@ pub(crate) enum Unsealed {
 }
 
 /// `magic || body || SHA-256(magic || body)`.
-pub(crate) fn seal(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
+pub fn seal(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(magic.len() + body.len() + SUM);
     out.extend_from_slice(magic);
     out.extend_from_slice(body);
@@ -27,7 +27,7 @@ pub(crate) fn seal(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
 }
 
 /// Which of `magics` the envelope carries (its index), and its body.
-pub(crate) fn open<'a>(bytes: &'a [u8], magics: &[&[u8; 8]]) -> Result<(usize, &'a [u8]), Unsealed> {
+pub fn open<'a>(bytes: &'a [u8], magics: &[&[u8; 8]]) -> Result<(usize, &'a [u8]), Unsealed> {
     let sealed = bytes.len().checked_sub(SUM).filter(|&n| n >= 8).ok_or(Unsealed::UnknownLayout)?;
     let (inside, sum) = bytes.split_at(sealed);
     let (magic, body) = inside.split_at(8);

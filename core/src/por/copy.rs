@@ -5,26 +5,42 @@
 //! Each block is one heap block whose payload is `len:u32 || nonce:u64 || tag_len:u16 || tag
 //! || data` (`len`: the bytes after it), so the blocks of a run of slots are found from the
 //! slots alone. Nothing the provider says about the copy is trusted: the label that tells
-//! where it is (`super::layout`) only says where to look. The slots are checked against U's root
+//! where it is (`vouch_core::por::layout`) only says where to look. The slots are checked against U's root
 //! (`verify_read`), then every block's tag under the client's key, then the FlexList root
 //! and length the blocks make against the version record, which the namespace root proves.
 
-use crate::keys::ClientKey;
+use super::heap::{decode_slot, join_block, slots_for, split_block, Slot, SlotError, SlotKind, SLOT_WIDTH};
+use crate::flexlist::{Block, BuildError, FlexList};
+use crate::hash;
+use crate::namespace::VersionRecord;
+use crate::pdp::{FileId, Tagger};
 use bytes::Bytes;
-use vouch_core::flexlist::{Block, FlexList};
-use vouch_core::hash;
-use vouch_core::namespace::VersionRecord;
-use vouch_core::pdp::{FileId, Tagger};
-use vouch_core::por::heap::{decode_slot, join_block, slots_for, split_block, Slot, SlotKind, SLOT_WIDTH};
 
-/// Most bytes of a version a put keeps in memory for its PoR copy; a larger version's copy is
-/// read back from the provider a batch at a time ([`streamed`](super::streamed)), so that a
-/// copy's memory stays bounded at any file size.
-pub(crate) const POR_KEEP_BYTES: u64 = 64 << 20;
+/// Why the blocks of a copy are refused: every one is the provider's doing (the slots were
+/// checked against U's root before).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CopyError {
+    #[error("slot {0} holds no data")]
+    NoData(u64),
+    #[error("slot {index}: {error}")]
+    Slot { index: u64, error: SlotError },
+    #[error("slot {0} starts no block")]
+    NoBlock(u64),
+    #[error("the block at slot {0} runs past the copy's end")]
+    PastEnd(u64),
+    #[error("the block at slot {0} is malformed")]
+    Malformed(u64),
+    #[error("block {0} of the copy does not match its tag")]
+    Tag(usize),
+    #[error("the copy's blocks make no list: {0}")]
+    NoList(BuildError),
+    #[error("the copy's blocks are not version {0} (another root or length)")]
+    NotTheVersion(u64),
+}
 
 /// One block of a version as its PoR copy holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TaggedData {
+pub struct TaggedData {
     pub nonce: u64,
     pub tag: Vec<u8>,
     pub data: Bytes,
@@ -34,31 +50,27 @@ pub(crate) struct TaggedData {
 /// root, so the provider cannot make a client forget that a copy is owed.
 const POR_FILE_MARK: [u8; 4] = *b"PoR\x01";
 
-/// A fresh file id, marked for PoR or not (an unmarked one never starts with the mark).
-pub(crate) fn new_file_id(por: bool) -> FileId {
-    loop {
-        let mut id: [u8; 16] = rand::random();
-        if por {
-            id[..4].copy_from_slice(&POR_FILE_MARK);
-            return FileId(id);
-        }
-        if id[..4] != POR_FILE_MARK {
-            return FileId(id);
-        }
+/// A file id made of `random` bytes, marked for PoR or not: `None` when unmarked and `random`
+/// starts with the mark (draw again).
+pub fn file_id(random: [u8; 16], por: bool) -> Option<FileId> {
+    let mut id = random;
+    if por {
+        id[..4].copy_from_slice(&POR_FILE_MARK);
     }
+    (por || id[..4] != POR_FILE_MARK).then_some(FileId(id))
 }
 
-pub(crate) fn is_por_file(file: &FileId) -> bool {
+pub fn is_por_file(file: &FileId) -> bool {
     file.0[..4] == POR_FILE_MARK
 }
 
 /// The label's key of a version: its file id, then its number.
-pub(crate) fn label_key(record: &VersionRecord) -> Vec<u8> {
+pub fn label_key(record: &VersionRecord) -> Vec<u8> {
     [&record.file.0[..], &record.number.to_le_bytes()].concat()
 }
 
 /// The slots a block of `tag_len` tag bytes and `data_len` data bytes takes in a copy.
-pub(crate) fn block_slots(tag_len: usize, data_len: u64) -> u64 {
+pub fn block_slots(tag_len: usize, data_len: u64) -> u64 {
     slots_for(PAYLOAD_HEAD as u64 + tag_len as u64 + data_len)
 }
 
@@ -77,13 +89,13 @@ fn payload(block: &TaggedData) -> Vec<u8> {
 }
 
 /// The slots each of `blocks` takes ([`block_slots`]).
-pub(crate) fn slot_counts(blocks: &[TaggedData]) -> Vec<u64> {
+pub fn slot_counts(blocks: &[TaggedData]) -> Vec<u64> {
     blocks.iter().map(|b| block_slots(b.tag.len(), b.data.len() as u64)).collect()
 }
 
 /// The U indices and slots (flat, in the same order) of `blocks` written from `starts` on,
 /// block by block.
-pub(crate) fn lay_out(starts: &[u64], blocks: &[TaggedData]) -> (Vec<u64>, Vec<u64>) {
+pub fn lay_out(starts: &[u64], blocks: &[TaggedData]) -> (Vec<u64>, Vec<u64>) {
     let (mut indices, mut slots) = (Vec::new(), Vec::new());
     for (&at, block) in starts.iter().zip(blocks) {
         let bytes = payload(block);
@@ -93,9 +105,8 @@ pub(crate) fn lay_out(starts: &[u64], blocks: &[TaggedData]) -> (Vec<u64>, Vec<u
     (indices, slots)
 }
 
-/// The blocks in U's slots `first..` (flat, as read and checked against U's root). The
-/// error says what is wrong; every one is the provider's doing.
-pub(crate) fn parse(first: u64, slots: &[u64]) -> Result<Vec<TaggedData>, String> {
+/// The blocks in U's slots `first..` (flat, as read and checked against U's root).
+pub fn parse(first: u64, slots: &[u64]) -> Result<Vec<TaggedData>, CopyError> {
     let count = (slots.len() / SLOT_WIDTH) as u64;
     let mut blocks = Vec::new();
     let mut at = 0u64;
@@ -104,18 +115,18 @@ pub(crate) fn parse(first: u64, slots: &[u64]) -> Result<Vec<TaggedData>, String
         let start = (at as usize) * SLOT_WIDTH;
         let head = match decode_slot(&slots[start..start + SLOT_WIDTH], Some(index)) {
             Ok(Slot::Written { kind: SlotKind::Data, payload, .. }) => payload,
-            Ok(_) => return Err(format!("slot {index} holds no data")),
-            Err(e) => return Err(format!("slot {index}: {e}")),
+            Ok(_) => return Err(CopyError::NoData(index)),
+            Err(error) => return Err(CopyError::Slot { index, error }),
         };
-        let rest = head.get(..4).ok_or_else(|| format!("slot {index} starts no block"))?;
+        let rest = head.get(..4).ok_or(CopyError::NoBlock(index))?;
         let len = 4 + u64::from(u32::from_le_bytes(rest.try_into().expect("4 bytes")));
         let n = slots_for(len);
         if at + n > count {
-            return Err(format!("the block at slot {index} runs past the copy's end"));
+            return Err(CopyError::PastEnd(index));
         }
         let end = start + n as usize * SLOT_WIDTH;
-        let bytes = join_block(index, len, &slots[start..end]).map_err(|e| format!("slot {index}: {e}"))?;
-        blocks.push(unpack(&bytes[4..]).ok_or_else(|| format!("the block at slot {index} is malformed"))?);
+        let bytes = join_block(index, len, &slots[start..end]).map_err(|error| CopyError::Slot { index, error })?;
+        blocks.push(unpack(&bytes[4..]).ok_or(CopyError::Malformed(index))?);
         at += n;
     }
     Ok(blocks)
@@ -124,8 +135,8 @@ pub(crate) fn parse(first: u64, slots: &[u64]) -> Result<Vec<TaggedData>, String
 /// Where the blocks from slot `head` on start and how many slots each takes, walking their
 /// first slots through `slots` (U's slots `first..`, read and checked against U's root);
 /// also the first slot past the last block found, where the walk goes on (it may be past
-/// `slots`). `head` must start a block. The error says what is wrong.
-pub(crate) fn block_spans(first: u64, slots: &[u64], mut head: u64) -> Result<(Vec<(u64, u64)>, u64), String> {
+/// `slots`). `head` must start a block.
+pub fn block_spans(first: u64, slots: &[u64], mut head: u64) -> Result<(Vec<(u64, u64)>, u64), CopyError> {
     let end = first + (slots.len() / SLOT_WIDTH) as u64;
     let mut spans = Vec::new();
     while head >= first && head < end {
@@ -134,7 +145,7 @@ pub(crate) fn block_spans(first: u64, slots: &[u64], mut head: u64) -> Result<(V
             Ok(Slot::Written { kind: SlotKind::Data, payload, .. }) if payload.len() >= 4 => {
                 4 + u64::from(u32::from_le_bytes(payload[..4].try_into().expect("4 bytes")))
             }
-            _ => return Err(format!("slot {head} starts no block")),
+            _ => return Err(CopyError::NoBlock(head)),
         };
         spans.push((head, slots_for(len)));
         head += slots_for(len);
@@ -153,7 +164,7 @@ fn unpack(bytes: &[u8]) -> Option<TaggedData> {
 /// The blocks of a run of U's slots read a page at a time: a block a page cuts is held until
 /// its last slot comes.
 #[derive(Debug)]
-pub(crate) struct RunParser {
+pub struct RunParser {
     /// The U index of the first slot of `held`.
     first: u64,
     /// The slots of a block begun and not ended, flat.
@@ -161,13 +172,13 @@ pub(crate) struct RunParser {
 }
 
 impl RunParser {
-    pub(crate) fn new(first: u64) -> RunParser {
+    pub fn new(first: u64) -> RunParser {
         RunParser { first, held: Vec::new() }
     }
 
     /// The blocks that end in `slots`, the next slots of the run (flat, checked against U's
-    /// root). The error says what is wrong; every one is the provider's doing.
-    pub(crate) fn feed(&mut self, slots: &[u64]) -> Result<Vec<TaggedData>, String> {
+    /// root).
+    pub fn feed(&mut self, slots: &[u64]) -> Result<Vec<TaggedData>, CopyError> {
         self.held.extend_from_slice(slots);
         let (spans, _) = block_spans(self.first, &self.held, self.first)?;
         let slots_held = (self.held.len() / SLOT_WIDTH) as u64;
@@ -181,32 +192,38 @@ impl RunParser {
     }
 
     /// Checks that the run ended with its last block.
-    pub(crate) fn finish(self) -> Result<(), String> {
+    pub fn finish(self) -> Result<(), CopyError> {
         match self.held.is_empty() {
             true => Ok(()),
-            false => Err(format!("the block at slot {} runs past the copy's end", self.first)),
+            false => Err(CopyError::PastEnd(self.first)),
         }
     }
 }
 
 /// The first pass over a copy of `record`: each block's tag checks under `key`, and their
 /// leaves, kept (48 bytes a block, not the data), make the record's root and length.
-pub(crate) struct CopyCheck<'a> {
-    key: &'a ClientKey,
+pub struct CopyCheck<'a> {
+    key: &'a dyn Tagger,
     record: &'a VersionRecord,
     leaves: Vec<Block>,
 }
 
+impl std::fmt::Debug for CopyCheck<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopyCheck").field("version", &self.record.number).field("blocks", &self.leaves.len()).finish()
+    }
+}
+
 impl<'a> CopyCheck<'a> {
-    pub(crate) fn new(key: &'a ClientKey, record: &'a VersionRecord) -> Self {
+    pub fn new(key: &'a dyn Tagger, record: &'a VersionRecord) -> Self {
         CopyCheck { key, record, leaves: Vec::new() }
     }
 
     /// The copy's next block.
-    pub(crate) fn add(&mut self, block: &TaggedData) -> Result<(), String> {
+    pub fn add(&mut self, block: &TaggedData) -> Result<(), CopyError> {
         let i = self.leaves.len();
         if block.data.is_empty() || !self.key.check_block(&self.record.file, block.nonce, &block.data, &block.tag) {
-            return Err(format!("block {i} of the copy does not match its tag"));
+            return Err(CopyError::Tag(i));
         }
         let leaf = hash::pdp_leaf(self.record.scheme as u8, block.nonce, &block.tag);
         self.leaves.push(Block::new(leaf, block.data.len() as u32, block.nonce));
@@ -214,11 +231,10 @@ impl<'a> CopyCheck<'a> {
     }
 
     /// The blocks' leaves, once they make the version.
-    pub(crate) fn finish(self) -> Result<Vec<Block>, String> {
-        let (root, len) =
-            FlexList::root_of(&self.leaves).map_err(|e| format!("the copy's blocks make no list: {e}"))?;
+    pub fn finish(self) -> Result<Vec<Block>, CopyError> {
+        let (root, len) = FlexList::root_of(&self.leaves).map_err(CopyError::NoList)?;
         if root != self.record.root || len != self.record.len {
-            return Err(format!("the copy's blocks are not version {} (another root or length)", self.record.number));
+            return Err(CopyError::NotTheVersion(self.record.number));
         }
         Ok(self.leaves)
     }
@@ -226,7 +242,7 @@ impl<'a> CopyCheck<'a> {
 
 /// Whether `blocks` are exactly the version `record`: each block's tag checks under `key`,
 /// and their leaves make the record's root and length.
-pub(crate) fn check(key: &ClientKey, record: &VersionRecord, blocks: &[TaggedData]) -> Result<(), String> {
+pub fn check(key: &dyn Tagger, record: &VersionRecord, blocks: &[TaggedData]) -> Result<(), CopyError> {
     let mut check = CopyCheck::new(key, record);
     blocks.iter().try_for_each(|b| check.add(b))?;
     check.finish().map(|_| ())
@@ -234,7 +250,7 @@ pub(crate) fn check(key: &ClientKey, record: &VersionRecord, blocks: &[TaggedDat
 
 /// Whether `block`, read again, is the block whose leaf `leaf` a first pass verified: the same
 /// nonce, tag and length, and data its tag checks.
-pub(crate) fn same_block(key: &ClientKey, record: &VersionRecord, leaf: &Block, block: &TaggedData) -> bool {
+pub fn same_block(key: &dyn Tagger, record: &VersionRecord, leaf: &Block, block: &TaggedData) -> bool {
     leaf.block_ref == block.nonce
         && leaf.length as usize == block.data.len()
         && leaf.tag == hash::pdp_leaf(record.scheme as u8, block.nonce, &block.tag)
@@ -318,7 +334,7 @@ mod tests {
         // A head slot that holds ⊥ is refused.
         let mut deleted = slots.clone();
         let at = (starts[1] - 10) as usize * SLOT_WIDTH;
-        deleted[at..at + SLOT_WIDTH].copy_from_slice(&vouch_core::por::heap::encode_slot(starts[1], None));
+        deleted[at..at + SLOT_WIDTH].copy_from_slice(&super::super::heap::encode_slot(starts[1], None));
         assert!(block_spans(10, &deleted, 10).is_err());
     }
 
@@ -349,9 +365,10 @@ mod tests {
 
     #[test]
     fn file_ids_carry_the_mark_only_when_asked() {
-        for _ in 0..100 {
-            assert!(is_por_file(&new_file_id(true)));
-            assert!(!is_por_file(&new_file_id(false)));
+        let marked = [b'P', b'o', b'R', 1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9];
+        for random in [[0u8; 16], [7u8; 16], marked] {
+            assert!(is_por_file(&file_id(random, true).unwrap()));
+            assert_eq!(file_id(random, false).map(|id| is_por_file(&id)), (random != marked).then_some(false));
         }
         for b in blocks() {
             assert_eq!(
