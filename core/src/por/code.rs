@@ -202,6 +202,30 @@ impl Schedule {
     pub fn epoch_start(&self) -> u64 {
         self.group_time() - self.epoch_groups()
     }
+
+    /// The schedule's bytes wherever it is kept (the client's record, the store's state):
+    /// `log_capacity:u32`, `group_log:u32`, `time:u64`, `rolled:u8`, little-endian.
+    pub fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.log_capacity.to_le_bytes());
+        out.extend_from_slice(&self.group_log.to_le_bytes());
+        out.extend_from_slice(&self.time.to_le_bytes());
+        out.push(u8::from(self.rolled));
+    }
+
+    /// A schedule as [`Schedule::put`] writes it, or as older layouts did: without its group
+    /// (`grouped` false: writes ungrouped) or without the window flag (`windowed` false: the
+    /// epoch opened without a window). `None` when cut short or the flag is neither 0 nor 1;
+    /// the caller checks [`Schedule::is_valid`].
+    pub fn take(r: &mut crate::codec::Reader<'_>, grouped: bool, windowed: bool) -> Option<Schedule> {
+        let log_capacity = r.u32_le().ok()?;
+        let group_log = if grouped { r.u32_le().ok()? } else { 0 };
+        let time = r.u64_le().ok()?;
+        let rolled = match windowed {
+            true => [false, true].get(usize::from(r.u8().ok()?)).copied()?,
+            false => false,
+        };
+        Some(Schedule { log_capacity, group_log, time, rolled })
+    }
 }
 
 /// `c = w^ψ_k(t mod n)`: the factor HAdd gives the Y copy of the block written at `time`.

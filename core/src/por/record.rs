@@ -291,11 +291,7 @@ fn put_name(out: &mut Vec<u8>, name: &str) {
 }
 
 fn put_point(out: &mut Vec<u8>, p: &LogPoint) {
-    let schedule = &p.log.schedule;
-    out.extend_from_slice(&schedule.log_capacity.to_le_bytes());
-    out.extend_from_slice(&schedule.group_log.to_le_bytes());
-    out.extend_from_slice(&schedule.time.to_le_bytes());
-    out.push(u8::from(schedule.rolled));
+    p.log.schedule.put(out);
     out.extend_from_slice(&p.log.raw_root.0);
     p.log.pending.rows().iter().for_each(|r| out.extend_from_slice(&r.to_le_bytes()));
     out.extend_from_slice(&p.next_slot.to_le_bytes());
@@ -382,17 +378,10 @@ impl<'a> Reader<'a> {
 
     fn point(&mut self) -> Option<LogPoint> {
         let grouped = self.layout >= 2;
-        let log_capacity = self.u32()?;
-        let group_log = if grouped { self.u32()? } else { 0 };
-        let time = self.u64()?;
-        let rolled = match self.layout {
-            3.. => [false, true].get(usize::from(self.take(1)?[0])).copied()?,
-            _ => false,
-        };
+        let schedule = Schedule::take(&mut self.bytes, grouped, self.layout >= 3)?;
         let raw_root = Digest(self.take(32)?.try_into().ok()?);
         let pending = if grouped { Checksum::from_canonical([self.u64()?, self.u64()?])? } else { Checksum::ZERO };
         let next_slot = self.u64()?;
-        let schedule = Schedule { log_capacity, group_log, time, rolled };
         schedule.is_valid().then_some(LogPoint { log: LogState { schedule, raw_root, pending }, next_slot })
     }
 }

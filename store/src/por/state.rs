@@ -47,10 +47,7 @@ impl StateRecord {
         out.extend_from_slice(&(self.owner.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.owner);
         out.extend_from_slice(&(self.width as u32).to_le_bytes());
-        out.extend_from_slice(&self.schedule.log_capacity.to_le_bytes());
-        out.extend_from_slice(&self.schedule.group_log.to_le_bytes());
-        out.extend_from_slice(&self.schedule.time.to_le_bytes());
-        out.push(u8::from(self.schedule.rolled));
+        self.schedule.put(&mut out);
         out.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
         for o in &self.objects {
             out.push(o.region.to_byte());
@@ -92,18 +89,8 @@ impl StateRecord {
         let owner_len = r.u32_le().map_err(|_| short())? as usize;
         let owner = r.bytes(owner_len).map_err(|_| short())?.to_vec();
         let width = r.u32_le().map_err(|_| short())? as usize;
-        let log_capacity = r.u32_le().map_err(|_| short())?;
-        let group_log = if version == 1 { 0 } else { r.u32_le().map_err(|_| short())? };
-        let time = r.u64_le().map_err(|_| short())?;
-        let rolled = match version {
-            ..=3 => false,
-            _ => match r.array::<1>().map_err(|_| short())?[0] {
-                0 => false,
-                1 => true,
-                _ => return Err("the window flag is neither 0 nor 1".into()),
-            },
-        };
-        let schedule = Schedule { log_capacity, group_log, time, rolled };
+        let schedule = Schedule::take(&mut r, version > 1, version > 3)
+            .ok_or("the schedule is cut short, or its window flag is neither 0 nor 1")?;
         let count = r.u32_le().map_err(|_| short())? as usize;
         let mut objects = Vec::with_capacity(count.min(64));
         for _ in 0..count {
