@@ -33,6 +33,7 @@
 mod blobs;
 mod config;
 mod error;
+mod faulty;
 mod keys;
 mod lists;
 mod meta;
@@ -45,6 +46,7 @@ mod wal;
 pub use blobs::BlobStore;
 pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
+pub use faulty::Faults;
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::{BlobWriter, ObjectBlobs};
 pub use por::{PorLog, PorStoreError};

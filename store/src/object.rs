@@ -29,6 +29,12 @@ pub struct ObjectBlobs {
 }
 
 impl ObjectBlobs {
+    /// This store behind `faults`, which make its puts or deletes fail when armed (for crash
+    /// and fault tests; see [`Faults`](crate::Faults)).
+    pub fn with_faults(self, faults: std::sync::Arc<crate::Faults>) -> ObjectBlobs {
+        ObjectBlobs { inner: Arc::new(crate::faulty::Faulty { inner: self.inner, faults }), ..self }
+    }
+
     /// The embedded default: objects as files under `dir` (created if missing). Writes go to a
     /// temporary file and are renamed into place, so a reader never sees part of an object.
     pub fn local(dir: &std::path::Path) -> Result<Self, StoreError> {

@@ -7,8 +7,8 @@ use super::error::PorStoreError;
 use super::names::ObjectRef;
 use super::objects;
 use super::raw;
-use super::{CrashPoint, Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
-use crate::{MetaBatch, MetaStore, Repository, StoreError};
+use super::{Held, PorLog, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE};
+use crate::{MetaBatch, MetaStore, Repository};
 use std::collections::{BTreeMap, HashSet};
 use vouch_core::por::client::{WritePlan, Written};
 use vouch_core::por::code::{rebuild_level_into, Schedule};
@@ -333,14 +333,12 @@ impl PorLog {
         }
         batch.put(self.names.state(), record.to_bytes());
         // After an error here the batch is not committed, and nothing in memory has changed.
-        self.crash_if(CrashPoint::BeforeCommit)?;
         let shipped = repo.commit_batch(&batch, !superseded.is_empty()).await?;
 
         self.adopt(schedule, after, new_coded, written)?;
         self.builds = builds;
         self.coded_build = coded_build;
         self.staged = staged;
-        self.crash_if(CrashPoint::BeforeDeletes)?;
         if shipped {
             for object in &superseded {
                 if let Err(e) = objects::delete(repo.blobs(), &self.names, object).await {
@@ -388,15 +386,6 @@ impl PorLog {
         let leaves: Vec<_> = written.raw.iter().map(|(i, s)| (*i, leaf_hash(Some(s)))).collect();
         self.tree.set(&leaves);
         Ok(())
-    }
-
-    fn crash_if(&mut self, point: CrashPoint) -> Result<(), PorStoreError> {
-        if self.crash_at != Some(point) {
-            return Ok(());
-        }
-        self.crash_at = None;
-        let detail = format!("simulated crash {point:?} (test hook)");
-        Err(StoreError::Backend { at: String::from_utf8_lossy(&self.names.state()).into_owned(), detail }.into())
     }
 }
 

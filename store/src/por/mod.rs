@@ -117,16 +117,6 @@ pub const MAX_LABEL_KEY: usize = 64;
 /// Most bytes of a label's value.
 pub const MAX_LABEL_VALUE: usize = 64 << 10;
 
-/// A point in [`PorLog::apply`] where a test stops it as a crash would.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CrashPoint {
-    /// Right at the metadata commit, which fails: everything before it has happened.
-    BeforeCommit,
-    /// The batch is committed; the superseded objects are not deleted.
-    BeforeDeletes,
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Limits {
     segment_bytes: usize,
@@ -174,7 +164,6 @@ pub struct PorLog {
     raw_sealed: Vec<Option<SealedChecksum>>,
     tree: RawTree,
     limits: Limits,
-    crash_at: Option<CrashPoint>,
     /// Test fault: rebuilds of levels are skipped ([`PorLog::skip_rebuilds`]).
     skip_rebuilds: bool,
 }
@@ -202,13 +191,6 @@ impl PorLog {
             }
         }
         self
-    }
-
-    /// Makes the next [`PorLog::apply`] stop at `point` as a crash would (for tests); the
-    /// log in memory is then to be dropped and opened again.
-    #[doc(hidden)]
-    pub fn crash_at(&mut self, point: Option<CrashPoint>) {
-        self.crash_at = point;
     }
 
     /// Makes every later [`PorLog::apply`] skip the work of its level rebuilds, as a lazy

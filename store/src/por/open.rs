@@ -59,7 +59,6 @@ impl PorLog {
             raw_sealed: vec![None; n as usize],
             tree: RawTree::new(log_capacity),
             limits,
-            crash_at: None,
             skip_rebuilds: false,
         };
         let mut batch = MetaBatch::default();
@@ -143,7 +142,6 @@ impl PorLog {
             raw_sealed,
             tree,
             limits: Limits { segment_bytes: SEGMENT_BYTES, cached_level_bytes: CACHED_LEVEL_BYTES },
-            crash_at: None,
             skip_rebuilds: false,
         };
         log.sweep(repo).await?;

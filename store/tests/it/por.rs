@@ -12,8 +12,8 @@ use vouch_core::por::client::{batch_outcome, plan, verify_read, LogState, ReadEr
 use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderError;
 use vouch_core::por::{Region, SlotAddress};
-use vouch_store::por::{CrashPoint, MAX_LOG_CAPACITY, MAX_WIDTH};
-use vouch_store::{BlobStore, MetaStore, ObjectBlobs, PorLog, PorStoreError, StoreError};
+use vouch_store::por::{MAX_LOG_CAPACITY, MAX_WIDTH};
+use vouch_store::{BlobStore, Faults, MetaStore, ObjectBlobs, PorLog, PorStoreError, StoreError};
 
 fn local() -> (tempfile::TempDir, ObjectBlobs) {
     let dir = tempfile::tempdir().unwrap();
@@ -66,16 +66,18 @@ async fn the_log_answers_as_the_reference_on_minio() {
     assert!(epochs >= 1, "C rebuilt at the end of {epochs} epochs only");
 }
 
-/// A batch stopped after its objects are put (before the commit) leaves the log exactly as
-/// it was, and its objects are swept at open; stopped after the commit (before the deletes),
-/// the new state, and the superseded objects are swept. Growth and epochs included.
+/// A batch cut short before its commit (one of its puts fails, as a process dying there
+/// would leave it) leaves the log exactly as it was, and its objects are swept at open; a
+/// batch committed whose superseded objects were not deleted (the deletes fail, as a crash
+/// right after the commit would leave them), the new state, and those objects are swept at
+/// open. Growth and epochs included. The faults come from the wrapped blob store.
 async fn crashes(blobs: ObjectBlobs) {
-    let mut run = Run::new(blobs, 1, SMALL).await;
+    let faults = Faults::new();
+    let mut run = Run::new(blobs.with_faults(faults.clone()), 1, SMALL).await;
     let (mut stopped, mut building) = ([0; 2], 0);
-    for batch in 0..40u64 {
+    for batch in 0..60u64 {
         let writes = run.random_writes(40);
         let p = run.prepare(&writes);
-        let point = [CrashPoint::BeforeCommit, CrashPoint::BeforeDeletes][batch as usize % 2];
         if batch % 3 == 2 {
             // Now and then an uninterrupted batch, so that crashes meet every shape of log.
             run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
@@ -83,22 +85,33 @@ async fn crashes(blobs: ObjectBlobs) {
             continue;
         }
         building += usize::from(run.log.coded_build().is_some());
-        run.log.crash_at(Some(point));
-        let err = run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap_err();
-        assert!(matches!(err, PorStoreError::Store(StoreError::Backend { .. })), "{err:?}");
-        let left = object_folders(&run.blobs).await.len();
-        run.reopen_log().await;
-        match point {
-            CrashPoint::BeforeCommit => {
-                assert!(left > parts(&run.state.schedule).len(), "the batch had put its objects");
+        let before_commit = batch % 2 == 0;
+        match before_commit {
+            true => faults.fail_puts_after(run.rng.below(4)),
+            false => faults.fail_deletes(true),
+        }
+        let puts = faults.puts();
+        let applied = run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await;
+        faults.heal();
+        match applied {
+            Err(err) => {
+                assert!(before_commit, "only a put fails before the commit: {err:?}");
+                assert!(matches!(err, PorStoreError::Store(StoreError::Backend { .. })), "{err:?}");
+                run.reopen_log().await;
                 // Exactly as before: the same audits pass, and the batch applies again.
                 run.check().await;
                 run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
-                run.apply_reference(&p);
+                stopped[0] += 1;
             }
-            CrashPoint::BeforeDeletes => run.apply_reference(&p),
+            Ok(()) if before_commit => {
+                assert!(faults.puts() - puts <= 4, "a batch that put fewer objects than allowed")
+            }
+            Ok(()) => {
+                run.reopen_log().await;
+                stopped[1] += 1;
+            }
         }
-        stopped[batch as usize % 2] += 1;
+        run.apply_reference(&p);
         run.check().await;
     }
     assert!(run.state.schedule.log_capacity >= 5 && stopped.iter().all(|&s| s > 5), "{stopped:?}");
