@@ -117,6 +117,24 @@ pub const MAX_LABEL_KEY: usize = 64;
 /// Most bytes of a label's value.
 pub const MAX_LABEL_VALUE: usize = 64 << 10;
 
+/// A level being built: the merge it is at (its first merges are done at once, see
+/// [`PorLog::builds`]) and the butterfly units of that merge done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelBuild {
+    pub level: u32,
+    pub merge: u32,
+    pub done: u64,
+}
+
+/// The C being built: the stage its next unit writes (stage `k` is C's own object), the units
+/// of that stage done, and the stage its leaves write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodedBuildAt {
+    pub stage: u32,
+    pub done: u64,
+    pub leaves: u32,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Limits {
     segment_bytes: usize,
@@ -180,8 +198,9 @@ impl std::fmt::Debug for PorLog {
 
 impl PorLog {
     /// New objects are cut into segments of `segment_bytes` and levels up to
-    /// `cached_level_bytes` are kept in memory, instead of the defaults (for tests).
-    #[doc(hidden)]
+    /// `cached_level_bytes` are kept in memory, instead of the defaults
+    /// ([`SEGMENT_BYTES`], [`CACHED_LEVEL_BYTES`]): smaller segments pace the
+    /// deamortized rebuilds in smaller units.
     pub fn with_limits(mut self, segment_bytes: usize, cached_level_bytes: usize) -> Self {
         self.limits = Limits { segment_bytes, cached_level_bytes };
         let group_width = self.region_width(Region::Level(0));
@@ -203,20 +222,17 @@ impl PorLog {
         self.skip_rebuilds = skip;
     }
 
-    /// The levels being built, smallest first, each with the merge it is at and the
-    /// butterflies of that merge done (for tests).
-    #[doc(hidden)]
-    pub fn builds(&self) -> Vec<(u32, u32, u64)> {
-        self.builds.iter().flatten().map(|b| (b.level, b.merge, b.done)).collect()
+    /// The levels being built (Sec. 6.1's deamortization), smallest first: what an operator
+    /// sees of a rebuild spread over the groups that follow it.
+    pub fn builds(&self) -> Vec<LevelBuild> {
+        self.builds.iter().flatten().map(|b| LevelBuild { level: b.level, merge: b.merge, done: b.done }).collect()
     }
 
-    /// The C being built, if any: the stage its next unit writes, the units of that stage
-    /// done, and the stage its leaves write (for tests; stage `k` is C's own object).
-    #[doc(hidden)]
-    pub fn coded_build(&self) -> Option<(u32, u64, u32)> {
+    /// The C being built over its window, if any.
+    pub fn coded_build(&self) -> Option<CodedBuildAt> {
         let b = self.coded_build.as_ref()?;
         let (stage, done) = b.writing();
-        Some((stage, done, b.per_segment.trailing_zeros()))
+        Some(CodedBuildAt { stage, done, leaves: b.per_segment.trailing_zeros() })
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -255,8 +271,8 @@ impl PorLog {
         raw::free_runs(repo.meta(), &self.names, self.schedule.capacity(), most_slots, most_runs)
     }
 
-    /// How many slots of U are stashed, for any C (`coded_build`; for tests).
-    #[doc(hidden)]
+    /// How many slots of U are stashed for the C being built: the window's overwrites of slots
+    /// its leaves have not read yet, kept until they are read.
     pub fn stashed_slots(&self, repo: &crate::Repository) -> Result<usize, PorStoreError> {
         Ok(crate::MetaStore::scan(repo.meta(), &self.names.stashes())?.len())
     }

@@ -87,8 +87,8 @@ impl Repository {
         })
     }
 
-    /// Seals blob segments at `size` bytes instead of [`DEFAULT_SEGMENT_SIZE`] (for tests).
-    #[doc(hidden)]
+    /// Seals blob segments at `size` bytes instead of [`DEFAULT_SEGMENT_SIZE`]: smaller
+    /// segments are written (and compacted) sooner, larger ones mean fewer objects.
     pub fn with_segment_size(mut self, size: usize) -> Self {
         self.segment_size = size.max(1);
         self

@@ -12,7 +12,7 @@ use vouch_core::por::client::{batch_outcome, plan, verify_read, LogState, ReadEr
 use vouch_core::por::field::P;
 use vouch_core::por::provider::ProviderError;
 use vouch_core::por::{Region, SlotAddress};
-use vouch_store::por::{MAX_LOG_CAPACITY, MAX_WIDTH};
+use vouch_store::por::{LevelBuild, MAX_LOG_CAPACITY, MAX_WIDTH};
 use vouch_store::{BlobStore, Faults, MetaStore, ObjectBlobs, PorLog, PorStoreError, StoreError};
 
 fn local() -> (tempfile::TempDir, ObjectBlobs) {
@@ -206,7 +206,7 @@ async fn damaged_objects_are_erasures_for_repair_and_errors_for_audits() {
     assert!(p.plan.levels.contains(&3));
     run.log.apply(&run.repo, &p.plan, &p.writes, &p.slots, &p.written).await.unwrap();
     run.apply_reference(&p);
-    assert_eq!(run.log.builds(), [(4, 3, 0)]);
+    assert_eq!(run.log.builds(), [LevelBuild { level: 4, merge: 3, done: 0 }]);
     // Level 4, being built from the damaged level, answers audits with the loss, and repair
     // reads erasures.
     let building = parts(&run.state.schedule).into_iter().find(|p| p.region == Region::Level(4)).unwrap();
@@ -539,7 +539,7 @@ async fn large_levels_are_built_a_unit_per_group_never_at_once() {
         run.batch(&writes).await;
         let after = segment_keys(run.blobs.list("por").await.unwrap());
         let builds = run.log.builds();
-        seen.extend(builds.iter().map(|b| b.0));
+        seen.extend(builds.iter().map(|b| b.level));
         let put = after.difference(&before).count();
         // A unit of each level being built (and of one that starts), the tail of one that
         // starts (two segments) and the small levels (two segments each, at most two of them).
@@ -588,7 +588,7 @@ async fn c_is_built_over_the_window_a_few_segments_per_group() {
         most = most.max(put);
         built |= run.log.coded_build().is_some();
         most_stashed = most_stashed.max(stashed(&run));
-        if run.log.coded_build().is_none_or(|(stage, _, leaves)| stage > leaves) {
+        if run.log.coded_build().is_none_or(|c| c.stage > c.leaves) {
             assert_eq!(stashed(&run), 0, "batch {batch}: the stash outlived the leaves");
         }
         if batch % 64 == 63 {

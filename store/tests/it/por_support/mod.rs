@@ -9,6 +9,7 @@ use vouch_core::por::audit::{parts, picks, verify_part};
 use vouch_core::por::checksum::{ChecksumKey, SealKey, SealedChecksum};
 use vouch_core::por::client::{plan, plan_reencode, verify_read, write, LogState, WriteContext, WritePlan, Written};
 use vouch_core::por::provider::ProviderLog;
+use vouch_store::por::CodedBuildAt;
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, PorLog, Repository};
 
 pub const WIDTH: usize = 4;
@@ -266,14 +267,14 @@ impl Run {
         let builds = self.log.builds();
         let building: usize = builds
             .iter()
-            .map(|&(level, merge, done)| 1 + usize::from(merge + 1 < level && done > 0) + (level - merge) as usize)
+            .map(|b| 1 + usize::from(b.merge + 1 < b.level && b.done > 0) + (b.level - b.merge) as usize)
             .sum();
-        let mut unsure = builds.iter().filter(|&&(level, merge, done)| merge + 1 < level && done == 0).count();
+        let mut unsure = builds.iter().filter(|b| b.merge + 1 < b.level && b.done == 0).count();
         // A C being built keeps the stage a merge reads, and the stage its units write
         // (unless C's own object) once a unit wrote to it, or perhaps after a crash.
         let coding = match self.log.coded_build() {
             None => 0,
-            Some((stage, done, leaves)) => {
+            Some(CodedBuildAt { stage, done, leaves }) => {
                 let writes_stage = stage < schedule.log_capacity;
                 unsure += usize::from(writes_stage && done == 0);
                 usize::from(stage > leaves) + usize::from(writes_stage && done > 0)
