@@ -89,6 +89,7 @@ mod objects;
 mod open;
 mod raw;
 mod reads;
+mod run;
 mod state;
 
 pub use error::PorStoreError;
