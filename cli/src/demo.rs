@@ -5,7 +5,7 @@
 //! Exits nonzero if any lie goes unnoticed or is caught as another kind of violation.
 
 use crate::output::{human, Output};
-use crate::serve::{one_client, open_provider};
+use crate::serve::{hinted, one_client};
 use crate::Failure;
 use anyhow::Context;
 use clap::Args;
@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use vouch_client::{ByteEdit, Client, ClientError, ViolationKind};
 use vouch_misbehave::{Misbehave, Misbehaving};
-use vouch_server::RunningServer;
+use vouch_server::{Blocks, RunningServer};
 
 #[derive(Args)]
 pub struct Demo {
@@ -64,7 +64,7 @@ impl World {
         if let Some(s) = self.server.take() {
             s.shutdown().await?;
         }
-        let provider = Misbehaving::new(open_provider(&self.data, None)?, misbehave);
+        let provider = Misbehaving::open_dir(&self.data, &Blocks::Local, misbehave).map_err(hinted)?;
         let server =
             vouch_server::start(&self.addr, provider, one_client("demo", TOKEN), std::future::pending()).await?;
         self.addr = server.addr.to_string();

@@ -47,11 +47,12 @@ pub fn exit_code(e: &ClientError) -> i32 {
 mod tests {
     use super::*;
     use vouch_client::ViolationKind;
-    use vouch_server::ProviderError;
+    use vouch_server::{FilesError, ProviderError};
 
     #[test]
     fn every_client_error_has_its_documented_exit_code() {
         let s = || String::from("x");
+        let too_large = || ProviderError::from(FilesError::TooManyStaged { max: 1 });
         let cases = [
             (ClientError::violation(ViolationKind::AlteredBlock, "x"), 3),
             (ClientError::violation(ViolationKind::DataLost, "x"), 3),
@@ -63,7 +64,7 @@ mod tests {
             (ClientError::State(s()), 6),
             (ClientError::UnknownMember { group: s(), member: 1 }, 6),
             (ClientError::BadInput(s()), 2),
-            (ClientError::Refused { code: ProviderError::TooLarge(s()).code(), message: s() }, 1),
+            (ClientError::Refused { code: too_large().code(), message: s() }, 1),
             (ClientError::Io { what: s(), source: std::io::Error::other("x") }, 1),
             (ClientError::Busy { dir: s(), holder: s() }, 1),
             (ClientError::Changed(s()), 8),
@@ -73,8 +74,8 @@ mod tests {
         }
         // The provider's own error answers, as the client types them.
         let server = |e: ProviderError| exit_code(&ClientError::from_server(e.code(), s()));
-        assert_eq!(server(ProviderError::NotFound(s())), NOT_FOUND);
-        assert_eq!(server(ProviderError::TooLarge(s())), FAILURE);
+        assert_eq!(server(FilesError::NoSuchName { name: s() }.into()), NOT_FOUND);
+        assert_eq!(server(too_large()), FAILURE);
         assert_eq!(OK, 0);
     }
 }

@@ -142,15 +142,19 @@ pub async fn serve(args: Serve) -> Result<(), Failure> {
     let listen = args.listen.or(config.listen).unwrap_or_else(|| "127.0.0.1:7447".into());
     let data = args.data.or(config.data).unwrap_or_else(|| PathBuf::from("vouch-data"));
     let s3 = args.s3.or(config.s3.map(|p| p.display().to_string()));
-    let provider = open_provider(&data, s3.as_deref())?;
     let options = ServeOptions { limits, tls, maintenance };
     let shown = format!("{scheme}://{{addr}} (data in {})", data.display());
     match args.misbehave {
         // A real server serves the provider itself: no lie is in its path.
-        Misbehave::None => serve_until_stopped(&listen, provider, clients, options, &shown).await?,
+        Misbehave::None => {
+            let provider = open_provider(&data, s3.as_deref())?;
+            serve_until_stopped(&listen, provider, clients, options, &shown).await?
+        }
         lie => {
             eprintln!("vouch serve: MISBEHAVING on purpose: {lie}");
-            serve_until_stopped(&listen, Misbehaving::new(provider, lie), clients, options, &shown).await?
+            let blocks = Blocks::from_setting(s3.as_deref()).map_err(anyhow::Error::from)?;
+            let provider = Misbehaving::open_dir(&data, &blocks, lie).map_err(hinted)?;
+            serve_until_stopped(&listen, provider, clients, options, &shown).await?
         }
     }
     eprintln!("vouch serve: stopped");
@@ -206,7 +210,7 @@ pub fn open_provider(data: &std::path::Path, s3: Option<&str>) -> anyhow::Result
 }
 
 /// The error, with what to do about damaged storage.
-fn hinted(e: OpenError) -> anyhow::Error {
+pub fn hinted(e: OpenError) -> anyhow::Error {
     let hint = e.is_corrupt().then_some(
         "\n(`vouch serve --rebuild-index` rebuilds the metadata store from the blobs; the clients' roots then \
          decide whether the rebuilt state is right)",

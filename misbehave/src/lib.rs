@@ -9,9 +9,10 @@
 //! code has no lie in it, and a lie's proofs are honest for what the provider did. A real
 //! server (`vouch serve` without `--misbehave`) serves the [`Provider`] itself.
 //!
-//! One lie is a fault of the store itself, [`Misbehave::SkipPorRebuild`]: `Misbehaving`
-//! turns on a hidden test hook of `vouch_store::PorLog` (as its crash points are), and the
-//! honest steps then run over a store that skips its rebuilds.
+//! One lie is a fault of the store itself, [`Misbehave::SkipPorRebuild`]: the provider is
+//! opened over a blob store that garbles what it keeps of H's levels
+//! ([`Misbehaving::open_dir`], through `vouch_store::Faults`), and the honest steps run over
+//! it. No production type has a hook for it.
 #![forbid(unsafe_code)]
 
 mod changes;
@@ -21,6 +22,7 @@ mod vicos;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
@@ -31,7 +33,7 @@ use vouch_proto::{
     AuditAnswer, AuditRequest, BlockList, CommitStagedRequest, Committed, EditRequest, Listing, Located, PruneRequest,
     ReadChunk, RemoveRequest, WireBlock,
 };
-use vouch_server::{Answer, Limits, Provider, ProviderError, PutState, ReadPlan, Service};
+use vouch_server::{Answer, Blocks, Faults, Limits, OpenError, Provider, ProviderError, PutState, ReadPlan, Service};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Misbehave {
@@ -86,10 +88,10 @@ pub enum Misbehave {
     /// Answer each read of U with its first two slots (and their sealed checksums) in each
     /// other's place.
     SwapPorSlots,
-    /// Skip the work of every level rebuild of H and still commit and acknowledge each PoR
-    /// batch: the store keeps a rebuilt level as its inputs side by side, unmixed
-    /// (`vouch_store::PorLog::skip_rebuilds`), under the client's sealed checksums of the
-    /// real one. U and C stay honest.
+    /// Keep H's levels other than rebuilt and still commit and acknowledge each PoR batch: the
+    /// blob store keeps every segment of a level with its words in the reverse order (the
+    /// data all there, not the code), under the client's sealed checksums of the real level.
+    /// U and C stay honest.
     SkipPorRebuild,
     /// Answer each PoR plan with, for each level it asks for, the sealed checksums that level
     /// had at an earlier time (the first other list of it the provider was handed with a
@@ -262,8 +264,27 @@ pub struct Misbehaving {
     fork_invokes: Mutex<HashMap<(String, u32), u64>>,
 }
 
+/// Whether a blob key is a segment of one of H's levels (`por/<log>/level-../slots-..`).
+fn is_level_segment(key: &str) -> bool {
+    key.starts_with("por/") && key.contains("/level-") && key.contains("/slots-")
+}
+
 impl Misbehaving {
-    pub fn new(honest: Provider, lie: Misbehave) -> Self {
+    /// The provider over `data` (blocks where `blocks` says), lying as `lie`: opened over a
+    /// garbling blob store for the lie that is its storage's ([`Misbehave::SkipPorRebuild`]).
+    pub fn open_dir(data: &Path, blocks: &Blocks, lie: Misbehave) -> Result<Misbehaving, OpenError> {
+        let honest = match lie {
+            Misbehave::SkipPorRebuild => {
+                let faults = Faults::new();
+                faults.garble_puts(is_level_segment);
+                Provider::open_dir_faulty(data, blocks, faults)?
+            }
+            _ => Provider::open_dir(data, blocks)?,
+        };
+        Ok(Misbehaving::new(honest, lie))
+    }
+
+    fn new(honest: Provider, lie: Misbehave) -> Self {
         Misbehaving {
             honest,
             lie,

@@ -3,10 +3,10 @@
 //!
 //! * a forged aggregate in audits ([`Misbehave::ForgePorAggregate`]): the audit's part fails;
 //! * slots of U swapped in reads ([`Misbehave::SwapPorSlots`]): the read is refused;
-//! * a skipped rebuild ([`Misbehave::SkipPorRebuild`]): a fault of the store itself
-//!   (`vouch_store::PorLog::skip_rebuilds`), which keeps the levels of H unmixed while the
-//!   batches are acknowledged; the audit's parts of those levels fail, and repair counts their
-//!   slots as lost (it never hands out what they hold);
+//! * a skipped rebuild ([`Misbehave::SkipPorRebuild`]): a fault of the store itself (its blob
+//!   store garbles the levels of H, see [`Misbehaving::open_dir`](crate::Misbehaving::open_dir))
+//!   while the batches are acknowledged; the audit's parts of those levels fail, and repair
+//!   counts their slots as lost (it never hands out what they hold);
 //! * a stale level ([`Misbehave::StalePorLevel`]): a plan answered with a level's sealed
 //!   checksums of an earlier time; they do not open at the level's time, and the batch is
 //!   refused before anything is sent;
@@ -113,16 +113,6 @@ pub(crate) async fn por_write(
     }
     if liar.lie == Misbehave::SlowPorWrite && !liar.refused.swap(true, Ordering::SeqCst) {
         return liar.honest.por().write_slowly(client, req, super::SLOW_POR_WRITE).await;
-    }
-    if liar.lie == Misbehave::SkipPorRebuild {
-        // The fault is the store's: the honest steps of the write run with it on.
-        liar.honest
-            .por()
-            .with_log(client, async |log, _| {
-                log.skip_rebuilds(true);
-                Ok(())
-            })
-            .await?;
     }
     let status = liar.honest.por().write(client, req).await?;
     if liar.lie == Misbehave::StalePorLabel {

@@ -6,7 +6,7 @@ use vouch_core::flexlist::tamper;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::MultiProof;
 use vouch_proto::{AuditAnswer, AuditRequest, BlockList, Listing, Located, ReadChunk, WireBlock};
-use vouch_server::{Challenged, ProviderError, ReadPlan};
+use vouch_server::{Challenged, FilesError, ProviderError, ReadPlan};
 
 impl Misbehaving {
     /// The version to look up in place of `want`: [`Misbehave::OldVersion`] serves the one
@@ -22,7 +22,7 @@ impl Misbehaving {
         match (self.lie, want) {
             (Misbehave::OldVersion, None) if numbers.len() > 1 => Ok(Some(numbers[numbers.len() - 2])),
             (Misbehave::HideVersion, Some(n)) if numbers.last() != Some(&n) => {
-                Err(ProviderError::NotFound(format!("version {n} of {name}")))
+                Err(FilesError::NoSuchVersion { name: name.to_string(), version: n }.into())
             }
             _ => Ok(want),
         }

@@ -1,7 +1,10 @@
 //! The provider over HTTP: routes, authentication, limits, streaming (protocol in `vouch-proto`).
 //! VICOS's routes are in [`vicos`].
 
+mod error;
 mod vicos;
+
+pub use error::RequestError;
 
 use crate::limits::{Limits, PutBudget, REQUEST_TIMEOUT};
 use crate::provider::ProviderError;
@@ -94,7 +97,8 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// An error answer: status and [`ErrorBody`].
+/// An error answer as sent: the code and message of a [`ProviderError`] (its status and
+/// [`ErrorBody`]).
 struct Failure(ErrorCode, String);
 
 impl From<ProviderError> for Failure {
@@ -103,6 +107,12 @@ impl From<ProviderError> for Failure {
             tracing::warn!("storage: {e}");
         }
         Failure(e.code(), e.to_string())
+    }
+}
+
+impl From<RequestError> for Failure {
+    fn from(e: RequestError) -> Self {
+        Failure::from(ProviderError::from(e))
     }
 }
 
@@ -126,38 +136,29 @@ fn ok<T: Serialize>(message: &T) -> Response {
     if bytes.len() > MAX_MESSAGE {
         // A client takes no answer past the protocol's size (it would be a lie to it): the
         // honest answer is a refusal for size.
-        let why = format!("the answer would be {} bytes, more than the protocol allows ({MAX_MESSAGE})", bytes.len());
-        return Failure(ErrorCode::TooLarge, why).into_response();
+        return Failure::from(RequestError::AnswerTooLarge { bytes: bytes.len() }).into_response();
     }
     bytes.into_response()
 }
 
 /// The client a request speaks for, after checking its protocol version and token.
-fn authenticate(app: &App, headers: &HeaderMap) -> Result<String, Failure> {
+fn authenticate(app: &App, headers: &HeaderMap) -> Result<String, RequestError> {
     let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
     if version != Some(PROTOCOL_VERSION.to_string().as_str()) {
-        return Err(Failure(
-            ErrorCode::Version,
-            format!("this server speaks protocol {PROTOCOL_VERSION}; the request says {version:?}"),
-        ));
+        return Err(RequestError::Version { said: version.map(str::to_string) });
     }
     let token = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(|| Failure(ErrorCode::Unauthorized, "missing bearer token".into()))?;
-    app.clients
-        .get(&crate::config::token_hash(token))
-        .cloned()
-        .ok_or_else(|| Failure(ErrorCode::Unauthorized, "unknown token".into()))
+        .ok_or(RequestError::NoToken)?;
+    app.clients.get(&crate::config::token_hash(token)).cloned().ok_or(RequestError::UnknownToken)
 }
 
 /// Reads and decodes a whole (size-limited) request.
-async fn message<T: DeserializeOwned>(body: Body) -> Result<T, Failure> {
-    let bytes = axum::body::to_bytes(body, MAX_MESSAGE)
-        .await
-        .map_err(|e| Failure(ErrorCode::TooLarge, format!("request body: {e}")))?;
-    decode(&bytes).map_err(|e| Failure(ErrorCode::BadRequest, e.to_string()))
+async fn message<T: DeserializeOwned>(body: Body) -> Result<T, RequestError> {
+    let bytes = axum::body::to_bytes(body, MAX_MESSAGE).await.map_err(RequestError::Body)?;
+    decode(&bytes).map_err(RequestError::Message)
 }
 
 /// Runs a non-streaming request under the timeout, and says how long it took in a standard
@@ -167,19 +168,15 @@ async fn timed(work: impl std::future::Future<Output = Result<Response, Failure>
     let response = match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
         Ok(Ok(r)) => r,
         Ok(Err(f)) => f.into_response(),
-        Err(_) => timed_out().into_response(),
+        Err(_) => Failure::from(RequestError::TimedOut).into_response(),
     };
     with_timing(response, started)
-}
-
-fn timed_out() -> Failure {
-    Failure(ErrorCode::Internal, "request timed out".into())
 }
 
 /// Authenticates a request and reads its message `R`, within [`REQUEST_TIMEOUT`].
 async fn received<R: DeserializeOwned>(app: &App, headers: &HeaderMap, body: Body) -> Result<(String, R), Failure> {
     let read = async { Ok((authenticate(app, headers)?, message::<R>(body).await?)) };
-    tokio::time::timeout(REQUEST_TIMEOUT, read).await.unwrap_or_else(|_| Err(timed_out()))
+    tokio::time::timeout(REQUEST_TIMEOUT, read).await.unwrap_or(Err(RequestError::TimedOut.into()))
 }
 
 fn with_timing(mut response: Response, started: std::time::Instant) -> Response {
@@ -276,7 +273,7 @@ async fn heal_blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
 /// A PoR request: authenticated and read within [`REQUEST_TIMEOUT`]; then the provider bounds
 /// its work once it holds the client's log, and the wait for the log (a batch being applied
 /// to it) is not counted (see `crate::provider::por`).
-async fn answer_por<R, E, Fut>(
+async fn answer_por<R, Fut>(
     app: Arc<App>,
     headers: HeaderMap,
     body: Body,
@@ -284,8 +281,7 @@ async fn answer_por<R, E, Fut>(
 ) -> Response
 where
     R: Rpc,
-    Failure: From<E>,
-    Fut: std::future::Future<Output = Result<R::Answer, E>>,
+    Fut: std::future::Future<Output = Result<R::Answer, ProviderError>>,
 {
     let started = std::time::Instant::now();
     let response = match received::<R>(&app, &headers, body).await {
@@ -323,24 +319,15 @@ async fn por_write(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
         // A plan that does not decode is refused by the apply itself.
         let coded = WritePlan::from_bytes(&r.plan).map_or(0, |plan| plan.coded_bytes_at_once(SLOT_WIDTH));
         let limit = REQUEST_TIMEOUT + por_apply_allowance(coded);
-        let Some(applying) = Applying::begin(&app, &c) else {
-            let why = "a batch of this client's is still being applied; its next PoR request waits for it";
-            return Err(Failure(ErrorCode::Storage, why.into()));
-        };
+        let Some(applying) = Applying::begin(&app, &c) else { return Err(RequestError::PorApplying.into()) };
         let apply = tokio::spawn(async move {
             let _applying = applying;
             app.provider.por_write(&c, &r).await
         });
         match tokio::time::timeout(limit, apply).await {
-            Ok(Ok(answer)) => Ok(answer?),
-            Ok(Err(e)) => Err(Failure(ErrorCode::Internal, format!("the batch's apply failed: {e}"))),
-            Err(_) => Err(Failure(
-                ErrorCode::Storage,
-                format!(
-                    "the batch is still being applied after {limit:?}; the next PoR request waits for it and \
-                     answers for the log after it"
-                ),
-            )),
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => Err(RequestError::PorApplyFailed(e).into()),
+            Err(_) => Err(RequestError::PorStillApplying { limit }.into()),
         }
     })
     .await
@@ -405,7 +392,7 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         let client = authenticate(&app, &headers)?;
         let req: ReadRequest = message(body).await?;
         if req.start > req.end {
-            return Err(Failure(ErrorCode::BadRequest, format!("empty range {}..{}", req.start, req.end)));
+            return Err(Failure::from(RequestError::EmptyRange { start: req.start, end: req.end }));
         }
         let reading = app.provider.honest().files().reading(&client).await;
         let (located, plan) = app.provider.read_plan(&client, &req.name, req.version, req.start, req.end)?;
@@ -440,9 +427,8 @@ async fn read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Re
         let mut ahead: std::collections::VecDeque<_> = (0..plan.chunks.len().min(READ_AHEAD)).map(read).collect();
         let mut next = ahead.len();
         while let Some(task) = ahead.pop_front() {
-            let (frame, stop) = task.await.unwrap_or_else(|e| {
-                (error_frame(Failure(ErrorCode::Internal, format!("a read task failed: {e}"))), true)
-            });
+            let (frame, stop) =
+                task.await.unwrap_or_else(|e| (error_frame(Failure::from(RequestError::ReadTask(e))), true));
             if next < plan.chunks.len() && !stop {
                 ahead.push_back(read(next));
                 next += 1;
@@ -493,32 +479,31 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> 
     let started = std::time::Instant::now();
     let work = async {
         let client = authenticate(&app, &headers)?;
-        let bad = |why: String| Failure(ErrorCode::BadRequest, why);
         let mut stream = body.into_data_stream();
         let mut decoder = Decoder::new();
         let mut state = None;
         let mut budget = PutBudget::default();
         loop {
             let frame = loop {
-                if let Some(f) = decoder.next_frame().map_err(|e| bad(e.to_string()))? {
+                if let Some(f) = decoder.next_frame().map_err(RequestError::Message)? {
                     break Some(f);
                 }
                 match tokio::time::timeout(app.limits.stream_idle, stream.next()).await {
-                    Err(_) => return Err(bad("upload stalled".into())),
+                    Err(_) => return Err(Failure::from(RequestError::Stalled { idle: app.limits.stream_idle })),
                     Ok(None) => {
-                        decoder.finish().map_err(|e| bad(e.to_string()))?;
+                        decoder.finish().map_err(RequestError::Message)?;
                         break None;
                     }
-                    Ok(Some(Err(e))) => return Err(bad(format!("upload broke off: {e}"))),
+                    Ok(Some(Err(e))) => return Err(Failure::from(RequestError::BrokeOff(e))),
                     Ok(Some(Ok(bytes))) => decoder.extend(&bytes),
                 }
             };
-            let Some(frame) = frame else { return Err(bad("upload ended before its last frame".into())) };
+            let Some(frame) = frame else { return Err(Failure::from(RequestError::EndedEarly)) };
             // Blocks keep sharing the frame's bytes into their segment (no copy).
-            match (decode_shared::<PutFrame>(&frame.freeze()).map_err(|e| bad(e.to_string()))?, &mut state) {
+            match (decode_shared::<PutFrame>(&frame.freeze()).map_err(RequestError::Message)?, &mut state) {
                 (PutFrame::Head(head), None) => {
-                    let scheme = SchemeId::from_byte(head.scheme)
-                        .ok_or_else(|| bad(format!("unknown scheme {}", head.scheme)))?;
+                    let scheme =
+                        SchemeId::from_byte(head.scheme).ok_or(RequestError::UnknownScheme { scheme: head.scheme })?;
                     let file = FileId(head.file);
                     state = Some(match then {
                         Upload::Commit => {
@@ -530,18 +515,24 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> 
                 (PutFrame::Blocks(batch), Some(put)) => {
                     // Checked before the batch is stored; the put's segments so far are deleted
                     // when it is dropped (see `PutState`).
-                    budget.take(&app.limits, &batch.blocks).map_err(|why| Failure(ErrorCode::TooLarge, why))?;
+                    budget.take(&app.limits, &batch.blocks)?;
                     app.provider.put_blocks(put, batch.blocks).await?
                 }
                 (PutFrame::Tail(tail), Some(_)) => {
-                    let record = VersionRecord::from_bytes(&tail.record).map_err(|e| bad(e.to_string()))?;
+                    let record = VersionRecord::from_bytes(&tail.record).map_err(RequestError::Record)?;
                     let put = state.take().expect("matched Some");
                     return Ok(match then {
                         Upload::Commit => ok(&app.provider.finish_put(put, record).await?),
                         Upload::Stage => ok(&app.provider.stage_upload(put, record, &app.limits).await?),
                     });
                 }
-                _ => return Err(bad("put frames out of order".into())),
+                _ => {
+                    let op = match then {
+                        Upload::Commit => Op::Put,
+                        Upload::Stage => Op::Stage,
+                    };
+                    return Err(Failure::from(RequestError::OutOfOrder { op }));
+                }
             }
         }
     };

@@ -23,12 +23,12 @@ pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfi
 pub use limits::Limits;
 pub use open::{check_dir, rebuild_dir, Blocks, OpenError};
 pub use provider::{
-    Challenged, HeldBlocks, Planned, Prepared, Proven, Provider, ProviderError, PutState, ReadPlan, Staged,
-    MAX_CHALLENGE,
+    Challenged, FilesError, HeldBlocks, Planned, PorError, Prepared, Proven, Provider, ProviderError, PutState,
+    ReadPlan, RequestError, Staged, MAX_CHALLENGE,
 };
 pub use service::{Answer, Service};
-pub use vicos::{CosReader, CosUpload};
-pub use vouch_store::{CheckReport, Compaction, CompactionPolicy, Problem, RebuildReport};
+pub use vicos::{AipMessage, CosReader, CosUpload, GroupError};
+pub use vouch_store::{CheckReport, Compaction, CompactionPolicy, Faults, Problem, RebuildReport};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

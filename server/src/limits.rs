@@ -4,6 +4,7 @@
 //! keep bytes, memory or a connection is bounded here, and a request past a bound is refused
 //! with a typed error (`ErrorCode::TooLarge`) instead of being served.
 
+use crate::http::RequestError;
 use std::time::Duration;
 
 /// Per-request bounds. The defaults are generous for honest use; `vouch serve` flags and the
@@ -84,14 +85,14 @@ pub(crate) struct PutBudget {
 
 impl PutBudget {
     /// Counts a batch; `Err` names the limit it would pass.
-    pub(crate) fn take(&mut self, limits: &Limits, blocks: &[vouch_proto::WireBlock]) -> Result<(), String> {
+    pub(crate) fn take(&mut self, limits: &Limits, blocks: &[vouch_proto::WireBlock]) -> Result<(), RequestError> {
         self.blocks += blocks.len() as u64;
         self.bytes += blocks.iter().map(|b| b.data.len() as u64).sum::<u64>();
         if self.blocks > limits.max_put_blocks {
-            return Err(format!("a put may upload at most {} blocks", limits.max_put_blocks));
+            return Err(RequestError::PutBlocks { max: limits.max_put_blocks, blocks: self.blocks });
         }
         if self.bytes > limits.max_put_bytes {
-            return Err(format!("a put may upload at most {} bytes", limits.max_put_bytes));
+            return Err(RequestError::PutBytes { max: limits.max_put_bytes, bytes: self.bytes });
         }
         Ok(())
     }
@@ -112,9 +113,9 @@ mod tests {
         let limits = Limits { max_put_blocks: 3, max_put_bytes: 100, ..Limits::default() };
         let mut budget = PutBudget::default();
         budget.take(&limits, &[block(10), block(10)]).unwrap();
-        assert!(budget.take(&limits, &[block(1), block(1)]).unwrap_err().contains("3 blocks"));
+        assert!(budget.take(&limits, &[block(1), block(1)]).unwrap_err().to_string().contains("3 blocks"));
         let mut budget = PutBudget::default();
         budget.take(&limits, &[block(100)]).unwrap();
-        assert!(budget.take(&limits, &[block(1)]).unwrap_err().contains("100 bytes"));
+        assert!(budget.take(&limits, &[block(1)]).unwrap_err().to_string().contains("100 bytes"));
     }
 }

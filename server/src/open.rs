@@ -4,7 +4,9 @@
 
 use crate::Provider;
 use std::path::{Path, PathBuf};
-use vouch_store::{CheckReport, ConfigError, MetaDb, ObjectBlobs, RebuildReport, Repository, S3Config, StoreError};
+use vouch_store::{
+    CheckReport, ConfigError, Faults, MetaDb, ObjectBlobs, RebuildReport, Repository, S3Config, StoreError,
+};
 
 /// Where a provider keeps its blocks.
 #[derive(Clone, Debug)]
@@ -48,6 +50,19 @@ impl Provider {
     /// where `blocks` says.
     pub fn open_dir(data: &Path, blocks: &Blocks) -> Result<Provider, OpenError> {
         let blobs = blobs(data, blocks)?;
+        let meta = MetaDb::open(&data.join("meta.redb"))?;
+        Ok(Provider::open(blobs, meta)?)
+    }
+
+    /// [`Provider::open_dir`] over a blob store behind `faults`, which make it fail or garble
+    /// what it stores when armed (for fault tests, and for the lying provider whose lie is
+    /// its storage's: `vouch_misbehave`).
+    pub fn open_dir_faulty(
+        data: &Path,
+        blocks: &Blocks,
+        faults: std::sync::Arc<Faults>,
+    ) -> Result<Provider, OpenError> {
+        let blobs = blobs(data, blocks)?.with_faults(faults);
         let meta = MetaDb::open(&data.join("meta.redb"))?;
         Ok(Provider::open(blobs, meta)?)
     }

@@ -5,6 +5,8 @@
 //!
 //! A failed put writes nothing (the object store's puts are atomic), so a put that fails
 //! stands for the process dying just before it: what came before is stored, nothing after.
+//! A garbled put stores its bytes in another order: a backend (or a provider) that keeps the
+//! data, not what was written.
 
 use async_trait::async_trait;
 use futures::stream::{BoxStream, StreamExt};
@@ -14,22 +16,40 @@ use object_store::{
     PutOptions, PutPayload, PutResult, Result,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// What a wrapped store refuses; shared between the test and the store it wraps.
-#[derive(Debug)]
+/// Which keys' puts are garbled.
+type KeyFilter = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// What a wrapped store refuses or garbles; shared between the test and the store it wraps.
 pub struct Faults {
     /// Puts that still succeed; every put after them fails.
     puts_left: AtomicU64,
     /// Puts made so far.
     puts: AtomicU64,
     deletes_fail: AtomicBool,
+    garbled: Mutex<Option<KeyFilter>>,
+}
+
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faults")
+            .field("puts_left", &self.puts_left)
+            .field("puts", &self.puts)
+            .field("deletes_fail", &self.deletes_fail)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Faults {
     /// Faults that refuse nothing until armed.
     pub fn new() -> Arc<Faults> {
-        Arc::new(Faults { puts_left: AtomicU64::new(u64::MAX), puts: AtomicU64::new(0), deletes_fail: false.into() })
+        Arc::new(Faults {
+            puts_left: AtomicU64::new(u64::MAX),
+            puts: AtomicU64::new(0),
+            deletes_fail: false.into(),
+            garbled: Mutex::new(None),
+        })
     }
 
     /// The next `n` puts succeed and every one after them fails, until [`Faults::heal`].
@@ -42,10 +62,17 @@ impl Faults {
         self.deletes_fail.store(on, Ordering::SeqCst);
     }
 
-    /// Refuses nothing again.
+    /// From now on, every put whose key `matching` accepts stores its 8-byte words in the
+    /// reverse order (the same bytes, the same size, not where they were written).
+    pub fn garble_puts(&self, matching: impl Fn(&str) -> bool + Send + Sync + 'static) {
+        *self.garbled.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(matching));
+    }
+
+    /// Refuses and garbles nothing again.
     pub fn heal(&self) {
         self.fail_puts_after(u64::MAX);
         self.fail_deletes(false);
+        *self.garbled.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Puts made through the wrapped store so far, failed ones included.
@@ -61,6 +88,20 @@ impl Faults {
             left => Some(left - 1),
         });
         allowed.map(|_| ()).map_err(|_| refused("put", location))
+    }
+
+    /// `payload` as stored under `location`: garbled when the key matches.
+    fn stored(&self, location: &Path, payload: PutPayload) -> PutPayload {
+        let garbled = self.garbled.lock().unwrap_or_else(|e| e.into_inner());
+        match garbled.as_ref() {
+            Some(matching) if matching(location.as_ref()) => {
+                let bytes: Vec<u8> = payload.into_iter().flat_map(|part| part.to_vec()).collect();
+                let mut words: Vec<&[u8]> = bytes.chunks(8).collect();
+                words.reverse();
+                PutPayload::from(words.concat())
+            }
+            _ => payload,
+        }
     }
 
     fn delete(&self, location: &Path) -> Result<()> {
@@ -95,6 +136,7 @@ impl std::fmt::Display for Faulty {
 impl ObjectStore for Faulty {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         self.faults.put(location)?;
+        let payload = self.faults.stored(location, payload);
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -128,5 +170,37 @@ impl ObjectStore for Faulty {
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.faults.put(to)?;
         self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BlobStore, ObjectBlobs};
+
+    #[tokio::test]
+    async fn armed_faults_fail_puts_and_deletes_and_garble_what_they_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = Faults::new();
+        let blobs = ObjectBlobs::local(dir.path()).unwrap().with_faults(faults.clone());
+        faults.fail_puts_after(1);
+        blobs.put("a", vec![1u8; 8].into()).await.unwrap();
+        assert!(blobs.put("b", vec![2u8; 8].into()).await.is_err(), "the second put fails");
+        assert!(blobs.get("b").await.is_err(), "and stores nothing");
+        faults.fail_deletes(true);
+        assert!(blobs.delete("a").await.is_err());
+        assert_eq!(blobs.get("a").await.unwrap().as_ref(), [1u8; 8]);
+        faults.heal();
+        faults.garble_puts(|key| key.starts_with("g"));
+        let words: Vec<u8> = (0..16).collect();
+        blobs.put("garbled", words.clone().into()).await.unwrap();
+        blobs.put("kept", words.clone().into()).await.unwrap();
+        let garbled = blobs.get("garbled").await.unwrap();
+        assert_eq!(garbled[..8], words[8..]);
+        assert_eq!(garbled[8..], words[..8]);
+        assert_eq!(blobs.get("kept").await.unwrap().as_ref(), words.as_slice());
+        faults.heal();
+        blobs.delete("a").await.unwrap();
+        assert_eq!(faults.puts(), 4);
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use vouch_misbehave::{Misbehave, Misbehaving};
-use vouch_server::{token_hash, Blocks, Provider, RunningServer, ServeOptions, Service};
+use vouch_server::{token_hash, Blocks, RunningServer, ServeOptions, Service};
 
 /// Alice's token.
 pub const TOKEN: &str = "test-token";
@@ -34,7 +34,7 @@ pub async fn start(
 
 /// The provider over `data`, lying as `lie`, not yet served.
 pub fn lying(data: &Path, blocks: &Blocks, lie: Misbehave) -> Misbehaving {
-    Misbehaving::new(Provider::open_dir(data, blocks).unwrap(), lie)
+    Misbehaving::open_dir(data, blocks, lie).unwrap()
 }
 
 /// `service` (a [`Provider`] itself, or one lying) served on `listen` to `clients` with

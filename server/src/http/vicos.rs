@@ -3,7 +3,7 @@
 //! and out as frames. Authenticated like every route; the group, not the client, names what
 //! is addressed (groups are shared: `crate::vicos`).
 
-use super::{answer, authenticate, message, ok, with_timing, App, Failure};
+use super::{answer, authenticate, message, ok, with_timing, App, Failure, RequestError};
 use crate::vicos::{CosReader, CosUpload};
 use axum::body::Body;
 use axum::extract::State;
@@ -18,7 +18,7 @@ use vouch_proto::vicos::{
     AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipInvoke, AipWorkRequest, CosDelete, CosGetFrame,
     CosObject, CosPutFrame,
 };
-use vouch_proto::{decode, encode_frame, ErrorBody, ErrorCode};
+use vouch_proto::{decode, encode_frame, ErrorBody, Op};
 
 /// Bytes of an object per `cos-get` frame (the store's pieces are gathered up to this).
 const GET_FRAME_BYTES: usize = 1 << 20;
@@ -86,25 +86,24 @@ async fn receive(
     upload: &mut Option<CosUpload>,
 ) -> Result<Response, Failure> {
     let caller = authenticate(app, headers)?;
-    let bad = |why: String| Failure(ErrorCode::BadRequest, why);
     let mut stream = body.into_data_stream();
     let mut decoder = Decoder::new();
     loop {
         let frame = loop {
-            if let Some(f) = decoder.next_frame().map_err(|e| bad(e.to_string()))? {
+            if let Some(f) = decoder.next_frame().map_err(RequestError::Message)? {
                 break f;
             }
             match tokio::time::timeout(app.limits.stream_idle, stream.next()).await {
-                Err(_) => return Err(bad("upload stalled".into())),
+                Err(_) => return Err(RequestError::Stalled { idle: app.limits.stream_idle }.into()),
                 Ok(None) => {
-                    decoder.finish().map_err(|e| bad(e.to_string()))?;
-                    return Err(bad("upload ended before its last frame".into()));
+                    decoder.finish().map_err(RequestError::Message)?;
+                    return Err(RequestError::EndedEarly.into());
                 }
-                Ok(Some(Err(e))) => return Err(bad(format!("upload broke off: {e}"))),
+                Ok(Some(Err(e))) => return Err(RequestError::BrokeOff(e).into()),
                 Ok(Some(Ok(bytes))) => decoder.extend(&bytes),
             }
         };
-        match (decode::<CosPutFrame>(&frame).map_err(|e| bad(e.to_string()))?, upload.as_mut()) {
+        match (decode::<CosPutFrame>(&frame).map_err(RequestError::Message)?, upload.as_mut()) {
             (CosPutFrame::Head(object), None) => {
                 *upload = Some(app.provider.cos_begin_put(&object, app.limits.max_put_bytes, &caller)?);
             }
@@ -115,7 +114,7 @@ async fn receive(
                 let up = upload.take().expect("matched Some");
                 return Ok(ok(&app.provider.cos_finish(up).await?));
             }
-            _ => return Err(bad("cos-put frames out of order".into())),
+            _ => return Err(RequestError::OutOfOrder { op: Op::CosPut }.into()),
         }
     }
 }

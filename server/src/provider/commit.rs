@@ -130,7 +130,7 @@ impl Files {
         let namespace = self.namespace(&staged.client)?;
         let looked_up = namespace.read().expect("namespace").lookup(&staged.name);
         let (answer, found) = looked_up.map_err(|e| corrupt("namespace", e))?;
-        let plan = commit_edits(&found, &staged.change).map_err(bad)?;
+        let plan = commit_edits(&found, &staged.change).map_err(FilesError::Plan)?;
         let records = match &found {
             Found::At { entry, .. } => self.versions(&staged.client, &entry.file)?,
             Found::Absent { .. } => Vec::new(),
@@ -144,7 +144,7 @@ impl Files {
             Change::Remove => None,
             _ => {
                 let mut versions = version_list(&planned.records)?;
-                let proof = versions.multi_update(&planned.plan.versions).map_err(bad)?;
+                let proof = versions.multi_update(&planned.plan.versions).map_err(FilesError::VersionsEdit)?;
                 Some((proof, versions.root(), versions.total_len()))
             }
         };
@@ -162,8 +162,8 @@ impl Files {
         let Proven { planned, versions, new_entry, namespace_edits } = proven;
         let Planned { staged, namespace, answer, plan, records } = planned;
         let Staged { client, name: _, change, new_list, file_update, blocks, _write, _in_flight } = staged;
-        let (namespace_update, entries) =
-            namespace.read().expect("namespace").prove_update(&namespace_edits, new_entry.as_ref()).map_err(bad)?;
+        let update = namespace.read().expect("namespace").prove_update(&namespace_edits, new_entry.as_ref());
+        let (namespace_update, entries) = update.map_err(FilesError::NamespaceEdit)?;
         let mut commit = self.repo.begin();
         if let Some(blocks) = blocks {
             commit.add_blocks(blocks);
@@ -178,7 +178,7 @@ impl Files {
         match (&change, &new_entry) {
             (Change::Append(record), Some(_)) => {
                 commit.put_record(&keys::version(&client, &record.file, record.number), record.to_bytes().to_vec());
-                let new = new_list.ok_or_else(|| bad("a new version needs its block list"))?;
+                let new = new_list.ok_or(FilesError::NoBlockList)?;
                 let list_name = keys::list(&client, &record.file, record.number);
                 let list = Arc::new(new.list);
                 match new.base {
@@ -197,7 +197,7 @@ impl Files {
                 let all: Vec<&VersionRecord> = records.iter().collect();
                 self.forget_versions(&client, &plan.entry.file, &all, &[], &mut commit)?;
             }
-            _ => return Err(bad("inconsistent change")),
+            _ => return Err(FilesError::InconsistentChange.into()),
         }
         let committed = Committed {
             lookup: wire_lookup(&answer),

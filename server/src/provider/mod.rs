@@ -26,6 +26,7 @@ use vouch_proto::{
 use vouch_store::{Commit, MetaDb, ObjectBlobs, Repository, StoreError, StoredBlocks, Upload};
 
 mod commit;
+mod error;
 mod por;
 mod read;
 mod settle;
@@ -35,8 +36,11 @@ mod staged_tests;
 mod vicos;
 mod write;
 
+pub use crate::http::RequestError;
+pub use crate::vicos::GroupError;
 pub use commit::{Planned, Prepared, Proven, Staged};
-pub use por::PorLogs;
+pub use error::FilesError;
+pub use por::{PorError, PorLogs};
 pub use read::ReadPlan;
 pub use read::{Challenged, HeldBlocks};
 pub use vicos::Groups;
@@ -47,43 +51,77 @@ pub const MAX_CHALLENGE: u32 = 10_000;
 /// Block lists kept in memory between requests.
 const LIST_CACHE: usize = 16;
 
-/// Why the provider cannot answer.
+/// Why the provider cannot answer: a refusal by one of its three services or by the HTTP
+/// front, each saying what was wrong with the request, or a failure of its store.
+///
+/// A service's refusal is said with its kind first ("not found: version 3 of f"); the front's
+/// and the store's are said as they are.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
-    #[error("bad request: {0}")]
-    BadRequest(String),
-    #[error("not found: {0}")]
-    NotFound(String),
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// The caller is known but may not do this (a VICOS member another client speaks as).
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    /// The request is past one of the provider's limits (see `Limits`).
-    #[error("too large: {0}")]
-    TooLarge(String),
+    #[error("{kind}: {0}", kind = .0.refusal())]
+    Files(#[from] FilesError),
+    #[error("{kind}: {0}", kind = .0.refusal())]
+    Por(#[from] PorError),
+    #[error("{kind}: {0}", kind = .0.refusal())]
+    Groups(#[from] GroupError),
+    #[error(transparent)]
+    Request(#[from] RequestError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 impl ProviderError {
+    /// The protocol's code of the error answer.
     pub fn code(&self) -> ErrorCode {
         match self {
-            ProviderError::BadRequest(_) => ErrorCode::BadRequest,
-            ProviderError::NotFound(_) => ErrorCode::NotFound,
-            ProviderError::Conflict(_) => ErrorCode::Conflict,
-            ProviderError::Forbidden(_) => ErrorCode::Unauthorized,
-            ProviderError::TooLarge(_) => ErrorCode::TooLarge,
+            ProviderError::Files(e) => e.code(),
+            ProviderError::Por(e) => e.code(),
+            ProviderError::Groups(e) => e.code(),
+            ProviderError::Request(e) => e.code(),
             ProviderError::Store(StoreError::Corrupt { .. }) => ErrorCode::DataLost,
             ProviderError::Store(_) => ErrorCode::Storage,
         }
     }
 }
 
-fn bad(why: impl ToString) -> ProviderError {
-    ProviderError::BadRequest(why.to_string())
+/// How a service refuses a request: the kinds of [`ErrorCode`] that are the request's own
+/// fault (what the store fails at is a [`ProviderError::Store`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    BadRequest,
+    NotFound,
+    Conflict,
+    /// The caller is known but may not do this (a VICOS member another client speaks as).
+    Forbidden,
+    /// The request is past one of the provider's limits (see `Limits`).
+    TooLarge,
 }
 
+impl Refusal {
+    pub(crate) fn code(self) -> ErrorCode {
+        match self {
+            Refusal::BadRequest => ErrorCode::BadRequest,
+            Refusal::NotFound => ErrorCode::NotFound,
+            Refusal::Conflict => ErrorCode::Conflict,
+            Refusal::Forbidden => ErrorCode::Unauthorized,
+            Refusal::TooLarge => ErrorCode::TooLarge,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refusal::BadRequest => "bad request",
+            Refusal::NotFound => "not found",
+            Refusal::Conflict => "conflict",
+            Refusal::Forbidden => "forbidden",
+            Refusal::TooLarge => "too large",
+        })
+    }
+}
+
+/// Damage found in what the store holds (data lost, to the client).
 fn corrupt(at: &str, why: impl ToString) -> ProviderError {
     ProviderError::Store(StoreError::Corrupt { at: at.to_string(), detail: why.to_string() })
 }
@@ -329,10 +367,10 @@ impl Files {
             Some(n) => records
                 .iter()
                 .position(|r| r.number == n)
-                .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {name}")))?,
+                .ok_or_else(|| FilesError::NoSuchVersion { name: name.to_string(), version: n })?,
         };
         let record = records[position];
-        let proof = versions.prove(&[position as u64]).map_err(bad)?;
+        let proof = versions.prove(&[position as u64]).map_err(FilesError::Proof)?;
         let version = WireVersion {
             index: position as u64,
             record: ByteBuf::from(record.to_bytes().to_vec()),
@@ -363,7 +401,7 @@ impl Files {
                 let proof = if indices.is_empty() {
                     Vec::new()
                 } else {
-                    list.prove(&indices).map_err(bad)?.as_bytes().to_vec()
+                    list.prove(&indices).map_err(FilesError::Proof)?.as_bytes().to_vec()
                 };
                 (records.iter().map(|r| ByteBuf::from(r.to_bytes().to_vec())).collect(), proof)
             }

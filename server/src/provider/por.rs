@@ -17,14 +17,15 @@
 //! same reason, so that neither its own deadline nor a dropped connection cuts it either.
 //! Requests that wait behind it answer for the log after it.
 
-use super::{bad, ProviderError};
+use super::{ProviderError, Refusal};
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::sync::Arc;
 use vouch_core::por::audit::{parts, picks};
 use vouch_core::por::client::{WritePlan, Written};
 use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
-use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes};
+use vouch_core::por::provider::ProviderError as PlanRefused;
+use vouch_core::por::wire::{sealed_list_from_bytes, slots_from_bytes, PorWireError};
 use vouch_core::por::Region;
 use vouch_proto::por::{
     PorAuditAnswer, PorAuditRequest, PorContext, PorFreeAnswer, PorFreeRequest, PorInitRequest, PorLabelAnswer,
@@ -32,6 +33,7 @@ use vouch_proto::por::{
     PorRegionAnswer, PorRegionRequest, PorRestoreRequest, PorStageRequest, PorStaged, PorStatus, PorStatusRequest,
     PorWriteRequest, POR_MAX_PARTS_BYTES, POR_PART_BYTES,
 };
+use vouch_store::por::{MAX_LOG_CAPACITY, MAX_WIDTH};
 use vouch_store::{PorLog, PorStoreError, Repository, StoreError};
 
 use crate::limits::REQUEST_TIMEOUT;
@@ -42,6 +44,105 @@ pub const MAX_POR_LAMBDA: u32 = 4096;
 pub const MAX_POR_SLOTS: usize = 8192;
 /// Most runs of free slots one answer names.
 pub const MAX_POR_FREE_RUNS: usize = 4096;
+
+/// A request [`PorLogs`] refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum PorError {
+    // ---- the log ----
+    #[error("no PoR log; create one with por-init")]
+    NoLog,
+    #[error("this client already has a PoR log")]
+    Exists,
+    #[error(
+        "a log of 2^{log_capacity} slots of {width} elements is not accepted (at most 2^{MAX_LOG_CAPACITY} \
+         slots of 1..={MAX_WIDTH} elements)"
+    )]
+    Shape { log_capacity: u32, width: usize },
+    /// The plan or batch does not fit the log (the log checks it as every provider does).
+    #[error("request refused: {0}")]
+    Refused(#[source] PlanRefused),
+    #[error("an audit asks for {region:?}, which the log does not hold, or for a slot beyond it")]
+    NotHeld { region: Region },
+    #[error("{region:?} is not a region the log pages (a level it holds, or C)")]
+    NoRegion { region: Region },
+    #[error("{region:?} has {slots} slots; the page starts at {first}")]
+    PagePastEnd { region: Region, slots: u64, first: u64 },
+    #[error("lambda must be 1 to {MAX_POR_LAMBDA}, not {lambda}")]
+    Lambda { lambda: u32 },
+
+    // ---- messages ----
+    #[error("malformed write plan: {0}")]
+    BadPlan(#[source] PorWireError),
+    #[error("malformed slots: {0}")]
+    BadSlots(#[source] PorWireError),
+    #[error("malformed checksums of C: {0}")]
+    BadChecksums(#[source] PorWireError),
+    #[error("malformed upload of a batch: {0}")]
+    BadUpload(#[source] PorWireError),
+    #[error("{count} slots in one request; at most {MAX_POR_SLOTS}")]
+    TooManySlots { count: usize },
+    #[error("{elements} elements for {indices} indices: one slot of {width} elements per index")]
+    SlotsPerIndex { elements: usize, indices: usize, width: usize },
+
+    // ---- ⊥ writes ----
+    #[error("⊥ writes are slots of the heap's width ({SLOT_WIDTH} elements), not of {width}")]
+    DeletesNeedHeapSlots { width: usize },
+    #[error("the ⊥ writes are not among the writes")]
+    DeletedNotWritten,
+    #[error("{elements} elements of slots do not fit the {writes} writes that are not ⊥")]
+    SlotsDoNotFit { elements: usize, writes: usize },
+    #[error("a ⊥ write at {index}, beyond any U index")]
+    DeletedPastIndex { index: u64 },
+
+    // ---- parts of large messages, batches ----
+    #[error("a plan's answer of {bytes} bytes; at most {POR_MAX_PARTS_BYTES}")]
+    AnswerTooLarge { bytes: u64 },
+    #[error("no part of the last plan's answer at {offset} (it has {more} bytes more)")]
+    NoSuchPart { offset: u64, more: u64 },
+    #[error(
+        "a part of {part} bytes at {offset}: an upload may not pass {POR_MAX_PARTS_BYTES} bytes, nor a part \
+         {POR_PART_BYTES}"
+    )]
+    UploadTooLarge { offset: u64, part: usize },
+    #[error("a part at {offset} of an upload staged to {staged}")]
+    PartOutOfStep { offset: u64, staged: usize },
+    #[error("a batch after {said} bytes staged; {staged} are")]
+    StagedMismatch { said: u64, staged: usize },
+    #[error("a batch of incarnation {incarnation} after the client settled it as not applied (fence {fence})")]
+    Fenced { incarnation: u64, fence: u64 },
+}
+
+impl PorError {
+    pub(crate) fn refusal(&self) -> Refusal {
+        use PorError::*;
+        match self {
+            NoLog | NotHeld { .. } | NoRegion { .. } => Refusal::NotFound,
+            Exists | Fenced { .. } => Refusal::Conflict,
+            TooManySlots { .. } | AnswerTooLarge { .. } | UploadTooLarge { .. } => Refusal::TooLarge,
+            Shape { .. }
+            | Refused(_)
+            | PagePastEnd { .. }
+            | Lambda { .. }
+            | BadPlan(_)
+            | BadSlots(_)
+            | BadChecksums(_)
+            | BadUpload(_)
+            | SlotsPerIndex { .. }
+            | DeletesNeedHeapSlots { .. }
+            | DeletedNotWritten
+            | SlotsDoNotFit { .. }
+            | DeletedPastIndex { .. }
+            | NoSuchPart { .. }
+            | PartOutOfStep { .. }
+            | StagedMismatch { .. } => Refusal::BadRequest,
+        }
+    }
+
+    /// The protocol's code of the refusal.
+    pub fn code(&self) -> vouch_proto::ErrorCode {
+        self.refusal().code()
+    }
+}
 
 /// The provider's logs, by client: each behind its own lock, `None` until opened or made.
 type LogMap = std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PorLog>>>>>;
@@ -97,9 +198,10 @@ type PorParts = std::sync::Mutex<HashMap<String, Parts>>;
 impl From<PorStoreError> for ProviderError {
     fn from(e: PorStoreError) -> Self {
         match e {
-            PorStoreError::Refused(_) | PorStoreError::Shape { .. } => bad(e),
-            PorStoreError::Exists => ProviderError::Conflict(e.to_string()),
-            PorStoreError::NotHeld { .. } => ProviderError::NotFound(e.to_string()),
+            PorStoreError::Refused(e) => PorError::Refused(e).into(),
+            PorStoreError::Shape { log_capacity, width } => PorError::Shape { log_capacity, width }.into(),
+            PorStoreError::Exists => PorError::Exists.into(),
+            PorStoreError::NotHeld { region } => PorError::NotHeld { region }.into(),
             // Bytes the log needs are gone: data lost until the client repairs it.
             PorStoreError::Store(StoreError::NotFound { key }) => lost(&key, "missing"),
             PorStoreError::Store(StoreError::BadRange { key, .. }) => lost(&key, "cut short"),
@@ -122,30 +224,33 @@ fn status(log: &PorLog) -> PorStatus {
     PorStatus { log_capacity: schedule.log_capacity as u8, time: schedule.time }
 }
 
-fn bounded(count: usize) -> Result<(), ProviderError> {
+fn bounded(count: usize) -> Result<(), PorError> {
     if count > MAX_POR_SLOTS {
-        return Err(ProviderError::TooLarge(format!("{count} slots in one request; at most {MAX_POR_SLOTS}")));
+        return Err(PorError::TooManySlots { count });
     }
     Ok(())
 }
 
 /// A batch's slots, flat in write order, with the ⊥ slots of the writes in `deleted` (a
 /// subset of `writes`) put in among the others (`data`, flat in write order).
-fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>, width: usize) -> Result<Vec<u64>, ProviderError> {
+fn with_deleted(writes: &[u64], deleted: &[u64], data: Vec<u64>, width: usize) -> Result<Vec<u64>, PorError> {
     if deleted.is_empty() {
         return Ok(data);
     }
     if width != SLOT_WIDTH {
-        return Err(bad("⊥ writes are slots of the heap's width"));
+        return Err(PorError::DeletesNeedHeapSlots { width });
     }
     let deleted: std::collections::HashSet<u64> = deleted.iter().copied().collect();
     let all: std::collections::HashSet<u64> = writes.iter().copied().collect();
     let data_writes = writes.iter().filter(|i| !deleted.contains(i)).count();
-    if !deleted.is_subset(&all) || data.len() != data_writes * SLOT_WIDTH {
-        return Err(bad("the ⊥ writes are not among the writes, or the slots do not fit the other writes"));
+    if !deleted.is_subset(&all) {
+        return Err(PorError::DeletedNotWritten);
     }
-    if deleted.iter().any(|&i| i >= MAX_SLOT_INDEX) {
-        return Err(bad("a ⊥ write beyond any U index"));
+    if data.len() != data_writes * SLOT_WIDTH {
+        return Err(PorError::SlotsDoNotFit { elements: data.len(), writes: data_writes });
+    }
+    if let Some(&index) = deleted.iter().find(|&&i| i >= MAX_SLOT_INDEX) {
+        return Err(PorError::DeletedPastIndex { index });
     }
     let mut data = data.chunks_exact(SLOT_WIDTH);
     let mut out = Vec::with_capacity(writes.len() * SLOT_WIDTH);
@@ -207,9 +312,7 @@ impl PorLogs {
         let slot = self.slot(client);
         let mut held = slot.lock().await;
         if held.is_none() {
-            let log = PorLog::open(&self.repo, &owner(client))
-                .await?
-                .ok_or_else(|| ProviderError::NotFound("no PoR log; create one with por-init".into()))?;
+            let log = PorLog::open(&self.repo, &owner(client)).await?.ok_or(PorError::NoLog)?;
             *held = Some(self.shape.limits(log));
         }
         let work = work(held.as_mut().expect("opened above"), &self.repo);
@@ -243,7 +346,7 @@ impl PorLogs {
     }
 
     pub async fn init(&self, client: &str, req: &PorInitRequest) -> Result<PorStatus, ProviderError> {
-        let coded = sealed_list_from_bytes(&req.coded).map_err(bad)?;
+        let coded = sealed_list_from_bytes(&req.coded).map_err(PorError::BadChecksums)?;
         let slot = self.slot(client);
         let mut held = slot.lock().await;
         let shape = (u32::from(req.log_capacity), u32::from(req.group_log));
@@ -264,12 +367,12 @@ impl PorLogs {
     }
 
     pub async fn plan(&self, client: &str, req: &PorPlanRequest) -> Result<PorContext, ProviderError> {
-        let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
+        let plan = WritePlan::from_bytes(&req.plan).map_err(PorError::BadPlan)?;
         bounded(plan.indices.len())?;
         let mut context = self.with_log(client, async |log, _| Ok(log.context(&plan)?.to_bytes())).await?;
         let total = context.len() as u64;
         if total > POR_MAX_PARTS_BYTES {
-            return Err(ProviderError::TooLarge(format!("a plan's answer of {total} bytes")));
+            return Err(PorError::AnswerTooLarge { bytes: total }.into());
         }
         let part = (req.part as usize).clamp(MIN_POR_PART, POR_PART_BYTES);
         let rest = context.split_off(context.len().min(part));
@@ -282,9 +385,8 @@ impl PorLogs {
     pub async fn more(&self, client: &str, req: &PorMoreRequest) -> Result<PorMoreAnswer, ProviderError> {
         self.with_parts(client, |parts| {
             let more = parts.answer.len() as u64;
-            let at = req.offset.checked_sub(parts.part as u64).filter(|&at| at < more).ok_or_else(|| {
-                bad(format!("no part of the last plan's answer at {} (it has {more} bytes more)", req.offset))
-            })? as usize;
+            let at = req.offset.checked_sub(parts.part as u64).filter(|&at| at < more);
+            let at = at.ok_or(PorError::NoSuchPart { offset: req.offset, more })? as usize;
             let end = (at + parts.part).min(parts.answer.len());
             let part = ByteBuf::from(parts.answer[at..end].to_vec());
             if end == parts.answer.len() {
@@ -298,16 +400,14 @@ impl PorLogs {
     /// A part of the client's next batch's upload.
     pub async fn stage(&self, client: &str, req: &PorStageRequest) -> Result<PorStaged, ProviderError> {
         if req.part.len() > POR_PART_BYTES || req.offset.saturating_add(req.part.len() as u64) > POR_MAX_PARTS_BYTES {
-            return Err(ProviderError::TooLarge(format!(
-                "an upload past {POR_MAX_PARTS_BYTES} bytes, or a part past {POR_PART_BYTES}"
-            )));
+            return Err(PorError::UploadTooLarge { offset: req.offset, part: req.part.len() }.into());
         }
         self.with_parts(client, |parts| {
             if req.offset == 0 {
                 parts.upload.clear();
             }
             if req.offset != parts.upload.len() as u64 {
-                return Err(bad(format!("a part at {} of an upload staged to {}", req.offset, parts.upload.len())));
+                return Err(PorError::PartOutOfStep { offset: req.offset, staged: parts.upload.len() }.into());
             }
             parts.upload.extend_from_slice(&req.part);
             Ok(PorStaged { staged: parts.upload.len() as u64 })
@@ -332,16 +432,16 @@ impl PorLogs {
         req: &PorWriteRequest,
         delay: std::time::Duration,
     ) -> Result<PorStatus, ProviderError> {
-        let plan = WritePlan::from_bytes(&req.plan).map_err(bad)?;
+        let plan = WritePlan::from_bytes(&req.plan).map_err(PorError::BadPlan)?;
         bounded(req.writes.len())?;
-        let data = slots_from_bytes(&req.slots).map_err(bad)?;
+        let data = slots_from_bytes(&req.slots).map_err(PorError::BadSlots)?;
         let slots = with_deleted(&req.writes, &req.deleted, data, self.shape.width)?;
         let upload = match req.staged {
             0 => std::borrow::Cow::Borrowed(&req.upload[..]),
             staged => {
                 let mut upload = self.with_parts(client, |parts| std::mem::take(&mut parts.upload));
                 if upload.len() as u64 != staged {
-                    return Err(bad(format!("a batch after {staged} bytes staged; {} are", upload.len())));
+                    return Err(PorError::StagedMismatch { said: staged, staged: upload.len() }.into());
                 }
                 upload.extend_from_slice(&req.upload);
                 std::borrow::Cow::Owned(upload)
@@ -354,12 +454,9 @@ impl PorLogs {
             }
             let fence = self.with_parts(client, |parts| parts.fence);
             if req.incarnation < fence {
-                return Err(ProviderError::Conflict(format!(
-                    "a batch of incarnation {} after the client settled it as not applied (fence {fence})",
-                    req.incarnation
-                )));
+                return Err(PorError::Fenced { incarnation: req.incarnation, fence }.into());
             }
-            let written = Written::from_upload_bytes(&upload, log.schedule()).map_err(bad)?;
+            let written = Written::from_upload_bytes(&upload, log.schedule()).map_err(PorError::BadUpload)?;
             let labels: Vec<(Vec<u8>, Vec<u8>)> =
                 req.labels.iter().map(|l| (l.key.to_vec(), l.value.to_vec())).collect();
             let started = std::time::Instant::now();
@@ -408,7 +505,7 @@ impl PorLogs {
     /// One proof per part of the provider's schedule; the client checks them against its own.
     pub async fn audit(&self, client: &str, req: &PorAuditRequest) -> Result<PorAuditAnswer, ProviderError> {
         if req.lambda == 0 || req.lambda > MAX_POR_LAMBDA {
-            return Err(bad(format!("lambda must be 1 to {MAX_POR_LAMBDA}")));
+            return Err(PorError::Lambda { lambda: req.lambda }.into());
         }
         self.with_log(client, async |log, repo| {
             let mut answers = Vec::new();
@@ -434,14 +531,14 @@ impl PorLogs {
             let schedule = log.schedule();
             let slots = match region {
                 Region::Level(level) if u32::from(level) <= schedule.levels() => 2u64 << level,
-                Region::Level(_) | Region::Raw => return Err(ProviderError::NotFound(format!("{region:?}"))),
+                Region::Level(_) | Region::Raw => return Err(PorError::NoRegion { region }.into()),
                 Region::Coded => 2 * schedule.capacity(),
             };
             // A level's slots are groups of writes: the bound is on U's slots they carry.
             let group = log.region_width(region) / log.width();
             bounded((req.count as usize).saturating_mul(group))?;
             if req.first >= slots {
-                return Err(bad(format!("{region:?} has {slots} slots; the page starts at {}", req.first)));
+                return Err(PorError::PagePastEnd { region, slots, first: req.first }.into());
             }
             let page = req.first..req.first.saturating_add(u64::from(req.count));
             Ok(PorRegionAnswer { region: ByteBuf::from(log.region_range(repo, region, page).await?.to_bytes()) })
@@ -451,10 +548,10 @@ impl PorLogs {
 
     pub async fn restore(&self, client: &str, req: &PorRestoreRequest) -> Result<PorStatus, ProviderError> {
         bounded(req.indices.len())?;
-        let slots = slots_from_bytes(&req.slots).map_err(bad)?;
+        let slots = slots_from_bytes(&req.slots).map_err(PorError::BadSlots)?;
         let width = self.shape.width;
         if slots.len() != req.indices.len() * width {
-            return Err(bad("one slot per index"));
+            return Err(PorError::SlotsPerIndex { elements: slots.len(), indices: req.indices.len(), width }.into());
         }
         let slots: Vec<(u64, Vec<u64>)> =
             req.indices.iter().copied().zip(slots.chunks_exact(width).map(<[u64]>::to_vec)).collect();

@@ -26,7 +26,7 @@ impl Files {
         let mut bytes = 0usize;
         let mut at = start;
         while at < end {
-            let found = list.search(at).ok_or_else(|| bad(format!("offset {at} is past the end")))?;
+            let found = list.search(at).ok_or(FilesError::PastEnd { offset: at, len: list.total_len() })?;
             current.push(found.start);
             bytes += found.block.length as usize;
             at = found.start + u64::from(found.block.length);
@@ -43,11 +43,12 @@ impl Files {
 
     /// The blocks starting at `starts`, with their multi-proof.
     pub async fn read_chunk(&self, client: &str, plan: &ReadPlan, starts: &[u64]) -> Result<ReadChunk, ProviderError> {
-        let proof = plan.list.prove(starts).map_err(bad)?;
+        let proof = plan.list.prove(starts).map_err(FilesError::Proof)?;
+        let past_end = |offset| FilesError::PastEnd { offset, len: plan.list.total_len() };
         let nonces = starts
             .iter()
-            .map(|&s| Ok(plan.list.search(s).ok_or_else(|| bad("offset past the end"))?.block.block_ref))
-            .collect::<Result<Vec<u64>, ProviderError>>()?;
+            .map(|&s| Ok(plan.list.search(s).ok_or_else(|| past_end(s))?.block.block_ref))
+            .collect::<Result<Vec<u64>, FilesError>>()?;
         let stored = self.repo.read_blocks(&keys::owner(client, &plan.file), &nonces).await?;
         let blocks: Vec<WireBlock> = nonces
             .into_iter()
@@ -77,7 +78,7 @@ impl Files {
             out.blocks.push(BlockMeta { nonce, tag: ByteBuf::from(tag) });
         }
         if !out.starts.is_empty() {
-            out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(bad)?.as_bytes().to_vec());
+            out.proof = ByteBuf::from(version.list.prove(&out.starts).map_err(FilesError::Proof)?.as_bytes().to_vec());
         }
         Ok(out)
     }
@@ -96,7 +97,7 @@ impl Files {
     /// The version an audit asks for and its challenged blocks, read from storage. The
     /// distinct challenged blocks are held in memory together while the aggregate is computed:
     /// a challenge whose blocks hold more than `max_bytes` is refused
-    /// ([`ProviderError::TooLarge`]) before any is read.
+    /// ([`FilesError::AuditTooLarge`]) before any is read.
     pub async fn challenged(
         &self,
         client: &str,
@@ -104,7 +105,7 @@ impl Files {
         max_bytes: u64,
     ) -> Result<Challenged, ProviderError> {
         if req.count == 0 || req.count > MAX_CHALLENGE {
-            return Err(bad(format!("a challenge has 1 to {MAX_CHALLENGE} offsets")));
+            return Err(FilesError::ChallengeSize { count: req.count }.into());
         }
         let reading = self.reading(client).await;
         let (located, version) = self.locate(client, &req.name, req.version)?;
@@ -120,17 +121,14 @@ impl Files {
         let mut seen = HashSet::new();
         let mut challenged_bytes = 0u64;
         for at in offsets {
-            let found = list.search(at).ok_or_else(|| bad("offset past the end"))?;
+            let found = list.search(at).ok_or(FilesError::PastEnd { offset: at, len: list.total_len() })?;
             if seen.insert(found.block.block_ref) {
                 challenged.push(found.block.block_ref);
                 challenged_bytes += u64::from(found.block.length);
             }
         }
         if challenged_bytes > max_bytes {
-            return Err(ProviderError::TooLarge(format!(
-                "the challenged blocks hold {challenged_bytes} bytes, more than the {max_bytes} this provider \
-                 holds for one audit: challenge fewer offsets"
-            )));
+            return Err(FilesError::AuditTooLarge { bytes: challenged_bytes, max: max_bytes }.into());
         }
         let mut blocks = HashMap::new();
         for nonce in challenged {

@@ -54,7 +54,7 @@ impl Files {
     pub(super) async fn changing(&self, client: &str, attempt: Attempt) -> Result<InFlight, ProviderError> {
         let gate = self.gate(client).read_owned().await;
         if gate.settled.contains(&attempt) {
-            return Err(ProviderError::Conflict("this change was settled as not applied".into()));
+            return Err(FilesError::Settled.into());
         }
         Ok(gate)
     }
@@ -62,7 +62,7 @@ impl Files {
     /// The lookup of `name` in the current namespace and the last commit's stored answer, once
     /// no change of `client` is in flight; `attempt` is settled from here on.
     pub async fn last_commit(&self, client: &str, name: &str, attempt: Attempt) -> Result<LastCommit, ProviderError> {
-        vouch_core::namespace::check_name(name).map_err(bad)?;
+        vouch_core::namespace::check_name(name).map_err(FilesError::BadName)?;
         let mut gate = self.gate(client).write_owned().await;
         gate.settle(attempt);
         self.drop_staged(client, &attempt);
@@ -104,7 +104,7 @@ mod tests {
         let (settled, fresh) = (Attempt([1; 16]), Attempt([2; 16]));
         provider.last_commit("c", "f", settled).await.unwrap();
         let refused = |r: Result<(), ProviderError>, what: &str| {
-            assert!(matches!(r, Err(ProviderError::Conflict(_))), "{what}: {r:?}");
+            assert!(matches!(r, Err(ProviderError::Files(FilesError::Settled))), "{what}: {r:?}");
         };
         let put = provider.begin_put("c", "f", FileId([3; 16]), SchemeId::Linear, settled).await;
         refused(put.map(drop), "put");

@@ -40,13 +40,10 @@ impl StagedUploads {
         let staged = clients.entry(client.to_string()).or_default();
         staged.retain(|_, s| s.since.elapsed() < limits.staged_for);
         if staged.len() >= limits.max_staged {
-            return Err(ProviderError::TooLarge(format!(
-                "at most {} uploads may wait for their commits",
-                limits.max_staged
-            )));
+            return Err(FilesError::TooManyStaged { max: limits.max_staged }.into());
         }
         if staged.contains_key(&attempt) {
-            return Err(bad("an upload is staged under this attempt already"));
+            return Err(FilesError::StagedTwice.into());
         }
         staged.insert(attempt, sealed);
         Ok(())
@@ -96,14 +93,10 @@ impl Files {
         // The gate first: a settle of this attempt either ran before (the upload is gone and
         // the attempt refused) or waits for this commit.
         let in_flight = self.changing(client, req.attempt).await?;
-        let sealed = self.staged.take(client, &req.attempt, limits.staged_for).ok_or_else(|| {
-            ProviderError::Conflict(
-                "no upload is staged under this attempt (it expired, or the provider restarted)".into(),
-            )
-        })?;
-        let record = VersionRecord::from_bytes(&req.record).map_err(bad)?;
+        let sealed = self.staged.take(client, &req.attempt, limits.staged_for).ok_or(FilesError::NothingStaged)?;
+        let record = VersionRecord::from_bytes(&req.record).map_err(FilesError::BadRecord)?;
         if sealed.name != req.name || sealed.record != record {
-            return Err(bad("the commit names another name or record than its staged upload"));
+            return Err(FilesError::NotTheStaged.into());
         }
         let write = self.write.lock().await;
         Ok(Staged {

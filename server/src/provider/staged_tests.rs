@@ -59,7 +59,7 @@ async fn a_staged_upload_commits_once_under_its_attempt() {
     assert!(exists(&provider));
     assert_eq!(provider.staged_waiting(CLIENT), 0);
     let again = provider.commit_staged(CLIENT, &commit_request(attempt, &record), &limits).await;
-    assert!(matches!(again, Err(ProviderError::Conflict(_))), "{again:?}");
+    assert!(matches!(again, Err(ProviderError::Files(FilesError::NothingStaged))), "{again:?}");
 }
 
 #[tokio::test]
@@ -70,14 +70,14 @@ async fn a_commit_naming_another_record_or_name_than_its_upload_is_refused() {
     let record = stage(&provider, attempt, &limits).await.unwrap();
     let other = VersionRecord { len: record.len + 1, ..record };
     let r = provider.commit_staged(CLIENT, &commit_request(attempt, &other), &limits).await;
-    assert!(matches!(r, Err(ProviderError::BadRequest(_))), "{r:?}");
+    assert!(matches!(r, Err(ProviderError::Files(FilesError::NotTheStaged))), "{r:?}");
     assert!(!exists(&provider));
 
     let attempt = Attempt([2; 16]);
     let record = stage(&provider, attempt, &limits).await.unwrap();
     let renamed = CommitStagedRequest { name: "g".into(), ..commit_request(attempt, &record) };
     let r = provider.commit_staged(CLIENT, &renamed, &limits).await;
-    assert!(matches!(r, Err(ProviderError::BadRequest(_))), "{r:?}");
+    assert!(matches!(r, Err(ProviderError::Files(FilesError::NotTheStaged))), "{r:?}");
     assert!(!exists(&provider));
 }
 
@@ -91,7 +91,7 @@ async fn settling_an_attempt_drops_its_staged_upload_and_fences_its_commit() {
     provider.last_commit(CLIENT, NAME, settled).await.unwrap();
     assert_eq!(provider.staged_waiting(CLIENT), 1, "only the settled attempt's upload goes");
     let r = provider.commit_staged(CLIENT, &commit_request(settled, &record), &limits).await;
-    assert!(matches!(r, Err(ProviderError::Conflict(_))), "{r:?}");
+    assert!(matches!(r, Err(ProviderError::Files(FilesError::Settled))), "{r:?}");
     assert!(!exists(&provider));
     provider.commit_staged(CLIENT, &commit_request(other, &record), &limits).await.unwrap();
     assert!(exists(&provider));
@@ -104,9 +104,9 @@ async fn staged_uploads_are_bounded_in_number_and_in_time() {
     stage(&provider, Attempt([1; 16]), &two).await.unwrap();
     stage(&provider, Attempt([2; 16]), &two).await.unwrap();
     let third = stage(&provider, Attempt([3; 16]), &two).await;
-    assert!(matches!(third, Err(ProviderError::TooLarge(_))), "{third:?}");
+    assert!(matches!(third, Err(ProviderError::Files(FilesError::TooManyStaged { max: 2 }))), "{third:?}");
     let dup = stage(&provider, Attempt([2; 16]), &Limits::default()).await;
-    assert!(matches!(dup, Err(ProviderError::BadRequest(_))), "one upload per attempt: {dup:?}");
+    assert!(matches!(dup, Err(ProviderError::Files(FilesError::StagedTwice))), "one upload per attempt: {dup:?}");
 
     // Past their wait, uploads are dropped: the commit is a conflict, and the next stage
     // finds room.
@@ -116,6 +116,6 @@ async fn staged_uploads_are_bounded_in_number_and_in_time() {
     assert_eq!(provider.staged_waiting(CLIENT), 1, "the expired two were dropped");
     tokio::time::sleep(Duration::from_millis(40)).await;
     let late = provider.commit_staged(CLIENT, &commit_request(Attempt([4; 16]), &record), &brief).await;
-    assert!(matches!(late, Err(ProviderError::Conflict(_))), "{late:?}");
+    assert!(matches!(late, Err(ProviderError::Files(FilesError::NothingStaged))), "{late:?}");
     assert!(!exists(&provider));
 }

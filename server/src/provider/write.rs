@@ -31,7 +31,7 @@ impl Files {
         scheme: SchemeId,
         attempt: Attempt,
     ) -> Result<PutState, ProviderError> {
-        vouch_core::namespace::check_name(name).map_err(bad)?;
+        vouch_core::namespace::check_name(name).map_err(FilesError::BadName)?;
         Ok(PutState {
             client: client.to_string(),
             name: name.to_string(),
@@ -48,11 +48,13 @@ impl Files {
     /// Adds blocks to a put; the repository writes each full segment in the background.
     pub async fn put_blocks(&self, put: &mut PutState, blocks: Vec<WireBlock>) -> Result<(), ProviderError> {
         for b in blocks {
-            if b.data.is_empty() || b.data.len() > pdp::MAX_BLOCK_LEN || b.tag.len() != put.scheme.tag_len() {
-                return Err(bad("a block must hold 1 byte to 1 MiB and a tag of its scheme's length"));
+            let scheme_tag = put.scheme.tag_len();
+            if b.data.is_empty() || b.data.len() > pdp::MAX_BLOCK_LEN || b.tag.len() != scheme_tag {
+                let (nonce, bytes, tag) = (b.nonce, b.data.len(), b.tag.len());
+                return Err(FilesError::BadBlock { nonce, bytes, tag, scheme_tag }.into());
             }
             if !put.nonces.insert(b.nonce) {
-                return Err(bad(format!("nonce {} used twice", b.nonce)));
+                return Err(FilesError::NonceTwice { nonce: b.nonce }.into());
             }
             put.leaves.push(leaf_of(put.scheme, &b));
             put.upload.add(b.nonce, &b.tag, b.data).await?;
@@ -93,16 +95,16 @@ impl Files {
         record: &VersionRecord,
     ) -> Result<(String, FlexList, StoredBlocks), ProviderError> {
         if record.file != put.file || record.scheme != put.scheme {
-            return Err(bad("the version record names another file or scheme than the upload"));
+            return Err(FilesError::OtherUpload.into());
         }
         let started = std::time::Instant::now();
         let leaves = std::mem::take(&mut put.leaves);
         let list = tokio::task::spawn_blocking(move || FlexList::build_parallel(&leaves, rayon::current_num_threads()))
             .await
-            .map_err(|e| bad(format!("list build failed: {e}")))?
-            .map_err(bad)?;
+            .map_err(FilesError::ListBuild)?
+            .map_err(FilesError::Build)?;
         if list.root() != record.root || list.total_len() != record.len {
-            return Err(bad("the uploaded blocks do not build the version record's root and length"));
+            return Err(FilesError::NotTheRecord.into());
         }
         let built = started.elapsed();
         let blocks = put.upload.finish().await?;
@@ -123,17 +125,15 @@ impl Files {
         let write = self.write.lock().await;
         let started = std::time::Instant::now();
         let (_, version) = self.locate(client, &req.name, None)?;
-        let version = version.ok_or_else(|| ProviderError::NotFound(req.name.clone()))?;
+        let version = version.ok_or_else(|| FilesError::NoSuchName { name: req.name.clone() })?;
         let located = started.elapsed();
         if version.record.number != req.base {
-            return Err(ProviderError::Conflict(format!(
-                "edits name version {}, the latest is {}",
-                req.base, version.record.number
-            )));
+            let (name, base, latest) = (req.name.clone(), req.base, version.record.number);
+            return Err(FilesError::StaleBase { name, base, latest }.into());
         }
         let base = version.record;
         if req.blocks.iter().enumerate().any(|(i, b)| b.nonce != base.next_nonce + i as u64) {
-            return Err(bad("new blocks take the version's next nonces in order"));
+            return Err(FilesError::EditNonces { next: base.next_nonce }.into());
         }
         let mut put = self.begin_stage(client, &req.name, base.file, base.scheme, req.attempt)?;
         let blocks = req.blocks.len() as u64;
@@ -142,7 +142,9 @@ impl Files {
         // ride in the commit).
         put.upload.seal().await?;
         let leaves = std::mem::take(&mut put.leaves);
-        let block = |i: u32| leaves.get(i as usize).copied().ok_or_else(|| bad(format!("edit names block {i}")));
+        let block = |block: u32| {
+            leaves.get(block as usize).copied().ok_or(FilesError::NoEditBlock { block, blocks: leaves.len() })
+        };
         let edits = req
             .edits
             .iter()
@@ -153,14 +155,14 @@ impl Files {
                     WireEdit::Remove { at } => Edit::Remove { at },
                 })
             })
-            .collect::<Result<Vec<_>, ProviderError>>()?;
+            .collect::<Result<Vec<_>, FilesError>>()?;
         let staged = started.elapsed();
         // The new version's list replaces the old one in the cache; when nothing else holds
         // the old one (a read in flight), it is edited in place instead of copied.
         let base_list = keys::list(client, &base.file, base.number);
         self.lists.lock().expect("list cache").remove(&base_list);
         let mut list = Arc::try_unwrap(version.list).unwrap_or_else(|shared| (*shared).clone());
-        let update = list.multi_update(&edits).map_err(bad)?;
+        let update = list.multi_update(&edits).map_err(FilesError::Edit)?;
         let updated = started.elapsed();
         let record = VersionRecord {
             number: version.entry.next_version,
@@ -206,7 +208,9 @@ impl Files {
         let in_flight = self.changing(client, req.attempt).await?;
         let write = self.write.lock().await;
         let (_, found) = self.lookup(client, &req.name)?;
-        let Found::At { entry, .. } = found else { return Err(ProviderError::NotFound(req.name.clone())) };
+        let Found::At { entry, .. } = found else {
+            return Err(FilesError::NoSuchName { name: req.name.clone() }.into());
+        };
         let records = self.versions(client, &entry.file)?;
         let positions = req
             .versions
@@ -216,7 +220,7 @@ impl Files {
                     .iter()
                     .position(|r| r.number == *n)
                     .map(|p| p as u64)
-                    .ok_or_else(|| ProviderError::NotFound(format!("version {n} of {}", req.name)))
+                    .ok_or_else(|| FilesError::NoSuchVersion { name: req.name.clone(), version: *n })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Staged::without_blocks(client, &req.name, Change::Prune(positions), write, in_flight))
@@ -281,15 +285,22 @@ impl Files {
     /// copies, and the damaged ones are left to compaction. Nothing else changes, and nothing
     /// is believed: the client reads and checks the blocks afterwards.
     pub async fn heal_blocks(&self, client: &str, req: &HealBlocksRequest) -> Result<HealedBlocks, ProviderError> {
-        let file = FileId(req.file.as_ref().try_into().map_err(|_| bad("a file id is 16 bytes"))?);
+        let len = req.file.len();
+        let file = FileId(req.file.as_ref().try_into().map_err(|_| FilesError::FileIdLength { len })?);
         let owner = keys::owner(client, &file);
         let ids: Vec<u64> = req.blocks.iter().map(|b| b.nonce).collect();
-        if ids.iter().collect::<HashSet<_>>().len() != ids.len() {
-            return Err(bad("a block named twice"));
+        let mut named = HashSet::new();
+        if let Some(&nonce) = ids.iter().find(|&&nonce| !named.insert(nonce)) {
+            return Err(FilesError::BlockTwice { nonce }.into());
         }
-        let tags = self.repo.block_tags(&owner, &ids).map_err(|_| bad("a block the file does not hold"))?;
-        if req.blocks.iter().zip(&tags).any(|(b, tag)| b.tag[..] != tag[..] || b.data.is_empty()) {
-            return Err(bad("a block's tag is not the one the file holds for it"));
+        let tags = self.repo.block_tags(&owner, &ids).map_err(|source| FilesError::NotHeld { source })?;
+        for (b, tag) in req.blocks.iter().zip(&tags) {
+            if b.tag[..] != tag[..] {
+                return Err(FilesError::WrongTag { nonce: b.nonce }.into());
+            }
+            if b.data.is_empty() {
+                return Err(FilesError::EmptyBlock { nonce: b.nonce }.into());
+            }
         }
         let mut upload = self.repo.upload(&owner)?;
         for b in &req.blocks {

@@ -7,6 +7,7 @@
 //! the hash ADICT holds for it (Alg. 6). A missing object is reported as missing; whether
 //! that is a lie is for the member to decide (ADICT says whether the object should exist).
 
+use super::GroupError;
 use crate::keys;
 use crate::provider::ProviderError;
 use bytes::Bytes;
@@ -35,25 +36,21 @@ impl std::fmt::Debug for CosReader {
     }
 }
 
-/// A missing object is `NotFound`; any other failure is the store's.
-fn missing(e: StoreError, what: &str) -> ProviderError {
+/// A missing object (`key` in the blob store) is not found; any other failure is the store's.
+fn missing(e: StoreError, group: &str, key: &str) -> ProviderError {
     match e {
-        StoreError::NotFound { .. } => ProviderError::NotFound(format!("no object {what}")),
+        StoreError::NotFound { .. } => {
+            GroupError::NoObject { group: group.to_string(), object: key.to_string() }.into()
+        }
         e => ProviderError::Store(e),
     }
 }
 
-fn check_key(key: &[u8]) -> Result<(), ProviderError> {
+fn check_key(key: &[u8]) -> Result<(), GroupError> {
     match key.len() <= MAX_OBJECT_KEY {
         true => Ok(()),
-        false => {
-            Err(ProviderError::BadRequest(format!("an object key of {} bytes; at most {MAX_OBJECT_KEY}", key.len())))
-        }
+        false => Err(GroupError::KeyTooLong { len: key.len() }),
     }
-}
-
-fn show(object: &CosObject) -> String {
-    format!("{} of group {}", keys::cos_object(&object.group, &object.key, &object.nonce), object.group)
 }
 
 /// Starts `cos-put(k||x, ·)` of an object of at most `max` bytes (the group is known to exist).
@@ -69,7 +66,7 @@ impl CosUpload {
     pub(crate) async fn write(&mut self, bytes: Bytes) -> Result<(), ProviderError> {
         self.received += bytes.len() as u64;
         if self.received > self.max {
-            return Err(ProviderError::TooLarge(format!("an object may take at most {} bytes", self.max)));
+            return Err(GroupError::ObjectTooLarge { max: self.max }.into());
         }
         Ok(self.writer.write(bytes).await?)
     }
@@ -91,7 +88,7 @@ impl CosUpload {
 pub(crate) async fn get(blobs: &ObjectBlobs, object: &CosObject) -> Result<CosReader, ProviderError> {
     check_key(&object.key)?;
     let key = keys::cos_object(&object.group, &object.key, &object.nonce);
-    let bytes = blobs.get_stream(&key).await.map_err(|e| missing(e, &show(object)))?;
+    let bytes = blobs.get_stream(&key).await.map_err(|e| missing(e, &object.group, &key))?;
     Ok(CosReader { bytes })
 }
 

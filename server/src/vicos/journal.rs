@@ -17,7 +17,7 @@
 //! Future work: a snapshot of the server's state at some `n` (it needs an export of
 //! `aip::Server` from core), after which the entries before `n` are deleted.
 
-use super::refused;
+use super::{refused, GroupError};
 use crate::keys;
 use crate::provider::ProviderError;
 use serde::{Deserialize, Serialize};
@@ -137,7 +137,7 @@ impl Entry {
                 loaded.admission = Some(*hash);
                 return Ok(());
             }
-            Entry::Invoke { .. } => return Err(uncounted(group)),
+            Entry::Invoke { .. } => return Err(GroupError::Uncounted { group: group.to_string() }.into()),
             Entry::InvokeCounted { from, invoke } => {
                 server.replay_invoke(*from, Invoke::from_wire(invoke).map_err(malformed)?).map(drop)
             }
@@ -148,23 +148,6 @@ impl Entry {
         };
         accepted.map_err(|e| corrupt(group, format!("an accepted message is refused at replay: {}", refused(group, e))))
     }
-}
-
-/// A group an older vouch made: refused as a request, not reported as damage, since
-/// nothing is lost or forged (its members' data is intact, but this provider cannot prove it).
-fn older(group: &str) -> ProviderError {
-    ProviderError::BadRequest(format!(
-        "group {group} was made by an older vouch, whose VICOS hashed with SHA-256, and this \
-         provider's hashes with BLAKE3: read it with that version, or make a new group"
-    ))
-}
-
-/// A group whose journal holds INVOKEs with no counter: as [`older`], refused as a request.
-fn uncounted(group: &str) -> ProviderError {
-    ProviderError::BadRequest(format!(
-        "group {group} was made by an older vouch, whose INVOKEs carried no counter: read it \
-         with that version, or make a new group"
-    ))
 }
 
 fn corrupt(group: &str, why: impl ToString) -> ProviderError {
@@ -214,7 +197,9 @@ pub(super) fn load(repo: &Repository, group: &str) -> Result<Option<Loaded>, Pro
                 let auth = Signed::from_wire(auth).map_err(|e| corrupt(group, e))?;
                 loaded = Some(Loaded::new(genesis, auth));
             }
-            (None, Entry::CreateSha256 { .. }) => return Err(older(group)),
+            (None, Entry::CreateSha256 { .. }) => {
+                return Err(GroupError::OlderSha256 { group: group.to_string() }.into())
+            }
             (None, _) => return Err(corrupt(group, "the first entry is not the genesis")),
             (Some(l), entry) => {
                 entry.replay(group, l)?;
@@ -255,7 +240,9 @@ mod tests {
             InRepository { repo: &repo, group }.append(0, vec![entry.encode()]).await.unwrap();
         }
         match load(&repo, "old") {
-            Err(ProviderError::BadRequest(why)) => assert!(why.contains("older vouch"), "{why}"),
+            Err(ProviderError::Groups(why @ GroupError::OlderSha256 { .. })) => {
+                assert!(why.to_string().contains("older vouch"), "{why}")
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(load(&repo, "new").unwrap().map(|l| l.next), Some(1));
@@ -272,7 +259,9 @@ mod tests {
         let invoke = Entry::Invoke { from: 0, invoke: ByteBuf::from(vec![1, 2, 3]) };
         InRepository { repo: &repo, group: "g" }.append(0, vec![create.encode(), invoke.encode()]).await.unwrap();
         match load(&repo, "g") {
-            Err(ProviderError::BadRequest(why)) => assert!(why.contains("no counter"), "{why}"),
+            Err(ProviderError::Groups(why @ GroupError::Uncounted { .. })) => {
+                assert!(why.to_string().contains("no counter"), "{why}")
+            }
             other => panic!("{other:?}"),
         }
     }

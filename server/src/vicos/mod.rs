@@ -21,67 +21,41 @@
 //! members would blame the provider for either.
 
 pub(crate) mod cos;
+mod error;
 mod group_commit;
 mod journal;
 pub(crate) mod sequencer;
 
 pub use cos::{CosReader, CosUpload};
+pub use error::{AipMessage, GroupError};
 pub(crate) use sequencer::Sequencer;
 
-use crate::provider::ProviderError;
 use std::convert::Infallible;
 use vouch_core::aip::ServerError;
 use vouch_proto::vicos::MAX_GROUP_NAME;
 
 /// A group's name: 1 to [`MAX_GROUP_NAME`] bytes of `[A-Za-z0-9_-]` (it names records and blob
 /// folders).
-pub(crate) fn check_group(name: &str) -> Result<(), ProviderError> {
+pub(crate) fn check_group(name: &str) -> Result<(), GroupError> {
     let valid = !name.is_empty()
         && name.len() <= MAX_GROUP_NAME
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     match valid {
         true => Ok(()),
-        false => Err(ProviderError::BadRequest(format!(
-            "invalid group name {name:?}: 1 to {MAX_GROUP_NAME} letters, digits, '-' or '_'"
-        ))),
+        false => Err(GroupError::BadName { name: name.to_string() }),
     }
 }
 
-/// What an AIP refusal means to the client that sent the message (nothing changed either
-/// way: a refusal never changes the server's state).
-/// * Conflict: the message is out of step with the group's progress and may make sense later
-///   or not at all (a full pending list, Sec. 5.2: retry the INVOKE once operations have
-///   completed; an operation authenticated already by a faster member, Sec. 3.7: no more help
-///   needed; a COMMIT sent twice).
-/// * Bad request: the message cannot be right (signed by another than its sender, a wrong
-///   authenticator, a `c` past what was applied, a client taken over).
-/// * Not found: the history it needs is no longer kept.
-/// * Too large: the member is further behind than one REPLY shows; it reads the history in
-///   pages (`aip-history`), then invokes again.
-pub(crate) fn refused(group: &str, e: ServerError<Infallible>) -> ProviderError {
-    let why = format!("group {group}: {e}");
-    match e {
-        ServerError::PendingFull { .. }
-        | ServerError::NoSuchOperation { .. }
-        | ServerError::NotNext { .. }
-        | ServerError::AlreadyAuthenticated { .. } => ProviderError::Conflict(why),
-        ServerError::ClearedTooFar { .. }
-        | ServerError::WrongAuthenticator { .. }
-        | ServerError::SignedByAnother { .. }
-        | ServerError::Retired(_)
-        | ServerError::CannotTakeOver { .. }
-        | ServerError::CounterReused { .. } => ProviderError::BadRequest(why),
-        ServerError::Forgotten(_) => ProviderError::NotFound(why),
-        // Not the INVOKE's fault: its answer would be larger than a message (#43 item 10).
-        ServerError::Behind { .. } => ProviderError::TooLarge(why),
-        // ADICT answers and applies every operation (its state error is `Infallible`).
-        ServerError::Functionality { error, .. } => match error {},
-    }
+/// An AIP refusal of a message to `group` (what it means to the sender:
+/// [`GroupError::refusal`]).
+pub(crate) fn refused(group: &str, e: ServerError<Infallible>) -> GroupError {
+    GroupError::Refused { group: group.to_string(), source: e }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vouch_proto::ErrorCode;
 
     #[test]
     fn group_names_are_checked_and_refusals_typed() {
@@ -89,11 +63,11 @@ mod tests {
             assert!(check_group(good).is_ok(), "{good}");
         }
         for bad in ["", "a/b", "..", "a b", "é", &"x".repeat(MAX_GROUP_NAME + 1)] {
-            assert!(matches!(check_group(bad), Err(ProviderError::BadRequest(_))), "{bad:?}");
+            assert!(matches!(check_group(bad), Err(GroupError::BadName { .. })), "{bad:?}");
         }
         let full = refused("g", ServerError::PendingFull { pending: 128, max: 128 });
-        assert!(matches!(&full, ProviderError::Conflict(m) if m.contains("retry")), "{full}");
-        assert!(matches!(refused("g", ServerError::Retired(3)), ProviderError::BadRequest(_)));
-        assert!(matches!(refused("g", ServerError::Forgotten(3)), ProviderError::NotFound(_)));
+        assert!(full.code() == ErrorCode::Conflict && full.to_string().contains("retry"), "{full}");
+        assert_eq!(refused("g", ServerError::Retired(3)).code(), ErrorCode::BadRequest);
+        assert_eq!(refused("g", ServerError::Forgotten(3)).code(), ErrorCode::NotFound);
     }
 }

@@ -17,7 +17,7 @@
 
 use super::group_commit::{durable, Slot};
 use super::journal::{self, Entry, Loaded};
-use super::{check_group, refused};
+use super::{check_group, refused, AipMessage, GroupError};
 use crate::provider::ProviderError;
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
@@ -56,12 +56,13 @@ impl Default for Sequencer {
     }
 }
 
-fn bad(what: &str, e: aip::WireError) -> ProviderError {
-    ProviderError::BadRequest(format!("{what}: {e}"))
+/// For `map_err`: `what` of a request did not decode.
+fn malformed(what: AipMessage) -> impl FnOnce(aip::WireError) -> GroupError {
+    move |source| GroupError::Malformed { what, source }
 }
 
-fn unknown(group: &str) -> ProviderError {
-    ProviderError::NotFound(format!("no VICOS group {group}"))
+fn unknown(group: &str) -> GroupError {
+    GroupError::NoGroup { group: group.to_string() }
 }
 
 /// How long the passive-phase work stays with the member it was handed to: long enough for
@@ -78,16 +79,12 @@ pub(super) const INVOKE_WAIT: std::time::Duration = std::time::Duration::from_se
 /// [`Entry::Bind`]), so that another client of the provider cannot send messages in its
 /// name, which its group would then blame on the provider. `Ok(true)`: not bound yet, in a
 /// group journaled before admission existed, where a member binds at its first message.
-fn unbound(loaded: &Loaded, group: &str, from: ClientId, caller: &str) -> Result<bool, ProviderError> {
+fn unbound(loaded: &Loaded, group: &str, from: ClientId, caller: &str) -> Result<bool, GroupError> {
     match loaded.members.get(&from) {
         None if loaded.admission.is_none() => Ok(true),
-        None => Err(ProviderError::Forbidden(format!(
-            "member {from} of group {group} was not admitted: it shows the group's admission secret first"
-        ))),
+        None => Err(GroupError::NotAdmitted { group: group.to_string(), member: from }),
         Some(bound) if bound == caller => Ok(false),
-        Some(_) => Err(ProviderError::Forbidden(format!(
-            "member {from} of group {group} speaks through another client of this provider"
-        ))),
+        Some(_) => Err(GroupError::OtherClient { group: group.to_string(), member: from }),
     }
 }
 
@@ -118,7 +115,7 @@ impl Sequencer {
         unloaded.extend(self.unload_idle(&groups, now));
         let slot = match groups.get(group) {
             Some(slot) => slot.clone(),
-            None if !creating && !journal::exists(repo, group)? => return Err(unknown(group)),
+            None if !creating && !journal::exists(repo, group)? => return Err(unknown(group).into()),
             None => groups.entry(group.to_string()).or_default().clone(),
         };
         drop((groups, unloaded));
@@ -198,7 +195,7 @@ impl Sequencer {
         let l = self.held(&mut state.loaded, repo, group)?;
         match l.admission.is_none() || l.members.values().any(|c| c == caller) {
             true => Ok(()),
-            false => Err(ProviderError::Forbidden(format!("no member of group {group} speaks through this client"))),
+            false => Err(GroupError::NoMemberHere { group: group.to_string() }.into()),
         }
     }
 
@@ -212,21 +209,24 @@ impl Sequencer {
         caller: &str,
     ) -> Result<AipAck, ProviderError> {
         check_group(&req.group)?;
-        let genesis: Committed<aip::DictOp> = Committed::from_wire(&req.genesis).map_err(|e| bad("genesis", e))?;
-        let auth: Signed<vouch_core::Digest> = Signed::from_wire(&req.auth).map_err(|e| bad("auth", e))?;
-        let admission: [u8; 32] = req.admission.as_slice().try_into().map_err(|_| {
-            ProviderError::BadRequest(format!("an admission hash of {} bytes; 32", req.admission.len()))
-        })?;
+        let genesis: Committed<aip::DictOp> =
+            Committed::from_wire(&req.genesis).map_err(malformed(AipMessage::Genesis))?;
+        let auth: Signed<vouch_core::Digest> = Signed::from_wire(&req.auth).map_err(malformed(AipMessage::Auth))?;
+        let admission: [u8; 32] = req
+            .admission
+            .as_slice()
+            .try_into()
+            .map_err(|_| GroupError::AdmissionHashLength { len: req.admission.len() })?;
         // The server starts from an empty dictionary: a genesis authenticator of any other
         // state would make every proof it sends fail at the members, who would blame it.
         if auth.auth != Adict::auth_of(&Tree::new()) {
-            return Err(ProviderError::BadRequest("the genesis authenticator is not the empty dictionary's".into()));
+            return Err(GroupError::GenesisNotEmpty.into());
         }
         let slot = self.slot(repo, &req.group, true)?;
         let ticket = {
             let mut state = slot.lock();
             if state.loaded.is_some() || journal::exists(repo, &req.group)? {
-                return Err(ProviderError::Conflict(format!("VICOS group {} exists already", req.group)));
+                return Err(GroupError::Exists { group: req.group.clone() }.into());
             }
             let creator = genesis.client;
             let mut loaded = Loaded::new(genesis, auth);
@@ -257,16 +257,11 @@ impl Sequencer {
             // message, and there is nothing to show.
             let Some(hash) = loaded.admission else { return Ok(AipAck {}) };
             if Admission::hash_of(&req.admission) != hash {
-                return Err(ProviderError::Forbidden(format!("not the admission secret of group {group}")));
+                return Err(GroupError::WrongSecret { group: group.clone() }.into());
             }
             match loaded.members.get(&req.member) {
                 Some(bound) if bound == caller => None,
-                Some(_) => {
-                    return Err(ProviderError::Forbidden(format!(
-                        "member {} of group {group} speaks through another client of this provider",
-                        req.member
-                    )))
-                }
+                Some(_) => return Err(GroupError::OtherClient { group: group.clone(), member: req.member }.into()),
                 None => {
                     loaded.members.insert(req.member, caller.to_string());
                     let n = loaded.next;
@@ -328,7 +323,7 @@ impl Sequencer {
         req: &AipInvoke,
         caller: &str,
     ) -> Result<AipReply, ProviderError> {
-        let invoke: Invoke<aip::DictOp> = Invoke::from_wire(&req.invoke).map_err(|e| bad("invoke", e))?;
+        let invoke: Invoke<aip::DictOp> = Invoke::from_wire(&req.invoke).map_err(malformed(AipMessage::Invoke))?;
         let deadline = tokio::time::Instant::now() + INVOKE_WAIT;
         let slot = self.slot(repo, &req.group, false)?;
         loop {
@@ -361,12 +356,12 @@ impl Sequencer {
         req: &AipCommit,
         caller: &str,
     ) -> Result<AipWork, ProviderError> {
-        let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(|e| bad("commit", e))?;
+        let commit: Commit<aip::DictOp> = Commit::from_wire(&req.commit).map_err(malformed(AipMessage::Commit))?;
         // Decoded beside its bytes, which the journal keeps.
         let auth: Option<(CommitAuth<vouch_core::Digest>, &ByteBuf)> = req
             .commit_auth
             .as_ref()
-            .map(|b| CommitAuth::from_wire(b).map(|m| (m, b)).map_err(|e| bad("commit-auth", e)))
+            .map(|b| CommitAuth::from_wire(b).map(|m| (m, b)).map_err(malformed(AipMessage::CommitAuth)))
             .transpose()?;
         let entry = Entry::Commit { from: req.from, commit: req.commit.clone() };
         let group = &req.group;
@@ -401,13 +396,12 @@ impl Sequencer {
         caller: &str,
     ) -> Result<AipWork, ProviderError> {
         if req.commit_auths.is_empty() || req.commit_auths.len() > MAX_COMMIT_AUTHS {
-            let n = req.commit_auths.len();
-            return Err(ProviderError::BadRequest(format!("{n} COMMIT-AUTHs in one message; 1 to {MAX_COMMIT_AUTHS}")));
+            return Err(GroupError::CommitAuthCount { count: req.commit_auths.len() }.into());
         }
         let decoded: Vec<CommitAuth<vouch_core::Digest>> = req
             .commit_auths
             .iter()
-            .map(|bytes| CommitAuth::from_wire(bytes).map_err(|e| bad("commit-auth", e)))
+            .map(|bytes| CommitAuth::from_wire(bytes).map_err(malformed(AipMessage::CommitAuth)))
             .collect::<Result<_, _>>()?;
         let group = &req.group;
         let slot = self.slot(repo, group, false)?;
@@ -440,7 +434,7 @@ impl Sequencer {
             }
             let loaded = self.held(&mut state.loaded, repo, group)?;
             let answered = match (refusal, &ticket) {
-                (Some(e), None) => Err(e),
+                (Some(e), None) => Err(e.into()),
                 _ => work(loaded, group, req.from),
             };
             (answered, ticket.or_else(|| state.everything()))

@@ -21,7 +21,7 @@ use vouch_proto::por::*;
 const SMALL_PART: usize = 4 << 10;
 use vouch_misbehave::{Misbehave, Misbehaving};
 use vouch_proto::{decode, encode, ErrorBody, ErrorCode, Op, Rpc, PROTOCOL_VERSION, VERSION_HEADER};
-use vouch_server::{Provider, RunningServer, ServeOptions};
+use vouch_server::{Provider, RunningServer, ServeOptions, Service};
 use vouch_testkit::provider;
 
 const TOKEN: &str = "por-token";
@@ -41,11 +41,11 @@ struct Client {
 }
 
 impl Client {
-    fn new(server: &RunningServer<Misbehaving>) -> Client {
+    fn new<S: Service>(server: &RunningServer<S>) -> Client {
         Client::with_token(server, TOKEN)
     }
 
-    fn with_token(server: &RunningServer<Misbehaving>, token: &'static str) -> Client {
+    fn with_token<S: Service>(server: &RunningServer<S>, token: &'static str) -> Client {
         let seal = SealKey::new(&[1; 32]);
         let state = LogState::new(2, GROUP_LOG, &seal).0;
         let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, GROUP_LOG);
@@ -219,8 +219,8 @@ async fn serve(data: &Path, lie: Misbehave) -> RunningServer<Misbehaving> {
     provider::start(data, &vouch_server::Blocks::Local, lie, ServeOptions::default(), CLIENTS).await
 }
 
-async fn serve_provider(honest: Provider, lie: Misbehave) -> RunningServer<Misbehaving> {
-    provider::serve(provider::ANY_PORT, Misbehaving::new(honest, lie), ServeOptions::default(), CLIENTS).await
+async fn serve_provider(honest: Provider) -> RunningServer<Provider> {
+    provider::serve(provider::ANY_PORT, honest, ServeOptions::default(), CLIENTS).await
 }
 
 fn files_named(dir: &Path, part: &str, out: &mut Vec<std::path::PathBuf>) {
@@ -492,7 +492,7 @@ struct Parts {
 
 impl Client {
     /// A client of a provider whose logs have slots of `width` elements.
-    fn narrow(server: &RunningServer<Misbehaving>, width: usize) -> Client {
+    fn narrow<S: Service>(server: &RunningServer<S>, width: usize) -> Client {
         Client { sums: ChecksumKey::grouped(&[2; 32], width, GROUP_LOG), ..Client::new(server) }
     }
 
@@ -563,7 +563,7 @@ impl Client {
 async fn a_log_grown_to_2_21_slots_travels_in_parts_and_verifies() {
     let data = tempfile::tempdir().unwrap();
     let provider = Provider::open_dir(data.path(), &vouch_server::Blocks::Local).unwrap();
-    let server = serve_provider(provider.with_por_shape(NARROW, NARROW_SEGMENT), Misbehave::None).await;
+    let server = serve_provider(provider.with_por_shape(NARROW, NARROW_SEGMENT)).await;
     let mut client = Client::narrow(&server, NARROW);
     let _: PorStatus = client.call(&client.init_request()).await.unwrap();
     let value = |index: u64| index.wrapping_mul(0x9E37_79B9).wrapping_add(7) % (1 << 56);

@@ -183,8 +183,6 @@ pub struct PorLog {
     raw_sealed: Vec<Option<SealedChecksum>>,
     tree: RawTree,
     limits: Limits,
-    /// Test fault: rebuilds of levels are skipped ([`PorLog::skip_rebuilds`]).
-    skip_rebuilds: bool,
 }
 
 impl std::fmt::Debug for PorLog {
@@ -211,16 +209,6 @@ impl PorLog {
             }
         }
         self
-    }
-
-    /// Makes every later [`PorLog::apply`] skip the work of its level rebuilds, as a lazy
-    /// provider would, and still commit and acknowledge the batch (for tests of audits and
-    /// repair): each level it builds is stored as its inputs side by side, unmixed, with the
-    /// client's sealed checksums of the real rebuild. U and C stay honest. Not persisted: a
-    /// log opened again rebuilds honestly (what it stored stays as it is).
-    #[doc(hidden)]
-    pub fn skip_rebuilds(&mut self, skip: bool) {
-        self.skip_rebuilds = skip;
     }
 
     /// The levels being built (Sec. 6.1's deamortization), smallest first: what an operator

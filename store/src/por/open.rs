@@ -59,7 +59,6 @@ impl PorLog {
             raw_sealed: vec![None; n as usize],
             tree: RawTree::new(log_capacity),
             limits,
-            skip_rebuilds: false,
         };
         let mut batch = MetaBatch::default();
         batch.put(log.names.state(), log.record().to_bytes());
@@ -142,7 +141,6 @@ impl PorLog {
             raw_sealed,
             tree,
             limits: Limits { segment_bytes: SEGMENT_BYTES, cached_level_bytes: CACHED_LEVEL_BYTES },
-            skip_rebuilds: false,
         };
         log.sweep(repo).await?;
         Ok(Some(log))

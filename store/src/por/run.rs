@@ -201,7 +201,7 @@ impl Executor for StoreRun<'_> {
     /// for the window.
     async fn level(&mut self, at: &Schedule, level: u32) -> Result<(), PorStoreError> {
         let per_segment = self.log.build_segment();
-        if level > per_segment.trailing_zeros() && !self.log.skip_rebuilds {
+        if level > per_segment.trailing_zeros() {
             self.start_build(at, level, per_segment).await
         } else {
             self.rebuild(at, level as usize).await
@@ -301,11 +301,7 @@ impl StoreRun<'_> {
         }
         let refs: Vec<&[u64]> = below.iter().map(Vec::as_slice).collect();
         let mut out = std::mem::take(&mut self.spare[level]);
-        if log.skip_rebuilds {
-            unmixed_into(&mut out, &refs, &self.staged);
-        } else {
-            rebuild_level_into(&mut out, &refs, &self.staged, self.staged.len(), at.levels(), at.group_time());
-        }
+        rebuild_level_into(&mut out, &refs, &self.staged, self.staged.len(), at.levels(), at.group_time());
         self.staged.clear();
         for (l, consumed) in below.into_iter().enumerate() {
             self.spare[l] = consumed;
@@ -313,15 +309,4 @@ impl StoreRun<'_> {
         self.levels[level] = Working::Built(out);
         Ok(())
     }
-}
-
-/// What a provider that skips a level's rebuild ([`PorLog::skip_rebuilds`]) stores: the
-/// rebuild's inputs side by side, unmixed (the levels below, smallest first, then the new
-/// group twice), which is the level's size (`2 + 4 + ... + 2^ℓ + 2 = 2^(ℓ+1)` blocks) but not
-/// its code. The data is all there; what the client's sealed checksums describe is not.
-fn unmixed_into(out: &mut Vec<u64>, below: &[&[u64]], slot: &[u64]) {
-    out.clear();
-    below.iter().for_each(|level| out.extend_from_slice(level));
-    out.extend_from_slice(slot);
-    out.extend_from_slice(slot);
 }
