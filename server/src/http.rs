@@ -58,43 +58,92 @@ impl std::fmt::Debug for App {
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route(&Op::Health.path(), get(health))
-        .route(&Op::Lookup.path(), post(lookup))
-        .route(&Op::List.path(), post(list))
-        .route(&Op::Log.path(), post(log))
+        .rpc(lookup)
+        .rpc(list)
+        .rpc(log)
         .route(&Op::Read.path(), post(read))
         .route(&Op::Put.path(), post(put))
         .route(&Op::Stage.path(), post(stage))
-        .route(&Op::CommitStaged.path(), post(commit_staged))
-        .route(&Op::Edit.path(), post(edit))
-        .route(&Op::Remove.path(), post(remove))
-        .route(&Op::Prune.path(), post(prune))
-        .route(&Op::Audit.path(), post(audit))
-        .route(&Op::Blocks.path(), post(blocks))
-        .route(&Op::LastCommit.path(), post(last_commit))
-        .route(&Op::HealBlocks.path(), post(heal_blocks))
-        .route(&Op::PorInit.path(), post(por_init))
-        .route(&Op::PorStatus.path(), post(por_status))
-        .route(&Op::PorPlan.path(), post(por_plan))
-        .route(&Op::PorWrite.path(), post(por_write))
-        .route(&Op::PorRead.path(), post(por_read))
-        .route(&Op::PorAudit.path(), post(por_audit))
-        .route(&Op::PorRegion.path(), post(por_region))
-        .route(&Op::PorRestore.path(), post(por_restore))
-        .route(&Op::PorLabel.path(), post(por_label))
-        .route(&Op::PorMore.path(), post(por_more))
-        .route(&Op::PorStage.path(), post(por_stage))
-        .route(&Op::PorFree.path(), post(por_free))
-        .route(&Op::AipCreate.path(), post(vicos::aip_create))
-        .route(&Op::AipAdmit.path(), post(vicos::aip_admit))
-        .route(&Op::AipInvoke.path(), post(vicos::aip_invoke))
-        .route(&Op::AipCommit.path(), post(vicos::aip_commit))
-        .route(&Op::AipCommitAuth.path(), post(vicos::aip_commit_auth))
-        .route(&Op::AipWork.path(), post(vicos::aip_work))
-        .route(&Op::AipHistory.path(), post(vicos::aip_history))
+        .rpc(commit_staged)
+        .rpc(edit)
+        .rpc(remove)
+        .rpc(prune)
+        .rpc(audit)
+        .rpc(blocks)
+        .rpc(last_commit)
+        .rpc(heal_blocks)
+        .por_rpc(por_init)
+        .por_rpc(por_status)
+        .por_rpc(por_plan)
+        .por_rpc(por_write)
+        .por_rpc(por_read)
+        .por_rpc(por_audit)
+        .por_rpc(por_region)
+        .por_rpc(por_restore)
+        .por_rpc(por_label)
+        .por_rpc(por_more)
+        .por_rpc(por_stage)
+        .por_rpc(por_free)
+        .rpc(vicos::aip_create)
+        .rpc(vicos::aip_admit)
+        .rpc(vicos::aip_invoke)
+        .rpc(vicos::aip_commit)
+        .rpc(vicos::aip_commit_auth)
+        .rpc(vicos::aip_work)
+        .rpc(vicos::aip_history)
         .route(&Op::CosPut.path(), post(vicos::cos_put))
         .route(&Op::CosGet.path(), post(vicos::cos_get))
-        .route(&Op::CosDelete.path(), post(vicos::cos_delete))
+        .rpc(vicos::cos_delete)
         .with_state(app)
+}
+
+/// What a one-request-one-answer handler gives: its operation's answer, or why not.
+type Served<R> = Result<<R as Rpc>::Answer, ProviderError>;
+
+/// Routes of one-request-one-answer operations, each at its request type's own operation
+/// (`R::OP`): a handler cannot be routed to another operation's path.
+trait Routes {
+    /// `work` answers `R` at `R::OP`, under the request deadline ([`answer`]).
+    fn rpc<R, F, Fut>(self, work: F) -> Self
+    where
+        R: Rpc + Send + 'static,
+        F: Fn(Arc<App>, String, R) -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Served<R>> + Send + 'static;
+
+    /// `work` answers the PoR request `R` at `R::OP` ([`answer_por`]).
+    fn por_rpc<R, F, Fut>(self, work: F) -> Self
+    where
+        R: Rpc + Send + 'static,
+        F: Fn(Arc<App>, String, R) -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Served<R>> + Send + 'static;
+}
+
+impl Routes for Router<Arc<App>> {
+    fn rpc<R, F, Fut>(self, work: F) -> Self
+    where
+        R: Rpc + Send + 'static,
+        F: Fn(Arc<App>, String, R) -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Served<R>> + Send + 'static,
+    {
+        let handler = move |State(app): State<Arc<App>>, headers: HeaderMap, body: Body| {
+            let work = work.clone();
+            async move { answer(app, headers, body, work).await }
+        };
+        self.route(&R::OP.path(), post(handler))
+    }
+
+    fn por_rpc<R, F, Fut>(self, work: F) -> Self
+    where
+        R: Rpc + Send + 'static,
+        F: Fn(Arc<App>, String, R) -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Served<R>> + Send + 'static,
+    {
+        let handler = move |State(app): State<Arc<App>>, headers: HeaderMap, body: Body| {
+            let work = work.clone();
+            async move { answer_por(app, headers, body, work).await }
+        };
+        self.route(&R::OP.path(), post(handler))
+    }
 }
 
 /// An error answer as sent: the code and message of a [`ProviderError`] (its status and
@@ -211,63 +260,47 @@ where
     .await
 }
 
-async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: LookupRequest| async move {
-        let _reading = app.provider.honest().files().reading(&c).await;
-        app.provider.located(&c, &r.name, r.version)
-    })
-    .await
+async fn lookup(app: Arc<App>, c: String, r: LookupRequest) -> Served<LookupRequest> {
+    let _reading = app.provider.honest().files().reading(&c).await;
+    app.provider.located(&c, &r.name, r.version)
 }
 
-async fn list(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, _: ListRequest| async move { app.provider.listing(&c) }).await
+async fn list(app: Arc<App>, c: String, _: ListRequest) -> Served<ListRequest> {
+    app.provider.listing(&c)
 }
 
-async fn log(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: LogRequest| async move {
-        let _reading = app.provider.honest().files().reading(&c).await;
-        app.provider.log(&c, &r.name)
-    })
-    .await
+async fn log(app: Arc<App>, c: String, r: LogRequest) -> Served<LogRequest> {
+    let _reading = app.provider.honest().files().reading(&c).await;
+    app.provider.log(&c, &r.name)
 }
 
-async fn edit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: EditRequest| async move { app.provider.edit(&c, r).await }).await
+async fn edit(app: Arc<App>, c: String, r: EditRequest) -> Served<EditRequest> {
+    app.provider.edit(&c, r).await
 }
 
-async fn remove(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: RemoveRequest| async move { app.provider.remove(&c, &r).await }).await
+async fn remove(app: Arc<App>, c: String, r: RemoveRequest) -> Served<RemoveRequest> {
+    app.provider.remove(&c, &r).await
 }
 
-async fn prune(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: PruneRequest| async move { app.provider.prune(&c, &r).await }).await
+async fn prune(app: Arc<App>, c: String, r: PruneRequest) -> Served<PruneRequest> {
+    app.provider.prune(&c, &r).await
 }
 
-async fn audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: AuditRequest| async move {
-        app.provider.audit(&c, &r, app.limits.max_audit_bytes).await
-    })
-    .await
+async fn audit(app: Arc<App>, c: String, r: AuditRequest) -> Served<AuditRequest> {
+    app.provider.audit(&c, &r, app.limits.max_audit_bytes).await
 }
 
-async fn blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: BlocksRequest| async move {
-        let _reading = app.provider.honest().files().reading(&c).await;
-        app.provider.block_list(&c, &r.name, r.version)
-    })
-    .await
+async fn blocks(app: Arc<App>, c: String, r: BlocksRequest) -> Served<BlocksRequest> {
+    let _reading = app.provider.honest().files().reading(&c).await;
+    app.provider.block_list(&c, &r.name, r.version)
 }
 
-async fn last_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: LastCommitRequest| async move {
-        app.provider.last_commit(&c, &r.name, r.attempt).await
-    })
-    .await
+async fn last_commit(app: Arc<App>, c: String, r: LastCommitRequest) -> Served<LastCommitRequest> {
+    app.provider.last_commit(&c, &r.name, r.attempt).await
 }
 
-async fn heal_blocks(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: HealBlocksRequest| async move { app.provider.heal_blocks(&c, &r).await })
-        .await
+async fn heal_blocks(app: Arc<App>, c: String, r: HealBlocksRequest) -> Served<HealBlocksRequest> {
+    app.provider.heal_blocks(&c, &r).await
 }
 
 /// A PoR request: authenticated and read within [`REQUEST_TIMEOUT`]; then the provider bounds
@@ -294,17 +327,16 @@ where
     with_timing(response, started)
 }
 
-async fn por_init(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorInitRequest| async move { app.provider.por_init(&c, &r).await }).await
+async fn por_init(app: Arc<App>, c: String, r: PorInitRequest) -> Served<PorInitRequest> {
+    app.provider.por_init(&c, &r).await
 }
 
-async fn por_status(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorStatusRequest| async move { app.provider.por_status(&c, &r).await })
-        .await
+async fn por_status(app: Arc<App>, c: String, r: PorStatusRequest) -> Served<PorStatusRequest> {
+    app.provider.por_status(&c, &r).await
 }
 
-async fn por_plan(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorPlanRequest| async move { app.provider.por_plan(&c, &r).await }).await
+async fn por_plan(app: Arc<App>, c: String, r: PorPlanRequest) -> Served<PorPlanRequest> {
+    app.provider.por_plan(&c, &r).await
 }
 
 /// A batch, applied in a task of its own: neither this request's deadline nor a dropped
@@ -314,23 +346,20 @@ async fn por_plan(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
 /// the batch is still being applied: the client's next PoR request waits for it and settles
 /// it from the log's time. One batch per client is applied at a time, so that a client cannot
 /// pile up applies that outlive their requests.
-async fn por_write(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorWriteRequest| async move {
-        // A plan that does not decode is refused by the apply itself.
-        let coded = WritePlan::from_bytes(&r.plan).map_or(0, |plan| plan.coded_bytes_at_once(SLOT_WIDTH));
-        let limit = REQUEST_TIMEOUT + por_apply_allowance(coded);
-        let Some(applying) = Applying::begin(&app, &c) else { return Err(RequestError::PorApplying.into()) };
-        let apply = tokio::spawn(async move {
-            let _applying = applying;
-            app.provider.por_write(&c, &r).await
-        });
-        match tokio::time::timeout(limit, apply).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => Err(RequestError::PorApplyFailed(e).into()),
-            Err(_) => Err(RequestError::PorStillApplying { limit }.into()),
-        }
-    })
-    .await
+async fn por_write(app: Arc<App>, c: String, r: PorWriteRequest) -> Served<PorWriteRequest> {
+    // A plan that does not decode is refused by the apply itself.
+    let coded = WritePlan::from_bytes(&r.plan).map_or(0, |plan| plan.coded_bytes_at_once(SLOT_WIDTH));
+    let limit = REQUEST_TIMEOUT + por_apply_allowance(coded);
+    let Some(applying) = Applying::begin(&app, &c) else { return Err(RequestError::PorApplying.into()) };
+    let apply = tokio::spawn(async move {
+        let _applying = applying;
+        app.provider.por_write(&c, &r).await
+    });
+    match tokio::time::timeout(limit, apply).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => Err(RequestError::PorApplyFailed(e).into()),
+        Err(_) => Err(RequestError::PorStillApplying { limit }.into()),
+    }
 }
 
 /// A client's batch being applied in its own task, marked as such until the task ends (even
@@ -349,41 +378,36 @@ impl Drop for Applying {
     }
 }
 
-async fn por_read(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorReadRequest| async move { app.provider.por_read(&c, &r).await }).await
+async fn por_read(app: Arc<App>, c: String, r: PorReadRequest) -> Served<PorReadRequest> {
+    app.provider.por_read(&c, &r).await
 }
 
-async fn por_audit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorAuditRequest| async move { app.provider.por_audit(&c, &r).await })
-        .await
+async fn por_audit(app: Arc<App>, c: String, r: PorAuditRequest) -> Served<PorAuditRequest> {
+    app.provider.por_audit(&c, &r).await
 }
 
-async fn por_region(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorRegionRequest| async move { app.provider.por_region(&c, &r).await })
-        .await
+async fn por_region(app: Arc<App>, c: String, r: PorRegionRequest) -> Served<PorRegionRequest> {
+    app.provider.por_region(&c, &r).await
 }
 
-async fn por_label(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorLabelRequest| async move { app.provider.por_label(&c, &r).await })
-        .await
+async fn por_label(app: Arc<App>, c: String, r: PorLabelRequest) -> Served<PorLabelRequest> {
+    app.provider.por_label(&c, &r).await
 }
 
-async fn por_more(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorMoreRequest| async move { app.provider.por_more(&c, &r).await }).await
+async fn por_more(app: Arc<App>, c: String, r: PorMoreRequest) -> Served<PorMoreRequest> {
+    app.provider.por_more(&c, &r).await
 }
 
-async fn por_stage(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorStageRequest| async move { app.provider.por_stage(&c, &r).await })
-        .await
+async fn por_stage(app: Arc<App>, c: String, r: PorStageRequest) -> Served<PorStageRequest> {
+    app.provider.por_stage(&c, &r).await
 }
 
-async fn por_free(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorFreeRequest| async move { app.provider.por_free(&c, &r).await }).await
+async fn por_free(app: Arc<App>, c: String, r: PorFreeRequest) -> Served<PorFreeRequest> {
+    app.provider.por_free(&c, &r).await
 }
 
-async fn por_restore(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer_por(app, headers, body, |app, c, r: PorRestoreRequest| async move { app.provider.por_restore(&c, &r).await })
-        .await
+async fn por_restore(app: Arc<App>, c: String, r: PorRestoreRequest) -> Served<PorRestoreRequest> {
+    app.provider.por_restore(&c, &r).await
 }
 
 /// A read: the located version, then chunks of proven blocks, as a stream of frames.
@@ -461,11 +485,8 @@ async fn stage(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> R
     upload(app, headers, body, Upload::Stage).await
 }
 
-async fn commit_staged(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, c, r: CommitStagedRequest| async move {
-        app.provider.commit_staged(&c, &r, &app.limits).await
-    })
-    .await
+async fn commit_staged(app: Arc<App>, c: String, r: CommitStagedRequest) -> Served<CommitStagedRequest> {
+    app.provider.commit_staged(&c, &r, &app.limits).await
 }
 
 /// What an upload's last frame does.

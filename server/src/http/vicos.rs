@@ -3,7 +3,7 @@
 //! and out as frames. Authenticated like every route; the group, not the client, names what
 //! is addressed (groups are shared: `crate::vicos`).
 
-use super::{answer, authenticate, message, ok, with_timing, App, Failure, RequestError};
+use super::{authenticate, message, ok, with_timing, App, Failure, RequestError, Served};
 use crate::vicos::{CosReader, CosUpload};
 use axum::body::Body;
 use axum::extract::State;
@@ -23,46 +23,36 @@ use vouch_proto::{decode, encode_frame, ErrorBody, Op};
 /// Bytes of an object per `cos-get` frame (the store's pieces are gathered up to this).
 const GET_FRAME_BYTES: usize = 1 << 20;
 
-pub(super) async fn aip_create(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipCreate| async move { app.provider.aip_create(&r, &caller).await })
-        .await
+pub(super) async fn aip_create(app: Arc<App>, caller: String, r: AipCreate) -> Served<AipCreate> {
+    app.provider.aip_create(&r, &caller).await
 }
 
-pub(super) async fn aip_admit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipAdmit| async move { app.provider.aip_admit(&r, &caller).await })
-        .await
+pub(super) async fn aip_admit(app: Arc<App>, caller: String, r: AipAdmit) -> Served<AipAdmit> {
+    app.provider.aip_admit(&r, &caller).await
 }
 
-pub(super) async fn aip_invoke(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipInvoke| async move { app.provider.aip_invoke(&r, &caller).await })
-        .await
+pub(super) async fn aip_invoke(app: Arc<App>, caller: String, r: AipInvoke) -> Served<AipInvoke> {
+    app.provider.aip_invoke(&r, &caller).await
 }
 
-pub(super) async fn aip_commit(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipCommit| async move { app.provider.aip_commit(&r, &caller).await })
-        .await
+pub(super) async fn aip_commit(app: Arc<App>, caller: String, r: AipCommit) -> Served<AipCommit> {
+    app.provider.aip_commit(&r, &caller).await
 }
 
-pub(super) async fn aip_commit_auth(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipCommitAuth| async move {
-        app.provider.aip_commit_auth(&r, &caller).await
-    })
-    .await
+pub(super) async fn aip_commit_auth(app: Arc<App>, caller: String, r: AipCommitAuth) -> Served<AipCommitAuth> {
+    app.provider.aip_commit_auth(&r, &caller).await
 }
 
-pub(super) async fn aip_history(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipHistory| async move { app.provider.aip_history(&r, &caller).await })
-        .await
+pub(super) async fn aip_history(app: Arc<App>, caller: String, r: AipHistory) -> Served<AipHistory> {
+    app.provider.aip_history(&r, &caller).await
 }
 
-pub(super) async fn aip_work(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: AipWorkRequest| async move { app.provider.aip_work(&r, &caller).await })
-        .await
+pub(super) async fn aip_work(app: Arc<App>, caller: String, r: AipWorkRequest) -> Served<AipWorkRequest> {
+    app.provider.aip_work(&r, &caller).await
 }
 
-pub(super) async fn cos_delete(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    answer(app, headers, body, |app, caller, r: CosDelete| async move { app.provider.cos_delete(&r, &caller).await })
-        .await
+pub(super) async fn cos_delete(app: Arc<App>, caller: String, r: CosDelete) -> Served<CosDelete> {
+    app.provider.cos_delete(&r, &caller).await
 }
 
 /// `cos-put`: frames [`CosPutFrame::Head`], `Data`..., `End`; the bytes go to the store as

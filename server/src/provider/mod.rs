@@ -203,8 +203,10 @@ impl Provider {
         &self.groups
     }
 
-    /// PoR logs of another shape, for tests at scale (see [`PorLogs`]).
-    #[doc(hidden)]
+    /// PoR logs of `width`-element slots whose objects are cut into segments of
+    /// `segment_bytes`, instead of the heap's slots and the store's segments: logs of millions
+    /// of small slots, to drill the PoR machinery at scale (the heap's ⊥ writes need its own
+    /// slots, so files' PoR copies do not fit such logs).
     pub fn with_por_shape(mut self, width: usize, segment_bytes: usize) -> Self {
         self.por.with_shape(width, segment_bytes);
         self
@@ -282,7 +284,6 @@ impl Files {
     /// Writes `entries` into the namespace of `client` without commits, proofs or versions
     /// (for benchmarks that need a namespace of a million names in seconds; an untrusted
     /// provider can always write what it likes, and the client's root decides what is true).
-    #[doc(hidden)]
     pub async fn import_entries(&self, client: &str, entries: &[EntryRecord]) -> Result<(), ProviderError> {
         for part in entries.chunks(100_000) {
             let mut commit = self.repo.begin();

@@ -294,7 +294,7 @@ impl PorLogs {
     /// `work` on the client's log, opened from the store at its first use: within
     /// [`REQUEST_TIMEOUT`] once the log is held (the wait for it and its opening are not
     /// counted; see the module documentation).
-    pub async fn with_log<T>(
+    async fn with_log<T>(
         &self,
         client: &str,
         work: impl AsyncFnOnce(&mut PorLog, &vouch_store::Repository) -> Result<T, ProviderError>,
