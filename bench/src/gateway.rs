@@ -684,9 +684,9 @@ async fn cache_sweep(
         progress(&format!("gateway: cache sweep, {cache_mb} MB"));
         gateway = gateway.restart(portal, cache_mb).await?;
         drive(&gateway.side(), reads(&gateway.side(), &warm)).await?;
-        let before = gateway.client.cache_stats();
+        let before = gateway.client.cache().stats();
         let ops = drive(&gateway.side(), reads(&gateway.side(), &timed)).await?.ops();
-        let after = gateway.client.cache_stats();
+        let after = gateway.client.cache().stats();
         let (hits, misses) = (after.hits - before.hits, after.misses - before.misses);
         let hit_rate = (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64);
         points.push(CachePoint { cache_mb, ops_s: ops.ops_s, p50_ms: ops.p50_ms, p99_ms: ops.p99_ms, hit_rate });

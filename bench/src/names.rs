@@ -117,5 +117,5 @@ pub(crate) async fn measure(n: u64, dir: &Path) -> Result<NameScale, SelfCheckFa
 }
 
 fn server_us(client: &Client) -> f64 {
-    client.last_server_time().map_or(f64::NAN, |t| t.as_secs_f64() * 1e6)
+    client.remote().last_server_time().map_or(f64::NAN, |t| t.as_secs_f64() * 1e6)
 }

@@ -9,7 +9,7 @@ use crate::served::start;
 use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;
-use vouch_client::ByteEdit;
+use vouch_client::{ByteEdit, PutOptions};
 use vouch_server::Blocks;
 
 /// Bytes the edit replaces in the middle of the file.
@@ -41,9 +41,10 @@ pub fn edit_figure(file_bytes: usize, dir: &Path) -> Result<EditFigure, SelfChec
         let client = &running.client;
         let mut file = data(file_bytes, 11);
         let started = Instant::now();
-        client.put_por("big", std::io::Cursor::new(file.clone()), None, |_| {}).await.map_err(|e| fail(&e))?;
+        let por = PutOptions { por: true, ..PutOptions::default() };
+        client.put_with("big", std::io::Cursor::new(file.clone()), por, |_| {}).await.map_err(|e| fail(&e))?;
         let put_seconds = started.elapsed().as_secs_f64();
-        let whole_slots = client.audit_por(1).await.map_err(|e| fail(&e))?.slots_used;
+        let whole_slots = client.por().audit(1).await.map_err(|e| fail(&e))?.slots_used;
 
         let at = file_bytes / 2;
         let new = data(EDIT_BYTES, 12);
@@ -51,11 +52,11 @@ pub fn edit_figure(file_bytes: usize, dir: &Path) -> Result<EditFigure, SelfChec
         let edit = ByteEdit::Replace { at: at as u64, data: new.clone() };
         let sent = client.edit("big", &edit, None).await.map_err(|e| fail(&e))?;
         let edit_seconds = started.elapsed().as_secs_f64();
-        let edit_slots = client.audit_por(1).await.map_err(|e| fail(&e))?.slots_used - whole_slots;
+        let edit_slots = client.por().audit(1).await.map_err(|e| fail(&e))?.slots_used - whole_slots;
 
         file[at..at + EDIT_BYTES].copy_from_slice(&new);
         let mut back = Vec::with_capacity(file.len());
-        client.get_por("big", None, &mut back).await.map_err(|e| fail(&e))?;
+        client.por().get("big", None, &mut back).await.map_err(|e| fail(&e))?;
         check(back == file, || "the edited file's PoR copy does not read back as the edited file".into())?;
         running.server.shutdown().await.map_err(|e| fail(&e))?;
         Ok(EditFigure {

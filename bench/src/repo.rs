@@ -281,7 +281,7 @@ impl Replayer<'_> {
             self.client.remove(name).await.map_err(|e| SelfCheckFailed(format!("remove {name}: {e}")))?;
             self.stored.remove(name);
             row.removed += 1;
-            row.server_ms += self.client.last_server_time().map_or(0.0, ms);
+            row.server_ms += self.client.remote().last_server_time().map_or(0.0, ms);
         }
         row.client_ms = ms(started.elapsed());
         for staged in &writes {

@@ -100,7 +100,7 @@ pub async fn por(client: &Client, args: Audit, out: Output) -> Result<(), Failur
         ))
         .into());
     }
-    let report = client.audit_por(args.lambda).await?;
+    let report = client.por().audit(args.lambda).await?;
     out.print(&report, || {
         let mut lines = vec![format!(
             "PoR log: 2^{} slots, time {}, {} slots used; {} picks per part (a part missing half its slots \

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use vouch_client::{ByteEdit, Client, ClientError, KeyChoice};
+use vouch_client::{ByteEdit, Client, ClientError, KeyChoice, PutOptions};
 
 #[derive(Args)]
 pub struct Init {
@@ -178,11 +178,8 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
             let bar = out.bar(size, "put");
             let shown = bar.clone();
             let input = read_input(&args.file)?;
-            let t = if args.por {
-                client.put_por(&name, input, args.block_size, move |n| shown.set_position(n)).await
-            } else {
-                client.put(&name, input, args.block_size, move |n| shown.set_position(n)).await
-            };
+            let options = PutOptions { block_size: args.block_size, por: args.por, ..PutOptions::default() };
+            let t = client.put_with(&name, input, options, move |n| shown.set_position(n)).await;
             bar.finish_and_clear();
             let t = t?;
             out.print(&t, || {
@@ -268,7 +265,7 @@ pub async fn run(command: Command, dir: PathBuf, out: Output) -> Result<(), Fail
         Command::Audit(args) if args.por => crate::audit::por(&client, args, out).await?,
         Command::Audit(args) => crate::audit::owner(&client, args, out).await?,
         Command::Repair(args) => {
-            let r = client.repair(&args.name).await?;
+            let r = client.por().repair(&args.name).await?;
             out.print(&r, || {
                 let copy = match r.restored {
                     0 => format!("{} version {}: the PoR copy is intact ({} slots)", r.name, r.version, r.slots),
@@ -309,7 +306,7 @@ async fn init(args: Init, dir: &Path, out: Output) -> Result<(), Failure> {
         eprintln!("generating a {bits}-bit RSA key (this takes a few seconds)...");
     }
     let client = Client::create(dir, &args.server, &args.token, args.ca.as_deref(), choice)?;
-    let health = client.health().await;
+    let health = client.remote().health().await;
     #[derive(Serialize)]
     struct Inited<'a> {
         state: String,
@@ -319,7 +316,7 @@ async fn init(args: Init, dir: &Path, out: Output) -> Result<(), Failure> {
     }
     let scheme = crate::audit::scheme_name(client.key().map(|k| k.scheme()));
     let report =
-        Inited { state: dir.display().to_string(), server: client.server(), scheme, reachable: health.is_ok() };
+        Inited { state: dir.display().to_string(), server: client.remote().url(), scheme, reachable: health.is_ok() };
     out.print(&report, || {
         let reach = match &health {
             Ok(h) => format!("reachable ({})", h.server),
@@ -342,7 +339,7 @@ struct Got {
 
 async fn fetch(client: &Client, args: &Get, w: &mut (impl Write + Send)) -> Result<Got, ClientError> {
     if args.por {
-        let r = client.get_por(&args.name, args.version, w).await?;
+        let r = client.por().get(&args.name, args.version, w).await?;
         return Ok(Got { name: r.name, version: r.version, bytes: r.bytes, from: "por" });
     }
     let t = client.get(&args.name, args.version, args.range.clone(), w).await?;

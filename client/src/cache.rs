@@ -39,8 +39,11 @@ pub struct CacheStats {
 /// Lookups kept per MiB of capacity (a lookup is a few hundred bytes; blocks are the bulk).
 const LOOKUPS_PER_MIB: u64 = 64;
 
+/// The cache of a client ([`crate::Client::cache`]): off (capacity 0) until it is given a
+/// size. Sound for a client that is its root's only writer, as one opened on a directory is
+/// (see the module documentation).
 #[derive(Default)]
-pub(crate) struct ReadCache {
+pub struct ReadCache {
     inner: Mutex<Inner>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -63,8 +66,10 @@ struct Inner {
 }
 
 impl ReadCache {
-    /// Sets the capacity in bytes of blocks (0 turns the cache off and empties it).
-    pub(crate) fn resize(&self, capacity: u64) {
+    /// Keeps up to `capacity` bytes of verified blocks (and lookups and the listing in
+    /// proportion) to serve reads without the provider; 0, the default, turns the cache off and
+    /// empties it.
+    pub fn resize(&self, capacity: u64) {
         let mut inner = self.lock();
         inner.capacity = capacity;
         if capacity == 0 {
@@ -73,7 +78,8 @@ impl ReadCache {
         inner.evict();
     }
 
-    pub(crate) fn stats(&self) -> CacheStats {
+    /// The cache's hits, misses and size.
+    pub fn stats(&self) -> CacheStats {
         let inner = self.lock();
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),

@@ -3,11 +3,11 @@
 //! (verifyMultiUpdate) before the new version is accepted: the VCS commit of paper 000 Sec. 4.4.
 
 use crate::chunking::Cutting;
-use crate::client::{Client, View};
+use crate::client::Client;
+use crate::commit::Commit;
 use crate::error::ClientError;
 use crate::intent::{new_attempt, EditPlan, Intent, Planned};
 use crate::keys::ClientKey;
-use crate::ledger::Committing;
 use crate::upload::{committed_proof_bytes, unix_now, Transfer};
 use crate::verify::{self, valid_name, StoredBlock, Verified};
 use rayon::prelude::*;
@@ -105,11 +105,10 @@ impl Batch {
     }
 }
 
-impl Client {
+impl Commit<'_> {
     /// Sends a batch against `latest` and verifies the answer at every level.
-    async fn commit_batch(
+    async fn edit_batch(
         &self,
-        commit: &Committing<'_>,
         name: &str,
         latest: Verified,
         batch: Batch,
@@ -130,25 +129,28 @@ impl Client {
             time,
             edits: batch.edits,
         };
+        let client = self.client;
         let por_file = vouch_core::por::copy::is_por_file(&latest.record.file);
         if por_file {
-            self.por().owe_copy(commit, name).await?;
+            client.por().owe_copy(&self.lock, name).await?;
         }
         let intent =
-            Intent { old: self.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
-        self.ledger.intend(intent)?;
+            Intent { old: client.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
+        client.ledger.intend(intent)?;
         // The name was proven present: a "not found" is a lie.
-        let answer: Committed = self.remote.call(&req).await.map_err(|e| e.absence_unproven(name))?;
+        let answer: Committed = client.remote.call(&req).await.map_err(|e| e.absence_unproven(name))?;
         let record = plan.record(&answer)?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        self.accept_commit(commit, name, &found, &Change::Append(record), &answer)?;
+        self.accept(name, &found, &Change::Append(record), &answer)?;
         if por_file {
             // Only the blocks the edit wrote take new slots.
-            self.por().pay_edit(commit, name, &plan.base, &record, &req.blocks).await?;
+            client.por().pay_edit(&self.lock, name, &plan.base, &record, &req.blocks).await?;
         }
         Ok((record, answer))
     }
+}
 
+impl Client {
     /// Changes bytes of the latest version of `name` as one verified batch of block edits,
     /// making a new version. Only the blocks the change touches are read and sent.
     pub async fn edit(
@@ -161,9 +163,9 @@ impl Client {
         let cutting = Cutting::from_option(block_size).map_err(ClientError::BadInput)?;
         let key = self.keys.owner()?;
         valid_name(name)?;
-        let commit = self.begin_commit().await?;
-        let latest = self.version_in(&View::Committing, name, None).await?;
-        self.same_scheme(name, Some(&latest.record))?;
+        let commit = Commit::begin(self).await?;
+        let latest = commit.reads().version(name, None).await?;
+        self.keys.same_scheme(name, Some(&latest.record))?;
         let len = latest.record.len;
         let (a, b, new_bytes) = match change {
             ByteEdit::Insert { at, data } => (*at, *at, data.as_slice()),
@@ -178,11 +180,13 @@ impl Client {
         let mut touched: Vec<(u64, Vec<u8>)> = Vec::new();
         if a < len && (a < b || a > 0) {
             let until = if a == b { a + 1 } else { b };
-            self.read_blocks(View::Committing, name, Some(latest.record.number), Some(a..until), |parts, _| {
-                touched.extend(parts.into_iter().map(|(_, (s, d))| (s, d.to_vec())));
-                Ok(())
-            })
-            .await?;
+            commit
+                .reads()
+                .read_blocks(name, Some(latest.record.number), Some(a..until), |parts, _| {
+                    touched.extend(parts.into_iter().map(|(_, (s, d))| (s, d.to_vec())));
+                    Ok(())
+                })
+                .await?;
         }
         // Neither does an insert at a block boundary.
         if a == b && touched.first().is_some_and(|(s, _)| *s == a) {
@@ -203,7 +207,7 @@ impl Client {
         let old: Vec<u64> = touched.iter().map(|(s, _)| *s).collect();
         batch.replace(key, &old, hi, &new_region, cutting)?;
         let blocks = batch.blocks.len() as u64;
-        let (record, answer) = self.commit_batch(&commit, name, latest, batch).await?;
+        let (record, answer) = commit.edit_batch(name, latest, batch).await?;
         Ok(Transfer {
             name: name.into(),
             version: record.number,
@@ -222,7 +226,7 @@ impl Client {
         let started = Instant::now();
         let local = LocalFile::open(path)?;
         let key = self.keys.owner()?;
-        let commit = self.begin_commit().await?;
+        let commit = Commit::begin(self).await?;
         // An absent name is proven absent in the answer, never a bare "not found".
         let answer: BlockList = self
             .remote
@@ -233,9 +237,7 @@ impl Client {
         let latest = match verify::located(&self.root(), name, None, &answer.located)? {
             (_, Some(v)) => v,
             (_, None) => {
-                let t = self
-                    .put_locked(&commit, name, local.file, (Cutting::Content, false, None), |_| {}, started)
-                    .await?;
+                let t = commit.put(name, local.file, (Cutting::Content, false, None), |_| {}, started).await?;
                 return Ok(SyncReport {
                     name: name.into(),
                     version: t.version,
@@ -248,12 +250,12 @@ impl Client {
                     list_bytes,
                     proof_bytes: t.proof_bytes,
                     file_proof_bytes: 0,
-                    server_ms: self.last_server_time().map(|d| d.as_secs_f64() * 1e3),
+                    server_ms: self.remote.last_server_time().map(|d| d.as_secs_f64() * 1e3),
                     seconds: started.elapsed().as_secs_f64(),
                 });
             }
         };
-        self.same_scheme(name, Some(&latest.record))?;
+        self.keys.same_scheme(name, Some(&latest.record))?;
         let stored = verify::block_list(&latest.record, &answer)?;
         let file = &latest.record.file;
         let plan = diff(&stored, &local, |i, bytes| key.check_block(file, stored[i].nonce, bytes, &stored[i].tag))
@@ -284,7 +286,7 @@ impl Client {
                 seconds: started.elapsed().as_secs_f64(),
             });
         }
-        let (record, committed) = self.commit_batch(&commit, name, latest, batch).await?;
+        let (record, committed) = commit.edit_batch(name, latest, batch).await?;
         Ok(SyncReport {
             name: name.into(),
             version: record.number,
@@ -297,7 +299,7 @@ impl Client {
             list_bytes,
             proof_bytes: committed_proof_bytes(&committed),
             file_proof_bytes: committed.file_update.as_ref().map_or(0, |p| p.len() as u64),
-            server_ms: self.last_server_time().map(|d| d.as_secs_f64() * 1e3),
+            server_ms: self.remote.last_server_time().map(|d| d.as_secs_f64() * 1e3),
             seconds: started.elapsed().as_secs_f64(),
         })
     }

@@ -7,6 +7,7 @@
 
 use crate::error::ClientError;
 use sha2::{Digest as _, Sha256};
+use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::linear::LinearKey;
 use vouch_core::pdp::rsa::{scheme_for_bits, RsaPublicKey, RsaSecretKey};
 use vouch_core::pdp::{Aggregate, Auditor, Challenged, FileId, Salt, SchemeId, Tagger};
@@ -176,6 +177,19 @@ impl Keys {
         match self {
             Keys::Owner(k) => k.scheme(),
             Keys::Public(k) => k.scheme(),
+        }
+    }
+
+    /// A new version of `name` is tagged like the versions before it (a key never changes
+    /// scheme; a record of another is not this client's).
+    pub(crate) fn same_scheme(&self, name: &str, latest: Option<&VersionRecord>) -> Result<(), ClientError> {
+        match latest {
+            Some(r) if r.scheme != self.scheme() => Err(ClientError::BadInput(format!(
+                "{name} is tagged with the {:?} scheme, this client's key is {:?}",
+                r.scheme,
+                self.scheme()
+            ))),
+            _ => Ok(()),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! One process at a time per client state directory.
+//! A client's locks: one process at a time per client state directory ([`StateLock`]), and one
+//! put at a time per name within a client ([`NameLocks`], see `crate::staged`).
 //!
 //! Two processes working on one state would race: each commits against the root it read, and
 //! the second one's answers then fail verification (an honest provider reported as lying), or
@@ -10,6 +11,7 @@
 //! by its tasks: see the crate documentation).
 
 use crate::error::ClientError;
+use std::collections::HashMap;
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -73,6 +75,44 @@ impl StateLock {
     }
 }
 
+/// One async lock per name that has a put in progress.
+#[derive(Debug, Default)]
+pub(crate) struct NameLocks {
+    held: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// A name's lock, held; the name's entry goes when its last holder or waiter is done.
+pub(crate) struct NameGuard<'a> {
+    locks: &'a NameLocks,
+    name: String,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl NameLocks {
+    pub(crate) async fn lock(&self, name: &str) -> NameGuard<'_> {
+        let lock = self.held.lock().expect("name locks").entry(name.to_string()).or_default().clone();
+        let guard = Some(lock.clone().lock_owned().await);
+        NameGuard { locks: self, name: name.to_string(), lock, guard }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.held.lock().expect("name locks").len()
+    }
+}
+
+impl Drop for NameGuard<'_> {
+    fn drop(&mut self) {
+        self.guard.take();
+        let mut held = self.locks.held.lock().expect("name locks");
+        // Clones are made under this map's lock: two strong counts are the map's and ours.
+        if Arc::strong_count(&self.lock) == 2 {
+            held.remove(&self.name);
+        }
+    }
+}
+
 /// " (pid N)" when the lock file names its holder.
 fn holder(dir: &Path) -> String {
     let mut text = String::new();
@@ -99,5 +139,21 @@ mod tests {
         assert_eq!(holder(&dir.path().canonicalize().unwrap()), format!(" (pid {})", std::process::id()));
         drop((a, b));
         other.try_lock().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_name_lock_excludes_its_name_only_and_goes_when_released() {
+        let locks = NameLocks::default();
+        let a = locks.lock("a").await;
+        let _b = locks.lock("b").await;
+        assert_eq!(locks.len(), 2);
+        let waiter = tokio::time::timeout(std::time::Duration::from_millis(50), locks.lock("a")).await;
+        assert!(waiter.is_err(), "a second holder of one name must wait");
+        assert_eq!(locks.len(), 2, "a waiter that gave up leaves the entry to its holder");
+        drop(a);
+        assert_eq!(locks.len(), 1);
+        let again = locks.lock("a").await;
+        drop(again);
+        assert_eq!(locks.len(), 1);
     }
 }

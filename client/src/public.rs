@@ -9,10 +9,11 @@
 //! The root is the one the owner held when it handed it out: after the owner's next commit
 //! the provider can no longer prove anything under it, and the auditor needs the new one.
 
-use crate::client::{AuditReport, Client};
+use crate::client::{assemble, Client};
 use crate::error::ClientError;
 use crate::keys::{key_id, Keys};
 use crate::persist::MemoryState;
+use crate::reads::AuditReport;
 use crate::remote::Remote;
 use crate::root::Root;
 use std::fmt;
@@ -116,7 +117,7 @@ impl PublicAuditor {
             Some(_) => {}
         }
         let store = Arc::new(MemoryState::new(root.root));
-        Ok(PublicAuditor { client: Client::assemble(Keys::Public(key), store, remote, None)? })
+        Ok(PublicAuditor { client: assemble(Keys::Public(key), store, remote, None)? })
     }
 
     /// A possession challenge of `count` random offsets over a version of `name` (the

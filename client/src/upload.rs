@@ -8,7 +8,6 @@ use crate::error::ClientError;
 use crate::intent::{Intent, Planned};
 use crate::keys::{ClientKey, Keys};
 use crate::ledger::Ledger;
-use crate::por::new_file_id;
 use crate::root::Root;
 use crate::verify::Verified;
 use bytes::Bytes;
@@ -44,6 +43,16 @@ impl NewVersion {
                 NewVersion { file: v.entry.file, number: v.entry.next_version, first_nonce: v.record.next_nonce }
             }
             None => NewVersion { file: new_file_id(por), number: 1, first_nonce: 0 },
+        }
+    }
+}
+
+/// A fresh file id, marked for PoR or not (an unmarked one never starts with the mark, see
+/// `crate::por`).
+fn new_file_id(por: bool) -> FileId {
+    loop {
+        if let Some(id) = vouch_core::por::copy::file_id(rand::random(), por) {
+            return id;
         }
     }
 }

@@ -108,7 +108,7 @@ pub async fn round(client: &Client, config: &AuditConfig, metrics: &Metrics) -> 
         report.failures += u64::from(audit.outcome == "failed");
         report.possession.push(audit);
     }
-    match client.audit_por(config.por_lambda).await {
+    match client.por().audit(config.por_lambda).await {
         Ok(por) => {
             let failed = por.parts.iter().filter(|p| !p.verified).count();
             metrics.audit("por", failed == 0);
@@ -167,7 +167,7 @@ async fn possession(client: &Client, name: &str, blocks: u32) -> ObjectAudit {
 async fn repair(client: &Client, objects: &[String]) -> Vec<Repair> {
     let mut repairs = Vec::new();
     for name in objects {
-        match client.repair(name).await {
+        match client.por().repair(name).await {
             Ok(report) => repairs.push(Repair { name: name.clone(), report: Some(report), problem: None }),
             // Stored without a PoR copy, or removed since the listing.
             Err(ClientError::BadInput(_) | ClientError::NotFound(_)) => {}

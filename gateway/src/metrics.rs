@@ -133,7 +133,7 @@ struct CacheCollector(Arc<Client>);
 
 impl Collector for CacheCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let stats = self.0.cache_stats();
+        let stats = self.0.cache().stats();
         let counters = [
             ("cache_hits", "Reads, lookups and listings answered from the portal cache", stats.hits),
             ("cache_misses", "Reads, lookups and listings that went to the provider", stats.misses),

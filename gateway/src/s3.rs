@@ -16,7 +16,7 @@ use s3s::{s3_error, S3ErrorCode, S3Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use vouch_client::{Client, ClientError, Expected};
+use vouch_client::{Client, ClientError, Expected, PutOptions};
 use vouch_core::namespace::VersionRecord;
 use vouch_proto::ErrorCode;
 
@@ -100,7 +100,7 @@ impl Gateway {
     /// sequential: the next stretch as long (up to the object's end) is read into the portal
     /// cache in the background, so the application's next request finds it there.
     fn prefetch_after(&self, name: &str, version: u64, range: &std::ops::Range<u64>, body_len: u64) {
-        if self.client.cache_stats().capacity == 0 || range.is_empty() {
+        if self.client.cache().stats().capacity == 0 || range.is_empty() {
             return;
         }
         let key = (name.to_string(), version);
@@ -216,11 +216,8 @@ impl Gateway {
         spooled: Spooled,
         expected: Option<Expected>,
     ) -> Result<(), ClientError> {
-        let put = match (expected, self.por) {
-            (Some(expected), por) => self.client.put_expecting(name, spooled, None, (por, expected), |_| {}).await,
-            (None, true) => self.client.put_por(name, spooled, None, |_| {}).await,
-            (None, false) => self.client.put(name, spooled, None, |_| {}).await,
-        }?;
+        let options = PutOptions { por: self.por, expected, ..PutOptions::default() };
+        let put = self.client.put_with(name, spooled, options, |_| {}).await?;
         if put.version > 1 {
             match self.keep_replaced.is_zero() {
                 true => drop_older(&self.client, name, put.version).await,

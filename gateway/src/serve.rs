@@ -62,7 +62,7 @@ impl RunningGateway {
 /// Serves `client` as an S3 endpoint on `config.listen` (and its metrics and audits, as
 /// configured). The client's cache is set to `config.cache_mb`.
 pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Result<RunningGateway> {
-    client.set_cache(config.cache_mb << 20);
+    client.cache().resize(config.cache_mb << 20);
     let metrics = Arc::new(Metrics::new(client.clone()));
     let deadlines = crate::stream::Deadlines {
         idle: Duration::from_secs(config.body_idle_timeout_secs.max(1)),

@@ -1,10 +1,9 @@
 //! The provider over HTTP: routes, authentication, limits, streaming (protocol in `vouch-proto`).
 //! VICOS's routes are in [`vicos`].
 
-mod error;
 mod vicos;
 
-pub use error::RequestError;
+use crate::request_error::RequestError;
 
 use crate::limits::{Limits, PutBudget, REQUEST_TIMEOUT};
 use crate::provider::ProviderError;

@@ -15,6 +15,7 @@ mod limits;
 mod listen;
 mod open;
 mod provider;
+mod request_error;
 mod service;
 mod vicos;
 pub use vouch_proto::tls;

@@ -4,7 +4,7 @@
 //! keep bytes, memory or a connection is bounded here, and a request past a bound is refused
 //! with a typed error (`ErrorCode::TooLarge`) instead of being served.
 
-use crate::http::RequestError;
+use crate::request_error::RequestError;
 use std::time::Duration;
 
 /// Per-request bounds. The defaults are generous for honest use; `vouch serve` flags and the

@@ -29,8 +29,9 @@
 
 use super::PorSession;
 use super::{copy, sealed_label, Batch, PorKeys, INITIAL_LOG_CAPACITY, REQUEST_SLOTS};
-use crate::client::View;
 use crate::error::ClientError;
+use crate::ledger::Committing;
+use crate::reads::Reads;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::client::plan_shrink;
 use vouch_core::por::heap::{encode_slot, moved_slot, SLOT_WIDTH};
@@ -53,8 +54,13 @@ struct LiveCopy {
 impl PorSession<'_> {
     /// Plans a consolidation that moves copies and carries it out, if one shrinks U (see the
     /// module documentation); else nothing.
-    pub(super) async fn compact(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
-        let copies = self.live_copies(keys, record).await?;
+    pub(super) async fn compact(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(), ClientError> {
+        let copies = self.live_copies(commit, keys, record).await?;
         let layouts: Vec<Layout> = copies.into_iter().map(|c| c.layout).collect();
         let live = moves::union(layouts.iter().flat_map(|l| l.runs.iter().copied()));
         let schedule = record.at.log.schedule;
@@ -89,11 +95,16 @@ impl PorSession<'_> {
         record.generation += 1;
         record.compacting = Some(Compacting { log_target: plan.log_target, moves: plan.moves, moved: 0, freed: 0 });
         self.save(record)?;
-        self.settle_compaction(keys, record).await
+        self.settle_compaction(commit, keys, record).await
     }
 
     /// Carries the consolidation the record names, if any, to its end, from where it stopped.
-    pub(super) async fn settle_compaction(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
+    pub(super) async fn settle_compaction(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(), ClientError> {
         let Some(plan) = record.compacting.clone() else { return Ok(()) };
         if let Err(e) = self.make_moves(keys, record, &plan).await {
             if e.violation_kind().is_none() {
@@ -106,7 +117,7 @@ impl PorSession<'_> {
             record.compacting = None;
             return self.save(record);
         }
-        self.relabel_and_free(keys, record, &plan).await?;
+        self.relabel_and_free(commit, keys, record, &plan).await?;
         if record.at.log.schedule.log_capacity > plan.log_target {
             let planned =
                 plan_shrink(&record.at.log, plan.log_target).map_err(|e| ClientError::State(e.to_string()))?;
@@ -119,13 +130,19 @@ impl PorSession<'_> {
     }
 
     /// Every version of the namespace's PoR files that has a copy, with its current label.
-    async fn live_copies(&self, keys: &PorKeys, record: &PorRecord) -> Result<Vec<LiveCopy>, ClientError> {
+    async fn live_copies(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &PorRecord,
+    ) -> Result<Vec<LiveCopy>, ClientError> {
+        let reads = Reads::committed(self.client, commit);
         let mut out = Vec::new();
-        for entry in self.client.list_in(&View::Committing).await? {
+        for entry in reads.list().await? {
             if !copy::is_por_file(&entry.file) {
                 continue;
             }
-            for version in self.client.log_in(&View::Committing, &entry.name).await? {
+            for version in reads.log(&entry.name).await? {
                 if version.len > 0 {
                     let (layout, generation) = self.sealed_location(keys, record, &version).await?;
                     out.push(LiveCopy { version, layout, generation });
@@ -199,13 +216,14 @@ impl PorSession<'_> {
     /// the consolidation frees.
     async fn relabel_and_free(
         &self,
+        commit: &Committing<'_>,
         keys: &PorKeys,
         record: &mut PorRecord,
         plan: &Compacting,
     ) -> Result<(), ClientError> {
         let target = 1u64 << plan.log_target;
         let mut labels: Vec<PorLabel> = Vec::new();
-        for copy in self.live_copies(keys, record).await? {
+        for copy in self.live_copies(commit, keys, record).await? {
             let after = moved(&copy.layout, &plan.moves);
             if copy.generation == record.generation || after == copy.layout {
                 continue;

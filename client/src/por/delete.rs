@@ -16,9 +16,9 @@
 
 use super::PorSession;
 use super::{Batch, PorKeys};
-use crate::client::View;
 use crate::error::ClientError;
 use crate::ledger::Committing;
+use crate::reads::Reads;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::client::plan_shrink;
 use vouch_core::por::heap::{encode_slot, SLOT_WIDTH};
@@ -66,8 +66,9 @@ impl PorSession<'_> {
         Ok(out)
     }
 
-    /// After that commit: ⊥ over the slots it freed, in batches; then U shrinks if it can.
-    pub(crate) async fn pay_delete(&self, owed: OwedDelete) -> Result<(), ClientError> {
+    /// After that commit (its lock still held): ⊥ over the slots it freed, in batches; then U
+    /// shrinks if it can.
+    pub(crate) async fn pay_delete(&self, commit: &Committing<'_>, owed: OwedDelete) -> Result<(), ClientError> {
         let keys = self.keys()?;
         let mut record = self.ready(&keys, false).await?;
         self.write_deleted(&keys, &mut record, &owed.0).await?;
@@ -77,7 +78,7 @@ impl PorSession<'_> {
         if owed.0.is_empty() {
             return Ok(());
         }
-        self.consolidate(&keys, &mut record).await
+        self.consolidate(commit, &keys, &mut record).await
     }
 
     /// ⊥ over U's slots `indices`, in batches.
@@ -94,15 +95,15 @@ impl PorSession<'_> {
     /// Settles the delete the record names (see [`PorSession::owe_delete`]): if its commit was
     /// accepted (none of its versions is in the namespace any more), ⊥ over the slots only
     /// they held, from the labels this client sealed for them; else nothing is owed. Under the
-    /// commit lock (`_commit`), so the namespace does not move meanwhile.
+    /// commit lock (`commit`), so the namespace does not move meanwhile.
     pub(super) async fn settle_delete(
         &self,
-        _commit: &Committing<'_>,
+        commit: &Committing<'_>,
         keys: &PorKeys,
         record: &mut PorRecord,
     ) -> Result<(), ClientError> {
         let Some(deleting) = record.deleting.clone() else { return Ok(()) };
-        let present: Vec<VersionRecord> = match self.client.log_in(&View::Committing, &deleting.name).await {
+        let present: Vec<VersionRecord> = match Reads::committed(self.client, commit).log(&deleting.name).await {
             Ok(all) => all.into_iter().filter(|v| v.file == deleting.file).collect(),
             Err(ClientError::NotFound(_)) => Vec::new(),
             Err(e) => return Err(e),
@@ -122,7 +123,7 @@ impl PorSession<'_> {
             self.write_deleted(keys, record, &owed).await?;
             record.deleting = None;
             self.save(record)?;
-            return self.consolidate(keys, record).await;
+            return self.consolidate(commit, keys, record).await;
         }
         record.deleting = None;
         self.save(record)
@@ -136,7 +137,12 @@ impl PorSession<'_> {
     /// [`layout::MAX_RUNS`]: a tail beyond them waits for a later delete); the shrink's batch
     /// checks it against U's checksums before anything is sent, so a provider that named a
     /// slot holding data free is caught.
-    pub(super) async fn consolidate(&self, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
+    pub(super) async fn consolidate(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &mut PorRecord,
+    ) -> Result<(), ClientError> {
         let schedule = record.at.log.schedule;
         let next = record.at.next_slot;
         let answer = self.allocator(record, next).await?;
@@ -146,7 +152,7 @@ impl PorSession<'_> {
             // provider's word only says whether to look: what is live is the labels' word.)
             let freed: u64 = free.iter().map(|r| r.slots).sum();
             if freed > 0 && freed * 2 >= next {
-                return self.compact(keys, record).await;
+                return self.compact(commit, keys, record).await;
             }
             return Ok(());
         };

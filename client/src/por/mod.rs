@@ -42,9 +42,11 @@ mod streamed;
 
 use vouch_core::por::copy::{self, is_por_file, TaggedData};
 
-use crate::client::{Client, View};
+use crate::client::Client;
+use crate::commit::Commit;
 use crate::error::ClientError;
 use crate::ledger::Committing;
+use crate::reads::Reads;
 use crate::violation::ViolationKind;
 use serde_bytes::ByteBuf;
 use std::borrow::Cow;
@@ -78,14 +80,6 @@ const REQUEST_SLOTS: usize = 4096;
 /// bounded at any file size.
 pub(crate) const POR_KEEP_BYTES: u64 = 64 << 20;
 
-/// A fresh file id, marked for PoR or not (an unmarked one never starts with the mark).
-pub(crate) fn new_file_id(por: bool) -> vouch_core::pdp::FileId {
-    loop {
-        if let Some(id) = copy::file_id(rand::random(), por) {
-            return id;
-        }
-    }
-}
 /// The fewest picks per part an audit a user runs may ask for (`vouch audit --por`, the
 /// gateway's `por_lambda`): a part missing half its slots passes with probability
 /// `2^-lambda`, and below this that is no proof.
@@ -227,41 +221,25 @@ fn sealed_label(keys: &PorKeys, version: &VersionRecord, layout: &Layout, genera
     PorLabel { value: ByteBuf::from(layout.seal(&keys.layout, &key, generation)), key: ByteBuf::from(key) }
 }
 
-/// The client's PoR log, for the time of one operation: every step of a PoR copy, read,
-/// delete, consolidation, audit and repair, over the client's transport, state and keys.
-pub(crate) struct PorSession<'c> {
+/// The client's PoR log ([`Client::por`]), for the time of one operation: every step of a
+/// PoR copy, read, delete, consolidation, audit and repair, over the client's transport, state
+/// and keys. Its public operations read a PoR file through U ([`PorSession::get`]), repair
+/// one ([`PorSession::repair`]) and audit the log ([`PorSession::audit`]); each runs under
+/// the client's commit lock.
+pub struct PorSession<'c> {
     client: &'c Client,
 }
 
+impl std::fmt::Debug for PorSession<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PorSession").field("client", self.client).finish()
+    }
+}
+
 impl Client {
-    /// The client's PoR log.
-    pub(crate) fn por(&self) -> PorSession<'_> {
+    /// The client's PoR log: reads through it, repairs and audits of it (see [`PorSession`]).
+    pub fn por(&self) -> PorSession<'_> {
         PorSession { client: self }
-    }
-
-    /// Streams a version of the PoR file `name`, read through U alone (not the provider's
-    /// block store), verified, into `out`.
-    pub async fn get_por(
-        &self,
-        name: &str,
-        want: Option<u64>,
-        out: &mut (impl Write + Send),
-    ) -> Result<PorCopyReport, ClientError> {
-        self.por().get(name, want, out).await
-    }
-
-    /// Repairs the copy of the latest version of the PoR file `name`: when its slots of U are
-    /// lost or damaged, U is decoded from C and the levels, the copy checked, and its slots
-    /// written back, then read back through U and checked again.
-    pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
-        self.por().repair(name).await
-    }
-
-    /// Challenges every level of H and C with `lambda` random slots each (Sec. 5.5): a report
-    /// per part. A part that fails is in the report, not an error. It also checks one version
-    /// of a PoR file, at random, for its copy.
-    pub async fn audit_por(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
-        self.por().audit(lambda).await
     }
 }
 
@@ -682,7 +660,7 @@ impl PorSession<'_> {
         record: &mut PorRecord,
     ) -> Result<(), ClientError> {
         let Some(name) = record.copying.clone() else { return Ok(()) };
-        match self.client.version_in(&View::Committing, &name, None).await {
+        match Reads::committed(self.client, commit).version(&name, None).await {
             Ok(latest) if is_por_file(&latest.record.file) && latest.record.len > 0 => {
                 // Kept in the record until the label's batch is seen applied: a batch refused on
                 // the way leaves it there for the next try.
@@ -716,7 +694,7 @@ impl PorSession<'_> {
     /// Finishes what an operation cut short left in the record.
     async fn settle(&self, commit: &Committing<'_>, keys: &PorKeys, record: &mut PorRecord) -> Result<(), ClientError> {
         // A consolidation under way first: labels are believed only once it is done.
-        self.settle_compaction(keys, record).await?;
+        self.settle_compaction(commit, keys, record).await?;
         // The delete first: a copy must not take slots a delete still owes ⊥.
         self.settle_delete(commit, keys, record).await?;
         self.settle_copy(commit, keys, record).await
@@ -808,8 +786,13 @@ impl PorSession<'_> {
     }
 
     /// The proven version of a PoR file, or why there is none.
-    async fn version(&self, name: &str, want: Option<u64>) -> Result<VersionRecord, ClientError> {
-        let v = self.client.version_in(&View::Committing, name, want).await?;
+    async fn version(
+        &self,
+        commit: &Committing<'_>,
+        name: &str,
+        want: Option<u64>,
+    ) -> Result<VersionRecord, ClientError> {
+        let v = Reads::committed(self.client, commit).version(name, want).await?;
         if !is_por_file(&v.record.file) {
             return Err(ClientError::BadInput(format!("{name} was stored without --por: it has no PoR copy")));
         }
@@ -826,9 +809,9 @@ impl PorSession<'_> {
     ) -> Result<PorCopyReport, ClientError> {
         let started = Instant::now();
         let keys = self.keys()?;
-        let commit = self.client.begin_commit().await?;
-        let version = self.version(name, want).await?;
-        let record = self.begin(&commit, &keys, false).await?;
+        let commit = Commit::begin(self.client).await?;
+        let version = self.version(&commit.lock, name, want).await?;
+        let record = self.begin(&commit.lock, &keys, false).await?;
         let key = self.client.keys.owner()?;
         let (layout, leaves) = match version.len {
             0 => (Layout { runs: Vec::new() }, Vec::new()),

@@ -18,11 +18,11 @@ impl PorSession<'_> {
     pub async fn repair(&self, name: &str) -> Result<PorCopyReport, ClientError> {
         let started = Instant::now();
         let keys = self.keys()?;
-        let commit = self.client.begin_commit().await?;
-        let version = self.version(name, None).await?;
+        let commit = Commit::begin(self.client).await?;
+        let version = self.version(&commit.lock, name, None).await?;
         let mut record = self.ready(&keys, false).await?;
         let mut restored = 0;
-        if let Err(e) = self.settle(&commit, &keys, &mut record).await {
+        if let Err(e) = self.settle(&commit.lock, &keys, &mut record).await {
             if e.violation_kind() != Some(ViolationKind::DataLost) {
                 return Err(e);
             }
@@ -31,7 +31,7 @@ impl PorSession<'_> {
             tracing::warn!("an unfinished PoR operation needs lost slots of U ({e}); restoring all of U from C and H");
             let raw = self.recover(&keys, &record).await?;
             restored = self.restore(&keys, &record, &raw, &[Run { first: 0, slots: record.at.next_slot }]).await?;
-            self.settle(&commit, &keys, &mut record).await?;
+            self.settle(&commit.lock, &keys, &mut record).await?;
         }
         let mut report = PorCopyReport {
             name: name.into(),
@@ -68,7 +68,7 @@ impl PorSession<'_> {
         }
         report.restored = report.restored.max(restored);
         if version.len > 0 {
-            report.healed_blocks = self.heal_blocks(&keys, &record, name, &version).await?;
+            report.healed_blocks = self.heal_blocks(&commit.lock, &keys, &record, name, &version).await?;
         }
         (report.healed, report.unhealed) = self.heal(&keys, &mut record).await?;
         report.seconds = started.elapsed().as_secs_f64();
@@ -80,12 +80,15 @@ impl PorSession<'_> {
     /// verified PoR copy and the version is read and checked again. How many blocks it wrote.
     async fn heal_blocks(
         &self,
+        commit: &Committing<'_>,
         keys: &PorKeys,
         record: &PorRecord,
         name: &str,
         version: &VersionRecord,
     ) -> Result<u64, ClientError> {
-        match self.client.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await {
+        let read_back =
+            || Reads::committed(self.client, commit).read_blocks(name, Some(version.number), None, |_, _| Ok(()));
+        match read_back().await {
             Ok(_) => return Ok(0),
             Err(e) if e.violation_kind().is_some() => {
                 tracing::warn!(
@@ -111,7 +114,7 @@ impl PorSession<'_> {
                 bytes = 0;
             }
         }
-        self.client.read_blocks(View::Committing, name, Some(version.number), None, |_, _| Ok(())).await?;
+        read_back().await?;
         Ok(healed)
     }
 
@@ -229,9 +232,9 @@ impl PorSession<'_> {
     pub async fn audit(&self, lambda: u32) -> Result<PorAuditReport, ClientError> {
         let keys = self.keys()?;
         let (record, copy) = {
-            let commit = self.client.begin_commit().await?;
-            let record = self.begin(&commit, &keys, false).await?;
-            let copy = self.audit_copy(&keys, &record).await?;
+            let commit = Commit::begin(self.client).await?;
+            let record = self.begin(&commit.lock, &keys, false).await?;
+            let copy = self.audit_copy(&commit.lock, &keys, &record).await?;
             (record, copy)
         };
         let mut report = self.audit_at(&keys, &record, lambda).await?;
@@ -245,13 +248,17 @@ impl PorSession<'_> {
     /// random, reading under U's root as data (not ⊥, not never written). A provider that
     /// dropped a share of the copies (or their labels) fails it with that chance at each
     /// audit. `None` when no PoR file has a version with bytes.
-    async fn audit_copy(&self, keys: &PorKeys, record: &PorRecord) -> Result<Option<PorPartReport>, ClientError> {
+    async fn audit_copy(
+        &self,
+        commit: &Committing<'_>,
+        keys: &PorKeys,
+        record: &PorRecord,
+    ) -> Result<Option<PorPartReport>, ClientError> {
         use rand::seq::SliceRandom;
-        let files: Vec<_> =
-            self.client.list_in(&View::Committing).await?.into_iter().filter(|e| is_por_file(&e.file)).collect();
+        let reads = Reads::committed(self.client, commit);
+        let files: Vec<_> = reads.list().await?.into_iter().filter(|e| is_por_file(&e.file)).collect();
         let Some(entry) = files.choose(&mut rand::thread_rng()) else { return Ok(None) };
-        let versions: Vec<_> =
-            self.client.log_in(&View::Committing, &entry.name).await?.into_iter().filter(|v| v.len > 0).collect();
+        let versions: Vec<_> = reads.log(&entry.name).await?.into_iter().filter(|v| v.len > 0).collect();
         let Some(version) = versions.choose(&mut rand::thread_rng()) else { return Ok(None) };
         let caught = |e: ClientError| match e.violation_kind() {
             Some(_) => Ok(Err(e.to_string())),

@@ -4,9 +4,9 @@
 
 use super::PorSession;
 use super::{sealed_label, Batch, PorKeys, REQUEST_SLOTS};
-use crate::client::View;
 use crate::error::ClientError;
 use crate::ledger::Committing;
+use crate::reads::Reads;
 use std::ops::Range;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::por::copy::{self, TaggedData};
@@ -20,7 +20,7 @@ impl PorSession<'_> {
     /// the commit lock: the version read is the committing view's.
     pub(super) async fn copy_streamed(
         &self,
-        _commit: &Committing<'_>,
+        commit: &Committing<'_>,
         keys: &PorKeys,
         record: &mut PorRecord,
         name: &str,
@@ -61,8 +61,8 @@ impl PorSession<'_> {
             let bytes: u64 = expected.iter().map(|b| u64::from(b.len)).sum();
             let range = offset..offset + bytes;
             let mut blocks = Vec::with_capacity(group.len());
-            self.client
-                .read_blocks(View::Committing, name, Some(version.number), Some(range.clone()), |_, chunk| {
+            Reads::committed(self.client, commit)
+                .read_blocks(name, Some(version.number), Some(range.clone()), |_, chunk| {
                     blocks.extend(chunk.blocks.iter().map(|b| TaggedData {
                         nonce: b.nonce,
                         tag: b.tag.to_vec(),

@@ -23,14 +23,14 @@ async fn get(client: &Client, name: &str, want: Option<u64>, range: Option<std::
 async fn what_was_read_once_is_served_again_without_the_provider() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
-    client.set_cache(64 << 20);
+    client.cache().resize(64 << 20);
     let (a, b) = (sample(1_000_000, 1), sample(50_000, 2));
     put(&client, "a", &a).await;
     put(&client, "b", &b).await;
     assert_eq!(get(&client, "a", None, None).await, a);
     let listed = client.list().await.unwrap();
-    let misses = client.cache_stats().misses;
-    assert!(misses > 0 && client.cache_stats().bytes >= a.len() as u64);
+    let misses = client.cache().stats().misses;
+    assert!(misses > 0 && client.cache().stats().bytes >= a.len() as u64);
 
     setup.server.take().unwrap().shutdown().await.unwrap();
     assert_eq!(get(&client, "a", None, None).await, a, "whole, from the cache");
@@ -41,7 +41,7 @@ async fn what_was_read_once_is_served_again_without_the_provider() {
     let mut out = Vec::new();
     let unread = client.get("b", None, None, &mut out).await;
     assert!(unread.is_err() && out.is_empty(), "b was never read: its blocks are not kept");
-    let stats = client.cache_stats();
+    let stats = client.cache().stats();
     assert_eq!(stats.misses, misses + 2, "the name never asked and b's read");
     assert!(stats.hits >= 4, "{stats:?}");
 }
@@ -50,7 +50,7 @@ async fn what_was_read_once_is_served_again_without_the_provider() {
 async fn a_commit_drops_its_name_and_carries_every_other_answer() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
-    client.set_cache(64 << 20);
+    client.cache().resize(64 << 20);
     let (a, b) = (sample(200_000, 3), sample(200_000, 4));
     put(&client, "a", &a).await;
     put(&client, "b", &b).await;
@@ -69,11 +69,11 @@ async fn a_commit_drops_its_name_and_carries_every_other_answer() {
     client.prune("a", &[1]).await.unwrap();
     assert!(matches!(client.get("a", Some(1), None, &mut Vec::new()).await, Err(ClientError::NotFound(_))));
     let carried = client.list().await.unwrap();
-    let hits = client.cache_stats().hits;
-    client.set_cache(0);
+    let hits = client.cache().stats().hits;
+    client.cache().resize(0);
     assert_eq!(client.list().await.unwrap(), carried, "the carried listing is the provider's");
-    assert_eq!(client.cache_stats().hits, hits, "off: no hit");
-    client.set_cache(64 << 20);
+    assert_eq!(client.cache().stats().hits, hits, "off: no hit");
+    client.cache().resize(64 << 20);
     assert!(matches!(client.version("c", None).await, Err(ClientError::NotFound(_))));
 
     // b was untouched by every commit: still served with the provider gone.
@@ -89,24 +89,24 @@ async fn an_answer_that_fails_its_check_is_never_kept() {
     let client = setup.client();
     put(&client, "a", &sample(100_000, 6)).await;
     // On after the put: its blocks are not written through, every read goes to the provider.
-    client.set_cache(64 << 20);
+    client.cache().resize(64 << 20);
     for _ in 0..2 {
         let mut out = Vec::new();
         assert_violation(client.get("a", None, None, &mut out).await, ViolationKind::AlteredBlock, "a corrupt block");
     }
-    assert_eq!(client.cache_stats().bytes, 0, "no block of a refused read kept");
+    assert_eq!(client.cache().stats().bytes, 0, "no block of a refused read kept");
 }
 
 #[tokio::test]
 async fn what_the_client_wrote_is_kept_when_it_fits() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
-    client.set_cache(4 << 20);
+    client.cache().resize(4 << 20);
     let (small, large) = (sample(500_000, 7), sample(3_000_000, 8));
     put(&client, "small", &small).await;
     put(&client, "large", &large).await;
     // A quarter of the cache at most: the small one fits, the large one does not.
-    assert!(client.cache_stats().bytes >= small.len() as u64 && client.cache_stats().bytes < 2_000_000);
+    assert!(client.cache().stats().bytes >= small.len() as u64 && client.cache().stats().bytes < 2_000_000);
     // Its lookup too must come from somewhere: ask once, with the provider up.
     client.version("small", None).await.unwrap();
     setup.server.take().unwrap().shutdown().await.unwrap();

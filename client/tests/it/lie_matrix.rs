@@ -10,7 +10,7 @@ use crate::vicos;
 
 use common::por::{get_por, put_por};
 use common::{assert_violation, sample, Setup, TOKEN_BOB};
-use vouch_client::{Client, ClientError, PorAuditReport, ViolationKind};
+use vouch_client::{Client, ClientError, PorAuditReport, PutOptions, ViolationKind};
 use vouch_misbehave::Misbehave;
 use vouch_server::Blocks;
 use vouch_store::{BlobStore, ObjectBlobs};
@@ -283,7 +283,15 @@ async fn por_lying_from_the_start(lie: Misbehave, blocks: &Blocks, por: PorOp) -
     let setup = Setup::on(blocks.clone(), lie).await;
     let client = setup.client();
     let put = async |name: &str, data: &[u8]| {
-        client.put_por(name, std::io::Cursor::new(data.to_vec()), None, |_| {}).await.map(drop)
+        client
+            .put_with(
+                name,
+                std::io::Cursor::new(data.to_vec()),
+                PutOptions { por: true, ..PutOptions::default() },
+                |_| {},
+            )
+            .await
+            .map(drop)
     };
     let a = sample(60_000, 1);
     let seen: Seen = match por {
@@ -298,7 +306,7 @@ async fn por_lying_from_the_start(lie: Misbehave, blocks: &Blocks, por: PorOp) -
             // About 40 slots: U grows to 64, and the batch leaves levels 0 and 1 filled (for
             // a skipped rebuild to leave unmixed).
             put("a", &sample(160_000, 2)).await.unwrap();
-            client.audit_por(16).await.map(Some)
+            client.por().audit(16).await.map(Some)
         }
         PorOp::SecondPut => {
             // The first request for free slots is answered honestly: a copy is there to damage.
@@ -319,9 +327,9 @@ async fn por_lying_from_the_start(lie: Misbehave, blocks: &Blocks, por: PorOp) -
         PorOp::Moved => {
             put("big", &sample(400_000, 4)).await.unwrap();
             put("c", &sample(20_000, 5)).await.unwrap();
-            let grown = client.audit_por(4).await.unwrap().log_capacity;
+            let grown = client.por().audit(4).await.unwrap().log_capacity;
             client.remove("big").await.unwrap();
-            assert!(client.audit_por(4).await.unwrap().log_capacity < grown, "consolidated: c was moved");
+            assert!(client.por().audit(4).await.unwrap().log_capacity < grown, "consolidated: c was moved");
             get_por(&client, "c", None).await.map(|got| {
                 assert_eq!(got, sample(20_000, 5));
                 None
@@ -370,7 +378,7 @@ async fn goes_on(setup: &Setup, scenario: Scenario) {
     if por {
         put_por(&client, "new", &new).await;
         assert_eq!(get_por(&client, "new", None).await.unwrap(), new);
-        let report = client.audit_por(16).await.unwrap();
+        let report = client.por().audit(16).await.unwrap();
         assert!(report.verified, "{report:?}");
     } else {
         put(&client, "new", &new).await.unwrap();

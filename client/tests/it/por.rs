@@ -1,4 +1,4 @@
-//! Files stored with retrievability, end to end over a real provider: `put_por`, reads
+//! Files stored with retrievability, end to end over a real provider: PoR puts, reads
 //! through U, PoR audits, repair after the backend itself lost all of U and just under half of
 //! C and of every level, and the lies and losses a client must not believe.
 
@@ -9,7 +9,7 @@ use common::por::{
     with_provider_stopped,
 };
 use common::{assert_violation, sample, Setup};
-use vouch_client::{Client, ClientError, ViolationKind};
+use vouch_client::{Client, ClientError, PutOptions, ViolationKind};
 use vouch_misbehave::Misbehave;
 use vouch_store::BlobStore;
 
@@ -17,11 +17,11 @@ use vouch_store::BlobStore;
 async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
     let setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
-    assert!(matches!(client.audit_por(8).await, Err(ClientError::NotFound(_))), "no log before the first put");
+    assert!(matches!(client.por().audit(8).await, Err(ClientError::NotFound(_))), "no log before the first put");
     let first = sample(300_000, 1);
     put_por(&client, "a.bin", &first).await;
     assert_eq!(get_por(&client, "a.bin", None).await.unwrap(), first);
-    let report = client.audit_por(16).await.unwrap();
+    let report = client.por().audit(16).await.unwrap();
     assert!(report.verified && report.parts.len() >= 2, "{report:?}");
     assert!(report.parts.iter().all(|p| p.verified && p.problem.is_none()));
 
@@ -39,11 +39,18 @@ async fn por_files_read_back_through_u_audit_and_follow_their_edits() {
     // A file stored without --por has no copy, and cannot gain one.
     client.put("plain", std::io::Cursor::new(vec![1u8; 10]), None, |_| {}).await.unwrap();
     assert!(matches!(get_por(&client, "plain", None).await, Err(ClientError::BadInput(_))));
-    let again = client.put_por("plain", std::io::Cursor::new(vec![2u8; 10]), None, |_| {}).await;
+    let again = client
+        .put_with(
+            "plain",
+            std::io::Cursor::new(vec![2u8; 10]),
+            PutOptions { por: true, ..PutOptions::default() },
+            |_| {},
+        )
+        .await;
     assert!(matches!(again, Err(ClientError::BadInput(_))));
     put_por(&client, "empty", &[]).await;
     assert_eq!(get_por(&client, "empty", None).await.unwrap(), Vec::<u8>::new());
-    assert!(client.audit_por(8).await.unwrap().verified);
+    assert!(client.por().audit(8).await.unwrap().verified);
 }
 
 /// Slots a run of `blocks` blocks of `bytes` bytes in all takes at most in a copy (each block:
@@ -61,7 +68,7 @@ async fn an_edit_of_a_large_por_file_writes_only_the_blocks_it_wrote() {
     let client = setup.client();
     let first = sample(3_000_000, 21);
     put_por(&client, "big", &first).await;
-    let used = async |client: &Client| client.audit_por(4).await.unwrap().slots_used;
+    let used = async |client: &Client| client.por().audit(4).await.unwrap().slots_used;
     let whole = used(&client).await;
     assert!(whole >= 3_000_000 / 4096, "{whole}");
 
@@ -94,7 +101,7 @@ async fn an_edit_of_a_large_por_file_writes_only_the_blocks_it_wrote() {
     drop(client);
     let client = with_provider_stopped(&mut setup, async |data| lose_all_of_u(data).await).await;
     assert_violation(get_por(&client, "big", None).await, ViolationKind::DataLost, "U is lost");
-    let report = client.repair("big").await.unwrap();
+    let report = client.por().repair("big").await.unwrap();
     assert!(report.damaged && report.restored == report.slots, "{report:?}");
     assert_eq!(get_por(&client, "big", None).await.unwrap(), fourth);
 }
@@ -111,7 +118,7 @@ async fn repair_of_a_copy_larger_than_a_request_pages_through_c() {
         assert!(damage_objects(stores, true, |n| n / 2 - 1).await >= 1);
     })
     .await;
-    let report = client.repair("large").await.unwrap();
+    let report = client.por().repair("large").await.unwrap();
     assert!(report.damaged && report.slots > 4096 && report.restored == report.slots, "{report:?}");
     assert_eq!(get_por(&client, "large", None).await.unwrap(), data);
 }
@@ -137,9 +144,9 @@ async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_le
         assert_violation(get_por(&client, name, None).await, ViolationKind::DataLost, "U is lost");
     }
     // Level 0 has two slots: "just under half" of it is none.
-    audit_fails_at(client.audit_por(64).await.unwrap(), |region| region != "level-0");
+    audit_fails_at(client.por().audit(64).await.unwrap(), |region| region != "level-0");
     for (i, (name, data)) in files.iter().enumerate() {
-        let report = client.repair(name).await.unwrap();
+        let report = client.por().repair(name).await.unwrap();
         assert!(report.damaged && report.restored == report.slots && report.slots > 0, "{report:?}");
         assert!(!report.healed.is_empty(), "{report:?}");
         // C is re-encoded from U only once U is whole: after the last file's repair.
@@ -147,10 +154,10 @@ async fn repair_restores_every_byte_after_u_and_just_under_half_of_c_and_each_le
         assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name} after repair");
     }
     for (name, _) in &files {
-        let again = client.repair(name).await.unwrap();
+        let again = client.por().repair(name).await.unwrap();
         assert!(!again.damaged && again.restored == 0 && again.healed.is_empty(), "repaired once: {again:?}");
     }
-    let audit = client.audit_por(64).await.unwrap();
+    let audit = client.por().audit(64).await.unwrap();
     assert!(audit.verified && audit.parts.len() == 1, "whole again, H empty: {audit:?}");
     // The plain read path is untouched by all this.
     let mut out = Vec::new();
@@ -171,8 +178,8 @@ async fn past_half_of_c_lost_repair_fails_and_says_so() {
         assert_eq!(damage_objects(stores, true, |n| n / 2 + 1).await, 1);
     })
     .await;
-    assert_violation(client.repair("f").await, ViolationKind::DataLost, "too little of C is left");
-    audit_fails_at(client.audit_por(64).await.unwrap(), |region| region == "coded");
+    assert_violation(client.por().repair("f").await, ViolationKind::DataLost, "too little of C is left");
+    audit_fails_at(client.por().audit(64).await.unwrap(), |region| region == "coded");
 }
 
 #[tokio::test]
@@ -187,7 +194,7 @@ async fn por_lies_are_caught_through_the_client() {
     let client = setup.client();
     put_por(&client, "f", &data).await;
     assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
-    let audit = client.audit_por(8).await.unwrap();
+    let audit = client.por().audit(8).await.unwrap();
     assert!(audit.parts.iter().all(|p| !p.verified), "{audit:?}");
     assert_violation(audit.into_result(), ViolationKind::BadPorAudit, "a forged aggregate");
 }
@@ -214,9 +221,19 @@ async fn a_lost_por_record_is_a_state_error_not_a_lie() {
         assert!(matches!(&got, Err(ClientError::State(m)) if m.contains("no PoR record")), "{:?}", got.err());
     };
     state_error(get_por(&client, "f", None).await.map(|_| ()));
-    state_error(client.audit_por(8).await.map(|_| ()));
+    state_error(client.por().audit(8).await.map(|_| ()));
     // Nor is a new log started over the provider's: the record stays missing.
-    state_error(client.put_por("g", std::io::Cursor::new(vec![1u8; 100]), None, |_| {}).await.map(|_| ()));
+    state_error(
+        client
+            .put_with(
+                "g",
+                std::io::Cursor::new(vec![1u8; 100]),
+                PutOptions { por: true, ..PutOptions::default() },
+                |_| {},
+            )
+            .await
+            .map(|_| ()),
+    );
     assert!(!setup.state.join("por").exists());
 }
 
@@ -268,7 +285,7 @@ async fn a_lost_batch_answer_is_settled_never_called_a_lie() {
         }
         data.splice(at as usize..at as usize, *b"more");
         assert_eq!(get_por(&client, "f", None).await.unwrap(), data, "applied: {applied}");
-        assert!(client.audit_por(8).await.unwrap().verified);
+        assert!(client.por().audit(8).await.unwrap().verified);
     }
 }
 
@@ -322,7 +339,7 @@ async fn a_copy_is_verified_whole_before_a_byte_of_it_is_written() {
     for (lie_at, what) in [(per_pass - 1, "first pass"), (2 * per_pass - 1, "second pass")] {
         *reads.lock().unwrap() = Reads { lie_at: Some(lie_at), ..Reads::default() };
         let mut out = Vec::new();
-        let got = client.get_por("f", None, &mut out).await;
+        let got = client.por().get("f", None, &mut out).await;
         assert_violation(got, ViolationKind::BadPorRead, what);
         match lie_at < per_pass {
             true => assert!(out.is_empty(), "nothing written before the copy is verified"),
@@ -385,7 +402,7 @@ async fn a_batch_held_on_its_way_past_its_settling_is_refused_never_applied() {
     data.splice(100..100, *b"held");
     assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
     assert_eq!(get_por(&client, "f", Some(1)).await.unwrap(), sample(40_000, 71));
-    assert!(client.audit_por(16).await.unwrap().verified);
+    assert!(client.por().audit(16).await.unwrap().verified);
     client.edit("f", &vouch_client::ByteEdit::Delete { range: 0..10 }, None).await.unwrap();
 }
 
@@ -397,7 +414,7 @@ async fn a_batch_held_on_its_way_past_its_settling_is_refused_never_applied() {
 async fn removed_and_pruned_copies_free_their_slots_for_new_ones() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
-    let used = async |client: &Client| client.audit_por(4).await.unwrap().slots_used;
+    let used = async |client: &Client| client.por().audit(4).await.unwrap().slots_used;
     let (a, b) = (sample(200_000, 61), sample(100_000, 62));
     put_por(&client, "a", &a).await;
     put_por(&client, "b", &b).await;
@@ -424,7 +441,7 @@ async fn removed_and_pruned_copies_free_their_slots_for_new_ones() {
     for (name, want) in [("b", &b), ("a-again", &a), ("c", &c3), ("c-again", &c)] {
         assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name}");
     }
-    assert!(client.audit_por(16).await.unwrap().verified);
+    assert!(client.por().audit(16).await.unwrap().verified);
     each_repaired_after_u_is_lost(&mut setup, client, &[("b", &b), ("a-again", &a), ("c", &c3), ("c-again", &c)]).await;
 }
 
@@ -438,9 +455,9 @@ async fn a_delete_that_frees_the_top_of_u_shrinks_it() {
     let (keep, big) = (sample(30_000, 81), sample(1_500_000, 82));
     put_por(&client, "keep", &keep).await;
     put_por(&client, "big", &big).await;
-    let grown = client.audit_por(4).await.unwrap();
+    let grown = client.por().audit(4).await.unwrap();
     client.remove("big").await.unwrap();
-    let shrunk = client.audit_por(16).await.unwrap();
+    let shrunk = client.por().audit(16).await.unwrap();
     assert!(shrunk.verified, "{shrunk:?}");
     assert!(shrunk.log_capacity + 3 <= grown.log_capacity, "2^{} after 2^{}", shrunk.log_capacity, grown.log_capacity);
     assert!(shrunk.slots_used <= 1 << shrunk.log_capacity && shrunk.slots_used < grown.slots_used, "{shrunk:?}");
@@ -448,7 +465,7 @@ async fn a_delete_that_frees_the_top_of_u_shrinks_it() {
 
     let again = sample(200_000, 83);
     put_por(&client, "again", &again).await;
-    assert!(client.audit_por(16).await.unwrap().verified);
+    assert!(client.por().audit(16).await.unwrap().verified);
     each_repaired_after_u_is_lost(&mut setup, client, &[("keep", &keep), ("again", &again)]).await;
 }
 
@@ -462,7 +479,7 @@ async fn a_delete_stopped_after_its_commit_is_finished_by_the_next_por_operation
     let (keep, gone) = (sample(30_000, 91), sample(600_000, 92));
     put_por(&client, "keep", &keep).await;
     put_por(&client, "gone", &gone).await;
-    let before = client.audit_por(4).await.unwrap();
+    let before = client.por().audit(4).await.unwrap();
     drop(client);
     let client = restarted(&mut setup, Misbehave::FailPorWrites, async |_| {}).await;
     assert!(client.remove("gone").await.is_err(), "the ⊥ writes failed");
@@ -472,7 +489,7 @@ async fn a_delete_stopped_after_its_commit_is_finished_by_the_next_por_operation
     let client = with_provider_stopped(&mut setup, async |_| {}).await;
     let new = sample(10_000, 93);
     put_por(&client, "new", &new).await;
-    let after = client.audit_por(16).await.unwrap();
+    let after = client.por().audit(16).await.unwrap();
     assert!(after.verified, "{after:?}");
     assert!(after.slots_used < before.slots_used && after.log_capacity < before.log_capacity, "{after:?} {before:?}");
     for (name, want) in [("keep", &keep), ("new", &new)] {
@@ -488,7 +505,7 @@ async fn a_delete_whose_commit_was_refused_frees_nothing() {
     let client = setup.client();
     let kept = sample(200_000, 95);
     put_por(&client, "kept", &kept).await;
-    let before = client.audit_por(4).await.unwrap();
+    let before = client.por().audit(4).await.unwrap();
     drop(client);
     let client = restarted(&mut setup, Misbehave::RefuseCommit, async |_| {}).await;
     assert!(client.remove("kept").await.is_err(), "the commit was refused");
@@ -497,7 +514,7 @@ async fn a_delete_whose_commit_was_refused_frees_nothing() {
     let client = with_provider_stopped(&mut setup, async |_| {}).await;
     let other = sample(10_000, 96);
     put_por(&client, "other", &other).await;
-    assert!(client.audit_por(16).await.unwrap().slots_used > before.slots_used, "no slot of \"kept\" was freed");
+    assert!(client.por().audit(16).await.unwrap().slots_used > before.slots_used, "no slot of \"kept\" was freed");
     assert_eq!(get_por(&client, "kept", None).await.unwrap(), kept);
     each_repaired_after_u_is_lost(&mut setup, client, &[("kept", &kept)]).await;
 }
@@ -523,12 +540,12 @@ async fn a_lost_sealed_object_is_healed_by_repair() {
         }
     })
     .await;
-    let report = client.repair("big").await.unwrap();
+    let report = client.por().repair("big").await.unwrap();
     assert!(!report.healed.is_empty() && report.unhealed.is_none(), "{report:?}");
     for (name, data) in &files {
         assert_eq!(&get_por(&client, name, None).await.unwrap(), data, "{name} after repair");
     }
-    let audit = client.audit_por(64).await.unwrap();
+    let audit = client.por().audit(64).await.unwrap();
     assert!(audit.verified, "{audit:?}");
     put_por(&client, "after", &sample(30_000, 17)).await;
     assert_eq!(get_por(&client, "after", None).await.unwrap(), sample(30_000, 17));
@@ -552,11 +569,11 @@ async fn plans_and_uploads_larger_than_a_message_travel_in_parts() {
     for (name, data) in &files {
         assert_eq!(&get_por(&client, name, None).await.unwrap(), data);
     }
-    assert!(client.audit_por(64).await.unwrap().verified);
+    assert!(client.por().audit(64).await.unwrap().verified);
     client.remove("small").await.unwrap();
     put_por(&client, "again", &files[1].1).await;
     assert_eq!(get_por(&client, "again", None).await.unwrap(), files[1].1);
-    assert!(client.audit_por(64).await.unwrap().verified);
+    assert!(client.por().audit(64).await.unwrap().verified);
 }
 
 /// The provider's disk damages the block store's copy of a PoR file (what a plain `get`
@@ -583,12 +600,12 @@ async fn repair_heals_a_damaged_block_store_copy_from_the_por_copy() {
     assert!(damaged >= 1, "a segment holds the file's blocks");
     let mut out = Vec::new();
     assert_violation(client.get("f", None, None, &mut out).await, ViolationKind::DataLost, "a plain get");
-    let report = client.repair("f").await.unwrap();
+    let report = client.por().repair("f").await.unwrap();
     assert!(!report.damaged && report.healed_blocks > 0, "{report:?}");
     let mut out = Vec::new();
     client.get("f", None, None, &mut out).await.unwrap();
     assert_eq!(out, data, "a plain get after repair");
-    assert_eq!(client.repair("f").await.unwrap().healed_blocks, 0, "nothing left to heal");
+    assert_eq!(client.por().repair("f").await.unwrap().healed_blocks, 0, "nothing left to heal");
     assert_eq!(get_por(&client, "f", None).await.unwrap(), data);
 }
 
@@ -600,12 +617,19 @@ async fn an_owed_copy_larger_than_a_request_is_made_a_batch_at_a_time() {
     let mut setup = Setup::new(Misbehave::FailPorWrites).await;
     let data = sample(18_000_000, 45);
     let client = setup.client();
-    let failed = client.put_por("large", std::io::Cursor::new(data.clone()), None, |_| {}).await;
+    let failed = client
+        .put_with(
+            "large",
+            std::io::Cursor::new(data.clone()),
+            PutOptions { por: true, ..PutOptions::default() },
+            |_| {},
+        )
+        .await;
     assert!(failed.is_err(), "the copy's batches are refused");
     drop(client);
     let client = with_provider_stopped(&mut setup, async |_| {}).await;
     assert_eq!(get_por(&client, "large", None).await.unwrap(), data, "the owed copy is made");
-    assert!(client.audit_por(64).await.unwrap().verified);
+    assert!(client.por().audit(64).await.unwrap().verified);
 }
 
 /// A provider slower at a PoR batch than its client waits (honest: `Misbehave::SlowPorWrite`
@@ -622,7 +646,9 @@ async fn a_batch_applied_after_its_client_stopped_waiting_is_settled_by_the_next
     std::fs::write(&config, format!("{server}timeout_secs = 1\n")).unwrap();
     let client = setup.client();
     let data = sample(300_000, 51);
-    let put = client.put_por("slow", std::io::Cursor::new(data.clone()), None, |_| {}).await;
+    let put = client
+        .put_with("slow", std::io::Cursor::new(data.clone()), PutOptions { por: true, ..PutOptions::default() }, |_| {})
+        .await;
     assert!(matches!(put, Err(ClientError::TimedOut { .. })), "{put:?}");
     // While the apply goes on, a command's first request may wait past its deadline too.
     let started = std::time::Instant::now();
@@ -633,7 +659,7 @@ async fn a_batch_applied_after_its_client_stopped_waiting_is_settled_by_the_next
         }
     };
     assert_eq!(read.unwrap(), data);
-    assert!(client.audit_por(64).await.unwrap().verified);
+    assert!(client.por().audit(64).await.unwrap().verified);
     put_por(&client, "after", &sample(50_000, 52)).await;
     assert_eq!(get_por(&client, "after", None).await.unwrap(), sample(50_000, 52));
 }

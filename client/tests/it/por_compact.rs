@@ -59,7 +59,7 @@ async fn each_reads_back(client: &Client, files: &Files) {
 async fn stored_then_flaky(setup: &mut Setup) -> (Files, u32, Client) {
     let client = setup.client();
     let files = stored_above_a_big_file(&client).await;
-    let grown = client.audit_por(4).await.unwrap().log_capacity;
+    let grown = client.por().audit(4).await.unwrap().log_capacity;
     drop(client);
     (files, grown, restarted(setup, Misbehave::FlakyPorWrites, async |_| {}).await)
 }
@@ -69,7 +69,7 @@ async fn all_repaired_after_u_is_lost(setup: &mut Setup, client: Client, files: 
     drop(client);
     let client = restarted(setup, Misbehave::None, async |stores| lose_all_of_u(stores).await).await;
     for name in ["a", "b", "c"].into_iter().chain(files.small.iter().map(|(n, _)| n.as_str())) {
-        client.repair(name).await.unwrap();
+        client.por().repair(name).await.unwrap();
     }
     client
 }
@@ -79,9 +79,9 @@ async fn a_delete_below_the_copies_moves_them_down_and_u_shrinks() {
     let mut setup = Setup::new(Misbehave::None).await;
     let client = setup.client();
     let files = stored_above_a_big_file(&client).await;
-    let grown = client.audit_por(4).await.unwrap();
+    let grown = client.por().audit(4).await.unwrap();
     client.remove("big").await.unwrap();
-    let shrunk = client.audit_por(16).await.unwrap();
+    let shrunk = client.por().audit(16).await.unwrap();
     assert!(shrunk.verified, "{shrunk:?}");
     assert!(shrunk.log_capacity + 3 <= grown.log_capacity, "2^{} after 2^{}", shrunk.log_capacity, grown.log_capacity);
     assert!(shrunk.slots_used <= 1 << shrunk.log_capacity, "{shrunk:?}");
@@ -96,7 +96,7 @@ async fn a_delete_below_the_copies_moves_them_down_and_u_shrinks() {
     let d = sample(900_000, 205);
     put_por(&client, "d", &d).await;
     client.remove("c").await.unwrap();
-    assert!(client.audit_por(16).await.unwrap().verified);
+    assert!(client.por().audit(16).await.unwrap().verified);
     assert_eq!(get_por(&client, "b", Some(1)).await.unwrap(), files.b1);
     each_repaired_after_u_is_lost(&mut setup, client, &[("a", &a2), ("b", &files.b2), ("d", &d)]).await;
 }
@@ -109,12 +109,12 @@ async fn a_label_from_before_a_consolidation_is_refused_and_frees_nothing() {
     let mut setup = Setup::new(Misbehave::StalePorLabel).await;
     let client = setup.client();
     let files = stored_above_a_big_file(&client).await;
-    let grown = client.audit_por(4).await.unwrap();
+    let grown = client.por().audit(4).await.unwrap();
     client.remove("big").await.unwrap();
-    assert!(client.audit_por(4).await.unwrap().log_capacity < grown.log_capacity, "consolidated");
+    assert!(client.por().audit(4).await.unwrap().log_capacity < grown.log_capacity, "consolidated");
     let d = sample(3_200_000, 206);
     put_por(&client, "d", &d).await;
-    assert!(client.audit_por(4).await.unwrap().log_capacity >= grown.log_capacity, "grown over the old slots");
+    assert!(client.por().audit(4).await.unwrap().log_capacity >= grown.log_capacity, "grown over the old slots");
     assert_violation(get_por(&client, "c", None).await, ViolationKind::BadPorCopy, "a read through a stale label");
     assert_violation(client.remove("c").await, ViolationKind::BadPorCopy, "a delete through a stale label");
     drop(client);
@@ -143,7 +143,7 @@ async fn a_consolidation_stopped_at_each_batch_goes_on_where_it_stopped() {
     assert!(failures >= 4, "stopped along the way only {failures} times");
     drop(client);
     let client = restarted(&mut setup, Misbehave::None, async |_| {}).await;
-    let shrunk = client.audit_por(16).await.unwrap();
+    let shrunk = client.por().audit(16).await.unwrap();
     assert!(shrunk.verified, "{shrunk:?}");
     assert!(shrunk.log_capacity + 3 <= grown, "2^{} after 2^{grown}", shrunk.log_capacity);
     each_reads_back(&client, &files).await;
@@ -178,6 +178,6 @@ async fn a_consolidation_stopped_after_its_moves_then_u_lost_ends_and_repair_res
     assert!(client.remove("big").await.is_err(), "stopped at its moves");
     assert!(get_por(&client, "a", None).await.is_err(), "stopped at its labels");
     let client = all_repaired_after_u_is_lost(&mut setup, client, &files).await;
-    assert!(client.audit_por(4).await.unwrap().log_capacity + 3 <= grown, "consolidated");
+    assert!(client.por().audit(4).await.unwrap().log_capacity + 3 <= grown, "consolidated");
     each_reads_back(&client, &files).await;
 }

@@ -8,19 +8,22 @@ use crate::common;
 
 use common::{sample, start, Setup};
 use std::path::Path;
-use vouch_client::{Client, ClientError, PorAuditReport, ViolationKind};
+use vouch_client::{Client, ClientError, PorAuditReport, PutOptions, ViolationKind};
 use vouch_core::por::code::Schedule;
 use vouch_core::por::heap::SLOT_DATA_BYTES;
 use vouch_misbehave::Misbehave;
 use vouch_store::{MetaDb, ObjectBlobs, PorLog, Repository};
 
 async fn put_por(client: &Client, name: &str, data: &[u8]) -> Result<(), ClientError> {
-    client.put_por(name, std::io::Cursor::new(data.to_vec()), None, |_| {}).await.map(|_| ())
+    client
+        .put_with(name, std::io::Cursor::new(data.to_vec()), PutOptions { por: true, ..PutOptions::default() }, |_| {})
+        .await
+        .map(|_| ())
 }
 
 async fn get_por(client: &Client, name: &str) -> Result<Vec<u8>, ClientError> {
     let mut out = Vec::new();
-    client.get_por(name, None, &mut out).await?;
+    client.por().get(name, None, &mut out).await?;
     Ok(out)
 }
 
@@ -84,7 +87,7 @@ async fn a_skipped_rebuild_is_acknowledged_but_fails_the_audit_of_each_level_it_
     put_por(&client, "f", &data).await.expect("the provider acknowledges the batch");
     assert_eq!(get_por(&client, "f").await.unwrap(), data, "U itself is honest");
 
-    let report = client.audit_por(16).await.unwrap();
+    let report = client.por().audit(16).await.unwrap();
     let levels: Vec<_> = report.parts.iter().filter(|p| p.region.starts_with("level-")).collect();
     // Level 0 unmixed is its block twice, which its X slot is too; from level 1 on, no slot of
     // the unmixed level is a slot of the code, and λ = 16 picks them all in these small levels.
@@ -109,7 +112,7 @@ async fn a_skipped_rebuild_is_acknowledged_but_fails_the_audit_of_each_level_it_
     assert_eq!(get_por(&client, "f").await.unwrap(), data);
     let bigger = sample(capacity * SLOT_DATA_BYTES, 22);
     put_por(&client, "g", &bigger).await.unwrap();
-    let report = client.audit_por(16).await.unwrap();
+    let report = client.por().audit(16).await.unwrap();
     assert!(report.log_capacity > capacity.trailing_zeros(), "U grew: {report:?}");
     all_verified(&report);
     assert_eq!(get_por(&client, "f").await.unwrap(), data);
@@ -124,7 +127,7 @@ async fn repair_never_hands_out_what_a_skipped_rebuild_stored() {
     let data = sample(160_000, 21);
     let client = setup.client();
     put_por(&client, "f", &data).await.unwrap();
-    let report = client.audit_por(16).await.unwrap();
+    let report = client.por().audit(16).await.unwrap();
     assert!(report.parts.iter().any(|p| p.region.starts_with("level-") && !p.verified), "{report:?}");
     drop(client);
     // All of U lost: only C (the code of U before the batch) and the unmixed levels are left.
@@ -132,7 +135,7 @@ async fn repair_never_hands_out_what_a_skipped_rebuild_stored() {
     assert_caught(get_por(&client, "f").await, ViolationKind::DataLost, "", "U is lost");
     // The unmixed slots do not match their sealed checksums: repair counts them as lost, and
     // too few of each level are left to decode it.
-    let repaired = client.repair("f").await;
+    let repaired = client.por().repair("f").await;
     assert_caught(repaired, ViolationKind::DataLost, "cannot be recovered", "repair over unmixed levels");
     assert_caught(get_por(&client, "f").await, ViolationKind::DataLost, "", "nothing was written back");
     // The file's blocks themselves are untouched.
@@ -153,7 +156,7 @@ async fn a_stale_level_in_a_plan_refuses_the_batch_and_nothing_is_committed() {
     for i in 0..64 {
         let (name, data) = (format!("s{i}"), sample(3_000 + 4_000 * (i % 2), 30 + i as u64));
         // Audits are honest under this lie: the client's schedule before the batch.
-        let before = client.audit_por(1).await.map(|r| (r.log_capacity, r.time));
+        let before = client.por().audit(1).await.map(|r| (r.log_capacity, r.time));
         match put_por(&client, &name, &data).await {
             Ok(()) => stored.push((name, data)),
             Err(e) => {
@@ -177,7 +180,7 @@ async fn a_stale_level_in_a_plan_refuses_the_batch_and_nothing_is_committed() {
     for (name, data) in &stored {
         assert_eq!(&get_por(&client, name).await.unwrap(), data);
     }
-    all_verified(&client.audit_por(16).await.unwrap());
+    all_verified(&client.por().audit(16).await.unwrap());
     put_por(&client, "after", &sample(5_000, 29)).await.unwrap();
 }
 
@@ -198,7 +201,7 @@ async fn another_slots_checksum_is_caught_in_reads_and_in_plans() {
     assert!(schedule.time >= first_slots, "the first batch was applied: {schedule:?}");
     assert_eq!(get_por(&client, "a").await.unwrap(), first);
     assert_eq!(get_por(&client, "b").await.unwrap(), second, "the owed copy is made, honestly");
-    all_verified(&client.audit_por(16).await.unwrap());
+    all_verified(&client.por().audit(16).await.unwrap());
 }
 
 /// The steps of the tests above against an honest provider: never a lie.
@@ -210,12 +213,12 @@ async fn the_same_steps_against_an_honest_provider_are_never_lies() {
     for i in 0..8 {
         let (name, data) = (format!("s{i}"), sample(3_000 + 4_000 * (i % 2), 50 + i as u64));
         put_por(&client, &name, &data).await.unwrap();
-        all_verified(&client.audit_por(16).await.unwrap());
+        all_verified(&client.por().audit(16).await.unwrap());
         stored.push((name, data));
     }
     for (name, data) in &stored {
         assert_eq!(&get_por(&client, name).await.unwrap(), data);
-        let report = client.repair(name).await.unwrap();
+        let report = client.por().repair(name).await.unwrap();
         assert!(!report.damaged && report.restored == 0, "{report:?}");
     }
 }
@@ -236,7 +239,7 @@ async fn live_slots_named_free_are_refused_before_anything_is_written() {
     let (client, _) = with_provider_stopped(&mut setup, stored_schedule).await;
     assert_eq!(get_por(&client, "a").await.unwrap(), first);
     assert_eq!(get_por(&client, "b").await.unwrap(), second, "the owed copy is made, honestly");
-    all_verified(&client.audit_por(16).await.unwrap());
+    all_verified(&client.por().audit(16).await.unwrap());
 }
 
 /// The provider refuses the batch that carries a copy's label, without applying it, and later
@@ -253,10 +256,10 @@ async fn a_label_from_a_refused_batch_is_never_believed_over_the_clients_record(
     put_por(&client, "b", &b).await.unwrap();
     assert_eq!(get_por(&client, "a").await.unwrap(), a, "a's copy was written where its label says");
     assert_eq!(get_por(&client, "b").await.unwrap(), b);
-    all_verified(&client.audit_por(32).await.unwrap());
+    all_verified(&client.por().audit(32).await.unwrap());
     client.remove("a").await.unwrap();
     assert_eq!(get_por(&client, "b").await.unwrap(), b, "removing a wrote ⊥ over a's slots only");
-    all_verified(&client.audit_por(32).await.unwrap());
+    all_verified(&client.por().audit(32).await.unwrap());
 }
 
 /// A provider that dropped the copies' labels: every part of the log still proves (it holds
@@ -266,7 +269,7 @@ async fn dropped_labels_fail_the_audit_of_a_copy_at_random() {
     let setup = Setup::new(Misbehave::DropPorLabels).await;
     let client = setup.client();
     put_por(&client, "a", &sample(30_000, 91)).await.unwrap();
-    let report = client.audit_por(32).await.unwrap();
+    let report = client.por().audit(32).await.unwrap();
     assert!(report.parts.iter().all(|p| p.verified), "{report:?}");
     let copy = report.copy.as_ref().expect("a PoR file has a version to check");
     assert!(!copy.verified && copy.problem.as_deref().unwrap().contains("no copy"), "{report:?}");
@@ -285,7 +288,7 @@ async fn a_lost_probe_slot_does_not_block_repair() {
     let a = sample(30_000, 95);
     assert!(put_por(&client, "a", &a).await.is_err(), "the answer is lost");
     let (client, ()) = with_provider_stopped(&mut setup, lose_all_of_u).await;
-    client.repair("a").await.unwrap();
+    client.por().repair("a").await.unwrap();
     assert_eq!(get_por(&client, "a").await.unwrap(), a);
-    all_verified(&client.audit_por(32).await.unwrap());
+    all_verified(&client.por().audit(32).await.unwrap());
 }

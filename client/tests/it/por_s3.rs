@@ -27,7 +27,7 @@ async fn on_s3_repair_restores_every_byte_after_u_and_just_under_half_of_c_and_e
     let data = sample(400_000, 21);
     put_por(&client, "big", &data).await;
     assert_eq!(get_por(&client, "big", None).await.unwrap(), data);
-    let report = client.audit_por(16).await.unwrap();
+    let report = client.por().audit(16).await.unwrap();
     assert!(report.verified && report.parts.len() >= 2, "C and at least one level: {report:?}");
     let keys = setup.stores().blobs.list("por").await.unwrap();
     for kind in ["/coded-", "/level-"] {
@@ -43,11 +43,11 @@ async fn on_s3_repair_restores_every_byte_after_u_and_just_under_half_of_c_and_e
     .await;
     assert_violation(get_por(&client, "big", None).await, ViolationKind::DataLost, "U is lost");
     // Level 0 has two slots: "just under half" of it is none.
-    audit_fails_at(client.audit_por(64).await.unwrap(), |region| region != "level-0");
-    let report = client.repair("big").await.unwrap();
+    audit_fails_at(client.por().audit(64).await.unwrap(), |region| region != "level-0");
+    let report = client.por().repair("big").await.unwrap();
     assert!(report.damaged && report.restored == report.slots && report.slots > 0, "{report:?}");
     assert_eq!(get_por(&client, "big", None).await.unwrap(), data, "after repair");
-    let again = client.repair("big").await.unwrap();
+    let again = client.por().repair("big").await.unwrap();
     assert!(!again.damaged && again.restored == 0, "repaired once: {again:?}");
 }
 
@@ -63,8 +63,8 @@ async fn on_s3_past_half_of_c_lost_repair_fails_and_says_so() {
         assert_eq!(damage_objects(stores, true, |n| n / 2 + 1).await, 1, "C is in the bucket");
     })
     .await;
-    assert_violation(client.repair("f").await, ViolationKind::DataLost, "too little of C is left");
-    audit_fails_at(client.audit_por(64).await.unwrap(), |region| region == "coded");
+    assert_violation(client.por().repair("f").await, ViolationKind::DataLost, "too little of C is left");
+    audit_fails_at(client.por().audit(64).await.unwrap(), |region| region == "coded");
 }
 
 /// A delete below the copies in use: they move down and U shrinks, with C and the levels in
@@ -78,9 +78,9 @@ async fn on_s3_a_delete_below_the_copies_moves_them_down_and_u_shrinks() {
     let (a, b) = (sample(40_000, 25), sample(70_000, 26));
     put_por(&client, "a", &a).await;
     put_por(&client, "b", &b).await;
-    let grown = client.audit_por(4).await.unwrap();
+    let grown = client.por().audit(4).await.unwrap();
     client.remove("big").await.unwrap();
-    let shrunk = client.audit_por(16).await.unwrap();
+    let shrunk = client.por().audit(16).await.unwrap();
     assert!(shrunk.verified && shrunk.log_capacity + 3 <= grown.log_capacity, "{shrunk:?} after {grown:?}");
     assert_eq!(get_por(&client, "a", None).await.unwrap(), a);
     assert_eq!(get_por(&client, "b", None).await.unwrap(), b);

@@ -10,7 +10,7 @@ use std::io::{Cursor, Read};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
-use vouch_client::{ByteEdit, Client, ClientError, Expected};
+use vouch_client::{ByteEdit, Client, ClientError, Expected, PutOptions};
 use vouch_misbehave::Misbehave;
 use vouch_proto::ErrorCode;
 use vouch_server::{Blocks, Limits, Provider, ServeOptions};
@@ -163,17 +163,31 @@ async fn a_conditional_put_over_a_version_replaced_since_its_check_is_refused() 
     for (name, por) in [("f.bin", false), ("p.bin", true)] {
         let first = Cursor::new(sample(20_000, 10));
         let v1 = match por {
-            true => client.put_por(name, first, BLOCK, |_| {}).await.unwrap(),
+            true => client
+                .put_with(name, first, PutOptions { block_size: BLOCK, por: true, ..PutOptions::default() }, |_| {})
+                .await
+                .unwrap(),
             false => client.put(name, first, BLOCK, |_| {}).await.unwrap(),
         };
         let checked = client.version(name, None).await.unwrap().record;
         assert_eq!(checked.number, v1.version);
         // An unconditional put lands between the condition's check and the conditional put.
         let second = Cursor::new(sample(20_000, 11));
-        client.put_expecting(name, second, BLOCK, (por, Expected::Latest(checked)), |_| {}).await.unwrap();
+        client
+            .put_with(
+                name,
+                second,
+                PutOptions { block_size: BLOCK, por, expected: Some(Expected::Latest(checked)) },
+                |_| {},
+            )
+            .await
+            .unwrap();
         for stale in [Expected::Latest(checked), Expected::Absent] {
             let third = Cursor::new(sample(20_000, 12));
-            match client.put_expecting(name, third, BLOCK, (por, stale), |_| {}).await {
+            match client
+                .put_with(name, third, PutOptions { block_size: BLOCK, por, expected: Some(stale) }, |_| {})
+                .await
+            {
                 Err(ClientError::Refused { code: ErrorCode::Conflict, .. }) => {}
                 other => panic!("{name}: expected a refusal, got {other:?}"),
             }
@@ -182,11 +196,27 @@ async fn a_conditional_put_over_a_version_replaced_since_its_check_is_refused() 
         let now = client.version(name, None).await.unwrap().record;
         assert_eq!(now.number, 2, "{name}: nothing committed over it");
         let fourth = Cursor::new(sample(20_000, 13));
-        client.put_expecting(name, fourth, BLOCK, (por, Expected::Latest(now)), |_| {}).await.unwrap();
+        client
+            .put_with(
+                name,
+                fourth,
+                PutOptions { block_size: BLOCK, por, expected: Some(Expected::Latest(now)) },
+                |_| {},
+            )
+            .await
+            .unwrap();
         assert_eq!(read(&setup.client(), name).await, sample(20_000, 13));
     }
     let fresh = Cursor::new(sample(1_000, 14));
-    client.put_expecting("new.bin", fresh, BLOCK, (false, Expected::Absent), |_| {}).await.unwrap();
+    client
+        .put_with(
+            "new.bin",
+            fresh,
+            PutOptions { block_size: BLOCK, por: false, expected: Some(Expected::Absent) },
+            |_| {},
+        )
+        .await
+        .unwrap();
 }
 
 async fn start(data: &std::path::Path, limits: Limits) -> vouch_server::RunningServer {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use vouch_client::{Client, ClientError, Remote, Transport, MAX_ERROR_BODY};
+use vouch_client::{Client, ClientError, KeyChoice, Remote, Transport, MAX_ERROR_BODY};
 use vouch_proto::{ListRequest, Listing, Op};
 use vouch_server::{Blocks, Provider, ServeOptions};
 use vouch_testkit::provider;
@@ -183,7 +183,7 @@ async fn over_tls_a_pinned_client_reads_verified_and_another_certificate_cannot_
     let pinned = dir.path().join("cert.pem");
     std::fs::write(&pinned, &cert).unwrap();
 
-    let client = Client::init_pinned(&dir.path().join("client"), &url, TOKEN, &pinned).unwrap();
+    let client = Client::create(&dir.path().join("client"), &url, TOKEN, Some(&pinned), KeyChoice::Linear).unwrap();
     let data = sample(300_000, 3);
     client.put("f.bin", std::io::Cursor::new(data.clone()), Some(4096), |_| {}).await.unwrap();
     let mut back = Vec::new();
@@ -195,7 +195,8 @@ async fn over_tls_a_pinned_client_reads_verified_and_another_certificate_cannot_
     let (other, _) = vouch_server::tls::self_signed(&hosts).unwrap();
     let other_pem = dir.path().join("other.pem");
     std::fs::write(&other_pem, &other).unwrap();
-    let stranger = Client::init_pinned(&dir.path().join("stranger"), &url, TOKEN, &other_pem).unwrap();
+    let stranger =
+        Client::create(&dir.path().join("stranger"), &url, TOKEN, Some(&other_pem), KeyChoice::Linear).unwrap();
     let r = stranger.list().await;
     match &r {
         Err(ClientError::Unreachable { detail, .. }) => {
@@ -216,15 +217,15 @@ fn a_pinned_certificate_needs_https_and_a_pem_file() {
     let (cert, _) = vouch_server::tls::self_signed(&["localhost".to_string()]).unwrap();
     let pem = dir.path().join("cert.pem");
     std::fs::write(&pem, &cert).unwrap();
-    let r = Client::init_pinned(&dir.path().join("a"), "http://127.0.0.1:1", TOKEN, &pem);
+    let r = Client::create(&dir.path().join("a"), "http://127.0.0.1:1", TOKEN, Some(&pem), KeyChoice::Linear);
     assert!(matches!(r, Err(ClientError::BadInput(_))), "{r:?}");
     let junk = dir.path().join("junk.pem");
     std::fs::write(&junk, "not a certificate").unwrap();
-    let r = Client::init_pinned(&dir.path().join("b"), "https://127.0.0.1:1", TOKEN, &junk);
+    let r = Client::create(&dir.path().join("b"), "https://127.0.0.1:1", TOKEN, Some(&junk), KeyChoice::Linear);
     assert!(matches!(r, Err(ClientError::BadInput(_))), "{r:?}");
     assert!(!dir.path().join("a").join("state").exists() && !dir.path().join("b").join("state").exists());
     // A pinned state that lost its certificate refuses to run rather than trust anything else.
-    let c = Client::init_pinned(&dir.path().join("c"), "https://127.0.0.1:1", TOKEN, &pem).unwrap();
+    let c = Client::create(&dir.path().join("c"), "https://127.0.0.1:1", TOKEN, Some(&pem), KeyChoice::Linear).unwrap();
     drop(c);
     std::fs::remove_file(dir.path().join("c").join("ca.pem")).unwrap();
     let r = Client::open(&dir.path().join("c"));

@@ -83,7 +83,7 @@ async fn a_hundred_clients_for_minutes_see_no_error_and_no_foreign_or_stale_byte
     for task in tasks {
         rounds += task.await.unwrap();
     }
-    let stats = h.client.cache_stats();
+    let stats = h.client.cache().stats();
     println!("{rounds} rounds of {CLIENTS} clients; cache: {} hits, {} misses", stats.hits, stats.misses);
     let store = h.store("busy");
     let left: Vec<_> = store.list(None).try_collect().await.unwrap();

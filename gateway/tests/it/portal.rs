@@ -61,7 +61,7 @@ async fn a_hot_cache_serves_gets_heads_and_listings_with_the_provider_gone() {
         Err(e) => Err(e),
     };
     assert!(cold.is_err(), "served without a verified source");
-    assert!(h.client.cache_stats().hits > 0);
+    assert!(h.client.cache().stats().hits > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,11 +72,11 @@ async fn a_sequential_ranged_read_has_the_next_stretch_fetched_ahead() {
     store.put(&Path::from("seq"), PutPayload::from(data.clone())).await.unwrap();
     let path = Path::from("seq");
     assert_eq!(&store.get_range(&path, 0..1_000_000).await.unwrap()[..], &data[..1_000_000]);
-    let before = h.client.cache_stats().bytes;
+    let before = h.client.cache().stats().bytes;
     assert_eq!(&store.get_range(&path, 1_000_000..2_000_000).await.unwrap()[..], &data[1_000_000..2_000_000]);
     // The read ahead of 2_000_000..3_000_000 runs in the background.
     for _ in 0..100 {
-        if h.client.cache_stats().bytes >= before + 1_900_000 {
+        if h.client.cache().stats().bytes >= before + 1_900_000 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

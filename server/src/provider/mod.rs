@@ -36,7 +36,7 @@ mod staged_tests;
 mod vicos;
 mod write;
 
-pub use crate::http::RequestError;
+pub use crate::request_error::RequestError;
 pub use crate::vicos::GroupError;
 pub use commit::{Planned, Prepared, Proven, Staged};
 pub use error::FilesError;

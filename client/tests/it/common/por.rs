@@ -6,7 +6,7 @@
 use super::{start_on, Setup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use vouch_client::{Client, ClientError};
+use vouch_client::{Client, ClientError, PutOptions};
 use vouch_core::por::heap::SLOT_WIDTH;
 use vouch_misbehave::Misbehave;
 use vouch_server::Blocks;
@@ -18,12 +18,15 @@ pub const SLOT_BYTES: usize = SLOT_WIDTH * 8;
 const OWNER: &[u8] = b"alice/por";
 
 pub async fn put_por(client: &Client, name: &str, data: &[u8]) {
-    client.put_por(name, std::io::Cursor::new(data.to_vec()), None, |_| {}).await.unwrap();
+    client
+        .put_with(name, std::io::Cursor::new(data.to_vec()), PutOptions { por: true, ..PutOptions::default() }, |_| {})
+        .await
+        .unwrap();
 }
 
 pub async fn get_por(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<u8>, ClientError> {
     let mut out = Vec::new();
-    client.get_por(name, version, &mut out).await?;
+    client.por().get(name, version, &mut out).await?;
     Ok(out)
 }
 
@@ -73,7 +76,7 @@ pub async fn each_repaired_after_u_is_lost(setup: &mut Setup, client: Client, fi
     drop(client);
     let client = with_provider_stopped(setup, async |data| lose_all_of_u(data).await).await;
     for &(name, want) in files {
-        client.repair(name).await.unwrap();
+        client.por().repair(name).await.unwrap();
         assert_eq!(&get_por(&client, name, None).await.unwrap(), want, "{name} after repair");
     }
 }
