@@ -15,10 +15,12 @@ use crate::intent::{new_attempt, Intent, Planned, Settled};
 use crate::ledger::Committing;
 use crate::root::Root;
 use crate::verify::{self, valid_name, Verified};
-use vouch_core::namespace::{Change, EntryRecord, Found};
+use serde_bytes::ByteBuf;
+use vouch_core::namespace::{Change, EntryRecord, Found, VersionRecord};
 use vouch_core::por::copy::is_por_file;
 use vouch_proto::{
-    Committed, ErrorCode, LastCommit, LastCommitRequest, Located, LookupRequest, PruneRequest, RemoveRequest,
+    Attempt, CommitStagedRequest, Committed, ErrorCode, LastCommit, LastCommitRequest, Located, LookupRequest,
+    PruneRequest, RemoveRequest,
 };
 
 /// A commit in progress: the client's commit lock, held while it lives, over a settled root.
@@ -70,6 +72,26 @@ impl<'a> Commit<'a> {
                 ledger.forget(&self.lock)
             }
         }
+    }
+
+    /// Commits the upload staged under `attempt` as version `record` of `name` (as `found` at
+    /// the root now): its intent recorded first, then `commit-staged`, whose answer is checked
+    /// like any commit's.
+    pub(crate) async fn commit_staged(
+        &self,
+        name: &str,
+        found: &Found,
+        record: VersionRecord,
+        attempt: Attempt,
+    ) -> Result<Committed, ClientError> {
+        let client = self.client;
+        let intent = Intent { old: client.ledger.root(), name: name.into(), change: Planned::Put(record), attempt };
+        client.ledger.intend(intent)?;
+        let request =
+            CommitStagedRequest { name: name.into(), attempt, record: ByteBuf::from(record.to_bytes().to_vec()) };
+        let answer: Committed = client.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
+        self.accept(name, found, &Change::Append(record), &answer)?;
+        Ok(answer)
     }
 
     /// Checks the commit's proofs and, when they hold, records the new root (and forgets the

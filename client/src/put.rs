@@ -12,13 +12,13 @@ use crate::client::Client;
 use crate::commit::Commit;
 use crate::error::ClientError;
 use crate::intent::new_attempt;
-use crate::upload::{committed_proof_bytes, NewVersion, PutUpload, Transfer};
+use crate::upload::{committed_proof_bytes, frame_channel, stage, NewVersion, PutUpload, Transfer};
 use crate::verify::{self, valid_name, Verified};
 use std::io::Read;
 use std::time::Instant;
-use vouch_core::namespace::{Change, VersionRecord};
+use vouch_core::namespace::VersionRecord;
 use vouch_core::por::copy::is_por_file;
-use vouch_proto::{Committed, ErrorCode, Located, LookupRequest, Op};
+use vouch_proto::{ErrorCode, Located, LookupRequest};
 
 /// How [`Client::put_with`] stores a version; the default is [`Client::put`]'s.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,33 +150,25 @@ impl Commit<'_> {
         if por_file {
             client.por().owe_copy(&self.lock, name).await?;
         }
-        // Counted in frame parts (about two per block): a few frames in flight.
-        let (tx, rx) = tokio::sync::mpsc::channel(2048);
+        let attempt = new_attempt();
+        let (frames, sent) = frame_channel();
         let upload = PutUpload {
             keys: client.keys.clone(),
-            ledger: client.ledger.clone(),
             name: name.into(),
-            old: client.ledger.root(),
             version: NewVersion::after(latest.as_ref(), por_file),
             cutting,
-            frames: tx,
-            attempt: new_attempt(),
+            frames,
+            attempt,
             // A PoR copy of a version that fits in memory is made from its blocks as sent (a
             // larger one is read back a batch at a time); the cache takes a version that fits it.
             keep_blocks: match por_file {
                 true => Some(crate::por::POR_KEEP_BYTES.max(client.cache.written_limit().unwrap_or(0))),
                 false => client.cache.written_limit(),
             },
-            commits: true,
         };
-        let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
-        let answer =
-            client.remote.call_streaming::<Committed>(Op::Put, tokio_stream::wrappers::ReceiverStream::new(rx)).await;
-        let produced =
-            producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
-        let answer = answer.map_err(|e| e.absence_unproven(name))?;
-        let (record, blocks, kept) = produced?;
-        self.accept(name, &found, &Change::Append(record), &answer)?;
+        // Staged and committed under the commit lock: the root cannot move in between.
+        let (record, blocks, kept) = stage(&client.remote, upload, sent, reader, progress).await?;
+        let answer = self.commit_staged(name, &found, record, attempt).await?;
         client.cache.keep_written(&record, &kept);
         if por_file {
             client.por().pay_copy(&self.lock, name, &record, Some(kept)).await?;

@@ -20,18 +20,17 @@
 use crate::chunking::Cutting;
 use crate::commit::Commit;
 use crate::error::ClientError;
-use crate::intent::{new_attempt, Intent, Planned};
+use crate::intent::new_attempt;
 use crate::put::{Expected, Put};
 use crate::root::Root;
 use crate::upload::Transfer;
-use crate::upload::{NewVersion, PutUpload};
+use crate::upload::{frame_channel, stage, NewVersion, PutUpload};
 use crate::verify::{self, Verified};
-use serde_bytes::ByteBuf;
 use std::io::Read;
 use std::time::Instant;
-use vouch_core::namespace::{Change, Found};
+use vouch_core::namespace::Found;
 use vouch_core::por::copy::is_por_file;
-use vouch_proto::{CommitStagedRequest, Committed, Located, LookupRequest, Op, StagedUpload};
+use vouch_proto::{Located, LookupRequest};
 
 impl Put<'_> {
     /// The put, staged (see the module documentation). A name that is a PoR file takes the
@@ -56,37 +55,20 @@ impl Put<'_> {
         Expected::check(expected.as_ref(), name, latest.as_ref())?;
         client.keys.same_scheme(name, latest.as_ref().map(|v| &v.record))?;
         let attempt = new_attempt();
-        let (tx, rx) = tokio::sync::mpsc::channel(2048);
+        let (frames, sent) = frame_channel();
         let upload = PutUpload {
             keys: client.keys.clone(),
-            ledger: client.ledger.clone(),
             name: name.into(),
-            old: basis,
             version: NewVersion::after(latest.as_ref(), false),
             cutting,
-            frames: tx,
+            frames,
             attempt,
             keep_blocks: client.cache.written_limit(),
-            commits: false,
         };
-        let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
-        let staged = client
-            .remote
-            .call_streaming::<StagedUpload>(Op::Stage, tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await;
-        let produced =
-            producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
-        staged?;
-        let (record, blocks, kept) = produced?;
-
+        let (record, blocks, kept) = stage(&client.remote, upload, sent, reader, progress).await?;
         let commit = Commit::begin(client).await?;
         let found = commit.proven_again(name, (basis, found), latest.as_ref()).await?;
-        let intent = Intent { old: client.ledger.root(), name: name.into(), change: Planned::Put(record), attempt };
-        client.ledger.intend(intent)?;
-        let request =
-            CommitStagedRequest { name: name.into(), attempt, record: ByteBuf::from(record.to_bytes().to_vec()) };
-        let answer: Committed = client.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
-        commit.accept(name, &found, &Change::Append(record), &answer)?;
+        let answer = commit.commit_staged(name, &found, record, attempt).await?;
         client.cache.keep_written(&record, &kept);
         Ok(Transfer {
             name: name.into(),

@@ -5,10 +5,8 @@
 
 use crate::chunking::{ChunkSource, Cutting, CDC_MAX};
 use crate::error::ClientError;
-use crate::intent::{Intent, Planned};
 use crate::keys::{ClientKey, Keys};
-use crate::ledger::Ledger;
-use crate::root::Root;
+use crate::remote::Remote;
 use crate::verify::Verified;
 use bytes::Bytes;
 use serde_bytes::ByteBuf;
@@ -17,7 +15,7 @@ use std::sync::Arc;
 use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, TaggedBlock, Upload};
 use vouch_core::por::copy::TaggedData;
-use vouch_proto::{shared_or_copied, Attempt, BlockBatch, PutFrame, PutHead, PutTail, WireBlock};
+use vouch_proto::{shared_or_copied, Attempt, BlockBatch, Op, PutFrame, PutHead, PutTail, StagedUpload, WireBlock};
 
 /// Bytes of blocks per upload frame.
 const UPLOAD_BATCH_BYTES: usize = 4 << 20;
@@ -60,21 +58,40 @@ fn new_file_id(por: bool) -> FileId {
 /// One put's upload (see the module documentation).
 pub(crate) struct PutUpload {
     pub keys: Arc<Keys>,
-    pub ledger: Arc<Ledger>,
     pub name: String,
-    /// The root the commit starts from, for its intent.
-    pub old: Root,
     pub version: NewVersion,
     pub cutting: Cutting,
     pub frames: FrameSender,
-    /// Named by the head and by the intent (see [`crate::Intent`]).
+    /// Named by the head, and by the commit's intent (see [`crate::Intent`]).
     pub attempt: Attempt,
     /// Keep the tagged blocks (for the version's PoR copy, or the portal cache) while they
     /// are no more than this many bytes; past it, none are kept.
     pub keep_blocks: Option<u64>,
-    /// Whether the last frame commits (`put`: its intent is recorded first) or only stages
-    /// the upload (`stage`: the caller commits it, see [`crate::Client::put`]).
-    pub commits: bool,
+}
+
+/// A put's frames in flight, counted in frame parts (about two per block): a few frames.
+pub(crate) fn frame_channel() -> (FrameSender, tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>) {
+    tokio::sync::mpsc::channel(2048)
+}
+
+/// Stages `upload` through `remote` (`stage`): its blocks are tagged and sent as they are cut
+/// (`frames` is the receiving end of its [`PutUpload::frames`]), and the provider stores them
+/// and checks them against the record. Nothing is committed: the caller commits the upload
+/// (`commit-staged`, [`crate::commit::Commit::commit_staged`]).
+pub(crate) async fn stage(
+    remote: &Remote,
+    upload: PutUpload,
+    frames: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    reader: impl Read + Send + 'static,
+    progress: impl Fn(u64) + Send + 'static,
+) -> Result<Uploaded, ClientError> {
+    let producer = tokio::task::spawn_blocking(move || upload.run(reader, progress));
+    let staged =
+        remote.call_streaming::<StagedUpload>(Op::Stage, tokio_stream::wrappers::ReceiverStream::new(frames)).await;
+    let produced =
+        producer.await.map_err(|e| ClientError::Io { what: "upload".into(), source: std::io::Error::other(e) })?;
+    staged?;
+    produced
 }
 
 /// What an upload sent: the version record, its block count, and the blocks when kept.
@@ -82,7 +99,7 @@ pub(crate) type Uploaded = (VersionRecord, u64, Vec<TaggedData>);
 
 impl PutUpload {
     /// Sends the whole upload. Returns the version record sent and how many blocks it has.
-    pub(crate) fn run(self, reader: impl Read, progress: impl Fn(u64)) -> Result<Uploaded, ClientError> {
+    fn run(self, reader: impl Read, progress: impl Fn(u64)) -> Result<Uploaded, ClientError> {
         let key = self.keys.owner()?;
         let NewVersion { file, number, first_nonce } = self.version;
         self.send(&PutFrame::Head(PutHead {
@@ -115,12 +132,6 @@ impl PutUpload {
             next_nonce: state.next_nonce,
             time: unix_now(),
         };
-        if self.commits {
-            // From the last frame on the commit may happen: its intent is recorded first.
-            let intent =
-                Intent { old: self.old, name: self.name.clone(), change: Planned::Put(record), attempt: self.attempt };
-            self.ledger.intend(intent)?;
-        }
         self.send(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))?;
         Ok((record, state.next_nonce - first_nonce, batch.kept.unwrap_or_default()))
     }

@@ -2,7 +2,6 @@
 
 use super::{Misbehave, Misbehaving};
 use std::sync::atomic::Ordering;
-use vouch_core::namespace::VersionRecord;
 use vouch_core::Edit;
 use vouch_proto::{CommitStagedRequest, Committed, EditRequest, PruneRequest, RemoveRequest, WireBlock};
 use vouch_server::Limits;
@@ -70,16 +69,6 @@ pub(crate) async fn put_blocks(
 ) -> Result<(), ProviderError> {
     liar.receive(&blocks);
     liar.honest.files().put_blocks(put, blocks).await
-}
-
-pub(crate) async fn finish_put(
-    liar: &Misbehaving,
-    put: PutState,
-    record: VersionRecord,
-) -> Result<Committed, ProviderError> {
-    liar.refuse_once()?;
-    let staged = liar.honest.files().stage_put(put, record).await?;
-    liar.commit(staged).await
 }
 
 pub(crate) async fn commit_staged(

@@ -26,7 +26,6 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
-use vouch_core::namespace::VersionRecord;
 use vouch_proto::por::*;
 use vouch_proto::vicos::*;
 use vouch_proto::{
@@ -349,10 +348,6 @@ impl Service for Misbehaving {
 
     fn put_blocks<'a>(&'a self, put: &'a mut PutState, blocks: Vec<WireBlock>) -> Answer<'a, ()> {
         Box::pin(changes::put_blocks(self, put, blocks))
-    }
-
-    fn finish_put(&self, put: PutState, record: VersionRecord) -> Answer<'_, Committed> {
-        Box::pin(changes::finish_put(self, put, record))
     }
 
     fn commit_staged<'a>(

@@ -5,9 +5,10 @@
 //! (`vouch-protocol: 3`; version 2 hashed every rank into the FlexList nodes and put a salt in each
 //! linear tag, so its proofs and tags do not verify under version 1; version 3 names each change's
 //! [`Attempt`], so that a change settled as not applied can never apply later; version 9 adds
-//! `stage` / `commit-staged` and VICOS's `aip-*` / `cos-*`). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
+//! `stage` / `commit-staged` and VICOS's `aip-*` / `cos-*`; version 14 drops `put`, whose
+//! upload and commit in one stream `stage` and `commit-staged` do in two requests). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
 //! this crate; proofs and records inside them are the canonical byte layouts of `vouch-core`
-//! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`put`,
+//! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`stage`,
 //! `read`) are streams of [`frame`]s: `len:u32le || message`, each at most [`MAX_FRAME`]
 //! bytes, so neither side ever buffers a whole file.
 //!
@@ -18,8 +19,7 @@
 //! | `list` | [`ListRequest`] | [`Listing`] |
 //! | `log` | [`LogRequest`] | [`Log`] |
 //! | `read` | [`ReadRequest`] | frames: [`Located`], then [`ReadChunk`]s |
-//! | `put` | frames: [`PutHead`], [`BlockBatch`]es, [`PutTail`] | [`Committed`] |
-//! | `stage` | the frames of `put` | [`StagedUpload`] |
+//! | `stage` | frames: [`PutHead`], [`BlockBatch`]es, [`PutTail`] | [`StagedUpload`] |
 //! | `commit-staged` | [`CommitStagedRequest`] | [`Committed`] |
 //! | `edit` | [`EditRequest`] | [`Committed`] |
 //! | `remove` | [`RemoveRequest`] | [`Committed`] |
@@ -61,7 +61,6 @@ pub enum Op {
     List,
     Log,
     Read,
-    Put,
     Stage,
     CommitStaged,
     Edit,
@@ -96,13 +95,12 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 37] = [
+    pub const ALL: [Op; 36] = [
         Op::Health,
         Op::Lookup,
         Op::List,
         Op::Log,
         Op::Read,
-        Op::Put,
         Op::Stage,
         Op::CommitStaged,
         Op::Edit,
@@ -144,7 +142,6 @@ impl Op {
             Op::List => "list",
             Op::Log => "log",
             Op::Read => "read",
-            Op::Put => "put",
             Op::Stage => "stage",
             Op::CommitStaged => "commit-staged",
             Op::Edit => "edit",
@@ -192,7 +189,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 13;
+pub const PROTOCOL_VERSION: u16 = 14;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -376,7 +373,7 @@ pub struct CommitStagedRequest {
     pub record: ByteBuf,
 }
 
-/// A frame of a put stream.
+/// A frame of a put's upload (`stage`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PutFrame {
     Head(PutHead),

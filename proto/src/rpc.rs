@@ -68,7 +68,7 @@ rpc! {
 }
 
 /// The operations whose bodies are streams of frames, or empty.
-pub const STREAMED_OPS: [Op; 6] = [Op::Health, Op::Read, Op::Put, Op::Stage, Op::CosPut, Op::CosGet];
+pub const STREAMED_OPS: [Op; 5] = [Op::Health, Op::Read, Op::Stage, Op::CosPut, Op::CosGet];
 
 #[cfg(test)]
 mod tests {

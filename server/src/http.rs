@@ -61,7 +61,6 @@ pub fn router(app: Arc<App>) -> Router {
         .rpc(list)
         .rpc(log)
         .route(&Op::Read.path(), post(read))
-        .route(&Op::Put.path(), post(put))
         .route(&Op::Stage.path(), post(stage))
         .rpc(commit_staged)
         .rpc(edit)
@@ -473,29 +472,17 @@ fn error_frame(f: Failure) -> Bytes {
     Bytes::from(encode_frame(&ReadFrame::Error(ErrorBody { code: f.0, message: f.1 })))
 }
 
-/// A put: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive, then
-/// committed.
-async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    upload(app, headers, body, Upload::Commit).await
-}
-
-/// A `stage`: a put's frames, stored and kept for its `commit-staged`.
+/// A `stage`: frames [`PutFrame::Head`], blocks, [`PutFrame::Tail`], stored as they arrive
+/// and kept for the `commit-staged` that commits them.
 async fn stage(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    upload(app, headers, body, Upload::Stage).await
+    upload(app, headers, body).await
 }
 
 async fn commit_staged(app: Arc<App>, c: String, r: CommitStagedRequest) -> Served<CommitStagedRequest> {
     app.provider.commit_staged(&c, &r, &app.limits).await
 }
 
-/// What an upload's last frame does.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Upload {
-    Commit,
-    Stage,
-}
-
-async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> Response {
+async fn upload(app: Arc<App>, headers: HeaderMap, body: Body) -> Response {
     let started = std::time::Instant::now();
     let work = async {
         let client = authenticate(&app, &headers)?;
@@ -525,12 +512,7 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> 
                     let scheme =
                         SchemeId::from_byte(head.scheme).ok_or(RequestError::UnknownScheme { scheme: head.scheme })?;
                     let file = FileId(head.file);
-                    state = Some(match then {
-                        Upload::Commit => {
-                            app.provider.begin_put(&client, &head.name, file, scheme, head.attempt).await?
-                        }
-                        Upload::Stage => app.provider.begin_stage(&client, &head.name, file, scheme, head.attempt)?,
-                    });
+                    state = Some(app.provider.begin_stage(&client, &head.name, file, scheme, head.attempt)?);
                 }
                 (PutFrame::Blocks(batch), Some(put)) => {
                     // Checked before the batch is stored; the put's segments so far are deleted
@@ -541,18 +523,9 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body, then: Upload) -> 
                 (PutFrame::Tail(tail), Some(_)) => {
                     let record = VersionRecord::from_bytes(&tail.record).map_err(RequestError::Record)?;
                     let put = state.take().expect("matched Some");
-                    return Ok(match then {
-                        Upload::Commit => ok(&app.provider.finish_put(put, record).await?),
-                        Upload::Stage => ok(&app.provider.stage_upload(put, record, &app.limits).await?),
-                    });
+                    return Ok(ok(&app.provider.stage_upload(put, record, &app.limits).await?));
                 }
-                _ => {
-                    let op = match then {
-                        Upload::Commit => Op::Put,
-                        Upload::Stage => Op::Stage,
-                    };
-                    return Err(Failure::from(RequestError::OutOfOrder { op }));
-                }
+                _ => return Err(Failure::from(RequestError::OutOfOrder { op: Op::Stage })),
             }
         }
     };

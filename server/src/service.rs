@@ -78,23 +78,8 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
 
     // Files and the namespace: changes.
 
-    fn begin_put<'a>(
-        &'a self,
-        client: &'a str,
-        name: &'a str,
-        file: FileId,
-        scheme: SchemeId,
-        attempt: Attempt,
-    ) -> Answer<'a, PutState> {
-        Box::pin(self.honest().files().begin_put(client, name, file, scheme, attempt))
-    }
-
     fn put_blocks<'a>(&'a self, put: &'a mut PutState, blocks: Vec<WireBlock>) -> Answer<'a, ()> {
         Box::pin(self.honest().files().put_blocks(put, blocks))
-    }
-
-    fn finish_put(&self, put: PutState, record: VersionRecord) -> Answer<'_, Committed> {
-        Box::pin(self.honest().files().finish_put(put, record))
     }
 
     fn begin_stage(

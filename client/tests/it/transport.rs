@@ -159,7 +159,7 @@ async fn an_upload_the_provider_stops_taking_ends_at_the_deadline() {
     // 256 MiB offered, produced on demand: far more than the socket buffers take.
     let frames = futures::stream::iter((0..256).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; MIB]))));
     let started = Instant::now();
-    let r = remote.call_streaming::<Listing>(Op::Put, frames).await;
+    let r = remote.call_streaming::<Listing>(Op::Stage, frames).await;
     assert!(matches!(&r, Err(ClientError::TimedOut { detail, .. }) if detail.contains("upload")), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
 }

@@ -79,6 +79,8 @@ impl Files {
 mod tests {
     use super::*;
     use crate::Blocks;
+    use serde_bytes::ByteBuf;
+    use vouch_proto::CommitStagedRequest;
 
     #[test]
     fn a_gate_remembers_the_latest_settled_attempts() {
@@ -106,15 +108,16 @@ mod tests {
         let refused = |r: Result<(), ProviderError>, what: &str| {
             assert!(matches!(r, Err(ProviderError::Files(FilesError::Settled))), "{what}: {r:?}");
         };
-        let put = provider.begin_put("c", "f", FileId([3; 16]), SchemeId::Linear, settled).await;
-        refused(put.map(drop), "put");
+        let record = ByteBuf::from(vec![0; 8]);
+        let staged = CommitStagedRequest { name: "f".into(), attempt: settled, record };
+        refused(provider.commit_staged("c", &staged, &crate::Limits::default()).await.map(drop), "put");
         let edit = EditRequest { name: "f".into(), base: 1, edits: vec![], blocks: vec![], time: 0, attempt: settled };
         refused(provider.edit("c", edit).await.map(drop), "edit");
         refused(provider.remove("c", &RemoveRequest { name: "f".into(), attempt: settled }).await.map(drop), "remove");
         let prune = PruneRequest { name: "f".into(), versions: vec![1], attempt: settled };
         refused(provider.prune("c", &prune).await.map(drop), "prune");
         // Another attempt, or another client's, is not fenced.
-        assert!(provider.begin_put("c", "f", FileId([3; 16]), SchemeId::Linear, fresh).await.is_ok());
-        assert!(provider.begin_put("d", "f", FileId([3; 16]), SchemeId::Linear, settled).await.is_ok());
+        assert!(provider.changing("c", fresh).await.is_ok());
+        assert!(provider.changing("d", settled).await.is_ok());
     }
 }

@@ -5,24 +5,9 @@ use super::*;
 impl Files {
     // ---- changes ----
 
-    /// Starts storing a new version of `name` from uploaded blocks (`put`): feed the blocks in
-    /// file order to [`Files::put_blocks`], then end with [`Files::finish_put`]. The put
-    /// counts as a change in flight from here on (see `settle`).
-    pub async fn begin_put(
-        &self,
-        client: &str,
-        name: &str,
-        file: FileId,
-        scheme: SchemeId,
-        attempt: Attempt,
-    ) -> Result<PutState, ProviderError> {
-        let mut put = self.begin_stage(client, name, file, scheme, attempt)?;
-        put.in_flight = Some(self.changing(client, attempt).await?);
-        Ok(put)
-    }
-
-    /// Starts a `stage` (see `staged`): [`Files::begin_put`] without the change gate, as
-    /// a staged upload cannot commit by itself; end it with [`Files::stage_upload`].
+    /// Starts a `stage` (see `staged`): feed the blocks in file order to
+    /// [`Files::put_blocks`], then end with [`Files::stage_upload`]. It takes no change gate:
+    /// a staged upload cannot commit by itself (its `commit-staged` takes the gate).
     pub fn begin_stage(
         &self,
         client: &str,
@@ -41,7 +26,6 @@ impl Files {
             upload: self.repo.upload(&keys::owner(client, &file))?,
             leaves: Vec::new(),
             nonces: HashSet::new(),
-            in_flight: None,
         })
     }
 
@@ -60,31 +44,6 @@ impl Files {
             put.upload.add(b.nonce, &b.tag, b.data).await?;
         }
         Ok(())
-    }
-
-    /// Ends a put: checks the client's record against the blocks, then commits the version.
-    pub async fn finish_put(&self, put: PutState, record: VersionRecord) -> Result<Committed, ProviderError> {
-        let staged = self.stage_put(put, record).await?;
-        self.commit(staged).await
-    }
-
-    /// A put's change, staged: its list built and checked against the record, its segments
-    /// written, the write lock taken.
-    pub async fn stage_put(&self, mut put: PutState, record: VersionRecord) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = put.in_flight.take();
-        let client = put.client.clone();
-        let (name, list, blocks) = self.seal_put(put, &record).await?;
-        let write = self.write.lock().await;
-        Ok(Staged {
-            client,
-            name,
-            change: Change::Append(record),
-            new_list: Some(NewList { list, base: None }),
-            file_update: None,
-            blocks: Some(blocks),
-            _write: write,
-            _in_flight: in_flight,
-        })
     }
 
     /// A put's blocks checked against its record (they build its root and length) and
@@ -269,9 +228,6 @@ pub struct PutState {
     upload: Upload,
     leaves: Vec<Block>,
     nonces: HashSet<u64>,
-    /// Holds the client's change gate for the whole upload (a put's own; an edit holds it
-    /// itself).
-    in_flight: Option<super::settle::InFlight>,
 }
 
 /// The FlexList leaf of an uploaded block.

@@ -12,8 +12,8 @@ use vouch_core::namespace::VersionRecord;
 use vouch_core::pdp::{FileId, SchemeId};
 use vouch_core::{hash, Block, FlexList};
 use vouch_proto::{
-    decode, encode, encode_frame, Attempt, BlockBatch, ErrorBody, ErrorCode, PutFrame, PutHead, PutTail, ReadRequest,
-    WireBlock, PROTOCOL_VERSION, VERSION_HEADER,
+    decode, encode, encode_frame, Attempt, BlockBatch, CommitStagedRequest, ErrorBody, ErrorCode, PutFrame, PutHead,
+    PutTail, ReadRequest, WireBlock, PROTOCOL_VERSION, VERSION_HEADER,
 };
 use vouch_server::{Limits, Provider, RunningServer, ServeOptions};
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, Repository};
@@ -44,10 +44,10 @@ async fn request_head(tcp: &mut TcpStream, op: &str, length: Option<usize>) {
     tcp.write_all(head.as_bytes()).await.unwrap();
 }
 
-/// Opens a put: the request head, then the body in HTTP chunks ([`chunk`]).
+/// Opens a put's upload (`stage`): the request head, then the body in HTTP chunks ([`chunk`]).
 async fn open_put(addr: std::net::SocketAddr) -> TcpStream {
     let mut tcp = TcpStream::connect(addr).await.unwrap();
-    request_head(&mut tcp, "put", None).await;
+    request_head(&mut tcp, "stage", None).await;
     tcp
 }
 
@@ -100,13 +100,14 @@ fn blocks_frame(blocks: Vec<WireBlock>) -> Vec<u8> {
 }
 
 /// The last frame of a put of `all`: the record of the list those blocks build.
-fn tail_frame(all: &[WireBlock]) -> Vec<u8> {
+/// The version record of `all` as a client computes it.
+fn record_of(all: &[WireBlock]) -> VersionRecord {
     let leaves: Vec<Block> = all
         .iter()
         .map(|b| Block::new(hash::pdp_leaf(SchemeId::Linear as u8, b.nonce, &b.tag), b.data.len() as u32, b.nonce))
         .collect();
     let list = FlexList::build(&leaves).unwrap();
-    let record = VersionRecord {
+    VersionRecord {
         number: 1,
         scheme: SchemeId::Linear,
         file: FileId([7; 16]),
@@ -114,11 +115,15 @@ fn tail_frame(all: &[WireBlock]) -> Vec<u8> {
         len: list.total_len(),
         next_nonce: all.len() as u64,
         time: 0,
-    };
-    encode_frame(&PutFrame::Tail(PutTail { record: ByteBuf::from(record.to_bytes().to_vec()) }))
+    }
 }
 
-/// A whole put of `count` blocks of `len` bytes, sent 4 blocks to a frame: the answer.
+fn tail_frame(all: &[WireBlock]) -> Vec<u8> {
+    encode_frame(&PutFrame::Tail(PutTail { record: ByteBuf::from(record_of(all).to_bytes().to_vec()) }))
+}
+
+/// A whole put of `count` blocks of `len` bytes: staged, 4 blocks to a frame, then
+/// committed. The answer of the stage when it is refused, else of the commit.
 async fn put(addr: std::net::SocketAddr, name: &str, count: u64, len: usize) -> (u16, Vec<u8>) {
     let mut tcp = open_put(addr).await;
     chunk(&mut tcp, &head_frame(name)).await.unwrap();
@@ -130,6 +135,15 @@ async fn put(addr: std::net::SocketAddr, name: &str, count: u64, len: usize) -> 
     }
     let _ = chunk(&mut tcp, &tail_frame(&all)).await;
     let _ = tcp.write_all(b"0\r\n\r\n").await;
+    let (status, body) = answer(&mut tcp).await;
+    if status != 200 {
+        return (status, body);
+    }
+    let record = ByteBuf::from(record_of(&all).to_bytes().to_vec());
+    let commit = encode(&CommitStagedRequest { name: name.into(), attempt: Attempt([1; 16]), record });
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    request_head(&mut tcp, "commit-staged", Some(commit.len())).await;
+    tcp.write_all(&commit).await.unwrap();
     answer(&mut tcp).await
 }
 
