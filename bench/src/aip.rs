@@ -134,7 +134,7 @@ pub(crate) fn run_with(
         progress(&format!("AIP protocol in memory, {members} members"));
         protocol.push(crate::aip_protocol::point(members, if opts.quick { 4_000 } else { 20_000 }, runs.min(3))?);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let rt = crate::measure::runtime()?;
     let vicos = crate::vicos::run_with(&rt, vicos_sizes, s3, &mut progress)?;
     let (n, overhead) = vicos.overhead();
     let overhead = Target::at_most(

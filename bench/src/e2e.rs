@@ -97,7 +97,7 @@ pub fn run(opts: Options, repo: Option<&Source>, mut progress: impl FnMut(&str))
     if let Some(source) = repo {
         crate::repo::probe(source)?; // a wrong path fails now, not after minutes of measuring
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let rt = crate::measure::runtime()?;
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
     let big = Bytes::from(data(if opts.quick { 64 << 20 } else { 512 << 20 }, 7));
     let (mut backends, mut skipped) = (Vec::new(), Vec::new());

@@ -228,7 +228,7 @@ pub(crate) fn run_with(
     s3: Result<S3Config, String>,
     mut progress: impl FnMut(&str),
 ) -> Result<Report, SelfCheckFailed> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let rt = crate::measure::runtime()?;
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
     let mut skipped = Vec::new();
     let (blocks, raw, raw_text) = match s3 {

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn the_proxy_forwards_puts_and_gets_and_refuses_a_wrong_key() {
-        let rt = tokio::runtime::Runtime::new().unwrap();
+        let rt = crate::measure::runtime().unwrap();
         rt.block_on(async {
             let backend: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
             let addr = start(backend.clone(), "under/".into(), "AK", "SK-secret").await.unwrap();

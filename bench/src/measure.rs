@@ -3,6 +3,19 @@
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
+/// The runtime a benchmark's async parts run on: every core (its figures count the
+/// machine's CPU, all of it), or one thread for figures of one core ([`one_thread`]).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, SelfCheckFailed> {
+    let built = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    built.map_err(|e| SelfCheckFailed(format!("tokio runtime: {e}")))
+}
+
+/// [`runtime`] on the calling thread alone.
+pub(crate) fn one_thread() -> Result<tokio::runtime::Runtime, SelfCheckFailed> {
+    let built = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    built.map_err(|e| SelfCheckFailed(format!("tokio runtime: {e}")))
+}
+
 /// Runs `f` `runs` times and returns the shortest run and the last output. The output is
 /// dropped outside the timed region (freeing a large list is not part of building it).
 pub(crate) fn min_time<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {

@@ -64,15 +64,11 @@ fn run_writes(log_capacity: u32) -> u64 {
     3 << (log_capacity - 1)
 }
 
-fn current_thread() -> Result<tokio::runtime::Runtime, SelfCheckFailed> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail("runtime")(e.to_string()))
-}
-
 /// [`run_writes`] slots in batches of `batch` on a fresh local log with the default segments.
 pub fn disk_figure(log_capacity: u32, batch: usize, disk_bytes: usize) -> Result<DiskFigure, SelfCheckFailed> {
     let scratch = tempfile::tempdir().map_err(|e| fail("scratch directory")(e.to_string()))?;
     let disk_mb_per_s = disk_bandwidth(scratch.path(), disk_bytes)?;
-    let times = current_thread()?.block_on(batch_times(scratch.path(), log_capacity, batch, None))?;
+    let times = crate::measure::one_thread()?.block_on(batch_times(scratch.path(), log_capacity, batch, None))?;
     let provider: Duration = times.iter().sum();
     let por_mb_per_s = (SLOT_DATA_BYTES as u64 * run_writes(log_capacity)) as f64 / provider.as_secs_f64() / 1e6;
     let bound_mb_per_s = disk_mb_per_s / (2.0 * f64::from(log_capacity));
@@ -112,7 +108,7 @@ pub fn worst_batch_figure(
     batch: usize,
     segment_bytes: usize,
 ) -> Result<WorstBatchFigure, SelfCheckFailed> {
-    let runtime = current_thread()?;
+    let runtime = crate::measure::one_thread()?;
     let mut figures = Vec::new();
     for segments in [segment_bytes, ONE_SEGMENT] {
         let scratch = tempfile::tempdir().map_err(|e| fail("scratch directory")(e.to_string()))?;

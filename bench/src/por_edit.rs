@@ -35,7 +35,7 @@ pub struct EditFigure {
 /// U (the figure is refused if the copy is not the edited file).
 pub fn edit_figure(file_bytes: usize, dir: &Path) -> Result<EditFigure, SelfCheckFailed> {
     let fail = |e: &dyn std::fmt::Display| SelfCheckFailed(e.to_string());
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let rt = crate::measure::runtime()?;
     rt.block_on(async {
         let running = start(&Blocks::Local, dir).await?;
         let client = &running.client;

@@ -115,10 +115,7 @@ pub struct CommitRow {
 
 /// Replays the newest commits of `source` against a fresh provider on a scratch directory.
 pub fn replay(source: &Source, opts: Options, mut progress: impl FnMut(&str)) -> Result<RepoReplay, SelfCheckFailed> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| SelfCheckFailed(format!("tokio runtime: {e}")))?;
+    let rt = crate::measure::runtime()?;
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
     rt.block_on(replay_in(source, opts, scratch.path(), &mut progress))
 }

@@ -58,7 +58,7 @@ pub struct ListFigure {
 }
 
 pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, SelfCheckFailed> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let rt = crate::measure::runtime()?;
     let total = if opts.quick { 64 << 20 } else { 512 << 20 };
     let data: Bytes = (0..total).map(|i: usize| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect::<Vec<_>>().into();
     let scratch = tempfile::tempdir().map_err(|e| SelfCheckFailed(format!("scratch directory: {e}")))?;
@@ -404,7 +404,7 @@ mod tests {
 
     #[test]
     fn local_figures_self_check() {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let rt = crate::measure::runtime().unwrap();
         let scratch = tempfile::tempdir().unwrap();
         let data: Bytes = (0..16usize << 20).map(|i| (i >> 7) as u8).collect::<Vec<_>>().into();
         let dir = scratch.path().join("local");
