@@ -64,11 +64,7 @@ impl RunningGateway {
 pub async fn start(config: &GatewayConfig, client: Arc<Client>) -> std::io::Result<RunningGateway> {
     client.cache().resize(config.cache_mb << 20);
     let metrics = Arc::new(Metrics::new(client.clone()));
-    let deadlines = crate::stream::Deadlines {
-        idle: Duration::from_secs(config.body_idle_timeout_secs.max(1)),
-        min_rate: config.body_min_rate_kib << 10,
-    };
-    let options = (config.por, Duration::from_secs(config.keep_replaced_secs), deadlines);
+    let options = (config.por, Duration::from_secs(config.keep_replaced_secs), deadlines(config));
     let gateway = |background| Front::new(Gateway::new(client.clone(), metrics.clone(), options, background));
     let mut running = listen(config, metrics.clone(), gateway).await?;
     if let Some(audit) = &config.audit {
@@ -89,12 +85,20 @@ pub async fn start_group(config: &GatewayConfig, group: Arc<Group>) -> std::io::
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
     }
     let metrics = Arc::new(Metrics::without_cache());
-    let gateway = |background| Front::new(GroupGateway::new(group.clone(), background));
+    let gateway = |background| Front::new(GroupGateway::new(group.clone(), background, deadlines(config)));
     let mut running = listen(config, metrics.clone(), gateway).await?;
     let stopping = running.background.stopping();
     running.tasks.push(crate::group::spawn_helper(group.clone(), metrics, stopping));
     tracing::info!("vouch gateway serving VICOS group {}", group.name());
     Ok(running)
+}
+
+/// How slowly an application's body may arrive, in either mode.
+fn deadlines(config: &GatewayConfig) -> crate::stream::Deadlines {
+    crate::stream::Deadlines {
+        idle: Duration::from_secs(config.body_idle_timeout_secs.max(1)),
+        min_rate: config.body_min_rate_kib << 10,
+    }
 }
 
 /// What both modes share: the S3 service over `gateway` (made with the gateway's background

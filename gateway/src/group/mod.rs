@@ -33,6 +33,7 @@ use crate::errors::to_s3;
 use crate::front::ObjectStat;
 use crate::metrics::Metrics;
 use crate::object::{ObjectMeta, MAX_META, TRAILER};
+use crate::stream::Deadlines;
 use s3s::{s3_error, S3ErrorCode, S3Result};
 use spool::{Spool, Spooled, Tail};
 use std::future::Future;
@@ -61,6 +62,8 @@ const LISTING_READS: usize = 4;
 pub struct GroupGateway {
     group: Arc<Group>,
     background: Background,
+    /// How slowly an application's body may arrive.
+    deadlines: Deadlines,
 }
 
 /// An object read whole and verified: its stored bytes, metadata and body length.
@@ -134,9 +137,10 @@ fn spool_failed(e: std::io::Error) -> s3s::S3Error {
 }
 
 impl GroupGateway {
-    /// A portal for the member `group`; its operations run as tasks of `background`.
-    pub(crate) fn new(group: Arc<Group>, background: Background) -> GroupGateway {
-        GroupGateway { group, background }
+    /// A portal for the member `group`; its operations run as tasks of `background`, and the
+    /// bodies it takes arrive within `deadlines`.
+    pub(crate) fn new(group: Arc<Group>, background: Background, deadlines: Deadlines) -> GroupGateway {
+        GroupGateway { group, background, deadlines }
     }
 
     /// Runs `op` to its end on a task of the gateway's own (see the module doc).

@@ -38,7 +38,8 @@ impl GroupGateway {
 #[async_trait::async_trait]
 impl Objects for GroupGateway {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { mode: "group mode", conditional_writes: false, deadlines: None, stats_at_once: LISTING_READS }
+        let deadlines = Some(self.deadlines);
+        Capabilities { mode: "group mode", conditional_writes: false, deadlines, stats_at_once: LISTING_READS }
     }
 
     async fn buckets(&self) -> S3Result<Vec<Bucket>> {

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{config, sample, ACCESS_KEY, SECRET_KEY};
+use common::{config, sample, trickle, ACCESS_KEY, SECRET_KEY};
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
@@ -47,6 +47,11 @@ impl Pair {
     /// The provider behaving as `misbehave` says, the group made by member 0, joined by
     /// member 1, and a gateway in front of each.
     async fn new(misbehave: Misbehave) -> Pair {
+        Pair::configured(misbehave, config()).await
+    }
+
+    /// [`Pair::new`] with both gateways configured as `config` says.
+    async fn configured(misbehave: Misbehave, config: vouch_gateway::GatewayConfig) -> Pair {
         let dir = tempfile::tempdir().unwrap();
         let clients = [(TOKEN_A, "alice"), (TOKEN_B, "bob")];
         let server =
@@ -58,8 +63,8 @@ impl Pair {
             .await
             .unwrap();
         let second = Group::join(Remote::new(&url, TOKEN_B).unwrap(), GROUP, 1, keys, Mode::Compatible);
-        let a = vouch_gateway::start_group(&config(), Arc::new(first)).await.unwrap();
-        let b = vouch_gateway::start_group(&config(), Arc::new(second)).await.unwrap();
+        let a = vouch_gateway::start_group(&config, Arc::new(first)).await.unwrap();
+        let b = vouch_gateway::start_group(&config, Arc::new(second)).await.unwrap();
         Pair { dir, _server: server, a, b }
     }
 
@@ -252,6 +257,36 @@ async fn what_one_gateway_writes_the_other_reads_lists_copies_and_deletes() {
     }
     let absent = box_a.head(&Path::from("conditional")).await;
     assert!(matches!(absent, Err(object_store::Error::NotFound { .. })), "refused, not stored: {absent:?}");
+    pair.shutdown().await;
+}
+
+/// A group gateway takes a body within the configured deadlines, as a client's does: one
+/// that trickles is refused in bounded time, holds up no other put, and stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickling_body_through_a_group_gateway_is_refused_in_bounded_time() {
+    // A body may pause 3 s, and must come at 4 KiB/s past its first 3 s.
+    let config = vouch_gateway::GatewayConfig { body_idle_timeout_secs: 3, body_min_rate_kib: 4, ..config() };
+    let pair = Pair::configured(Misbehave::None, config).await;
+    assert_eq!(raw(&pair.a, Method::PUT, "box", &[], &[]).await.status, 200);
+    let a = store(&pair.a, "box");
+    a.put(&Path::from("k"), PutPayload::from(sample(10_000, 1))).await.unwrap();
+    let started = std::time::Instant::now();
+    // 1 KiB/s of a 64 KiB body: it would take a minute.
+    let url = common::presign(&endpoint(&pair.a), Method::PUT, "box/k", &[], Duration::from_secs(300)).await;
+    let slow = common::put_slowly(pair.a.addr, &url, &[], 64 << 10, trickle(64 << 10, 512, Duration::from_millis(500)));
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        a.put(&Path::from("other"), PutPayload::from(sample(10_000, 2))).await.unwrap();
+        started.elapsed()
+    };
+    let ((status, answer), other_took) = tokio::join!(slow, other);
+    let slow_took = started.elapsed();
+    assert!(other_took < slow_took.saturating_sub(Duration::from_millis(500)), "{other_took:?} vs {slow_took:?}");
+    assert!(answer.contains("RequestTimeout"), "{status} {answer}");
+    assert_eq!(status, 400, "{answer}");
+    assert!(slow_took < Duration::from_secs(15), "refused only after {slow_took:?}");
+    let got = store(&pair.b, "box").get(&Path::from("k")).await.unwrap().bytes().await.unwrap();
+    assert_eq!(&got[..], &sample(10_000, 1)[..], "the refused body stored nothing");
     pair.shutdown().await;
 }
 

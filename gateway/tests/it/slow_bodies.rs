@@ -5,17 +5,15 @@
 
 use crate::common;
 
-use common::{config, sample, Harness};
+use common::{config, sample, trickle, Harness};
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use vouch_gateway::GatewayConfig;
 use vouch_misbehave::Misbehave;
 use vouch_server::Blocks;
 
-/// A PUT of `path` (presigned) with `headers` and a body of `len` bytes sent as `body`
-/// says: each piece after its pause. The answer's status and body.
+/// A PUT of `path` (presigned) through the harness's gateway, its body sent as `body` says.
 async fn put_slowly(
     h: &Harness,
     path: &str,
@@ -24,48 +22,7 @@ async fn put_slowly(
     body: tokio::sync::mpsc::Receiver<(Duration, Vec<u8>)>,
 ) -> (u16, String) {
     let url = h.presigned(reqwest::Method::PUT, path, &[], Duration::from_secs(300)).await;
-    let url = reqwest::Url::parse(&url).unwrap();
-    let stream = tokio::net::TcpStream::connect(h.gateway.as_ref().unwrap().addr).await.unwrap();
-    let (mut from, mut to) = stream.into_split();
-    let host = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
-    let mut head = format!(
-        "PUT {}?{} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len}\r\nConnection: close\r\n",
-        url.path(),
-        url.query().unwrap_or_default()
-    );
-    for (name, value) in headers {
-        head += &format!("{name}: {value}\r\n");
-    }
-    head += "\r\n";
-    to.write_all(head.as_bytes()).await.unwrap();
-    let sender = tokio::spawn(async move {
-        let mut body = body;
-        while let Some((pause, piece)) = body.recv().await {
-            tokio::time::sleep(pause).await;
-            // The gateway may have answered and closed already.
-            if to.write_all(&piece).await.is_err() {
-                return;
-            }
-        }
-        // The connection stays open for the answer (a half-closed one is dropped by hyper).
-        std::future::pending::<()>().await;
-        drop(to);
-    });
-    let mut answer = Vec::new();
-    let _ = from.read_to_end(&mut answer).await;
-    sender.abort();
-    let answer = String::from_utf8_lossy(&answer).to_string();
-    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, answer)
-}
-
-/// The body pieces of a trickle: `piece` bytes every `every`, `len` in all.
-fn trickle(len: usize, piece: usize, every: Duration) -> tokio::sync::mpsc::Receiver<(Duration, Vec<u8>)> {
-    let (tx, rx) = tokio::sync::mpsc::channel(len / piece + 1);
-    for _ in 0..len / piece {
-        tx.try_send((every, vec![b'x'; piece])).unwrap();
-    }
-    rx
+    common::put_slowly(h.gateway.as_ref().unwrap().addr, &url, headers, len, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::time::Duration;
 use vouch_client::Client;
 use vouch_gateway::{AccessKey, GatewayConfig, RunningGateway};
 use vouch_misbehave::{Misbehave, Misbehaving};
@@ -215,4 +216,58 @@ pub async fn presign(
     let options = SignedUrlOptions::default().with_query(query.iter().copied());
     let path = object_store::path::Path::from(path);
     signer.signed_url_opts(method, &path, expires, &options).await.unwrap().to_string()
+}
+
+/// A PUT of the presigned `url` to the gateway at `addr` with `headers` and a body of `len`
+/// bytes sent as `body` says: each piece after its pause. The answer's status and body.
+pub async fn put_slowly(
+    addr: std::net::SocketAddr,
+    url: &str,
+    headers: &[(&str, &str)],
+    len: usize,
+    body: tokio::sync::mpsc::Receiver<(Duration, Vec<u8>)>,
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let url = reqwest::Url::parse(url).unwrap();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut from, mut to) = stream.into_split();
+    let host = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+    let mut head = format!(
+        "PUT {}?{} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len}\r\nConnection: close\r\n",
+        url.path(),
+        url.query().unwrap_or_default()
+    );
+    for (name, value) in headers {
+        head += &format!("{name}: {value}\r\n");
+    }
+    head += "\r\n";
+    to.write_all(head.as_bytes()).await.unwrap();
+    let sender = tokio::spawn(async move {
+        let mut body = body;
+        while let Some((pause, piece)) = body.recv().await {
+            tokio::time::sleep(pause).await;
+            // The gateway may have answered and closed already.
+            if to.write_all(&piece).await.is_err() {
+                return;
+            }
+        }
+        // The connection stays open for the answer (a half-closed one is dropped by hyper).
+        std::future::pending::<()>().await;
+        drop(to);
+    });
+    let mut answer = Vec::new();
+    let _ = from.read_to_end(&mut answer).await;
+    sender.abort();
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer)
+}
+
+/// The body pieces of a trickle: `piece` bytes every `every`, `len` in all.
+pub fn trickle(len: usize, piece: usize, every: Duration) -> tokio::sync::mpsc::Receiver<(Duration, Vec<u8>)> {
+    let (tx, rx) = tokio::sync::mpsc::channel(len / piece + 1);
+    for _ in 0..len / piece {
+        tx.try_send((every, vec![b'x'; piece])).unwrap();
+    }
+    rx
 }
