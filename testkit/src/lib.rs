@@ -1,8 +1,10 @@
 //! What vouch's tests share: a provider served on loopback, honest or lying as told
 //! ([`provider`]); a MinIO server of a test's own for the S3 backend ([`minio`]); and what a
-//! client must make of each lie of `vouch_misbehave` ([`lies`]).
+//! client must make of each lie of `vouch_misbehave` ([`lies`]); and the damage a failing disk
+//! does to a provider's store ([`damage`]).
 #![forbid(unsafe_code)]
 
+pub mod damage;
 pub mod lies;
 pub mod minio;
 pub mod provider;

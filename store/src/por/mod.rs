@@ -266,16 +266,10 @@ impl PorLog {
         Ok(crate::MetaStore::scan(repo.meta(), &self.names.stashes())?.len())
     }
 
-    /// Deletes U's slots at `indices` from the metadata store, as a damaged backend would lose
-    /// them (their sealed checksums stay): for tests of repair.
-    #[doc(hidden)]
-    pub async fn lose_raw_slots(&self, repo: &crate::Repository, indices: &[u64]) -> Result<(), PorStoreError> {
-        let mut batch = crate::MetaBatch::default();
-        for &index in indices {
-            batch.delete(self.names.raw(index));
-        }
-        repo.commit_batch(&batch, false).await?;
-        Ok(())
+    /// Where U's slot `index` is kept in the metadata store (the log's layout there; its
+    /// sealed checksum is kept apart).
+    pub fn raw_slot_key(&self, index: u64) -> Vec<u8> {
+        self.names.raw(index)
     }
 
     /// The stored level or C of `region`.

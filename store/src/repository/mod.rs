@@ -211,7 +211,10 @@ impl Repository {
         &self.blobs
     }
 
-    pub(crate) fn meta(&self) -> &MetaDb {
+    /// The metadata store under the repository: for tools that inspect it, and for tests that
+    /// damage it as a failing disk would (what the repository and its logs keep there is theirs
+    /// alone to change).
+    pub fn meta(&self) -> &MetaDb {
         &self.meta
     }
 
