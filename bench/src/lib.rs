@@ -8,6 +8,7 @@
 
 pub mod aip;
 mod aip_protocol;
+mod detection;
 pub mod e2e;
 pub mod flexlist;
 pub mod gateway;

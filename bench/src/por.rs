@@ -59,6 +59,9 @@ pub struct Report {
     /// The client's side of a growth: C's sealed checksums whole beside in parts
     /// ([`crate::por_growth`]).
     pub growth: Vec<GrowthFigure>,
+    /// How often audits catch a provider that lost a fraction of what it holds, beside the
+    /// law (DPDP's challenge and the PoR audit; [`crate::detection`]).
+    pub detection: Vec<crate::detection::DetectionRow>,
     pub targets: Vec<Target>,
 }
 
@@ -156,6 +159,9 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         progress(&format!("a growth to 2^{k} slots, the client's side: C sealed whole and in parts"));
         growth.push(por_growth::growth_figure(k, runs)?);
     }
+    progress("detection statistics: audits against a provider that lost a fraction of what it holds");
+    let detection = crate::detection::rows(opts.quick)?;
+    targets.push(crate::detection::target(&detection));
     Ok(Report {
         quick: opts.quick,
         block_bytes: BLOCK_BYTES,
@@ -172,6 +178,7 @@ pub fn run(opts: Options, mut progress: impl FnMut(&str)) -> Result<Report, Self
         worst_batch,
         edit,
         growth,
+        detection,
         targets,
     })
 }
@@ -316,6 +323,7 @@ impl crate::Shown for Report {
                 g.log_capacity, g.whole_ms, g.whole_bytes_held >> 20, g.parts_ms, g.ratio, g.parts_bytes_held >> 20
             );
         }
+        out += &crate::detection::text(&self.detection);
         out + &targets_text(&self.targets)
     }
 }
