@@ -14,6 +14,7 @@ mod exit;
 mod gateway;
 mod output;
 mod serve;
+mod sim;
 mod vicos;
 
 use clap::{Parser, Subcommand};
@@ -93,6 +94,9 @@ enum Command {
     TlsCert(serve::TlsCert),
     /// Show vouch end to end in one process: store, edit, sync, audit, then catch lies.
     Demo(demo::Demo),
+    /// The deterministic simulator: every protocol against a provider that chooses, checked
+    /// after every step; or, with --processes, crash loops of the real processes.
+    Sim(sim::Sim),
     /// Measure vouch on this machine against the papers' figures and same-run baselines.
     Bench {
         #[command(subcommand)]
@@ -109,7 +113,12 @@ fn state_dir(flag: Option<PathBuf>) -> PathBuf {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo's provider lies on purpose; its own warnings about that would only be noise.
-    let quiet = if matches!(cli.command, Command::Demo(_)) { "error" } else { "warn" };
+    // The simulator's provider is caught lying by design, thousands of times a run.
+    let quiet = match cli.command {
+        Command::Demo(_) => "error",
+        Command::Sim(_) => "off",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -120,6 +129,7 @@ fn main() -> ExitCode {
     let out = output::Output { json: cli.json };
     let result = match cli.command {
         Command::Bench { which } => bench::run(which).map_err(Failure::Other),
+        Command::Sim(args) => sim::run(args, &out).map_err(Failure::Other),
         Command::Serve(args) => run(serve::serve(args)),
         Command::Token(args) => serve::token(args, &out).map_err(Failure::Other),
         Command::TlsCert(args) => serve::tls_cert(args, &out).map_err(Failure::Other),

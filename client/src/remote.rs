@@ -7,6 +7,7 @@
 //! read up to [`MAX_ERROR_BODY`] bytes and no further.
 
 use crate::error::ClientError;
+use crate::link::{ByteStream, Link, LinkAnswer, LinkRequest};
 use crate::transport::{parse_ca, Transport};
 use crate::violation::ViolationKind::{MalformedAnswer, ShortStream};
 use bytes::Bytes;
@@ -29,7 +30,7 @@ pub const MAX_ERROR_BODY: usize = 64 << 10;
 
 #[derive(Clone)]
 pub struct Remote {
-    http: reqwest::Client,
+    via: Via,
     base: String,
     token: String,
     timeout: Duration,
@@ -37,6 +38,19 @@ pub struct Remote {
     por_part_bytes: usize,
     /// The provider's own time for the last answered request (its `Server-Timing`), in µs.
     last_server_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// A request's body.
+enum Outgoing {
+    Whole(Bytes),
+    Stream(ByteStream),
+}
+
+/// How requests reach the provider.
+#[derive(Clone)]
+enum Via {
+    Http(reqwest::Client),
+    Link(Arc<dyn Link>),
 }
 
 impl std::fmt::Debug for Remote {
@@ -65,15 +79,25 @@ impl Remote {
             http = http.tls_certs_only(parse_ca(pem)?);
         }
         let http = http.build().map_err(|e| ClientError::BadInput(format!("HTTP client: {}", error_chain(&e))))?;
-        Ok(Remote {
-            http,
+        Ok(Self::via(Via::Http(http), base, token, transport))
+    }
+
+    /// The provider behind `link`, in this process (named `name` in messages): the same
+    /// checks, deadlines and limits as over HTTP.
+    pub fn linked(link: Arc<dyn Link>, name: &str, token: &str, transport: &Transport) -> Remote {
+        Self::via(Via::Link(link), name.to_string(), token, transport)
+    }
+
+    fn via(via: Via, base: String, token: &str, transport: &Transport) -> Remote {
+        Remote {
+            via,
             base,
             token: token.to_string(),
             timeout: transport.timeout,
             min_rate: transport.min_rate.max(1),
             por_part_bytes: transport.por_part_bytes.clamp(1, vouch_proto::por::POR_PART_BYTES),
             last_server_us: Default::default(),
-        })
+        }
     }
 
     /// The provider's URL.
@@ -86,11 +110,16 @@ impl Remote {
         self.por_part_bytes
     }
 
-    fn unreachable(&self, e: reqwest::Error) -> ClientError {
-        if e.is_timeout() {
-            return self.timed_out(error_chain(&e));
+    fn unreachable(&self, e: &(dyn std::error::Error + 'static)) -> ClientError {
+        // A stream's failure arrives wrapped in an `io::Error`.
+        let inner =
+            e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).map(|inner| inner as &dyn std::error::Error);
+        let http =
+            e.downcast_ref::<reqwest::Error>().or_else(|| inner.and_then(|i| i.downcast_ref::<reqwest::Error>()));
+        if http.is_some_and(reqwest::Error::is_timeout) {
+            return self.timed_out(error_chain(e));
         }
-        ClientError::Unreachable { url: self.base.clone(), detail: error_chain(&e) }
+        ClientError::Unreachable { url: self.base.clone(), detail: error_chain(e) }
     }
 
     fn timed_out(&self, detail: impl Into<String>) -> ClientError {
@@ -103,39 +132,21 @@ impl Remote {
 
     /// Sends a request; its answer's head must come by `deadline` (none: the caller bounds the
     /// wait). An error answer is returned as its typed error.
-    async fn send(
-        &self,
-        op: Op,
-        body: reqwest::Body,
-        deadline: Option<Instant>,
-    ) -> Result<reqwest::Response, ClientError> {
-        let request = self
-            .http
-            .post(format!("{}{}", self.base, op.path()))
-            .header(VERSION_HEADER, PROTOCOL_VERSION.to_string())
-            .bearer_auth(&self.token)
-            .body(body)
-            .send();
+    async fn send(&self, op: Op, body: Outgoing, deadline: Option<Instant>) -> Result<LinkAnswer, ClientError> {
+        let request = self.exchange(op, body);
         let resp = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, request)
                 .await
                 .map_err(|_| self.timed_out(format!("no answer to {op} within {:?}", self.timeout)))?,
             None => request.await,
-        }
-        .map_err(|e| self.unreachable(e))?;
-        let timing = resp
-            .headers()
-            .get("server-timing")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split("dur=").nth(1))
-            .and_then(|ms| ms.parse::<f64>().ok());
+        }?;
         self.last_server_us
-            .store(timing.map_or(u64::MAX, |ms| (ms * 1e3) as u64), std::sync::atomic::Ordering::Relaxed);
-        if resp.status().is_success() {
+            .store(resp.server_ms.map_or(u64::MAX, |ms| (ms * 1e3) as u64), std::sync::atomic::Ordering::Relaxed);
+        if (200..300).contains(&resp.status) {
             return Ok(resp);
         }
-        let status = resp.status();
-        let bytes = error_body(resp, deadline.unwrap_or_else(|| self.deadline())).await;
+        let status = resp.status;
+        let bytes = error_body(resp.body, deadline.unwrap_or_else(|| self.deadline())).await;
         Err(match decode::<ErrorBody>(&bytes) {
             Ok(body) => ClientError::from_server(body.code, body.message),
             Err(_) => ClientError::Refused {
@@ -145,15 +156,50 @@ impl Remote {
         })
     }
 
+    /// The request on its way, and the head of its answer.
+    async fn exchange(&self, op: Op, body: Outgoing) -> Result<LinkAnswer, ClientError> {
+        let http = match &self.via {
+            Via::Link(link) => {
+                let body = match body {
+                    Outgoing::Whole(bytes) => futures::stream::once(async move { Ok(bytes) }).boxed(),
+                    Outgoing::Stream(stream) => stream,
+                };
+                let request = LinkRequest { op, token: self.token.clone(), body };
+                return link.exchange(request).await.map_err(|e| self.unreachable(&e));
+            }
+            Via::Http(http) => http,
+        };
+        let url = format!("{}{}", self.base, op.path());
+        let request = match op {
+            Op::Health => http.get(url),
+            _ => http.post(url).header(VERSION_HEADER, PROTOCOL_VERSION.to_string()).bearer_auth(&self.token).body(
+                match body {
+                    Outgoing::Whole(bytes) => reqwest::Body::from(bytes),
+                    Outgoing::Stream(stream) => reqwest::Body::wrap_stream(stream),
+                },
+            ),
+        };
+        let resp = request.send().await.map_err(|e| self.unreachable(&e))?;
+        let server_ms = resp
+            .headers()
+            .get("server-timing")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split("dur=").nth(1))
+            .and_then(|ms| ms.parse::<f64>().ok());
+        let status = resp.status().as_u16();
+        let body = resp.bytes_stream().map(|piece| piece.map_err(std::io::Error::other)).boxed();
+        Ok(LinkAnswer { status, server_ms, body })
+    }
+
     /// A whole answer, at most [`MAX_MESSAGE`] bytes, by `deadline`.
-    async fn body(&self, resp: reqwest::Response, deadline: Instant) -> Result<Vec<u8>, ClientError> {
+    async fn body(&self, resp: LinkAnswer, deadline: Instant) -> Result<Vec<u8>, ClientError> {
         let mut out = Vec::new();
-        let mut stream = resp.bytes_stream();
+        let mut stream = resp.body;
         loop {
             let piece = match tokio::time::timeout_at(deadline, stream.next()).await {
                 Err(_) => return Err(self.timed_out(format!("the answer did not arrive within {:?}", self.timeout))),
                 Ok(None) => return Ok(out),
-                Ok(Some(piece)) => piece.map_err(|e| self.unreachable(e))?,
+                Ok(Some(piece)) => piece.map_err(|e| self.unreachable(&e))?,
             };
             if out.len() + piece.len() > MAX_MESSAGE {
                 return Err(ClientError::violation(MalformedAnswer, "answer larger than the protocol allows"));
@@ -186,7 +232,8 @@ impl Remote {
             });
         }
         let deadline = self.deadline() + extra;
-        let resp = self.send(op, body.into(), Some(deadline)).await.map_err(|e| self.waited(e, extra))?;
+        let resp =
+            self.send(op, Outgoing::Whole(body.into()), Some(deadline)).await.map_err(|e| self.waited(e, extra))?;
         let bytes = self.body(resp, deadline).await.map_err(|e| self.waited(e, extra))?;
         decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
     }
@@ -213,7 +260,7 @@ impl Remote {
         let meter = Arc::new(Mutex::new(UploadMeter::new(StreamBudget::new(self.timeout, self.min_rate))));
         let metered = Metered { inner: Box::pin(frames), meter: meter.clone() };
         let exchange = async {
-            let resp = self.send(op, reqwest::Body::wrap_stream(metered), None).await?;
+            let resp = self.send(op, Outgoing::Stream(metered.boxed()), None).await?;
             let bytes = self.body(resp, self.deadline()).await?;
             decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
         };
@@ -235,10 +282,10 @@ impl Remote {
     /// A request answered by a stream of frames (a read). The answer's head must come within
     /// the timeout; [`Frames::next`] bounds the rest.
     pub async fn frames<Req: Serialize>(&self, op: Op, req: &Req) -> Result<Frames, ClientError> {
-        let resp = self.send(op, encode(req).into(), Some(self.deadline())).await?;
+        let resp = self.send(op, Outgoing::Whole(encode(req).into()), Some(self.deadline())).await?;
         Ok(Frames {
             remote: self.clone(),
-            stream: Box::pin(resp.bytes_stream()),
+            stream: resp.body,
             decoder: Decoder::new(),
             done: false,
             budget: StreamBudget::new(self.timeout, self.min_rate),
@@ -254,22 +301,20 @@ impl Remote {
 
     pub async fn health(&self) -> Result<Health, ClientError> {
         let deadline = self.deadline();
-        let request = self.http.get(format!("{}{}", self.base, Op::Health.path())).send();
-        let resp = tokio::time::timeout_at(deadline, request)
+        let resp = tokio::time::timeout_at(deadline, self.exchange(Op::Health, Outgoing::Whole(Bytes::new())))
             .await
-            .map_err(|_| self.timed_out(format!("no answer to health within {:?}", self.timeout)))?
-            .map_err(|e| self.unreachable(e))?;
+            .map_err(|_| self.timed_out(format!("no answer to health within {:?}", self.timeout)))??;
         let bytes = self.body(resp, deadline).await?;
         decode(&bytes).map_err(ClientError::caught(MalformedAnswer))
     }
 }
 
 /// At most [`MAX_ERROR_BODY`] bytes of an error answer, whatever arrived by `deadline`.
-async fn error_body(mut resp: reqwest::Response, deadline: Instant) -> Vec<u8> {
+async fn error_body(mut body: ByteStream, deadline: Instant) -> Vec<u8> {
     let mut out = Vec::new();
     while out.len() < MAX_ERROR_BODY {
-        match tokio::time::timeout_at(deadline, resp.chunk()).await {
-            Ok(Ok(Some(piece))) => {
+        match tokio::time::timeout_at(deadline, body.next()).await {
+            Ok(Some(Ok(piece))) => {
                 let room = MAX_ERROR_BODY - out.len();
                 out.extend_from_slice(&piece[..piece.len().min(room)]);
             }
@@ -316,7 +361,7 @@ impl StreamBudget {
 /// The frames of a streamed answer.
 pub struct Frames {
     remote: Remote,
-    stream: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    stream: ByteStream,
     decoder: Decoder,
     done: bool,
     budget: StreamBudget,
@@ -350,7 +395,7 @@ impl Frames {
                     self.budget.bytes += bytes.len() as u64;
                     self.decoder.extend(&bytes);
                 }
-                Ok(Some(Err(e))) => return Err(self.remote.unreachable(e)),
+                Ok(Some(Err(e))) => return Err(self.remote.unreachable(&e)),
                 Ok(None) => {
                     self.done = true;
                     // The stream was cut inside a frame.
@@ -426,7 +471,7 @@ impl Stream for Metered {
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {

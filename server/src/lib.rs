@@ -181,6 +181,43 @@ pub async fn start_with<S: Service>(
     Ok(RunningServer { addr, stop: Some(stop), task, maintenance, app: held, provider })
 }
 
+/// The routes [`start_with`] serves, with no listener: for a caller in this process (the
+/// simulator's link) to send requests through [`InProcess::call`], to the same handlers, limits
+/// and authentication. Sweeps orphans as a start does; runs no maintenance.
+pub async fn in_process<S: Service>(
+    provider: S,
+    clients: HashMap<[u8; 32], String>,
+    limits: Limits,
+) -> Result<InProcess<S>, ProviderError> {
+    let provider = Arc::new(provider);
+    provider.sweep_orphans().await?;
+    provider.honest().groups().set_idle(limits.group_idle);
+    provider.honest().groups().set_page_bytes(limits.aip_page_bytes);
+    let app = Arc::new(http::App { provider: provider.clone(), clients, limits });
+    Ok(InProcess { router: http::router(app), provider })
+}
+
+/// A provider's routes in this process (see [`in_process`]).
+pub struct InProcess<S> {
+    router: axum::Router,
+    provider: Arc<S>,
+}
+
+impl<S> InProcess<S> {
+    pub fn provider(&self) -> &S {
+        &self.provider
+    }
+
+    /// One request through the routes, as the HTTP server would hand it over.
+    pub async fn call(&self, request: axum::http::Request<axum::body::Body>) -> axum::http::Response<axum::body::Body> {
+        use tower::ServiceExt;
+        match self.router.clone().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
 /// Runs the housekeeping until the server is gone.
 async fn maintain(app: std::sync::Weak<http::App>, m: Maintenance) {
     let mut every = tokio::time::interval(m.every.max(std::time::Duration::from_millis(1)));

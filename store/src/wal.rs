@@ -68,7 +68,10 @@ impl Wal {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io)?;
         let (epoch, batches, _) = parse(&bytes);
-        if (bytes.len() as u64) < CHECKPOINT_BYTES && preallocate(&file, bytes.len() as u64).is_err() {
+        if (bytes.len() as u64) < CHECKPOINT_BYTES
+            && !in_memory(&file)
+            && preallocate(&file, bytes.len() as u64).is_err()
+        {
             // Only slower without it (records then extend the file): a disk too full for it
             // still takes commits while it can.
             file.set_len(bytes.len() as u64).and_then(|()| file.sync_all()).map_err(io)?;
@@ -161,6 +164,19 @@ impl Wal {
         (self.epoch, self.end, self.last, self.commits) = (epoch, FILE_HEADER, FILE_HEADER, 0);
         Ok(())
     }
+}
+
+/// Whether `file` is on a memory file system (tmpfs), where writing blocks ahead saves no
+/// work later and costs memory now (a provider per simulated run would write 16 MiB each).
+#[cfg(target_os = "linux")]
+fn in_memory(file: &File) -> bool {
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    rustix::fs::fstatfs(file).is_ok_and(|fs| fs.f_type as u64 == TMPFS_MAGIC)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn in_memory(_: &File) -> bool {
+    false
 }
 
 /// Writes zeros from `from` to [`CHECKPOINT_BYTES`]: written blocks, not a sparse or

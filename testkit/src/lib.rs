@@ -4,10 +4,12 @@
 //! does to a provider's store ([`damage`]).
 #![forbid(unsafe_code)]
 
+pub mod crash;
 pub mod damage;
 pub mod lies;
 pub mod minio;
 pub mod provider;
+pub mod sim;
 
 /// Bytes that differ from seed to seed (xorshift), the same for the same seed: a test's
 /// file contents.

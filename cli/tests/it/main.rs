@@ -4,6 +4,7 @@
 mod common;
 
 mod cli;
+mod crash_loop;
 mod gateway_group;
 mod por;
 mod public_audit;

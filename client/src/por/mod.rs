@@ -252,6 +252,23 @@ impl PorSession<'_> {
         self.client.ledger.store().save_por(&record.to_bytes())
     }
 
+    /// A request about the client's log, which exists once [`PorSession::ready`] found or
+    /// made it: a "not found" is the provider losing it, never an answer.
+    async fn call<R: vouch_proto::Rpc>(&self, request: &R) -> Result<R::Answer, ClientError> {
+        self.call_within(request, Duration::ZERO).await
+    }
+
+    /// [`PorSession::call`], with `extra` time for the provider's work.
+    async fn call_within<R: vouch_proto::Rpc>(&self, request: &R, extra: Duration) -> Result<R::Answer, ClientError> {
+        self.client.remote.call_within(request, extra).await.map_err(|e| match e {
+            ClientError::NotFound(message) => ClientError::violation(
+                ViolationKind::DataLost,
+                format!("the provider answers that the client's PoR log is gone: {message}"),
+            ),
+            e => e,
+        })
+    }
+
     /// The client's PoR record with nothing in flight: created with the log when `create`,
     /// and a batch whose answer was lost settled.
     async fn ready(&self, keys: &PorKeys, create: bool) -> Result<PorRecord, ClientError> {
@@ -301,7 +318,7 @@ impl PorSession<'_> {
                     group_log: DEFAULT_GROUP_LOG as u8,
                     coded: ByteBuf::from(sealed_list_to_bytes(&coded)),
                 };
-                self.client.remote.call(&init).await?
+                self.call(&init).await?
             }
             None => {
                 return Err(ClientError::violation(ViolationKind::DataLost, "the provider lost the client's PoR log"))
@@ -314,7 +331,7 @@ impl PorSession<'_> {
             // Not applied so far. The fence makes sure it never is (a request still on its way
             // is refused from this answer on); it may have come just before: then it is applied.
             let fence = PorStatusRequest { fence: record.incarnations.refusals() + 1 };
-            let status = self.client.remote.call_within(&fence, wait).await?;
+            let status = self.call_within(&fence, wait).await?;
             at = (u32::from(status.log_capacity), status.time);
         }
         match record.in_flight {
@@ -409,7 +426,7 @@ impl PorSession<'_> {
             incarnation: record.incarnations.refusals(),
         };
         let allowance = por_apply_allowance(planned.coded_bytes_at_once(SLOT_WIDTH));
-        match self.client.remote.call_within(&request, allowance).await {
+        match self.call_within(&request, allowance).await {
             Ok(status)
                 if (u32::from(status.log_capacity), status.time)
                     == (after.log.schedule.log_capacity, after.log.schedule.time) =>
@@ -458,8 +475,7 @@ impl PorSession<'_> {
             ContextError::Write(e) => ClientError::violation(lie, e.to_string()),
         };
         let part = self.client.remote.por_part_bytes() as u32;
-        let answer: PorContext =
-            self.client.remote.call(&PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
+        let answer: PorContext = self.call(&PorPlanRequest { plan: ByteBuf::from(planned.to_bytes()), part }).await?;
         if answer.total > POR_MAX_PARTS_BYTES || (answer.context.len() as u64) > answer.total {
             let why =
                 format!("a plan's answer of {} bytes in all, {} in its first part", answer.total, answer.context.len());
@@ -471,7 +487,7 @@ impl PorSession<'_> {
         drop(answer);
         while reader.wants_more() {
             let offset = reader.received();
-            let more: PorMoreAnswer = self.client.remote.call(&PorMoreRequest { offset }).await?;
+            let more: PorMoreAnswer = self.call(&PorMoreRequest { offset }).await?;
             if more.part.is_empty() {
                 let why = format!("an empty part of a plan's answer at byte {offset}");
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
@@ -493,7 +509,7 @@ impl PorSession<'_> {
             }
             let end = staged + part.len() as u64;
             let request = PorStageRequest { offset: staged, part: ByteBuf::from(part) };
-            let answer: PorStaged = self.client.remote.call(&request).await?;
+            let answer: PorStaged = self.call(&request).await?;
             if answer.staged != end {
                 let why = format!("{} bytes staged after a part that ends at {end}", answer.staged);
                 return Err(ClientError::violation(ViolationKind::MalformedAnswer, why));
@@ -533,7 +549,7 @@ impl PorSession<'_> {
             return Ok(Allocator::fresh(record.at.next_slot));
         }
         let request = PorFreeRequest { most_slots, most_runs: layout::MAX_RUNS as u32 };
-        let answer: PorFreeAnswer = self.client.remote.call(&request).await?;
+        let answer: PorFreeAnswer = self.call(&request).await?;
         let runs = layout::free_runs(&answer.runs, record.at.next_slot, layout::MAX_RUNS)
             .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
         Ok(Allocator::new(runs, record.at.next_slot))
@@ -577,7 +593,7 @@ impl PorSession<'_> {
     async fn read(&self, keys: &PorKeys, log: &LogState, indices: &[u64]) -> Result<Vec<u64>, ClientError> {
         let mut slots = Vec::with_capacity(indices.len() * SLOT_WIDTH);
         for part in indices.chunks(REQUEST_SLOTS) {
-            let answer: PorReadAnswer = self.client.remote.call(&PorReadRequest { indices: part.to_vec() }).await?;
+            let answer: PorReadAnswer = self.call(&PorReadRequest { indices: part.to_vec() }).await?;
             let read =
                 RawRead::from_bytes(&answer.read).map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
             verify_read(log, part, &read, &keys.seal, &keys.sums)
@@ -630,8 +646,7 @@ impl PorSession<'_> {
         record: &PorRecord,
         key: &[u8],
     ) -> Result<Option<(Layout, u64)>, ClientError> {
-        let answer: PorLabelAnswer =
-            self.client.remote.call(&PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
+        let answer: PorLabelAnswer = self.call(&PorLabelRequest { key: ByteBuf::from(key.to_vec()) }).await?;
         let Some(value) = answer.value else { return Ok(None) };
         let (layout, generation) = Layout::open(&keys.layout, key, &value).ok_or_else(|| {
             ClientError::violation(ViolationKind::BadPorCopy, "the copy's label is not one this client sealed for it")

@@ -109,7 +109,7 @@ impl PorSession<'_> {
                     file: ByteBuf::from(version.file.0.to_vec()),
                     blocks: std::mem::take(&mut batch),
                 };
-                let answer: HealedBlocks = self.client.remote.call(&request).await?;
+                let answer: HealedBlocks = self.call(&request).await?;
                 healed += answer.healed;
                 bytes = 0;
             }
@@ -145,7 +145,7 @@ impl PorSession<'_> {
                     .collect();
                 let request =
                     PorRestoreRequest { indices: part.to_vec(), slots: ByteBuf::from(slots_to_bytes(&slots)) };
-                self.client.remote.call(&request).await?;
+                self.call(&request).await?;
                 restored += part.len() as u64;
             }
         }
@@ -202,8 +202,7 @@ impl PorSession<'_> {
             let mut first = 0;
             while first < slots && !g.decodable() {
                 let count = page.min((slots - first) as usize) as u32;
-                let answer: PorRegionAnswer =
-                    self.client.remote.call(&PorRegionRequest { region: code, first, count }).await?;
+                let answer: PorRegionAnswer = self.call(&PorRegionRequest { region: code, first, count }).await?;
                 let page = RegionRead::from_bytes(&answer.region)
                     .map_err(ClientError::caught(ViolationKind::MalformedAnswer))?;
                 if page.slots.len() != count as usize {
@@ -297,7 +296,7 @@ impl PorSession<'_> {
     async fn audit_at(&self, keys: &PorKeys, record: &PorRecord, lambda: u32) -> Result<PorAuditReport, ClientError> {
         let started = Instant::now();
         let seed: [u8; 32] = rand::random();
-        let answer: PorAuditAnswer = self.client.remote.call(&PorAuditRequest { seed, lambda }).await?;
+        let answer: PorAuditAnswer = self.call(&PorAuditRequest { seed, lambda }).await?;
         let schedule = record.at.log.schedule;
         let (sums, seal) = (keys.sums_for(&schedule), keys.seal_in(record));
         let all = parts(&schedule);

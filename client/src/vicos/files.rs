@@ -394,6 +394,10 @@ impl Group {
         // never signed again.
         client.skip_counter();
         let mut group = Group::with_client(remote_of(&dir)?, name, client);
+        // The skip is saved before this process's first INVOKE leaves: else a process killed
+        // after sending it would leave the same saved counter, and the next one would sign
+        // that INVOKE's counter again (refused by the provider as a replay).
+        group.unsaved_invoke = true.into();
         if let Some(admission) = file.admission()? {
             group = group.with_admission(admission);
         }

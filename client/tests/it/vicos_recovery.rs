@@ -129,3 +129,45 @@ async fn a_commit_whose_save_failed_leaves_only_after_a_save_succeeds() {
     assert_eq!(read(&bob, "second").await.unwrap(), b"2");
     assert_eq!(read(&bob, "third").await, None, "never invoked");
 }
+
+/// Points Alice's state directory at `url` (a proxy in front of the provider, or the
+/// provider again).
+fn serve_alice_from(setup: &Setup, from: &str, to: &str) {
+    let config = setup.state.join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains(from), "{text}");
+    write(&config, text.replace(from, to).as_bytes());
+}
+
+/// A process killed after its first INVOKE left, before it saved anything: the next process
+/// must not sign that INVOKE's counter again (the provider refuses a repeated counter as a
+/// replay, and the member's next command failed with advice to join under another id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_after_its_first_invoke_left_never_signs_its_counter_again() {
+    let setup = Setup::new(Misbehave::None).await;
+    let (alice, _bob) = group(&setup).await;
+    done(alice.put(b"first", Cursor::new(b"1".to_vec())).await);
+    // The command ends as the CLI's do: nothing left to send, the state saved.
+    alice.help().await.unwrap();
+    alice.save(&setup.state).await.unwrap();
+    drop(alice);
+    // The INVOKE reaches the provider; its answer never reaches the member.
+    let lost = |status, body| match status {
+        200 => (503, b"the connection dropped".to_vec()),
+        _ => (status, body),
+    };
+    let url = crate::proxy::proxy(setup.url(), move |op| match op {
+        "aip-invoke" => crate::proxy::Answer::Forward(Box::new(lost)),
+        _ => crate::proxy::Answer::Forward(Box::new(|status, body| (status, body))),
+    })
+    .await;
+    serve_alice_from(&setup, &setup.url(), &url);
+    let alice = Group::open(&setup.state, GROUP).unwrap();
+    // A list: an INVOKE and nothing else (the proxy takes no streamed bodies).
+    let cut = alice.list().await;
+    assert!(matches!(cut, Err(ClientError::Refused { .. })), "{cut:?}");
+    drop(alice); // killed: nothing is saved after the INVOKE left
+    serve_alice_from(&setup, &url, &setup.url());
+    let alice = Group::open(&setup.state, GROUP).unwrap();
+    assert_eq!(read(&alice, "first").await.unwrap(), b"1");
+}

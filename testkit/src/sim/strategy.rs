@@ -1,0 +1,84 @@
+//! What the adversary may do, one plain enum per kind of choice (new ones are a variant and a
+//! match arm each). A seed picks the strategies a run may use, then one per message.
+
+/// What the provider does with one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Strategy {
+    /// Answers as the real provider does.
+    Honest,
+    /// Says its storage is unavailable, without applying the request (an honest outage).
+    Refuse,
+    /// Applies the request, then the connection drops before the answer (an honest crash's
+    /// view from the client).
+    LoseAnswer,
+    /// Crashes and restarts before the request is applied; the client sees the connection
+    /// drop.
+    CrashBefore,
+    /// Applies the request, crashes and restarts; the client sees the connection drop.
+    CrashAfter,
+    /// Applies the request and then says it did not (storage unavailable): a lie about the
+    /// outcome, made after seeing the request.
+    ApplyThenRefuse,
+    /// Answers with an earlier answer to the same operation, of any client.
+    ReplayAnswer,
+    /// Before the request, sends the provider an earlier request of the same operation (any
+    /// client's, signed or not) again, then answers honestly.
+    ReplayRequest,
+    /// Answers from a copy of its state taken earlier (a rollback).
+    Rollback,
+    /// Applies the request and cuts the answer short at a point the seed picks.
+    Truncate,
+    /// Applies the request and flips one bit of the answer.
+    Corrupt,
+}
+
+impl Strategy {
+    /// Every strategy, for coverage reports.
+    pub const ALL: [Strategy; 11] = [
+        Strategy::Honest,
+        Strategy::Refuse,
+        Strategy::LoseAnswer,
+        Strategy::CrashBefore,
+        Strategy::CrashAfter,
+        Strategy::ApplyThenRefuse,
+        Strategy::ReplayAnswer,
+        Strategy::ReplayRequest,
+        Strategy::Rollback,
+        Strategy::Truncate,
+        Strategy::Corrupt,
+    ];
+
+    /// Faults an honest provider has: a client must never report one as a lie.
+    pub const HONEST_FAULTS: [Strategy; 4] =
+        [Strategy::Refuse, Strategy::LoseAnswer, Strategy::CrashBefore, Strategy::CrashAfter];
+
+    pub fn is_honest(self) -> bool {
+        self == Strategy::Honest || Strategy::HONEST_FAULTS.contains(&self)
+    }
+}
+
+/// What the adversary does between operations, to what it stores or whom it serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    /// Loses one stored blob.
+    LoseBlob,
+    /// Flips one bit of one stored blob.
+    CorruptBlob,
+    /// Keeps a copy of its whole state, for later rollbacks.
+    Snapshot,
+    /// Serves the second group member from a copy of its state from now on (a fork).
+    Fork,
+    /// Serves both members from the original state again (the fork joined).
+    Join,
+    /// Crashes and restarts between requests (honest).
+    Crash,
+}
+
+impl Action {
+    pub const ALL: [Action; 6] =
+        [Action::LoseBlob, Action::CorruptBlob, Action::Snapshot, Action::Fork, Action::Join, Action::Crash];
+
+    pub fn is_honest(self) -> bool {
+        matches!(self, Action::Snapshot | Action::Crash)
+    }
+}
