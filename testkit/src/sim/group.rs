@@ -13,8 +13,6 @@ use vouch_core::aip::Outcome;
 type Step = (&'static str, Option<Value>, Result<Outcome<Option<Value>>, ClientError>);
 
 impl Run {
-    // ---- VICOS groups ----
-
     pub(super) async fn group_step(&mut self) -> Result<(), SimFailure> {
         let m = self.rng.below(2) as usize;
         if self.members[m].done {

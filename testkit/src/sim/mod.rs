@@ -15,7 +15,8 @@
 //! (every value the honest history allows each name). The same seed replays the same
 //! choices; a failing seed is printed with its trace and becomes a regression test.
 //!
-//! No network and no clock: a run is one thread, and every wait is on the link.
+//! No network and no clock: a run is one thread, on a paused clock, and every wait is on the
+//! link or a timer.
 
 mod batch;
 mod files;

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use vouch_client::{Link, LinkAnswer, LinkRequest};
+use vouch_proto::vicos::CosGetFrame;
 use vouch_proto::{encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
 use vouch_server::{in_process, token_hash, Blocks, InProcess, Limits, Provider};
 
@@ -176,6 +177,9 @@ pub(super) struct Adversary {
     /// messages).
     pub(super) strategies: Vec<Strategy>,
     pub(super) rate: u64,
+    /// The operation this run's adversary goes after (swarm testing): its messages meet a
+    /// strategy one time in two.
+    pub(super) focus: Option<Op>,
     /// Off: every message is answered honestly (the simulator's own checks of recovery).
     pub(super) active: bool,
     /// Every whole successful answer, by operation: what replays draw from.
@@ -198,12 +202,19 @@ pub(super) struct Adversary {
 }
 
 impl Adversary {
-    pub(super) fn new(providers: Providers, rng: Rng, strategies: Vec<Strategy>, rate: u64) -> Adversary {
+    pub(super) fn new(
+        providers: Providers,
+        rng: Rng,
+        strategies: Vec<Strategy>,
+        rate: u64,
+        focus: Option<Op>,
+    ) -> Adversary {
         Adversary {
             providers,
             rng,
             strategies,
             rate,
+            focus,
             active: true,
             seen: BTreeMap::new(),
             asked: BTreeMap::new(),
@@ -216,16 +227,23 @@ impl Adversary {
         }
     }
 
-    fn choose(&mut self) -> Strategy {
-        if !self.active || self.strategies.is_empty() || !self.rng.percent(self.rate) {
+    fn choose(&mut self, op: Op) -> Strategy {
+        let rate = match self.focus == Some(op) {
+            true => 50,
+            false => self.rate,
+        };
+        if !self.active || !self.rng.percent(rate) {
             return Strategy::Honest;
         }
-        let strategies = self.strategies.clone();
-        *self.rng.pick(&strategies)
+        let strategies: Vec<Strategy> = self.strategies.iter().copied().filter(|s| s.applies_to(op)).collect();
+        match strategies.is_empty() {
+            true => Strategy::Honest,
+            false => *self.rng.pick(&strategies),
+        }
     }
 }
 
-/// The client's link to the provider, through the adversary.
+/// The client's link to the provider, through the adversary, one message at a time.
 #[derive(Clone)]
 pub(super) struct SimLink(pub(super) Arc<tokio::sync::Mutex<Adversary>>);
 
@@ -236,8 +254,7 @@ impl Link for SimLink {
             let LinkRequest { op, token, body } = request;
             let pieces: Vec<Bytes> = body.collect::<Vec<_>>().await.into_iter().collect::<Result<_, _>>()?;
             let body: Bytes = pieces.concat().into();
-            let mut adversary = adversary.lock().await;
-            let answer = adversary.answer(op, &token, body).await?;
+            let answer = adversary.lock().await.answer(op, &token, body).await?;
             let mut pieces = vec![Ok(answer.body)];
             if answer.cut {
                 pieces.push(Err(dropped()));
@@ -260,7 +277,7 @@ fn unavailable() -> Held {
 
 impl Adversary {
     async fn answer(&mut self, op: Op, token: &str, body: Bytes) -> Result<Held, std::io::Error> {
-        let strategy = self.choose();
+        let strategy = self.choose(op);
         *self.used.entry(strategy).or_default() += 1;
         *self.ops.entry(op.to_string()).or_default() += 1;
         self.lied |= !strategy.is_honest();
@@ -316,6 +333,9 @@ impl Adversary {
                 let cut = self.rng.below(held.body.len() as u64) as usize;
                 Ok(Held { body: held.body.slice(..cut), ..held })
             }
+            Strategy::CutThenNotFound if op == Op::CosGet && held.status == 200 => {
+                Ok(Held { body: cut_then_not_found(&held.body, &mut self.rng), ..held })
+            }
             Strategy::Corrupt if !held.body.is_empty() => {
                 let mut bytes = held.body.to_vec();
                 let at = self.rng.below(bytes.len() as u64) as usize;
@@ -330,6 +350,24 @@ impl Adversary {
         self.crashed = true;
         self.providers.crash().await
     }
+}
+
+/// The first frames of an object's stream (as many as the seed says), then a "not found".
+fn cut_then_not_found(body: &Bytes, rng: &mut Rng) -> Bytes {
+    let mut decoder = vouch_proto::frame::Decoder::new();
+    decoder.extend(body);
+    let mut frames = Vec::new();
+    while let Ok(Some(frame)) = decoder.next_frame() {
+        frames.push(frame);
+    }
+    let keep = rng.below(frames.len() as u64 + 1) as usize;
+    let mut out = Vec::new();
+    for frame in &frames[..keep.min(frames.len().saturating_sub(1))] {
+        vouch_proto::frame::put(&mut out, frame);
+    }
+    let gone = ErrorBody { code: ErrorCode::NotFound, message: "the object is gone (simulated)".into() };
+    out.extend_from_slice(&vouch_proto::encode_frame(&CosGetFrame::Error(gone)));
+    out.into()
 }
 
 /// One request through `served`'s routes, its whole answer collected.

@@ -12,6 +12,7 @@ use vouch_client::vicos::Group;
 use vouch_client::{Client, ClientError, ClientKey, ClientState, MemoryState, Remote, Transport};
 use vouch_core::aip::{Keyring, Mode};
 use vouch_core::pdp::linear::LinearKey;
+use vouch_proto::Op;
 
 /// The clients of the provider, by token: two file owners and two members of one group.
 pub(super) const TOKENS: [(&str, &str); 4] =
@@ -20,6 +21,21 @@ pub(super) const FILES: [&str; 3] = ["f0", "f1", "f2"];
 pub(super) const POR_FILES: [&str; 2] = ["p0", "p1"];
 pub(super) const KEYS: [&[u8]; 3] = [b"k0", b"k1", b"k2"];
 pub(super) const BLOCK: Option<usize> = Some(1024);
+/// The operations an adversary may go after in a run.
+const FOCUS: [Op; 12] = [
+    Op::Stage,
+    Op::CommitStaged,
+    Op::Read,
+    Op::Edit,
+    Op::Audit,
+    Op::PorStatus,
+    Op::PorWrite,
+    Op::PorLabel,
+    Op::PorAudit,
+    Op::AipInvoke,
+    Op::AipCommit,
+    Op::CosGet,
+];
 
 /// A file owner: its client (rebuilt over the same state on a restart) and its truth.
 pub(super) struct Owner {
@@ -58,6 +74,11 @@ pub(super) struct Run {
     /// or left one whose fate is unknown (`Some(false)`: no detection is owed).
     pub(super) fork_state: Option<ForkState>,
     pub(super) honest: bool,
+    /// A PoR put was tried: the log may exist.
+    pub(super) por_started: bool,
+    /// This run's weights of adversary actions, file, PoR and group steps: each run leans its
+    /// own way (swarm testing), so that rare combinations come up in some runs often.
+    pub(super) mix: [u64; 4],
     pub(super) step: usize,
     pub(super) trace: Vec<String>,
     pub(super) coverage: Coverage,
@@ -77,6 +98,17 @@ pub(super) enum Ended<T> {
     Violation(String),
     /// An outage, a refusal, a timeout: the operation may or may not have been applied.
     Fault(String),
+}
+
+impl<T> Ended<T> {
+    pub(super) fn map<U>(self, f: impl FnOnce(T) -> U) -> Ended<U> {
+        match self {
+            Ended::Ok(t) => Ended::Ok(f(t)),
+            Ended::NotFound(m) => Ended::NotFound(m),
+            Ended::Violation(m) => Ended::Violation(m),
+            Ended::Fault(m) => Ended::Fault(m),
+        }
+    }
 }
 
 pub(super) fn ended<T>(result: Result<T, ClientError>) -> Ended<T> {
@@ -153,8 +185,10 @@ impl Run {
             strategies.push(*rng.pick(pool));
         }
         let rate = 3 + rng.below(20);
+        let focus = rng.percent(30).then(|| *rng.pick(&FOCUS));
+        let mix = [1 + rng.below(3), 3 + rng.below(8), 1 + rng.below(4), 2 + rng.below(9)];
         let providers = Providers::new(&TOKENS).await?;
-        let adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate);
+        let adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate, focus);
         let adversary = Arc::new(tokio::sync::Mutex::new(adversary));
         let link = SimLink(adversary.clone());
         let mut owners = Vec::new();
@@ -179,7 +213,7 @@ impl Run {
             Member { group: m0, branch: 0, done: false, owes_detection: false },
             Member { group: m1, branch: 0, done: false, owes_detection: false },
         ];
-        let trace = vec![format!("seed {seed}: honest faults only: {honest}")];
+        let trace = vec![format!("seed {seed}: honest faults only: {honest}; going after: {focus:?}")];
         Ok(Run {
             seed,
             rng,
@@ -191,6 +225,8 @@ impl Run {
             group_writes: Vec::new(),
             fork_state: None,
             honest,
+            por_started: false,
+            mix,
             step: 0,
             trace,
             coverage: Coverage::default(),
@@ -213,7 +249,10 @@ impl Run {
         }
     }
 
+    /// Adds a line to the trace. Long hex runs (an object's random nonce in a message) are
+    /// elided, so that a replay's trace is the same line for line.
     pub(super) fn note(&mut self, line: String) {
+        let line = elide_hex(&line);
         self.trace.push(format!("{}: {line}", self.step));
     }
 
@@ -231,11 +270,12 @@ impl Run {
     }
 
     pub(super) async fn one_step(&mut self) -> Result<(), SimFailure> {
-        let roll = self.rng.below(100);
+        let [actions, files, por, groups] = self.mix;
+        let roll = self.rng.below(actions + files + por + groups);
         match roll {
-            0..=7 => self.action().await,
-            8..=59 => self.file_step().await,
-            60..=74 => self.por_step().await,
+            r if r < actions => self.action().await,
+            r if r < actions + files => self.file_step().await,
+            r if r < actions + files + por => self.por_step().await,
             _ => self.group_step().await,
         }
     }
@@ -374,4 +414,27 @@ fn damage(blob: &std::path::Path, action: Action, rng: &mut Rng) -> Result<(), S
             std::fs::write(blob, bytes).map_err(why)
         }
     }
+}
+
+/// `line` with every run of 16 or more hex digits shortened to its first 4 and "…".
+fn elide_hex(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut run = String::new();
+    for c in line.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+            continue;
+        }
+        match run.len() >= 16 {
+            true => {
+                out.push_str(&run[..4]);
+                out.push('…');
+            }
+            false => out.push_str(&run),
+        }
+        run.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
 }

@@ -30,11 +30,14 @@ pub enum Strategy {
     Truncate,
     /// Applies the request and flips one bit of the answer.
     Corrupt,
+    /// Cuts a streamed object's answer after some of its frames and ends it with "not found",
+    /// as if the object went away while it was read (a lie while the group still names it).
+    CutThenNotFound,
 }
 
 impl Strategy {
     /// Every strategy, for coverage reports.
-    pub const ALL: [Strategy; 11] = [
+    pub const ALL: [Strategy; 12] = [
         Strategy::Honest,
         Strategy::Refuse,
         Strategy::LoseAnswer,
@@ -46,6 +49,7 @@ impl Strategy {
         Strategy::Rollback,
         Strategy::Truncate,
         Strategy::Corrupt,
+        Strategy::CutThenNotFound,
     ];
 
     /// Faults an honest provider has: a client must never report one as a lie.
@@ -54,6 +58,15 @@ impl Strategy {
 
     pub fn is_honest(self) -> bool {
         self == Strategy::Honest || Strategy::HONEST_FAULTS.contains(&self)
+    }
+
+    /// Whether the strategy does anything to a message of `op` (the adversary picks among
+    /// those that do).
+    pub fn applies_to(self, op: vouch_proto::Op) -> bool {
+        match self {
+            Strategy::CutThenNotFound => op == vouch_proto::Op::CosGet,
+            _ => true,
+        }
     }
 }
 
