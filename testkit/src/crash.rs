@@ -21,6 +21,7 @@
 //! temporary directories on free loopback ports, and the gateway is spoken to by a small SigV4
 //! client of its own ([`s3`]).
 
+use crate::Rng;
 use std::fmt;
 use std::path::Path;
 
@@ -257,54 +258,13 @@ impl Cx {
 
     /// Fresh file contents of `len` bytes, different on every call.
     pub fn bytes(&mut self, len: usize) -> Vec<u8> {
-        crate::sample(len, self.rng.next())
-    }
-}
-
-/// splitmix64: every choice of a loop comes from its seed, so a failure names what to replay.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-
-    /// One of `items` (None when there are none).
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        items.get(self.below(items.len() as u64) as usize)
+        crate::sample(len, self.rng.next_u64())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_seed_decides_every_choice() {
-        let (mut a, mut b, mut c) = (Rng::new(7), Rng::new(7), Rng::new(8));
-        let xs: Vec<u64> = (0..8).map(|_| a.next()).collect();
-        assert_eq!(xs, (0..8).map(|_| b.next()).collect::<Vec<_>>());
-        assert_ne!(xs, (0..8).map(|_| c.next()).collect::<Vec<_>>());
-        assert!((0..1000).all(|_| a.below(10) < 10));
-        assert_eq!(a.below(0), 0);
-    }
 
     #[test]
     fn a_failure_names_its_seed_and_kill() {

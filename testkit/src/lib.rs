@@ -9,7 +9,10 @@ pub mod damage;
 pub mod lies;
 pub mod minio;
 pub mod provider;
+mod rng;
 pub mod sim;
+
+pub use rng::Rng;
 
 /// Bytes that differ from seed to seed (xorshift), the same for the same seed: a test's
 /// file contents.

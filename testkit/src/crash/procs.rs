@@ -319,7 +319,7 @@ impl Pace {
     }
 
     /// A random instant within typical work of `kind`.
-    pub fn instant(&self, kind: &str, rng: &mut super::Rng) -> Duration {
+    pub fn instant(&self, kind: &str, rng: &mut crate::Rng) -> Duration {
         let typical = self.typical_ms.get(kind).copied().unwrap_or(self.first_guess_ms);
         Duration::from_millis(rng.below(typical + 1))
     }

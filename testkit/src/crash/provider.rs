@@ -347,7 +347,8 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Violated> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crash::{Component, CrashPlan, Rng};
+    use crate::crash::{Component, CrashPlan};
+    use crate::Rng;
 
     #[test]
     fn edits_make_what_the_cli_is_told() {
@@ -359,7 +360,7 @@ mod tests {
         };
         let old = crate::sample(1000, 3);
         for _ in 0..200 {
-            let data = crate::sample(50, cx.rng.next());
+            let data = crate::sample(50, cx.rng.next_u64());
             let Edit { flag, at, new, .. } = edit(&mut cx, &old, data.clone());
             match flag {
                 "--insert" => {

@@ -11,7 +11,7 @@ impl Run {
     // ---- files (FlexList, DPDP) ----
 
     pub(super) fn owner_and_name(&mut self, names: &[&'static str]) -> (usize, &'static str) {
-        (self.rng.below(self.owners.len() as u64) as usize, *self.rng.pick(names))
+        (self.rng.below(self.owners.len() as u64) as usize, *self.rng.pick(names).unwrap_or(&names[0]))
     }
 
     pub(super) async fn file_step(&mut self) -> Result<(), SimFailure> {

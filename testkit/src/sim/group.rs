@@ -18,7 +18,7 @@ impl Run {
         if self.members[m].done {
             return Ok(());
         }
-        let key = *self.rng.pick(&KEYS);
+        let key = *self.rng.pick(&KEYS).unwrap_or(&KEYS[0]);
         let name = String::from_utf8_lossy(key).into_owned();
         let label = format!("m{m} {name}");
         let branch = self.members[m].branch;

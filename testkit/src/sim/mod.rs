@@ -25,13 +25,11 @@ mod model;
 mod por;
 mod providers;
 mod report;
-mod rng;
 mod run;
 mod strategy;
 
 pub use batch::{run_many, Batch};
 pub use report::{Coverage, Invariant, RunReport, SimFailure};
-pub use rng::Rng;
 pub use strategy::{Action, Strategy};
 
 /// Steps in one run unless told otherwise.

@@ -6,7 +6,7 @@ use super::run::{ended, Ended, Run, POR_FILES};
 
 impl Run {
     pub(super) async fn por_step(&mut self) -> Result<(), SimFailure> {
-        let name = *self.rng.pick(&POR_FILES);
+        let name = *self.rng.pick(&POR_FILES).unwrap_or(&POR_FILES[0]);
         // Until a PoR put was tried there is no log: audits and repairs would only be told so.
         let roll = match self.por_started {
             false => 0,

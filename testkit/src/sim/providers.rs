@@ -3,8 +3,8 @@
 //! to do with each message. Copies of the directory are the provider's earlier states (for
 //! rollbacks) and the branch of a fork.
 
-use super::rng::Rng;
 use super::strategy::Strategy;
+use crate::Rng;
 use axum::body::Body;
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -236,10 +236,7 @@ impl Adversary {
             return Strategy::Honest;
         }
         let strategies: Vec<Strategy> = self.strategies.iter().copied().filter(|s| s.applies_to(op)).collect();
-        match strategies.is_empty() {
-            true => Strategy::Honest,
-            false => *self.rng.pick(&strategies),
-        }
+        self.rng.pick(&strategies).copied().unwrap_or(Strategy::Honest)
     }
 }
 

@@ -5,8 +5,8 @@
 use super::model::{Model, Value};
 use super::providers::{Adversary, Providers, SimLink};
 use super::report::{Coverage, Invariant, RunReport, SimFailure};
-use super::rng::Rng;
 use super::strategy::{Action, Strategy};
+use crate::Rng;
 use std::sync::Arc;
 use vouch_client::vicos::Group;
 use vouch_client::{Client, ClientError, ClientKey, ClientState, MemoryState, Remote, Transport};
@@ -182,10 +182,10 @@ impl Run {
         };
         let mut strategies: Vec<Strategy> = pool.iter().copied().filter(|_| rng.percent(50)).collect();
         if strategies.is_empty() {
-            strategies.push(*rng.pick(pool));
+            strategies.extend(rng.pick(pool));
         }
         let rate = 3 + rng.below(20);
-        let focus = rng.percent(30).then(|| *rng.pick(&FOCUS));
+        let focus = rng.percent(30).then(|| *rng.pick(&FOCUS).unwrap_or(&FOCUS[0]));
         let mix = [1 + rng.below(3), 3 + rng.below(8), 1 + rng.below(4), 2 + rng.below(9)];
         let providers = Providers::new(&TOKENS).await?;
         let adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate, focus);
@@ -287,7 +287,7 @@ impl Run {
             true => &[Action::Snapshot, Action::Crash],
             false => &Action::ALL,
         };
-        let action = *self.rng.pick(choices);
+        let Some(&action) = self.rng.pick(choices) else { return Ok(()) };
         let mut adversary = self.adversary.lock().await;
         let done = match action {
             Action::Snapshot => adversary.providers.snapshot().map(|()| true),

@@ -28,22 +28,7 @@ pub struct Limits {
 
 pub const SMALL: Limits = Limits { segment_bytes: 256, cached_level_bytes: 256 };
 
-/// A deterministic stream of numbers (splitmix64).
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+pub use vouch_testkit::Rng;
 
 /// One batch, prepared by the client.
 pub struct Prepared {
@@ -77,7 +62,7 @@ impl Model {
         let (state, coded) = LogState::new(log_capacity, group_log, &seal);
         let reference = ProviderLog::new(log_capacity, group_log, WIDTH, coded.clone()).unwrap();
         let sums = ChecksumKey::grouped(&[4; 32], WIDTH, group_log);
-        (Model { reference, state, seal, sums, rng: Rng(7), next: 0, round: 0 }, coded)
+        (Model { reference, state, seal, sums, rng: Rng::new(7), next: 0, round: 0 }, coded)
     }
 
     /// A model from capacity 2 after its random batches up to time `time` (which a batch

@@ -1,10 +1,14 @@
 //! The simulator in the test command (issue #45): ten thousand seeds, a fixed list and a few
 //! random ones (printed), each a run of the real clients against the real provider behind an
 //! adversary, checked against every invariant after every step; the regression seeds of
-//! holes it found; and a seed replaying its run exactly.
+//! holes it found; and a seed replaying its run exactly. The test command's runs are
+//! [`TEST_STEPS`] steps long, half of `vouch sim`'s, to keep CI within its budget.
 
 use std::time::Instant;
 use vouch_testkit::sim::{run_many, run_seed, DEFAULT_STEPS};
+
+/// Steps in each of the ten thousand runs.
+const TEST_STEPS: usize = DEFAULT_STEPS / 2;
 
 /// Seeds that broke an invariant before their fix, with what they found.
 const REGRESSIONS: &[(u64, &str)] = &[
@@ -34,7 +38,7 @@ fn ten_thousand_seeds_hold_every_invariant() {
     eprintln!("random seeds this run: {random:?}");
     let mut seeds: Vec<u64> = (0..seeds_from_env(10_000) - random.len() as u64).collect();
     seeds.extend(&random);
-    let batch = run_many(&seeds, DEFAULT_STEPS, threads(), None);
+    let batch = run_many(&seeds, TEST_STEPS, threads(), None);
     eprintln!("{} runs in {:.1?}: {:#?}", batch.coverage.runs, started.elapsed(), batch.coverage);
     let failed: Vec<String> = batch.failures.iter().map(ToString::to_string).collect();
     assert!(failed.is_empty(), "{} seeds failed:\n{}", failed.len(), failed.join("\n"));
