@@ -33,7 +33,8 @@ fn scratch() -> std::io::Result<tempfile::TempDir> {
 pub(super) struct Providers {
     dir: tempfile::TempDir,
     clients: HashMap<[u8; 32], String>,
-    live: Served,
+    /// The live provider; `None` only while it restarts.
+    live: Option<Served>,
     /// The state's copies, oldest first.
     snapshots: Vec<PathBuf>,
     /// The branch one member is served from during a fork, and the token it comes with.
@@ -55,7 +56,7 @@ impl Providers {
         let clients: HashMap<[u8; 32], String> =
             tokens.iter().map(|(token, name)| (token_hash(token), name.to_string())).collect();
         let live = open(&dir.path().join("live"), &clients).await?;
-        Ok(Providers { dir, clients, live, snapshots: Vec::new(), fork: None, copies: 0 })
+        Ok(Providers { dir, clients, live: Some(live), snapshots: Vec::new(), fork: None, copies: 0 })
     }
 
     fn live_dir(&self) -> PathBuf {
@@ -66,16 +67,9 @@ impl Providers {
     pub(super) async fn crash(&mut self) -> Result<(), String> {
         // The routes hold the only handle; dropping them closes the database as a dead process
         // would leave it (no close, no checkpoint).
-        let placeholder = self.placeholder().await?;
-        drop(std::mem::replace(&mut self.live, placeholder));
-        self.live = open(&self.live_dir(), &self.clients).await?;
+        self.live = None;
+        self.live = Some(open(&self.live_dir(), &self.clients).await?);
         Ok(())
-    }
-
-    /// A provider over an empty directory, held only while the live one restarts.
-    async fn placeholder(&mut self) -> Result<Served, String> {
-        let dir = self.fresh_dir();
-        open(&dir, &self.clients).await
     }
 
     fn fresh_dir(&mut self) -> PathBuf {
@@ -119,10 +113,10 @@ impl Providers {
         self.fork.is_some()
     }
 
-    fn serving(&self, token: &str) -> Served {
+    fn serving(&self, token: &str) -> Result<Served, String> {
         match &self.fork {
-            Some((forked, branch)) if forked == token => branch.clone(),
-            _ => self.live.clone(),
+            Some((forked, branch)) if forked == token => Ok(branch.clone()),
+            _ => self.live.clone().ok_or_else(|| "the provider did not come back from a crash".to_string()),
         }
     }
 
@@ -292,7 +286,7 @@ impl Adversary {
             }
             _ => {}
         }
-        let served = self.providers.serving(token);
+        let served = self.providers.serving(token).map_err(fail)?;
         self.asked.entry(op.to_string()).or_default().push((token.to_string(), body.clone()));
         let held = match strategy {
             Strategy::ReplayAnswer => match self.seen.get(&op.to_string()) {
@@ -305,7 +299,9 @@ impl Adversary {
             Strategy::ReplayRequest => {
                 if let Some(old) = self.asked.get(&op.to_string()).filter(|old| !old.is_empty()) {
                     let (old_token, old_body) = old[self.rng.below(old.len() as u64) as usize].clone();
-                    call(&self.providers.serving(&old_token), op, &old_token, old_body).await;
+                    if let Ok(old_served) = self.providers.serving(&old_token) {
+                        call(&old_served, op, &old_token, old_body).await;
+                    }
                 }
                 call(&served, op, token, body.clone()).await
             }
