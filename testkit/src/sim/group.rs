@@ -4,8 +4,11 @@
 
 use super::model::Value;
 use super::report::{Invariant, SimFailure};
-use super::run::{describe, ended, Ended, Run, KEYS};
+use super::run::{describe, ended, Ended, Run, KEYS, TOKENS};
+use super::strategy::Strategy;
+use futures::FutureExt;
 use std::io::Cursor;
+use std::sync::Arc;
 use vouch_client::ClientError;
 use vouch_core::aip::Outcome;
 
@@ -22,6 +25,8 @@ impl Run {
         let name = String::from_utf8_lossy(key).into_owned();
         let label = format!("m{m} {name}");
         let branch = self.members[m].branch;
+        // A put by the other member that ran inside this step and was acknowledged.
+        let mut acked = None;
         let (what, value, result): Step = match self.rng.below(100) {
             0..=39 => {
                 let len = self.rng.below(3000) as usize;
@@ -31,8 +36,10 @@ impl Run {
                 ("group-put", Some(Some(data)), r.map(|o| map_outcome(o, |()| None)))
             }
             40..=74 => {
+                let interleaved = self.arm_interleaving(m, key).await;
                 let mut out = Vec::new();
                 let r = self.members[m].group.get(key, &mut out).await;
+                acked = self.interleaved(interleaved, &name).await?;
                 ("group-get", None, r.map(|o| map_outcome(o, |found| Some(found.map(|_| out)))))
             }
             75..=89 => {
@@ -46,7 +53,9 @@ impl Run {
             }
         };
         let forked_member = branch == 1;
-        match ended(result) {
+        let result = ended(result);
+        self.check_view(m, matches!(result, Ended::Ok(_)), &format!("{label} {what}")).await?;
+        match result {
             Ended::Ok(_) if self.members[m].owes_detection => {
                 return Err(self.fail(
                     Invariant::ForksAreCaught,
@@ -130,7 +139,101 @@ impl Run {
                 }
             }
         }
+        if let Some(written) = acked {
+            self.groups[0].settle(&name, written);
+        }
         Ok(())
+    }
+}
+
+/// A put by the other member that a [`Strategy::Delay`] may run in the middle of a get: the
+/// value it writes, and its result once it ran.
+struct Interleaving {
+    other: usize,
+    data: Vec<u8>,
+    result: Arc<std::sync::Mutex<Option<PutResult>>>,
+}
+
+type PutResult = Result<Outcome<()>, ClientError>;
+
+impl Run {
+    /// Arms, for member `m`'s next INVOKE, a put of `key` by the other member, when this run
+    /// delays messages and both members share one history.
+    async fn arm_interleaving(&mut self, m: usize, key: &'static [u8]) -> Option<Interleaving> {
+        let other = 1 - m;
+        let mut adversary = self.adversary.lock().await;
+        let shared = self.fork_state.is_none() && !adversary.providers.forked();
+        let members_free = self.members.iter().all(|member| !member.done && !member.owes_detection);
+        if !adversary.strategies.contains(&Strategy::Delay) || !shared || !members_free {
+            return None;
+        }
+        let len = self.schedule.below(3000) as usize;
+        let data = self.schedule.bytes(len);
+        let result = Arc::new(std::sync::Mutex::new(None));
+        let (group, slot, bytes) = (self.members[other].group.clone(), result.clone(), data.clone());
+        let put = async move {
+            let r = group.put(key, Cursor::new(bytes)).await;
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        };
+        adversary.interleave = Some((TOKENS[2 + m].0.to_string(), put.boxed()));
+        Some(Interleaving { other, data, result })
+    }
+
+    /// Disarms the interleaving; if it ran, the truth takes its put as a value the get may
+    /// have read. Returns the value when the put was acknowledged: the key's value once the
+    /// get is checked.
+    async fn interleaved(
+        &mut self,
+        interleaving: Option<Interleaving>,
+        name: &str,
+    ) -> Result<Option<Value>, SimFailure> {
+        self.adversary.lock().await.interleave = None;
+        let Some(Interleaving { other, data, result }) = interleaving else { return Ok(None) };
+        let Some(result) = result.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(None) };
+        let label = format!("m{other} {name} group-put (run inside m{} get)", 1 - other);
+        let result = ended(result);
+        self.check_view(other, matches!(result, Ended::Ok(_)), &label).await?;
+        self.group_writes.push((name.to_string(), data.clone()));
+        // Until the get is checked, either value may be the key's: settled after it.
+        self.groups[0].maybe(name, Some(data.clone()));
+        match result {
+            Ended::Ok(Outcome::Done(())) => {
+                self.coverage.outcome("group-put:ok");
+                self.note(format!("{label}: ok"));
+                return Ok(Some(Some(data)));
+            }
+            Ended::Ok(Outcome::Abort) => self.note(format!("{label}: abort")),
+            Ended::NotFound(message) | Ended::Fault(message) => self.note(format!("{label}: {message}")),
+            Ended::Violation(message) => {
+                self.coverage.outcome("group-put:violation");
+                self.members[other].done = true;
+                self.caught(&label, &message).await?;
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Run {
+    /// Invariant 1 for the order of the group: a member that finished an operation accepted
+    /// no view showing one signed INVOKE at two positions (a replay).
+    async fn check_view(&mut self, m: usize, finished: bool, what: &str) -> Result<(), SimFailure> {
+        let token = TOKENS[2 + m].0;
+        let twice = {
+            let mut adversary = self.adversary.lock().await;
+            match finished {
+                true => adversary.views.accepted(token),
+                false => {
+                    adversary.views.refused(token);
+                    None
+                }
+            }
+        };
+        match twice {
+            Some(twice) => Err(self
+                .fail(Invariant::AcceptsOnlyTheTruth, format!("{what}: m{m} finished over a view that shows {twice}"))),
+            None => Ok(()),
+        }
     }
 }
 

@@ -18,6 +18,7 @@
 //! No network and no clock: a run is one thread, on a paused clock, and every wait is on the
 //! link or a timer.
 
+mod adversary;
 mod batch;
 mod files;
 mod group;
@@ -27,6 +28,7 @@ mod providers;
 mod report;
 mod run;
 mod strategy;
+mod views;
 
 pub use batch::{run_many, Batch};
 pub use report::{Coverage, Invariant, RunReport, SimFailure};

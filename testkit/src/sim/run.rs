@@ -2,8 +2,9 @@
 //! (a client operation, or an adversary's action between operations) and checks the
 //! invariants after it.
 
+use super::adversary::{Adversary, SimLink};
 use super::model::{Model, Value};
-use super::providers::{Adversary, Providers, SimLink};
+use super::providers::Providers;
 use super::report::{Coverage, Invariant, RunReport, SimFailure};
 use super::strategy::{Action, Strategy};
 use crate::Rng;
@@ -21,6 +22,8 @@ pub(super) const FILES: [&str; 3] = ["f0", "f1", "f2"];
 pub(super) const POR_FILES: [&str; 2] = ["p0", "p1"];
 pub(super) const KEYS: [&[u8]; 3] = [b"k0", b"k1", b"k2"];
 pub(super) const BLOCK: Option<usize> = Some(1024);
+/// Mixed into a seed for the schedule's own choices ([`Strategy::Delay`]).
+const SCHEDULE_SEED: u64 = 0x5c4e_d01e_de1a_7ed0;
 /// The operations an adversary may go after in a run.
 const FOCUS: [Op; 12] = [
     Op::Stage,
@@ -48,7 +51,7 @@ pub(super) struct Owner {
 
 /// A group member.
 pub(super) struct Member {
-    pub(super) group: Group,
+    pub(super) group: Arc<Group>,
     /// Which branch of the group's truth it sees (1 during a fork, for the forked member).
     pub(super) branch: usize,
     /// It caught the provider: it takes no more operations.
@@ -62,6 +65,8 @@ pub(super) struct Member {
 pub(super) struct Run {
     pub(super) seed: u64,
     pub(super) rng: Rng,
+    /// The choices of concurrent operations ([`Strategy::Delay`]), apart from `rng`.
+    pub(super) schedule: Rng,
     pub(super) adversary: Arc<tokio::sync::Mutex<Adversary>>,
     pub(super) link: SimLink,
     pub(super) owners: Vec<Owner>,
@@ -176,13 +181,18 @@ impl Run {
         let mut rng = Rng::new(seed);
         // Four runs in ten see honest faults only: there, any violation is a false alarm.
         let honest = rng.percent(40);
-        let pool: &[Strategy] = match honest {
-            true => &Strategy::HONEST_FAULTS,
-            false => &Strategy::ALL[1..],
+        let pool: Vec<Strategy> = match honest {
+            true => Strategy::HONEST_FAULTS.to_vec(),
+            false => Strategy::ALL[1..].iter().copied().filter(|s| *s != Strategy::Delay).collect(),
         };
         let mut strategies: Vec<Strategy> = pool.iter().copied().filter(|_| rng.percent(50)).collect();
         if strategies.is_empty() {
-            strategies.extend(rng.pick(pool));
+            strategies.extend(rng.pick(&pool));
+        }
+        // Drawn apart, so that a seed's other choices stay what they were before delays came.
+        let mut schedule = Rng::new(seed ^ SCHEDULE_SEED);
+        if schedule.percent(50) {
+            strategies.push(Strategy::Delay);
         }
         let rate = 3 + rng.below(20);
         let focus = rng.percent(30).then(|| *rng.pick(&FOCUS).unwrap_or(&FOCUS[0]));
@@ -210,13 +220,14 @@ impl Run {
         m1.list().await.map_err(|e| format!("the second member's first list: {e}"))?;
         adversary.lock().await.active = true;
         let members = vec![
-            Member { group: m0, branch: 0, done: false, owes_detection: false },
-            Member { group: m1, branch: 0, done: false, owes_detection: false },
+            Member { group: Arc::new(m0), branch: 0, done: false, owes_detection: false },
+            Member { group: Arc::new(m1), branch: 0, done: false, owes_detection: false },
         ];
         let trace = vec![format!("seed {seed}: honest faults only: {honest}; going after: {focus:?}")];
         Ok(Run {
             seed,
             rng,
+            schedule,
             adversary,
             link,
             owners,

@@ -33,11 +33,14 @@ pub enum Strategy {
     /// Cuts a streamed object's answer after some of its frames and ends it with "not found",
     /// as if the object went away while it was read (a lie while the group still names it).
     CutThenNotFound,
+    /// Holds a member's INVOKE until the other member has put the key it names (a schedule an
+    /// honest provider under concurrent members also produces: no lie).
+    Delay,
 }
 
 impl Strategy {
     /// Every strategy, for coverage reports.
-    pub const ALL: [Strategy; 12] = [
+    pub const ALL: [Strategy; 13] = [
         Strategy::Honest,
         Strategy::Refuse,
         Strategy::LoseAnswer,
@@ -50,6 +53,7 @@ impl Strategy {
         Strategy::Truncate,
         Strategy::Corrupt,
         Strategy::CutThenNotFound,
+        Strategy::Delay,
     ];
 
     /// Faults an honest provider has: a client must never report one as a lie.
@@ -57,7 +61,12 @@ impl Strategy {
         [Strategy::Refuse, Strategy::LoseAnswer, Strategy::CrashBefore, Strategy::CrashAfter];
 
     pub fn is_honest(self) -> bool {
-        self == Strategy::Honest || Strategy::HONEST_FAULTS.contains(&self)
+        matches!(self, Strategy::Honest | Strategy::Delay) || Strategy::HONEST_FAULTS.contains(&self)
+    }
+
+    /// Whether the strategy is made for a few operations only ([`Strategy::applies_to`]).
+    pub fn is_specific(self) -> bool {
+        matches!(self, Strategy::CutThenNotFound | Strategy::Delay)
     }
 
     /// Whether the strategy does anything to a message of `op` (the adversary picks among
@@ -65,6 +74,7 @@ impl Strategy {
     pub fn applies_to(self, op: vouch_proto::Op) -> bool {
         match self {
             Strategy::CutThenNotFound => op == vouch_proto::Op::CosGet,
+            Strategy::Delay => op == vouch_proto::Op::AipInvoke,
             _ => true,
         }
     }

@@ -20,6 +20,19 @@ const REGRESSIONS: &[(u64, &str)] = &[
     (685, "a put whose version committed said \"not found\" after the provider lost the log"),
     (403, "a PoR file reported absent by a failed put, then listed"),
     (1560, "a read of a PoR copy said \"not found\" after the provider lost the log"),
+    // #43 item 8, with its fix reverted: a group get whose object stream was cut with "not
+    // found" asked the group again, the other member's put landed first (a Delay), and the get
+    // wrote the new object after the old one's unverified bytes, reporting success. Found by
+    // 6 of the ten thousand seeds (4902, 5739, 6873, 8108, 8710, 9990).
+    (5739, "a get retried into an output that already held the cut object's bytes"),
+    (8108, "a get retried into an output that already held the cut object's bytes"),
+    // #43 item 9, with its fix reverted (the counter refused by the provider and checked by the
+    // members): a replayed INVOKE took a second position and members finished their
+    // operations over views that showed it twice. Found by 61 of 5,866 seeds before the
+    // first failure stopped the batch; these two replay another member's INVOKE and the
+    // member's own.
+    (386, "a member finished over a view showing another member's INVOKE at two positions"),
+    (635, "a member finished over a view showing its own INVOKE at two positions"),
 ];
 
 fn seeds_from_env(default: u64) -> u64 {
