@@ -17,6 +17,10 @@ pub enum StoreError {
     NoSpace { at: String, detail: String },
     #[error("cannot reach {endpoint}: {detail}")]
     Unreachable { endpoint: String, detail: String },
+    /// A call the backend did not answer within the store's deadline (a hung connection, a
+    /// stalled disk): given up on rather than waited for forever.
+    #[error("no answer from {at} in time: {detail}")]
+    TimedOut { at: String, detail: String },
     #[error("the store at {endpoint} refused the credentials: {detail}")]
     BadCredentials { endpoint: String, detail: String },
     #[error("corrupt data at {at}: {detail}")]

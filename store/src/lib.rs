@@ -46,7 +46,7 @@ mod wal;
 pub use blobs::BlobStore;
 pub use config::{ConfigError, S3Config};
 pub use error::StoreError;
-pub use faulty::Faults;
+pub use faulty::{Call, Fault, Faults};
 pub use meta::{Entry, MetaBatch, MetaDb, MetaStore};
 pub use object::{BlobWriter, ObjectBlobs};
 pub use por::{PorLog, PorStoreError};

@@ -1,6 +1,9 @@
 //! [`BlobStore`] over the `object_store` crate: a local directory or any S3-compatible store.
-//! Objects too large to hold whole are written and read as streams ([`stream`]).
+//! Objects too large to hold whole are written and read as streams ([`stream`]). Every call
+//! has a deadline, and calls safe to repeat are tried again when they fail transiently
+//! ([`retry`]).
 
+mod retry;
 mod stream;
 
 pub use stream::BlobWriter;
@@ -13,6 +16,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
+use retry::Patience;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,13 +30,18 @@ pub struct ObjectBlobs {
     remote: bool,
     /// The directory of a local store: its puts are flushed to the disk before they return.
     local_root: Option<std::path::PathBuf>,
+    /// Each call's deadline, and how calls that fail transiently are tried again.
+    patience: Patience,
 }
 
 impl ObjectBlobs {
-    /// This store behind `faults`, which make its puts or deletes fail when armed (for crash
-    /// and fault tests; see [`Faults`](crate::Faults)).
+    /// This store behind `faults`, which make its calls fail, hang, slow down or tear when
+    /// armed (for crash and fault tests; see [`Faults`](crate::Faults)), with the deadline
+    /// they name, if any.
     pub fn with_faults(self, faults: std::sync::Arc<crate::Faults>) -> ObjectBlobs {
-        ObjectBlobs { inner: Arc::new(crate::faulty::Faulty { inner: self.inner, faults }), ..self }
+        let deadline = faults.deadline().unwrap_or(self.patience.deadline);
+        let patience = Patience { deadline, ..self.patience };
+        ObjectBlobs { inner: Arc::new(crate::faulty::Faulty { inner: self.inner, faults }), patience, ..self }
     }
 
     /// The embedded default: objects as files under `dir` (created if missing). Writes go to a
@@ -41,7 +50,13 @@ impl ObjectBlobs {
         let place = dir.display().to_string();
         std::fs::create_dir_all(dir).map_err(|e| from_io(&place, &e, format!("creating the directory: {e}")))?;
         let fs = LocalFileSystem::new_with_prefix(dir).map_err(|e| map_err(&place, &place, false, e))?;
-        Ok(ObjectBlobs { inner: Arc::new(fs), place, remote: false, local_root: Some(dir.to_path_buf()) })
+        Ok(ObjectBlobs {
+            inner: Arc::new(fs),
+            place,
+            remote: false,
+            local_root: Some(dir.to_path_buf()),
+            patience: Patience::LOCAL,
+        })
     }
 
     /// An S3 bucket. Requests time out and give up after a few retries, so an unreachable
@@ -70,7 +85,7 @@ impl ObjectBlobs {
             builder = builder.with_endpoint(e).with_virtual_hosted_style_request(false);
         }
         let s3 = builder.build().map_err(|e| map_err(&place, &place, true, e))?;
-        Ok(ObjectBlobs { inner: Arc::new(s3), place, remote: true, local_root: None })
+        Ok(ObjectBlobs { inner: Arc::new(s3), place, remote: true, local_root: None, patience: Patience::S3 })
     }
 
     fn path(&self, key: &str) -> Result<Path, StoreError> {
@@ -88,22 +103,18 @@ impl ObjectBlobs {
         }
     }
 
-    /// One PUT of a whole object. MinIO now and then answers a well-formed PUT with 400
-    /// IncompleteBody ("you did not provide the number of bytes specified by the
-    /// Content-Length": minio/minio#21425), which no retry of object_store covers (a 4xx);
-    /// the same body sent again goes through, so it is, twice.
+    /// A whole object put and made durable, tried again on a transient failure (a put of the
+    /// same bytes under the same key is safe to repeat). Among those: MinIO now and then
+    /// answers a well-formed PUT with 400 IncompleteBody ("you did not provide the number of
+    /// bytes specified by the Content-Length": minio/minio#21425), which no retry of
+    /// object_store covers (a 4xx); the same body sent again goes through.
     pub(crate) async fn put_whole(&self, path: &Path, key: &str, payload: PutPayload) -> Result<(), StoreError> {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.inner.put(path, payload.clone()).await {
-                Ok(_) => return Ok(()),
-                Err(e) if tries < 3 && self.remote && chain(&e).contains("IncompleteBody") => {
-                    tracing::debug!("{}: {key}: a PUT answered IncompleteBody, sent again", self.place);
-                }
-                Err(e) => return Err(self.err(key, e)),
-            }
-        }
+        let payload = &payload;
+        self.retried(key, move || async move {
+            self.inner.put(path, payload.clone()).await.map_err(|e| self.err(key, e))?;
+            self.make_durable(key).await
+        })
+        .await
     }
 
     fn err(&self, key: &str, e: object_store::Error) -> StoreError {
@@ -165,59 +176,77 @@ fn map_err(place: &str, key: &str, remote: bool, e: object_store::Error) -> Stor
 impl BlobStore for ObjectBlobs {
     async fn put(&self, key: &str, bytes: Bytes) -> Result<(), StoreError> {
         let path = self.path(key)?;
-        self.put_whole(&path, key, PutPayload::from_bytes(bytes)).await?;
-        self.make_durable(key).await
+        self.put_whole(&path, key, PutPayload::from_bytes(bytes)).await
     }
 
     async fn put_parts(&self, key: &str, parts: Vec<Bytes>) -> Result<(), StoreError> {
         let path = self.path(key)?;
-        self.put_whole(&path, key, parts.into_iter().collect::<PutPayload>()).await?;
-        self.make_durable(key).await
+        self.put_whole(&path, key, parts.into_iter().collect::<PutPayload>()).await
     }
 
     async fn get(&self, key: &str) -> Result<Bytes, StoreError> {
-        let path = self.path(key)?;
-        let got = self.inner.get(&path).await.map_err(|e| self.err(key, e))?;
-        got.bytes().await.map_err(|e| self.err(key, e))
+        let path = &self.path(key)?;
+        self.retried(key, move || async move {
+            let got = self.inner.get(path).await.map_err(|e| self.err(key, e))?;
+            got.bytes().await.map_err(|e| self.err(key, e))
+        })
+        .await
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
-        let path = self.path(key)?;
+        let path = &self.path(key)?;
         let bad = || StoreError::BadRange { key: key.to_string(), start: range.start, end: range.end };
         if range.start > range.end {
             return Err(bad());
         }
         if range.is_empty() {
-            let size = self.inner.head(&path).await.map_err(|e| self.err(key, e))?.size;
+            let head = move || async move { self.inner.head(path).await.map_err(|e| self.err(key, e)) };
+            let size = self.retried(key, head).await?.size;
             return if range.end <= size { Ok(Bytes::new()) } else { Err(bad()) };
         }
-        match self.inner.get_range(&path, range.clone()).await {
-            Ok(bytes) if bytes.len() as u64 == range.end - range.start => Ok(bytes),
-            Ok(_) => Err(bad()),
-            Err(e @ object_store::Error::NotFound { .. }) => Err(self.err(key, e)),
-            Err(e) => {
-                // Tell a range past the end from a failing store.
-                match self.inner.head(&path).await {
-                    Ok(meta) if range.end > meta.size => Err(bad()),
-                    _ => Err(self.err(key, e)),
-                }
+        let (range, bad) = (&range, &bad);
+        self.retried(key, move || async move {
+            let want = range.end - range.start;
+            let failed = match self.inner.get_range(path, range.clone()).await {
+                Ok(bytes) if bytes.len() as u64 == want => return Ok(bytes),
+                Err(e @ object_store::Error::NotFound { .. }) => return Err(self.err(key, e)),
+                Ok(bytes) => StoreError::Backend {
+                    at: format!("{}: {key}", self.place),
+                    detail: format!("{} bytes of a range of {want} came back", bytes.len()),
+                },
+                Err(e) => self.err(key, e),
+            };
+            // Tell a range past the end (not worth another attempt; a torn object, to the
+            // segments above) from a failing store or a body cut short (worth another).
+            match self.inner.head(path).await {
+                Ok(meta) if range.end > meta.size => Err(bad()),
+                _ => Err(failed),
             }
-        }
+        })
+        .await
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let path = if prefix.is_empty() { None } else { Some(self.path(prefix)?) };
-        let metas: Vec<_> = self.inner.list(path.as_ref()).try_collect().await.map_err(|e| self.err(prefix, e))?;
-        let mut keys: Vec<String> = metas.into_iter().map(|m| m.location.to_string()).collect();
+        let path = &if prefix.is_empty() { None } else { Some(self.path(prefix)?) };
+        let metas: Vec<_> = self
+            .retried(prefix, move || async move {
+                self.inner.list(path.as_ref()).try_collect().await.map_err(|e| self.err(prefix, e))
+            })
+            .await?;
+        let mut keys: Vec<String> =
+            metas.into_iter().map(|m: object_store::ObjectMeta| m.location.to_string()).collect();
         keys.sort();
         Ok(keys)
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let path = self.path(key)?;
-        match self.inner.delete(&path).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.err(key, e)),
-        }
+        let path = &self.path(key)?;
+        self.retried(key, move || async move {
+            match self.inner.delete(path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(self.err(key, e)),
+            }
+        })
+        .await
     }
 }

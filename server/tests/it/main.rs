@@ -5,6 +5,7 @@
 mod support_vicos;
 
 mod cos;
+mod faults;
 mod limits;
 mod por;
 mod vicos;

@@ -1,12 +1,17 @@
 //! Objects written and read as streams: a long value (VICOS's `cos-put` and `cos-get`,
 //! paper 003 Sec. 4.3: "cos-put and cos-get actually stream long values") goes through the
 //! provider a part at a time, never whole in its memory.
+//!
+//! What is safe to try again is (the start of a read, a write whose parts have not gone yet:
+//! [`super::retry`]); what is not fails with an error that says so: a write whose parts have
+//! gone (the writer no longer holds them), a read whose first bytes have been handed out.
+//! A read that stalls midway is given up after the store's deadline.
 
 use super::ObjectBlobs;
 use crate::StoreError;
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 
@@ -30,6 +35,8 @@ pub struct BlobWriter {
     held_len: usize,
     /// The multipart upload, started once the object outgrows one part.
     upload: Option<WriteMultipart>,
+    /// Bytes handed to the upload so far.
+    sent: u64,
 }
 
 impl std::fmt::Debug for BlobWriter {
@@ -42,16 +49,32 @@ impl ObjectBlobs {
     /// Starts writing the object `key` (replacing any object there once finished).
     pub fn writer(&self, key: &str) -> Result<BlobWriter, StoreError> {
         let path = self.path(key)?;
-        Ok(BlobWriter { blobs: self.clone(), key: key.to_string(), path, held: Vec::new(), held_len: 0, upload: None })
+        let (blobs, key) = (self.clone(), key.to_string());
+        Ok(BlobWriter { blobs, key, path, held: Vec::new(), held_len: 0, upload: None, sent: 0 })
     }
 
     /// The object `key` as a stream of its bytes, in order; [`StoreError::NotFound`] (before
-    /// any byte) when there is none. An error in the middle ends the stream.
+    /// any byte) when there is none. An error in the middle ends the stream, and so does a
+    /// stall longer than the deadline ([`StoreError::TimedOut`]).
     pub async fn get_stream(&self, key: &str) -> Result<BoxStream<'static, Result<Bytes, StoreError>>, StoreError> {
-        let path = self.path(key)?;
-        let got = self.inner.get(&path).await.map_err(|e| self.err(key, e))?;
+        let path = &self.path(key)?;
+        let open = move || async move { self.inner.get(path).await.map_err(|e| self.err(key, e)) };
+        let got = self.retried(key, open).await?;
         let (blobs, key) = (self.clone(), key.to_string());
-        Ok(got.into_stream().map_err(move |e| blobs.err(&key, e)).boxed())
+        let body = Some(got.into_stream());
+        Ok(futures::stream::unfold(body, move |body| {
+            let (blobs, key) = (blobs.clone(), key.clone());
+            async move {
+                let mut body = body?;
+                match tokio::time::timeout(blobs.patience.deadline, body.next()).await {
+                    Ok(Some(Ok(bytes))) => Some((Ok(bytes), Some(body))),
+                    Ok(Some(Err(e))) => Some((Err(blobs.err(&key, e)), None)),
+                    Ok(None) => None,
+                    Err(_) => Some((Err(blobs.timed_out(&key)), None)),
+                }
+            }
+        })
+        .boxed())
     }
 }
 
@@ -64,13 +87,19 @@ impl BlobWriter {
             return Ok(());
         }
         if self.upload.is_none() {
-            let started = self.blobs.inner.put_multipart(&self.path).await;
-            let upload = started.map_err(|e| self.blobs.err(&self.key, e))?;
+            // Nothing has gone yet: a start that failed is safe to make again.
+            let (blobs, path, key) = (&self.blobs, &self.path, self.key.as_str());
+            let start = move || async move { blobs.inner.put_multipart(path).await.map_err(|e| blobs.err(key, e)) };
+            let upload = self.blobs.retried(key, start).await?;
             self.upload = Some(WriteMultipart::new_with_chunk_size(upload, PART_BYTES));
         }
         let upload = self.upload.as_mut().expect("started above");
-        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|e| self.blobs.err(&self.key, e))?;
+        let (blobs, key) = (&self.blobs, self.key.as_str());
+        let room = async { upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|e| blobs.err(key, e)) };
+        let waited = blobs.within(key, room).await;
+        waited.map_err(|e| interrupted(e, self.sent))?;
         for part in self.held.drain(..) {
+            self.sent += part.len() as u64;
             upload.put(part);
         }
         self.held_len = 0;
@@ -82,24 +111,41 @@ impl BlobWriter {
         let held = std::mem::take(&mut self.held);
         let (blobs, key) = (self.blobs.clone(), self.key.clone());
         match self.upload.take() {
-            None => {
-                let payload: PutPayload = held.into_iter().collect();
-                blobs.put_whole(&self.path, &key, payload).await?;
-            }
+            // Held whole: a put safe to make again.
+            None => blobs.put_whole(&self.path, &key, held.into_iter().collect::<PutPayload>()).await,
             Some(mut upload) => {
+                let sent = self.sent + held.iter().map(|part| part.len() as u64).sum::<u64>();
                 held.into_iter().for_each(|part| upload.put(part));
-                upload.finish().await.map_err(|e| blobs.err(&key, e))?;
+                let done = async { upload.finish().await.map_err(|e| blobs.err(&key, e)) };
+                blobs.within(&key, done).await.map_err(|e| interrupted(e, sent))?;
+                blobs.make_durable(&key).await
             }
         }
-        blobs.make_durable(&key).await
     }
 
     /// Abandons the object: nothing becomes visible under its key.
     pub async fn abort(mut self) -> Result<(), StoreError> {
         match self.upload.take() {
             None => Ok(()),
-            Some(upload) => upload.abort().await.map_err(|e| self.blobs.err(&self.key, e)),
+            Some(upload) => {
+                let (blobs, key) = (&self.blobs, self.key.as_str());
+                blobs.within(key, async { upload.abort().await.map_err(|e| blobs.err(key, e)) }).await
+            }
         }
+    }
+}
+
+/// The failure of a streamed write after `sent` bytes had gone: not tried again, since the
+/// writer no longer holds them, and said so (the caller writes the object again).
+fn interrupted(e: StoreError, sent: u64) -> StoreError {
+    let why = |detail: String| {
+        format!("{detail} (a streamed write, {sent} bytes sent: not tried again; write the object again)")
+    };
+    match e {
+        StoreError::Backend { at, detail } => StoreError::Backend { at, detail: why(detail) },
+        StoreError::Unreachable { endpoint, detail } => StoreError::Unreachable { endpoint, detail: why(detail) },
+        StoreError::TimedOut { at, detail } => StoreError::TimedOut { at, detail: why(detail) },
+        other => other,
     }
 }
 
@@ -107,6 +153,7 @@ impl BlobWriter {
 mod tests {
     use super::*;
     use crate::BlobStore;
+    use futures::TryStreamExt;
 
     async fn read_all(blobs: &ObjectBlobs, key: &str) -> Vec<u8> {
         let parts: Vec<Bytes> = blobs.get_stream(key).await.unwrap().try_collect().await.unwrap();

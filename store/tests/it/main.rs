@@ -4,6 +4,7 @@
 mod por_support;
 mod repository;
 
+mod backend_faults;
 mod conformance;
 mod crash;
 mod faults;
