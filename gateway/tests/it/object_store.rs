@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{config, sample, Harness};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use vouch_gateway::GatewayConfig;
@@ -60,9 +60,17 @@ async fn listings_page_and_roll_up_common_prefixes() {
         names.push(name);
     }
     names.push("top.txt".into());
-    for name in &names {
-        store.put(&Path::from(name.as_str()), PutPayload::from(name.as_bytes().to_vec())).await.unwrap();
-    }
+    // Sixteen at a time, as an application filling a bucket would (one at a time took a
+    // minute of the test command).
+    futures::stream::iter(&names)
+        .map(|name| {
+            let store = &store;
+            async move { store.put(&Path::from(name.as_str()), PutPayload::from(name.as_bytes().to_vec())).await }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap();
     h.store("other").put(&Path::from("day-0/elsewhere"), PutPayload::from(vec![1])).await.unwrap();
     // Thousands of keys, three pages (of 1000): object_store follows the continuation tokens.
     let mut listed: Vec<String> = store.list(None).map_ok(|m| m.location.to_string()).try_collect().await.unwrap();

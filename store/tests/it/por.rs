@@ -532,8 +532,9 @@ async fn large_levels_are_built_a_unit_per_group_never_at_once() {
     let segment_keys = |keys: Vec<String>| -> std::collections::BTreeSet<String> {
         keys.into_iter().filter(|k| k.contains("/level-") && k.contains("/slots-")).collect()
     };
+    // One listing per batch (a listing walks every file of the log: most of this test's time).
+    let mut before = segment_keys(run.blobs.list("por").await.unwrap());
     for batch in 0..(1u64 << top) * 2 - 1 {
-        let before = segment_keys(run.blobs.list("por").await.unwrap());
         let running = run.log.builds().len();
         let writes = run.writes(2, 0);
         run.batch(&writes).await;
@@ -541,6 +542,7 @@ async fn large_levels_are_built_a_unit_per_group_never_at_once() {
         let builds = run.log.builds();
         seen.extend(builds.iter().map(|b| b.level));
         let put = after.difference(&before).count();
+        before = after;
         // A unit of each level being built (and of one that starts), the tail of one that
         // starts (two segments) and the small levels (two segments each, at most two of them).
         assert!(put <= 4 * (running + 1) + 2 + 4, "batch {batch}: {put} segments put, {running} builds");
@@ -575,13 +577,16 @@ async fn c_is_built_over_the_window_a_few_segments_per_group() {
     let stashed = |run: &Run| run.log.stashed_slots(&run.repo).unwrap();
     let (mut most, mut most_stashed, mut built) = (0, 0, false);
     let epoch = run.state.schedule.capacity() >> GROUP_LOG;
+    // One listing per batch (a listing walks every file of the log: most of this test's time).
+    let mut before = coded_keys(run.blobs.list("por").await.unwrap());
     for batch in 0..epoch + run.state.schedule.window().max(epoch / 4) + 8 {
-        let before = coded_keys(run.blobs.list("por").await.unwrap());
         // Fresh slots through the first epoch, then overwrites of any of them.
         let writes = if run.next < run.state.schedule.capacity() { run.writes(2, 0) } else { run.writes(0, 2) };
         let start = run.state.schedule.epoch_start();
         run.batch(&writes).await;
-        let put = coded_keys(run.blobs.list("por").await.unwrap()).difference(&before).count();
+        let after = coded_keys(run.blobs.list("por").await.unwrap());
+        let put = after.difference(&before).count();
+        before = after;
         if run.state.schedule.epoch_start() != start {
             assert_eq!(put, 0, "batch {batch} ended the epoch and put C segments");
         }
