@@ -39,4 +39,4 @@ mod stream;
 
 pub use config::{AccessKey, AuditConfig, ConfigError, GatewayConfig};
 pub use metrics::Metrics;
-pub use serve::{start, start_group, RunningGateway};
+pub use serve::{in_process, start, start_group, InProcessGateway, RunningGateway};

@@ -109,17 +109,9 @@ async fn listen<G: S3>(
     metrics: Arc<Metrics>,
     gateway: impl FnOnce(Background) -> G,
 ) -> std::io::Result<RunningGateway> {
-    let mut auth = SimpleAuth::new();
-    for key in &config.keys {
-        auth.register(key.access_key.clone(), key.secret_key.clone().into());
-    }
     let (stop, stopped) = watch::channel(false);
     let background = Background::new(stopped);
-    let mut builder = S3ServiceBuilder::new(gateway(background.clone()));
-    builder.set_auth(auth);
-    builder.set_access(crate::refuse::Refusals);
-    builder.set_config(Arc::new(StaticConfigProvider::new(Arc::new(s3s_limits()))));
-    let service = builder.build();
+    let service = s3_service(config, gateway(background.clone()));
     let listener = TcpListener::bind(&config.listen).await?;
     let addr = listener.local_addr()?;
     let counted = metrics.clone();
@@ -156,6 +148,74 @@ async fn listen<G: S3>(
     }
     tracing::info!("vouch gateway listening on {addr}");
     Ok(RunningGateway { addr, metrics_addr, metrics, stop, tasks, background })
+}
+
+/// s3s's service over `gateway`, with the configured access keys and refusals.
+fn s3_service(config: &GatewayConfig, gateway: impl S3) -> S3Service {
+    let mut auth = SimpleAuth::new();
+    for key in &config.keys {
+        auth.register(key.access_key.clone(), key.secret_key.clone().into());
+    }
+    let mut builder = S3ServiceBuilder::new(gateway);
+    builder.set_auth(auth);
+    builder.set_access(crate::refuse::Refusals);
+    builder.set_config(Arc::new(StaticConfigProvider::new(Arc::new(s3s_limits()))));
+    builder.build()
+}
+
+/// The S3 service [`start`] serves, without a listener, metrics or audits: requests are handed
+/// to it in the caller's process (the simulator's S3 applications, `vouch_testkit::sim`). They
+/// are authenticated as over HTTP; its background work runs on the caller's runtime.
+pub struct InProcessGateway {
+    service: S3Service,
+    background: Background,
+    _stop: watch::Sender<bool>,
+}
+
+/// [`start`]'s S3 service over `client`, in-process ([`InProcessGateway`]).
+pub fn in_process(config: &GatewayConfig, client: Arc<Client>) -> InProcessGateway {
+    client.cache().resize(config.cache_mb << 20);
+    let metrics = Arc::new(Metrics::new(client.clone()));
+    let options = (config.por, Duration::from_secs(config.keep_replaced_secs), deadlines(config));
+    let (stop, stopped) = watch::channel(false);
+    let background = Background::new(stopped);
+    let gateway = Front::new(Gateway::new(client, metrics, options, background.clone()));
+    InProcessGateway { service: s3_service(config, gateway), background, _stop: stop }
+}
+
+impl InProcessGateway {
+    /// One S3 request, answered whole: its status, headers and body (a body that broke off
+    /// midway, as a lie caught after the headers went out does, is cut where it broke).
+    pub async fn call(&self, req: http::Request<Bytes>) -> (http::response::Parts, Bytes, bool) {
+        let answer = match crate::refuse::before_auth(&req) {
+            Some(refusal) => refusal.to_http_response().map_err(|e| format!("{e:?}")),
+            None => self.service.call(req.map(s3s::Body::from)).await.map_err(|e| format!("{e:?}")),
+        };
+        let response = answer.unwrap_or_else(|e| {
+            tracing::error!("gateway: a request failed: {e}");
+            let mut response = http::Response::new(s3s::Body::empty());
+            *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        });
+        let (parts, mut body) = response.into_parts();
+        let mut bytes = Vec::new();
+        let mut broke = false;
+        while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+            match frame {
+                Ok(frame) => bytes.extend_from_slice(frame.data_ref().map(|d| &d[..]).unwrap_or_default()),
+                Err(_) => {
+                    broke = true;
+                    break;
+                }
+            }
+        }
+        (parts, bytes.into(), broke)
+    }
+
+    /// Waits for the background work begun (a delayed prune) to end.
+    pub async fn finish(self) {
+        self.background.finish().await;
+    }
 }
 
 /// s3s's limits on what it reads of a request. POST forms never reach it (refused from their

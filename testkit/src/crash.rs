@@ -30,7 +30,8 @@ mod member;
 pub mod model;
 mod procs;
 mod provider;
-mod s3;
+pub(crate) mod s3;
+mod setup;
 
 /// Exit code of a `vouch` command that caught the provider misbehaving (docs/exit-codes.md).
 pub const EXIT_MISBEHAVED: i32 = 3;

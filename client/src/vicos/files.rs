@@ -172,6 +172,25 @@ impl GroupFile {
         Ok(file)
     }
 
+    /// The group file of a `group init` left unfinished at `path`, if there is one; an error
+    /// if it was begun with other settings than `mode` and `signatures` (the group may exist
+    /// on the provider with those).
+    fn read_pending(path: &Path, mode: &str, signatures: Signatures) -> Result<Option<GroupFile>, ClientError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let file = GroupFile::parse(path)?;
+        let signs_alone = file.signing.is_some();
+        if file.mode != mode || signs_alone != matches!(signatures, Signatures::Ed25519) {
+            return Err(ClientError::State(format!(
+                "a `group init` of {} with other settings was interrupted: run it again as it was, or remove {} to begin anew",
+                file.group,
+                path.display()
+            )));
+        }
+        Ok(Some(file))
+    }
+
     pub fn write(&self, path: &Path) -> Result<(), ClientError> {
         let text = toml::to_string(self).map_err(|e| bad(&e.to_string()))?;
         write_atomic(path, text.as_bytes(), true)
@@ -208,6 +227,11 @@ fn groups_dir(state: &Path) -> PathBuf {
 
 fn config_path(state: &Path, group: &str) -> PathBuf {
     groups_dir(state).join(format!("{group}.toml"))
+}
+
+/// A `group init` of `group` begun and not finished: the group file it sends the provider.
+fn pending_path(state: &Path, group: &str) -> PathBuf {
+    groups_dir(state).join(format!("{group}.creating"))
 }
 
 fn aip_path(state: &Path, group: &str) -> PathBuf {
@@ -259,6 +283,12 @@ impl Group {
             Mode::Compatible => "compatible",
             Mode::Commutative => "commutative",
         };
+        // A creation a kill (or a lost answer) left unfinished is sent again as it was: the
+        // provider takes the same creation again, and would refuse a new one under this name.
+        let pending = pending_path(state, name);
+        if let Some(mine) = GroupFile::read_pending(&pending, mode_name, signatures)? {
+            return Group::finish_init(state, &dir, name, mode, mine, &pending).await;
+        }
         let secret: [u8; 32] = rand::random();
         let mine = match signatures {
             Signatures::Hmac => GroupFile {
@@ -282,10 +312,25 @@ impl Group {
                 direct: None,
             },
         };
-        let group = Group::create(remote_of(&dir)?, name, 0, mine.keys()?, mode, mine.admission()?).await?;
         std::fs::create_dir_all(groups_dir(state)).map_err(ClientError::io("creating the groups directory"))?;
+        mine.write(&pending)?;
+        Group::finish_init(state, &dir, name, mode, mine, &pending).await
+    }
+
+    /// The creation of `mine` on the provider, then the group kept in `state` (and the
+    /// pending file of the creation gone).
+    async fn finish_init(
+        state: &Path,
+        dir: &StateDir,
+        name: &str,
+        mode: Mode,
+        mine: GroupFile,
+        pending: &Path,
+    ) -> Result<GroupFile, ClientError> {
+        let group = Group::create(remote_of(dir)?, name, 0, mine.keys()?, mode, mine.admission()?).await?;
         mine.write(&config_path(state, name))?;
         group.save(state).await?;
+        std::fs::remove_file(pending).map_err(ClientError::io("removing the group's pending creation"))?;
         mine.shared()
     }
 

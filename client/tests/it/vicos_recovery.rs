@@ -171,3 +171,44 @@ async fn a_process_killed_after_its_first_invoke_left_never_signs_its_counter_ag
     let alice = Group::open(&setup.state, GROUP).unwrap();
     assert_eq!(read(&alice, "first").await.unwrap(), b"1");
 }
+
+/// A `group init` whose creation reached the provider but whose answer never came back (a lost
+/// answer, or a process killed before it kept the group): run again, it sends the same
+/// creation, which the provider takes as done, and the group works. A creation under the same
+/// name with another key is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_init_whose_answer_was_lost_is_finished_by_running_it_again() {
+    let setup = Setup::new(Misbehave::None).await;
+    let lost = |status, body| match status {
+        200 => (503, b"the connection dropped".to_vec()),
+        _ => (status, body),
+    };
+    let url = crate::proxy::proxy(setup.url(), move |op| match op {
+        "aip-create" => crate::proxy::Answer::Forward(Box::new(lost)),
+        _ => crate::proxy::Answer::Forward(Box::new(|status, body| (status, body))),
+    })
+    .await;
+    serve_alice_from(&setup, &setup.url(), &url);
+    let cut = Group::init(&setup.state, GROUP, Mode::Compatible, Signatures::Hmac).await;
+    assert!(matches!(cut, Err(ClientError::Refused { .. })), "{cut:?}");
+    serve_alice_from(&setup, &url, &setup.url());
+    // Settings other than the interrupted init's are refused, not sent as a new creation.
+    let other = Group::init(&setup.state, GROUP, Mode::Commutative, Signatures::Hmac).await;
+    assert!(matches!(&other, Err(ClientError::State(m)) if m.contains("interrupted")), "{other:?}");
+    let bobs = Group::init(&setup.state, GROUP, Mode::Compatible, Signatures::Hmac).await.unwrap();
+    let alice = Group::open(&setup.state, GROUP).unwrap();
+    done(alice.put(b"k", Cursor::new(b"v".to_vec())).await);
+    let remote = Remote::new(&setup.url(), TOKEN_BOB).unwrap();
+    let bob = Group::join(remote, GROUP, bobs.id, bobs.keys().unwrap(), Mode::Compatible);
+    assert_eq!(read(&bob, "k").await.unwrap(), b"v");
+    // Another creation of the name (a fresh key) is refused.
+    let elsewhere = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&setup.state).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), elsewhere.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let again = Group::init(elsewhere.path(), GROUP, Mode::Compatible, Signatures::Hmac).await;
+    assert!(matches!(&again, Err(ClientError::Refused { .. })), "{again:?}");
+}

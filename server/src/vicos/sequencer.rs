@@ -226,6 +226,15 @@ impl Sequencer {
         let ticket = {
             let mut state = slot.lock();
             if state.loaded.is_some() || journal::exists(repo, &req.group)? {
+                // The same creation sent again (its answer lost, or its client killed before
+                // it kept the group): its creator bound through this client, under this
+                // admission secret. Done already; any other creation is refused.
+                let loaded = self.held(&mut state.loaded, repo, &req.group)?;
+                let again = loaded.admission == Some(admission)
+                    && loaded.members.get(&genesis.client).is_some_and(|bound| bound == caller);
+                if again {
+                    return Ok(AipAck {});
+                }
                 return Err(GroupError::Exists { group: req.group.clone() }.into());
             }
             let creator = genesis.client;

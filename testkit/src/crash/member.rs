@@ -2,7 +2,8 @@
 //! a member's `vouch obj put`, `obj rm`, `obj get` or `obj ls` is killed at a random instant.
 //! Its next command is its restart (it goes on from the AIP state it saved: a COMMIT the kill
 //! kept from the provider is sent then, an operation whose answer never came is aborted). Then
-//! both members read every key back, and the group must agree with what was acknowledged.
+//! both members read every key back, and the group must agree with what was acknowledged. One
+//! kill in eight lands instead while a new group is made or joined ([`setup`]).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use super::model::{Model, Pending};
 use super::procs::{self, arg, Daemon, Kill, Pace, Ran, Vouch};
+use super::setup;
 use super::{Cx, Violated};
 
 const KEYS: [&str; 4] = ["k0", "k1", "k2", "dir/k3"];
@@ -60,9 +62,19 @@ pub fn run(bin: &Path, cx: &mut Cx) -> Result<(), Violated> {
     // A command that ends before its kill's instant is no kill: choose again, a bounded number
     // of times.
     let mut tries = 0;
+    let mut setup_pace = Pace::new(30);
     while cx.report.kills < cx.plan.kills && tries < 20 * cx.plan.kills.max(1) {
         tries += 1;
         cx.kill = cx.report.kills + 1;
+        // One kill in eight lands while a new group is made or joined.
+        if cx.rng.below(8) == 0 {
+            let tokens = ["alice-token", "bob-token"];
+            if setup::kill_one(bin, dir.path(), &provider.url, tokens, &mut setup_pace, cx, tries)? {
+                cx.report.kills += 1;
+                cx.report.kills_mid_operation += 1;
+            }
+            continue;
+        }
         // Work with nothing killed first, now and then: more acknowledged state to lose.
         for _ in 0..cx.rng.below(3) {
             let (who, step) = (cx.rng.below(2) as usize, group.choose(cx));

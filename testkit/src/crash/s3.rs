@@ -48,6 +48,29 @@ impl S3 {
     /// `METHOD /path?query` with `body`, signed; an error when the connection fails or the
     /// answer is cut short.
     pub fn request(&self, method: &str, path: &str, query: &[(&str, &str)], body: &[u8]) -> io::Result<Response> {
+        let (target, headers) = self.signed(method, path, query, body);
+        let mut head = format!("{method} {target} HTTP/1.1\r\n");
+        for (name, value) in &headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("content-length: {}\r\nconnection: close\r\n\r\n", body.len()));
+        let mut stream = TcpStream::connect(&self.host)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(60)))?;
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body)?;
+        read_response(BufReader::new(stream), method == "HEAD")
+    }
+
+    /// The request target (`/path?query`, encoded) and the headers that sign `METHOD` of it
+    /// with `body` (SigV4: host, date, payload hash, authorization).
+    pub fn signed(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        body: &[u8],
+    ) -> (String, Vec<(String, String)>) {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         let (date, stamp) = timestamp(now);
         let payload = hex(&sha256(body));
@@ -68,20 +91,17 @@ impl S3 {
         }
         let signature = hex(&hmac(&key, to_sign.as_bytes()));
         let target = if query.is_empty() { uri } else { format!("{uri}?{query}") };
-        let head = format!(
-            "{method} {target} HTTP/1.1\r\nhost: {}\r\nx-amz-date: {stamp}\r\nx-amz-content-sha256: {payload}\r\n\
-             authorization: AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed}, Signature={signature}\r\n\
-             content-length: {}\r\nconnection: close\r\n\r\n",
-            self.host,
-            self.access_key,
-            body.len()
+        let authorization = format!(
+            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed}, Signature={signature}",
+            self.access_key
         );
-        let mut stream = TcpStream::connect(&self.host)?;
-        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-        stream.set_write_timeout(Some(Duration::from_secs(60)))?;
-        stream.write_all(head.as_bytes())?;
-        stream.write_all(body)?;
-        read_response(BufReader::new(stream), method == "HEAD")
+        let headers = [
+            ("host", self.host.clone()),
+            ("x-amz-date", stamp),
+            ("x-amz-content-sha256", payload),
+            ("authorization", authorization),
+        ];
+        (target, headers.into_iter().map(|(name, value)| (name.to_string(), value)).collect())
     }
 }
 

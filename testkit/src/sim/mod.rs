@@ -21,12 +21,14 @@
 mod adversary;
 mod batch;
 mod files;
+mod gateway;
 mod group;
 mod model;
 mod por;
 mod providers;
 mod report;
 mod run;
+mod s3app;
 mod strategy;
 mod views;
 

@@ -6,6 +6,7 @@ use super::adversary::{Adversary, SimLink};
 use super::model::{Model, Value};
 use super::providers::Providers;
 use super::report::{Coverage, Invariant, RunReport, SimFailure};
+use super::s3app::S3App;
 use super::strategy::{Action, Strategy};
 use crate::Rng;
 use std::sync::Arc;
@@ -16,8 +17,8 @@ use vouch_core::pdp::linear::LinearKey;
 use vouch_proto::Op;
 
 /// The clients of the provider, by token: two file owners and two members of one group.
-pub(super) const TOKENS: [(&str, &str); 4] =
-    [("sim-alice", "alice"), ("sim-bob", "bob"), ("sim-m0", "m0"), ("sim-m1", "m1")];
+pub(super) const TOKENS: [(&str, &str); 5] =
+    [("sim-alice", "alice"), ("sim-bob", "bob"), ("sim-m0", "m0"), ("sim-m1", "m1"), ("sim-gw", "gw")];
 pub(super) const FILES: [&str; 3] = ["f0", "f1", "f2"];
 pub(super) const POR_FILES: [&str; 2] = ["p0", "p1"];
 pub(super) const KEYS: [&[u8]; 3] = [b"k0", b"k1", b"k2"];
@@ -78,6 +79,10 @@ pub(super) struct Run {
     /// During a fork: the forked member finished an operation on the branch (`Some(true)`),
     /// or left one whose fate is unknown (`Some(false)`: no detection is owed).
     pub(super) fork_state: Option<ForkState>,
+    /// The S3 application through the gateway, in the runs that have one, and the percent of
+    /// steps that are its.
+    pub(super) s3: Option<S3App>,
+    pub(super) s3_share: u64,
     pub(super) honest: bool,
     /// A PoR put was tried: the log may exist.
     pub(super) por_started: bool,
@@ -218,6 +223,18 @@ impl Run {
         // Both members speak once before the adversary acts, so that each is admitted on the
         // live state (a fork's branch would otherwise be the only state that knows a member).
         m1.list().await.map_err(|e| format!("the second member's first list: {e}"))?;
+        let s3_share = match schedule.percent(50) {
+            true => 10 + schedule.below(20),
+            false => 0,
+        };
+        let s3 = match s3_share {
+            0 => None,
+            _ => {
+                let store = Arc::new(MemoryState::new(vouch_client::state::Root::empty()));
+                let client = owner_client(&link, TOKENS[4].0, TOKENS.len() as u8, &store)?;
+                Some(S3App::new(Arc::new(client)).await?)
+            }
+        };
         adversary.lock().await.active = true;
         let members = vec![
             Member { group: Arc::new(m0), branch: 0, done: false, owes_detection: false },
@@ -235,6 +252,8 @@ impl Run {
             groups: [Model::default(), Model::default()],
             group_writes: Vec::new(),
             fork_state: None,
+            s3,
+            s3_share,
             honest,
             por_started: false,
             mix,
@@ -281,6 +300,9 @@ impl Run {
     }
 
     pub(super) async fn one_step(&mut self) -> Result<(), SimFailure> {
+        if self.s3_share > 0 && self.schedule.below(100) < self.s3_share {
+            return self.gateway_step().await;
+        }
         let [actions, files, por, groups] = self.mix;
         let roll = self.rng.below(actions + files + por + groups);
         match roll {
@@ -399,7 +421,7 @@ impl Run {
                 ));
             }
         }
-        Ok(())
+        self.s3_settle_down().await
     }
 }
 
