@@ -78,6 +78,8 @@ pub(super) fn kill_one(
         }
         cx.report.checks += 1;
     }
-    cx.report.restarts += 1;
+    if killed.killed {
+        cx.report.restarts += 1;
+    }
     Ok(killed.killed)
 }
