@@ -276,13 +276,22 @@ impl Group {
     pub async fn init(state: &Path, name: &str, mode: Mode, signatures: Signatures) -> Result<GroupFile, ClientError> {
         check_name(name)?;
         let dir = StateDir::open(state)?;
-        if config_path(state, name).exists() {
-            return Err(ClientError::State(format!("already a member of group {name}")));
-        }
         let mode_name = match mode {
             Mode::Compatible => "compatible",
             Mode::Commutative => "commutative",
         };
+        if config_path(state, name).exists() {
+            // Run again after it kept the group (killed before the caller wrote the key file
+            // for the others): the same key file once more. Any other group is refused.
+            let mine = GroupFile::parse(&config_path(state, name))?;
+            let same = mine.id == 0
+                && mine.mode == mode_name
+                && mine.signing.is_some() == matches!(signatures, Signatures::Ed25519);
+            return match same {
+                true => mine.shared(),
+                false => Err(ClientError::State(format!("already a member of group {name}"))),
+            };
+        }
         // A creation a kill (or a lost answer) left unfinished is sent again as it was: the
         // provider takes the same creation again, and would refuse a new one under this name.
         let pending = pending_path(state, name);

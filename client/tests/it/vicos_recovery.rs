@@ -196,6 +196,13 @@ async fn a_group_init_whose_answer_was_lost_is_finished_by_running_it_again() {
     let other = Group::init(&setup.state, GROUP, Mode::Commutative, Signatures::Hmac).await;
     assert!(matches!(&other, Err(ClientError::State(m)) if m.contains("interrupted")), "{other:?}");
     let bobs = Group::init(&setup.state, GROUP, Mode::Compatible, Signatures::Hmac).await.unwrap();
+    // Once more (killed after it kept the group, before its key file was written): the same
+    // key file again; with other settings, refused.
+    let again = Group::init(&setup.state, GROUP, Mode::Compatible, Signatures::Hmac).await.unwrap();
+    assert_eq!((again.key.as_deref(), again.id), (bobs.key.as_deref(), bobs.id));
+    assert!(again.key.is_some());
+    let other = Group::init(&setup.state, GROUP, Mode::Commutative, Signatures::Hmac).await;
+    assert!(matches!(&other, Err(ClientError::State(m)) if m.contains("already a member")), "{other:?}");
     let alice = Group::open(&setup.state, GROUP).unwrap();
     done(alice.put(b"k", Cursor::new(b"v".to_vec())).await);
     let remote = Remote::new(&setup.url(), TOKEN_BOB).unwrap();
