@@ -132,6 +132,20 @@ async fn a_commit_whose_save_failed_leaves_only_after_a_save_succeeds() {
 
 /// Points Alice's state directory at `url` (a proxy in front of the provider, or the
 /// provider again).
+/// A proxy in front of `setup`'s provider that passes every request on and loses the answer
+/// of each successful `op` (the provider applied it; the client hears it dropped).
+async fn losing_answers_of(setup: &Setup, op: &'static str) -> String {
+    let lost = |status, body| match status {
+        200 => (503, b"the connection dropped".to_vec()),
+        _ => (status, body),
+    };
+    crate::proxy::proxy(setup.url(), move |asked| match asked == op {
+        true => crate::proxy::Answer::Forward(Box::new(lost)),
+        false => crate::proxy::Answer::Forward(Box::new(|status, body| (status, body))),
+    })
+    .await
+}
+
 fn serve_alice_from(setup: &Setup, from: &str, to: &str) {
     let config = setup.state.join("config.toml");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -152,15 +166,7 @@ async fn a_process_killed_after_its_first_invoke_left_never_signs_its_counter_ag
     alice.save(&setup.state).await.unwrap();
     drop(alice);
     // The INVOKE reaches the provider; its answer never reaches the member.
-    let lost = |status, body| match status {
-        200 => (503, b"the connection dropped".to_vec()),
-        _ => (status, body),
-    };
-    let url = crate::proxy::proxy(setup.url(), move |op| match op {
-        "aip-invoke" => crate::proxy::Answer::Forward(Box::new(lost)),
-        _ => crate::proxy::Answer::Forward(Box::new(|status, body| (status, body))),
-    })
-    .await;
+    let url = losing_answers_of(&setup, "aip-invoke").await;
     serve_alice_from(&setup, &setup.url(), &url);
     let alice = Group::open(&setup.state, GROUP).unwrap();
     // A list: an INVOKE and nothing else (the proxy takes no streamed bodies).
@@ -179,15 +185,7 @@ async fn a_process_killed_after_its_first_invoke_left_never_signs_its_counter_ag
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_init_whose_answer_was_lost_is_finished_by_running_it_again() {
     let setup = Setup::new(Misbehave::None).await;
-    let lost = |status, body| match status {
-        200 => (503, b"the connection dropped".to_vec()),
-        _ => (status, body),
-    };
-    let url = crate::proxy::proxy(setup.url(), move |op| match op {
-        "aip-create" => crate::proxy::Answer::Forward(Box::new(lost)),
-        _ => crate::proxy::Answer::Forward(Box::new(|status, body| (status, body))),
-    })
-    .await;
+    let url = losing_answers_of(&setup, "aip-create").await;
     serve_alice_from(&setup, &setup.url(), &url);
     let cut = Group::init(&setup.state, GROUP, Mode::Compatible, Signatures::Hmac).await;
     assert!(matches!(cut, Err(ClientError::Refused { .. })), "{cut:?}");
