@@ -133,6 +133,9 @@ struct Version {
     list: Arc<FlexList>,
 }
 
+/// A name's lookup, its version records and their list, of one state.
+type LookedUp = (LookupProof, Found, Vec<VersionRecord>, FlexList);
+
 /// The provider: one repository, and the three services over it (the namespaces of files,
 /// the PoR logs, the VICOS groups), each with its own state.
 pub struct Provider {
@@ -309,25 +312,33 @@ impl Files {
     }
 
     /// The lookup of `name` and its version records, of one state: callers that answer a
-    /// client hold [`Files::reading`] around it. A pair that still disagrees (the
-    /// namespace in memory behind the records) is refused as a storage failure, never
-    /// answered. Also the records' version list, built once for the check and the proofs.
-    fn lookup_with_versions(
-        &self,
-        client: &str,
-        name: &str,
-    ) -> Result<(LookupProof, Found, Vec<VersionRecord>, FlexList), ProviderError> {
+    /// client hold [`Files::reading`] around it. A pair that disagrees means the namespace
+    /// in memory fell behind the store: it is loaded again once; a pair that still disagrees
+    /// is refused as a storage failure, never answered. Also the records' version list,
+    /// built once for the check and the proofs.
+    fn lookup_with_versions(&self, client: &str, name: &str) -> Result<LookedUp, ProviderError> {
+        if let Some(agreed) = self.lookup_with_versions_once(client, name)? {
+            return Ok(agreed);
+        }
+        tracing::warn!("the namespace of {client} in memory disagreed with the store at {name}: loaded again");
+        self.forget_namespace(client);
+        self.lookup_with_versions_once(client, name)?.ok_or_else(|| {
+            ProviderError::Store(StoreError::Backend {
+                at: format!("the versions of {name}"),
+                detail: "the stored namespace and the stored versions disagree".into(),
+            })
+        })
+    }
+
+    /// [`Files::lookup_with_versions`] of the namespace in memory; `None` when it disagrees
+    /// with the stored records.
+    fn lookup_with_versions_once(&self, client: &str, name: &str) -> Result<Option<LookedUp>, ProviderError> {
         let (answer, found) = self.lookup(client, name)?;
-        let Found::At { entry, .. } = &found else { return Ok((answer, found, Vec::new(), FlexList::new())) };
+        let Found::At { entry, .. } = &found else { return Ok(Some((answer, found, Vec::new(), FlexList::new()))) };
         let records = self.versions(client, &entry.file)?;
         let list = version_list(&records)?;
-        if records.len() as u64 != entry.versions || list.root() != entry.versions_root {
-            return Err(ProviderError::Store(StoreError::Backend {
-                at: format!("the versions of {name}"),
-                detail: "the namespace in memory and the stored versions disagree (a commit in progress)".into(),
-            }));
-        }
-        Ok((answer, found, records, list))
+        let agree = records.len() as u64 == entry.versions && list.root() == entry.versions_root;
+        Ok(agree.then_some((answer, found, records, list)))
     }
 
     fn versions(&self, client: &str, file: &FileId) -> Result<Vec<VersionRecord>, ProviderError> {

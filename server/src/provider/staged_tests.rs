@@ -119,3 +119,24 @@ async fn staged_uploads_are_bounded_in_number_and_in_time() {
     assert!(matches!(late, Err(ProviderError::Files(FilesError::NothingStaged))), "{late:?}");
     assert!(!exists(&provider));
 }
+
+/// The namespace in memory fallen behind the store (what a commit cut off between its durable
+/// write and its update in memory left, before commits awaited nothing after the write): a
+/// read loads it again and answers the store's state, never refuses for good.
+#[tokio::test]
+async fn a_namespace_in_memory_behind_the_store_is_loaded_again() {
+    let (_dir, provider) = provider();
+    let limits = Limits::default();
+    let attempt = Attempt([1; 16]);
+    let record = stage(&provider, attempt, &limits).await.unwrap();
+    provider.commit_staged(CLIENT, &commit_request(attempt, &record), &limits).await.unwrap();
+    // A second view of the same repository, whose memory the next commit does not reach.
+    let behind = Files::over(provider.repo.clone());
+    let (_, found, records, _) = behind.lookup_with_versions(CLIENT, NAME).unwrap();
+    assert!(matches!(found, Found::At { .. }) && records.len() == 1);
+    let remove = RemoveRequest { name: NAME.into(), attempt: Attempt([2; 16]) };
+    provider.remove(CLIENT, &remove).await.unwrap();
+    let (_, found, records, _) = behind.lookup_with_versions(CLIENT, NAME).unwrap();
+    assert!(matches!(found, Found::Absent { .. }), "{found:?}");
+    assert!(records.is_empty());
+}

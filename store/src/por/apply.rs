@@ -193,14 +193,18 @@ impl PorLog {
             batch.put(self.names.staged(), objects::to_bytes(&staged).to_vec());
         }
         batch.put(self.names.state(), record.to_bytes());
-        // After an error here the batch is not committed, and nothing in memory has changed.
-        let shipped = repo.commit_batch(&batch, !superseded.is_empty()).await?;
+        // After an error here the batch is not committed, and nothing in memory has changed;
+        // after it, memory follows with nothing awaited between (a dropped request or a
+        // timeout cannot leave the log in memory behind the store).
+        repo.commit_batch(&batch).await?;
 
         self.adopt(schedule, after, new_coded, written)?;
         self.builds = builds;
         self.coded_build = coded_build;
         self.staged = staged;
-        if shipped {
+        // Deleted only once the log that stops naming them is copied (a rebuild from the
+        // blobs must never name a deleted object); a cut here leaves them to the next open.
+        if !superseded.is_empty() && repo.ship_log().await {
             for object in &superseded {
                 if let Err(e) = objects::delete(repo.blobs(), &self.names, object).await {
                     tracing::warn!("PoR log: a superseded object stays until the next open: {e}");

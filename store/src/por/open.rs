@@ -62,7 +62,7 @@ impl PorLog {
         };
         let mut batch = MetaBatch::default();
         batch.put(log.names.state(), log.record().to_bytes());
-        repo.commit_batch(&batch, false).await?;
+        repo.commit_batch(&batch).await?;
         Ok(log)
     }
 

@@ -130,7 +130,7 @@ impl PorLog {
         for (index, slot) in slots {
             raw::put_slot(&mut batch, &self.names, *index, slot);
         }
-        repo.commit_batch(&batch, false).await?;
+        repo.commit_batch(&batch).await?;
         Ok(())
     }
 

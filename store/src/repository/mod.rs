@@ -176,12 +176,16 @@ impl Repository {
     }
 
     /// Makes `commit` durable, all of it or (after an error or a crash) nothing of it.
+    ///
+    /// Nothing is awaited after the durable write: a caller that updates its memory right
+    /// after this returns cannot be cut off between the two (a request dropped by its
+    /// connection, a timeout), which would leave its memory behind the store. So the log is
+    /// copied, when due, before the write; the copy then holds the commits before this one.
     pub async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         let mut log = self.commits.lock().await;
-        let batch = commit.resolve(self)?;
-        self.meta.commit(&batch)?;
         self.ship_if_due(&mut log).await;
-        Ok(())
+        let batch = commit.resolve(self)?;
+        self.meta.commit(&batch)
     }
 
     /// [`Repository::commit`] from synchronous code, for setting a repository up before it
@@ -218,22 +222,24 @@ impl Repository {
         &self.meta
     }
 
-    /// Commits a batch built outside a [`Commit`], under the commit lock. With `ship`, the
-    /// log is then copied to the blob store at once (what a caller needs before it deletes
-    /// objects the batch stopped naming, as compaction does): `Ok(false)` if that copy failed
-    /// (logged; the batch is durable all the same). Without, the log is copied when due.
-    pub(crate) async fn commit_batch(&self, batch: &MetaBatch, ship: bool) -> Result<bool, StoreError> {
+    /// Commits a batch built outside a [`Commit`], under the commit lock, with nothing awaited
+    /// after the durable write (see [`Repository::commit`]).
+    pub(crate) async fn commit_batch(&self, batch: &MetaBatch) -> Result<(), StoreError> {
         let mut log = self.commits.lock().await;
-        self.meta.commit(batch)?;
-        if !ship {
-            self.ship_if_due(&mut log).await;
-            return Ok(false);
-        }
+        self.ship_if_due(&mut log).await;
+        self.meta.commit(batch)
+    }
+
+    /// Copies the metadata log to the blob store now (what a caller needs before it deletes
+    /// objects its last batch stopped naming): `false` if that failed (logged; tried again
+    /// later).
+    pub(crate) async fn ship_log(&self) -> bool {
+        let mut log = self.commits.lock().await;
         match self.ship(&mut log).await {
-            Ok(()) => Ok(true),
+            Ok(()) => true,
             Err(e) => {
                 tracing::warn!("could not copy the metadata log to the blob store (tried again later): {e}");
-                Ok(false)
+                false
             }
         }
     }

@@ -137,9 +137,14 @@ impl Drop for Daemon {
 /// Forwards each line of `from` to `to` until it ends (so the daemon never blocks on a full
 /// pipe, and the loop sees its address).
 fn drain(from: impl Read + Send + 'static, to: mpsc::Sender<String>) {
+    // With VOUCH_CRASH_VERBOSE, what the daemon logs goes to stderr too (why it answered what).
+    let echo = std::env::var_os("VOUCH_CRASH_VERBOSE").is_some();
     thread::spawn(move || {
         for line in BufReader::new(from).lines() {
             let Ok(line) = line else { break };
+            if echo {
+                eprintln!("  | {line}");
+            }
             // Nobody listens any more once the address was found: keep reading all the same.
             let _ = to.send(line);
         }
