@@ -522,6 +522,7 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body) -> Response {
                 }
                 (PutFrame::Tail(tail), Some(_)) => {
                     let record = VersionRecord::from_bytes(&tail.record).map_err(RequestError::Record)?;
+                    read_to_end(&mut stream, &decoder, app.limits.stream_idle, Op::Stage).await?;
                     let put = state.take().expect("matched Some");
                     return Ok(ok(&app.provider.stage_upload(put, record, &app.limits).await?));
                 }
@@ -530,6 +531,28 @@ async fn upload(app: Arc<App>, headers: HeaderMap, body: Body) -> Response {
         }
     };
     with_timing(work.await.unwrap_or_else(IntoResponse::into_response), started)
+}
+
+/// A streamed request's body after its last frame, read to its end: nothing may follow the
+/// frame. Read also so that the connection serves the client's next request: hyper closes a
+/// connection whose request was left unread, while the client may already be sending its
+/// next request on it (which then fails as a broken pipe, an honest provider unreachable).
+pub(crate) async fn read_to_end(
+    stream: &mut axum::body::BodyDataStream,
+    decoder: &Decoder,
+    idle: std::time::Duration,
+    op: Op,
+) -> Result<(), RequestError> {
+    decoder.finish().map_err(|_| RequestError::AfterLast { op })?;
+    loop {
+        match tokio::time::timeout(idle, stream.next()).await {
+            Err(_) => return Err(RequestError::Stalled { idle }),
+            Ok(None) => return Ok(()),
+            Ok(Some(Err(e))) => return Err(RequestError::BrokeOff(e)),
+            Ok(Some(Ok(bytes))) if bytes.is_empty() => {}
+            Ok(Some(Ok(_))) => return Err(RequestError::AfterLast { op }),
+        }
+    }
 }
 
 #[cfg(test)]

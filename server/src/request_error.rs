@@ -37,6 +37,8 @@ pub enum RequestError {
     EndedEarly,
     #[error("{op} frames out of order")]
     OutOfOrder { op: Op },
+    #[error("{op} sent bytes after its last frame")]
+    AfterLast { op: Op },
     #[error("unknown scheme {scheme}")]
     UnknownScheme { scheme: u8 },
     #[error("{0}")]
@@ -76,6 +78,7 @@ impl RequestError {
             | BrokeOff(_)
             | EndedEarly
             | OutOfOrder { .. }
+            | AfterLast { .. }
             | UnknownScheme { .. }
             | Record(_) => ErrorCode::BadRequest,
             TimedOut | ReadTask(_) | PorApplyFailed(_) => ErrorCode::Internal,

@@ -101,6 +101,7 @@ async fn receive(
                 app.provider.cos_write(up, Bytes::from(data.into_vec())).await?;
             }
             (CosPutFrame::End, Some(_)) => {
+                super::read_to_end(&mut stream, &decoder, app.limits.stream_idle, Op::CosPut).await?;
                 let up = upload.take().expect("matched Some");
                 return Ok(ok(&app.provider.cos_finish(up).await?));
             }

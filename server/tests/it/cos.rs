@@ -163,6 +163,16 @@ async fn an_oversized_or_broken_upload_is_refused_and_leaves_nothing() {
     let (status, answer) = post(addr, BOB, Op::CosPut, cut).await;
     assert_eq!((status, decode::<ErrorBody>(&answer).unwrap().code), (400, ErrorCode::BadRequest));
     refused(cos_get(addr, &object("g", b"cut", 1)).await, ErrorCode::NotFound);
+    // Bytes after the end: refused, and the object is not kept.
+    let mut trailing = encode_frame(&CosPutFrame::Head(object("g", b"trailing", 1)));
+    trailing.extend(encode_frame(&CosPutFrame::Data(ByteBuf::from(vec![1; 10]))));
+    trailing.extend(encode_frame(&CosPutFrame::End));
+    trailing.extend(b"more");
+    let (status, answer) = post(addr, BOB, Op::CosPut, trailing).await;
+    let error = decode::<ErrorBody>(&answer).unwrap();
+    assert_eq!((status, error.code), (400, ErrorCode::BadRequest));
+    assert!(error.message.contains("after its last frame"), "{}", error.message);
+    refused(cos_get(addr, &object("g", b"trailing", 1)).await, ErrorCode::NotFound);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(object_files(dir.path()).len(), 1, "only the object that fits: {:?}", object_files(dir.path()));
     server.shutdown().await.unwrap();
