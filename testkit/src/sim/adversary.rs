@@ -19,11 +19,11 @@ use vouch_server::{InProcess, Provider};
 
 /// An answer as the adversary holds it: whole.
 #[derive(Clone, Debug)]
-struct Held {
-    status: u16,
-    body: Bytes,
+pub(super) struct Held {
+    pub(super) status: u16,
+    pub(super) body: Bytes,
     /// The connection drops after the body.
-    cut: bool,
+    pub(super) cut: bool,
 }
 
 /// What the link shares with the run: the providers, the adversary's choices and what it saw.
@@ -63,6 +63,14 @@ pub(super) struct Adversary {
     pub(super) views: Views,
     /// The members whose read of an object it cut, until their next INVOKE.
     cut_reads: std::collections::HashSet<String>,
+    /// The choices of [`Strategy::HoldBatch`], apart from `rng`.
+    pub(super) hold: Rng,
+    /// Each client's PoR upload parts (`por-stage`) since its last batch.
+    pub(super) staging: BTreeMap<String, Vec<Bytes>>,
+    /// Each client's refused PoR batch it keeps: its staged parts, then the batch.
+    pub(super) kept: BTreeMap<String, (Vec<Bytes>, Bytes)>,
+    /// The labels of every batch it refused and kept, by client and key: what it may serve.
+    pub(super) kept_labels: BTreeMap<(String, Vec<u8>), Vec<u8>>,
 }
 
 impl Adversary {
@@ -91,6 +99,10 @@ impl Adversary {
             interleave: None,
             views: Views::default(),
             cut_reads: Default::default(),
+            hold: Rng::new(0),
+            staging: BTreeMap::new(),
+            kept: BTreeMap::new(),
+            kept_labels: BTreeMap::new(),
         }
     }
 
@@ -103,7 +115,7 @@ impl Adversary {
             return Strategy::Honest;
         }
         let strategies: Vec<Strategy> =
-            self.strategies.iter().copied().filter(|s| *s != Strategy::Delay && s.applies_to(op)).collect();
+            self.strategies.iter().copied().filter(|s| !s.is_scheduled() && s.applies_to(op)).collect();
         // A strategy made for a few operations meets only their messages: it is chosen for
         // them half the time, or it would hardly ever run.
         let specific: Vec<Strategy> = strategies.iter().copied().filter(|s| s.is_specific()).collect();
@@ -164,13 +176,19 @@ fn dropped() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the connection dropped")
 }
 
-fn unavailable() -> Held {
+pub(super) fn unavailable() -> Held {
     let body = ErrorBody { code: ErrorCode::Storage, message: "storage unavailable (simulated)".into() };
     Held { status: 503, body: encode(&body).into(), cut: false }
 }
 
 impl Adversary {
     async fn answer(&mut self, op: Op, token: &str, body: Bytes) -> Result<Held, std::io::Error> {
+        if op == Op::PorWrite {
+            self.apply_kept(token).await.map_err(std::io::Error::other)?;
+        }
+        if let Some(label) = self.kept_label(op, token, &body) {
+            return Ok(label);
+        }
         let strategy = self.choose(op);
         *self.used.entry(strategy).or_default() += 1;
         *self.ops.entry(op.to_string()).or_default() += 1;
@@ -181,6 +199,10 @@ impl Adversary {
             self.log.push(format!("  {op} from {token}: {strategy:?}"));
         }
         let fail = |e: String| std::io::Error::other(e);
+        self.stage_seen(op, token, &body);
+        if self.keeps(op, token) {
+            return Ok(self.keep(token, body));
+        }
         match strategy {
             Strategy::Refuse => return Ok(unavailable()),
             Strategy::CrashBefore => {
@@ -272,7 +294,7 @@ fn cut_then_not_found(body: &Bytes, rng: &mut Rng) -> Bytes {
 }
 
 /// One request through `served`'s routes, its whole answer collected.
-async fn call(served: &InProcess<Provider>, op: Op, token: &str, body: Bytes) -> Held {
+pub(super) async fn call(served: &InProcess<Provider>, op: Op, token: &str, body: Bytes) -> Held {
     let builder = match op {
         Op::Health => axum::http::Request::get(op.path()),
         _ => axum::http::Request::post(op.path()),

@@ -1,8 +1,8 @@
 //! The deterministic simulator (issue #45): every protocol against a provider that chooses.
 //!
 //! One seed drives a whole run: the workload (puts, edits, reads, removes, listings and
-//! possession audits of two file owners; PoR puts, reads, audits and repairs; puts, gets,
-//! deletes and lists of two VICOS members), the faults and the adversary. The clients are the
+//! possession audits of two file owners; PoR puts, reads, audits, repairs, removals and
+//! prunes; puts, gets, deletes and lists of two VICOS members), the faults and the adversary. The clients are the
 //! real client code ([`vouch_client::Client`], [`vouch_client::vicos::Group`]) with their
 //! state in memory; the provider is the real [`vouch_server::Provider`] over a directory kept
 //! in memory where the OS allows, reached through an in-process link
@@ -23,6 +23,7 @@ mod batch;
 mod files;
 mod gateway;
 mod group;
+mod hold;
 mod model;
 mod por;
 mod providers;

@@ -1,7 +1,8 @@
 //! The PoR steps (Shi–Stefanov–Papamanthou): puts with a PoR copy, reads of the copy,
-//! audits (one that passes must leave every copy recoverable) and repairs.
+//! audits (one that passes must leave every copy recoverable) and repairs; and, after some,
+//! removals and prunes, which free slots where the labels say and consolidate the log.
 
-use super::report::SimFailure;
+use super::report::{Invariant, SimFailure};
 use super::run::{ended, Ended, Run, POR_FILES};
 
 impl Run {
@@ -12,7 +13,7 @@ impl Run {
             false => 0,
             true => self.rng.below(100),
         };
-        match roll {
+        let step = match roll {
             0..=34 => {
                 self.por_started = true;
                 self.put(0, name, true).await
@@ -28,6 +29,44 @@ impl Run {
                 let result = self.owners[0].client.por().repair(name).await;
                 self.por_outcome(&format!("repair {name}"), "repair", ended(result).map(|_| ())).await
             }
+        };
+        step?;
+        self.por_free_step(name).await
+    }
+
+    /// Now and then after a PoR step, drawn from a stream of its own (so that a seed's other
+    /// choices stay what they were): `name` removed, or its old versions pruned. Both write ⊥
+    /// over the slots the versions' labels name, and consolidate the log once enough is free:
+    /// where a label the provider serves matters.
+    async fn por_free_step(&mut self, name: &str) -> Result<(), SimFailure> {
+        if !self.por_started || !self.frees.percent(12) {
+            return Ok(());
+        }
+        if self.frees.percent(40) {
+            return self.remove(0, name).await;
+        }
+        // Pruned only where the history says the name is there, so that a "not found" is a
+        // lie to catch, not a guess.
+        if !matches!(self.owners[0].model.certain(name), Some(Some(_))) {
+            return Ok(());
+        }
+        let client = &self.owners[0].client;
+        let result = match client.log(name).await {
+            Ok(all) if all.len() > 1 => {
+                let old: Vec<u64> = all[..all.len() - 1].iter().map(|v| v.number).collect();
+                client.prune(name, &old).await
+            }
+            Ok(_) => return Ok(()),
+            Err(e) => Err(e),
+        };
+        let label = format!("prune {name}");
+        match ended(result) {
+            Ended::NotFound(message) => {
+                let detail = format!("{label} accepted \"not found\" ({message}); the history says it is there");
+                Err(self.fail(Invariant::AcceptsOnlyTheTruth, detail))
+            }
+            // The latest version stays what it was: later reads check it against the model.
+            outcome => self.por_outcome(&label, "prune", outcome).await,
         }
     }
 

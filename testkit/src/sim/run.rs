@@ -25,6 +25,10 @@ pub(super) const KEYS: [&[u8]; 3] = [b"k0", b"k1", b"k2"];
 pub(super) const BLOCK: Option<usize> = Some(1024);
 /// Mixed into a seed for the schedule's own choices ([`Strategy::Delay`]).
 const SCHEDULE_SEED: u64 = 0x5c4e_d01e_de1a_7ed0;
+/// Mixed into a seed for the choices of [`Strategy::HoldBatch`].
+const HOLD_SEED: u64 = 0x401d_ba7c_4e1d_0001;
+/// Mixed into a seed for the choices of PoR removals and prunes.
+const FREES_SEED: u64 = 0xf7ee_5107_0c0b_0002;
 /// The operations an adversary may go after in a run.
 const FOCUS: [Op; 12] = [
     Op::Stage,
@@ -68,6 +72,8 @@ pub(super) struct Run {
     pub(super) rng: Rng,
     /// The choices of concurrent operations ([`Strategy::Delay`]), apart from `rng`.
     pub(super) schedule: Rng,
+    /// The choices of PoR removals and prunes, apart from `rng` (see [`Run::por_free_step`]).
+    pub(super) frees: Rng,
     pub(super) adversary: Arc<tokio::sync::Mutex<Adversary>>,
     pub(super) link: SimLink,
     pub(super) owners: Vec<Owner>,
@@ -188,7 +194,7 @@ impl Run {
         let honest = rng.percent(40);
         let pool: Vec<Strategy> = match honest {
             true => Strategy::HONEST_FAULTS.to_vec(),
-            false => Strategy::ALL[1..].iter().copied().filter(|s| *s != Strategy::Delay).collect(),
+            false => Strategy::ALL[1..].iter().copied().filter(|s| !s.is_scheduled()).collect(),
         };
         let mut strategies: Vec<Strategy> = pool.iter().copied().filter(|_| rng.percent(50)).collect();
         if strategies.is_empty() {
@@ -203,7 +209,13 @@ impl Run {
         let focus = rng.percent(30).then(|| *rng.pick(&FOCUS).unwrap_or(&FOCUS[0]));
         let mix = [1 + rng.below(3), 3 + rng.below(8), 1 + rng.below(4), 2 + rng.below(9)];
         let providers = Providers::new(&TOKENS).await?;
-        let adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate, focus);
+        // Drawn apart too, for the same reason.
+        let mut hold = Rng::new(seed ^ HOLD_SEED);
+        if !honest && hold.percent(50) {
+            strategies.push(Strategy::HoldBatch);
+        }
+        let mut adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate, focus);
+        adversary.hold = hold;
         let adversary = Arc::new(tokio::sync::Mutex::new(adversary));
         let link = SimLink(adversary.clone());
         let mut owners = Vec::new();
@@ -245,6 +257,7 @@ impl Run {
             seed,
             rng,
             schedule,
+            frees: Rng::new(seed ^ FREES_SEED),
             adversary,
             link,
             owners,

@@ -36,11 +36,18 @@ pub enum Strategy {
     /// Holds a member's INVOKE until the other member has put the key it names (a schedule an
     /// honest provider under concurrent members also produces: no lie).
     Delay,
+    /// Keeps a PoR batch it refused (as [`Strategy::Refuse`] does, applying nothing); later
+    /// it serves the kept batch's labels when the client asks for them, or, at the client's
+    /// next batch, applies the kept one first, past the fence the client raised when it
+    /// settled the batch as not applied (the honest provider keeps the fence in memory: a
+    /// restart drops it). The lies of #43 items 1-3: a refused batch's labels and seals used
+    /// later.
+    HoldBatch,
 }
 
 impl Strategy {
     /// Every strategy, for coverage reports.
-    pub const ALL: [Strategy; 13] = [
+    pub const ALL: [Strategy; 14] = [
         Strategy::Honest,
         Strategy::Refuse,
         Strategy::LoseAnswer,
@@ -54,6 +61,7 @@ impl Strategy {
         Strategy::Corrupt,
         Strategy::CutThenNotFound,
         Strategy::Delay,
+        Strategy::HoldBatch,
     ];
 
     /// Faults an honest provider has: a client must never report one as a lie.
@@ -62,6 +70,12 @@ impl Strategy {
 
     pub fn is_honest(self) -> bool {
         matches!(self, Strategy::Honest | Strategy::Delay) || Strategy::HONEST_FAULTS.contains(&self)
+    }
+
+    /// Whether the adversary plays the strategy on its own schedule rather than drawing it for
+    /// a message ([`Strategy::Delay`], [`Strategy::HoldBatch`]).
+    pub fn is_scheduled(self) -> bool {
+        matches!(self, Strategy::Delay | Strategy::HoldBatch)
     }
 
     /// Whether the strategy is made for a few operations only ([`Strategy::applies_to`]).
