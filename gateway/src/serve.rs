@@ -168,7 +168,7 @@ fn s3_service(config: &GatewayConfig, gateway: impl S3) -> S3Service {
 /// are authenticated as over HTTP; its background work runs on the caller's runtime.
 pub struct InProcessGateway {
     service: S3Service,
-    background: Background,
+    /// Its background work stops when the gateway is dropped.
     _stop: watch::Sender<bool>,
 }
 
@@ -180,24 +180,14 @@ pub fn in_process(config: &GatewayConfig, client: Arc<Client>) -> InProcessGatew
     let (stop, stopped) = watch::channel(false);
     let background = Background::new(stopped);
     let gateway = Front::new(Gateway::new(client, metrics, options, background.clone()));
-    InProcessGateway { service: s3_service(config, gateway), background, _stop: stop }
+    InProcessGateway { service: s3_service(config, gateway), _stop: stop }
 }
 
 impl InProcessGateway {
     /// One S3 request, answered whole: its status, headers and body (a body that broke off
     /// midway, as a lie caught after the headers went out does, is cut where it broke).
     pub async fn call(&self, req: http::Request<Bytes>) -> (http::response::Parts, Bytes, bool) {
-        let answer = match crate::refuse::before_auth(&req) {
-            Some(refusal) => refusal.to_http_response().map_err(|e| format!("{e:?}")),
-            None => self.service.call(req.map(s3s::Body::from)).await.map_err(|e| format!("{e:?}")),
-        };
-        let response = answer.unwrap_or_else(|e| {
-            tracing::error!("gateway: a request failed: {e}");
-            let mut response = http::Response::new(s3s::Body::empty());
-            *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
-            response
-        });
-        let (parts, mut body) = response.into_parts();
+        let (parts, mut body) = s3_answer(&self.service, req).await.into_parts();
         let mut bytes = Vec::new();
         let mut broke = false;
         while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
@@ -210,11 +200,6 @@ impl InProcessGateway {
             }
         }
         (parts, bytes.into(), broke)
-    }
-
-    /// Waits for the background work begun (a delayed prune) to end.
-    pub async fn finish(self) {
-        self.background.finish().await;
     }
 }
 
@@ -242,29 +227,34 @@ struct Limits {
 /// before it tries again, rather than spin on the error.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// One S3 request through s3s, timed and counted (with the violation its answer names); or
-/// refused from its head alone, its body never read ([`crate::refuse::before_auth`]).
+/// One S3 request through s3s, timed and counted (with the violation its answer names).
 async fn counted_call(service: &S3Service, metrics: &Metrics, req: http::Request<Incoming>) -> s3s::HttpResponse {
     let started = Instant::now();
     let method = req.method().clone();
-    let answer = match crate::refuse::before_auth(&req) {
-        Some(refusal) => refusal.to_http_response().map_err(|e| format!("{e:?}")),
-        None => service.call(req.map(s3s::Body::from)).await.map_err(|e| format!("{e:?}")),
-    };
-    let response = match answer {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::error!("gateway: a request failed: {e}");
-            let mut response = http::Response::new(s3s::Body::empty());
-            *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
-            response
-        }
-    };
+    let response = s3_answer(service, req).await;
     if let Some(kind) = response.headers().get(VIOLATION_HEADER).and_then(|v| v.to_str().ok()) {
         metrics.violation(kind);
     }
     metrics.request(&method, response.status().as_u16(), started.elapsed().as_secs_f64());
     response
+}
+
+/// One S3 request through s3s, or refused from its head alone, its body never read
+/// ([`crate::refuse::before_auth`]); s3s failing on its own is a 500.
+async fn s3_answer<B>(service: &S3Service, req: http::Request<B>) -> s3s::HttpResponse
+where
+    s3s::Body: From<B>,
+{
+    let answer = match crate::refuse::before_auth(&req) {
+        Some(refusal) => refusal.to_http_response().map_err(|e| format!("{e:?}")),
+        None => service.call(req.map(s3s::Body::from)).await.map_err(|e| format!("{e:?}")),
+    };
+    answer.unwrap_or_else(|e| {
+        tracing::error!("gateway: a request failed: {e}");
+        let mut response = http::Response::new(s3s::Body::empty());
+        *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+        response
+    })
 }
 
 fn metrics_response(path: &str, render: impl FnOnce() -> String) -> http::Response<Full<Bytes>> {
