@@ -186,7 +186,7 @@ impl Adversary {
         if op == Op::PorWrite {
             self.apply_kept(token).await.map_err(std::io::Error::other)?;
         }
-        if let Some(label) = self.kept_label(op, token, &body) {
+        if let Some(label) = self.kept_label(op, token, &body).await.map_err(std::io::Error::other)? {
             return Ok(label);
         }
         let strategy = self.choose(op);

@@ -45,22 +45,30 @@ impl Adversary {
 
     /// A label of a batch it refused and kept, served for the label the client asks for, now
     /// and then (the batch was never applied: the label names slots the client may have
-    /// given to something else since).
-    pub(super) fn kept_label(&mut self, op: Op, token: &str, body: &Bytes) -> Option<Held> {
+    /// given to something else since). A lie only where it differs from the provider's own
+    /// answer (the client may have sent the same label again since, and had it applied).
+    pub(super) async fn kept_label(&mut self, op: Op, token: &str, body: &Bytes) -> Result<Option<Held>, String> {
         if op != Op::PorLabel || !self.active {
-            return None;
+            return Ok(None);
         }
-        let asked = vouch_proto::decode::<PorLabelRequest>(body).ok()?;
-        let value = self.kept_labels.get(&(token.to_string(), asked.key.to_vec()))?.clone();
+        let Ok(asked) = vouch_proto::decode::<PorLabelRequest>(body) else { return Ok(None) };
+        let Some(value) = self.kept_labels.get(&(token.to_string(), asked.key.to_vec())).cloned() else {
+            return Ok(None);
+        };
         if !self.hold.percent(60) {
-            return None;
+            return Ok(None);
+        }
+        let answer: Bytes = encode(&PorLabelAnswer { value: Some(serde_bytes::ByteBuf::from(value)) }).into();
+        let served = self.providers.serving(token)?;
+        let honest = call(&served, op, token, body.clone()).await;
+        if honest.status == 200 && honest.body == answer {
+            return Ok(None);
         }
         *self.used.entry(Strategy::HoldBatch).or_default() += 1;
         *self.ops.entry(op.to_string()).or_default() += 1;
         self.lied = true;
         self.log.push(format!("  {op} from {token}: HoldBatch (a kept batch's label served)"));
-        let answer = PorLabelAnswer { value: Some(serde_bytes::ByteBuf::from(value)) };
-        Some(Held { status: 200, body: encode(&answer).into(), cut: false })
+        Ok(Some(Held { status: 200, body: answer, cut: false }))
     }
 
     /// Before the client's next batch, now and then: its kept batch applied first, past the

@@ -24,7 +24,7 @@ const REGRESSIONS: &[(u64, &str)] = &[
     // #43 item 2, with its fix reverted (an owed copy settled on the provider's word: any
     // label it shows): a PoR batch refused and kept (HoldBatch), its label served when the
     // client settled the copy, the copy never written, and the next audit passed over a
-    // version the log cannot give back. Found by 42 of the first 6,000 seeds with both
+    // version the log cannot give back. Found by 22 of the first 3,000 seeds with both
     // halves of the fix reverted (the settling and the audit's check of one copy), 4 of 3,000
     // with the settling's alone.
     (80, "an audit passed over a copy settled by a refused batch's label"),
