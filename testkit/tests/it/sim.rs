@@ -25,8 +25,8 @@ const REGRESSIONS: &[(u64, &str)] = &[
     // label it shows): a PoR batch refused and kept (HoldBatch), its label served when the
     // client settled the copy, the copy never written, and the next audit passed over a
     // version the log cannot give back. Found by 22 of the first 3,000 seeds with both
-    // halves of the fix reverted (the settling and the audit's check of one copy), 4 of 3,000
-    // with the settling's alone.
+    // halves of the fix reverted (the settling and the audit's check of one copy), 2 of 3,000
+    // with the settling's alone (the audit's check of one copy at random catches the rest).
     (80, "an audit passed over a copy settled by a refused batch's label"),
     (741, "an audit passed over a copy settled by a refused batch's label"),
     // #43 item 8, with its fix reverted: a group get whose object stream was cut with "not
