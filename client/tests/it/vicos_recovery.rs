@@ -130,8 +130,6 @@ async fn a_commit_whose_save_failed_leaves_only_after_a_save_succeeds() {
     assert_eq!(read(&bob, "third").await, None, "never invoked");
 }
 
-/// Points Alice's state directory at `url` (a proxy in front of the provider, or the
-/// provider again).
 /// A proxy in front of `setup`'s provider that passes every request on and loses the answer
 /// of each successful `op` (the provider applied it; the client hears it dropped).
 async fn losing_answers_of(setup: &Setup, op: &'static str) -> String {
@@ -146,6 +144,8 @@ async fn losing_answers_of(setup: &Setup, op: &'static str) -> String {
     .await
 }
 
+/// Points Alice's state directory at `url` (a proxy in front of the provider, or the
+/// provider again).
 fn serve_alice_from(setup: &Setup, from: &str, to: &str) {
     let config = setup.state.join("config.toml");
     let text = std::fs::read_to_string(&config).unwrap();
