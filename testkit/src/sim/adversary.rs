@@ -51,6 +51,9 @@ pub(super) struct Adversary {
     pub(super) lied: bool,
     /// A crash happened since the flag was last cleared.
     pub(super) crashed: bool,
+    /// A blob was lost or damaged on disk since the provider last started: it may still
+    /// answer from what it holds in memory.
+    pub(super) damaged_on_disk: bool,
     /// A group message was answered from another state (a rollback or a replayed answer):
     /// the members may have been shown diverging histories without an explicit fork.
     pub(super) group_forked: bool,
@@ -65,10 +68,17 @@ pub(super) struct Adversary {
     cut_reads: std::collections::HashSet<String>,
     /// The choices of [`Strategy::HoldBatch`], apart from `rng`.
     pub(super) hold: Rng,
+    /// Whether [`Strategy::HoldBatch`] names free slots when asked, apart from `hold`.
+    pub(super) free_answers: Rng,
+    /// A copy of the state where a kept batch was applied, to splice in after the client's
+    /// batch at hand ([`Adversary::splice_kept`]).
+    pub(super) splice_from: Option<std::path::PathBuf>,
+    /// The clients whose last question for free slots it answered with none.
+    pub(super) named_none: std::collections::BTreeSet<String>,
     /// Each client's PoR upload parts (`por-stage`) since its last batch.
     pub(super) staging: BTreeMap<String, Vec<Bytes>>,
-    /// Each client's refused PoR batch it keeps: its staged parts, then the batch.
-    pub(super) kept: BTreeMap<String, (Vec<Bytes>, Bytes)>,
+    /// Each client's refused PoR batch it keeps.
+    pub(super) kept: BTreeMap<String, Kept>,
     /// The labels of every batch it refused and kept, by client and key: what it may serve.
     pub(super) kept_labels: BTreeMap<(String, Vec<u8>), Vec<u8>>,
 }
@@ -94,12 +104,16 @@ impl Adversary {
             ops: BTreeMap::new(),
             lied: false,
             crashed: false,
+            damaged_on_disk: false,
             log: Vec::new(),
             group_forked: false,
             interleave: None,
             views: Views::default(),
             cut_reads: Default::default(),
             hold: Rng::new(0),
+            free_answers: Rng::new(0),
+            named_none: Default::default(),
+            splice_from: None,
             staging: BTreeMap::new(),
             kept: BTreeMap::new(),
             kept_labels: BTreeMap::new(),
@@ -183,11 +197,13 @@ pub(super) fn unavailable() -> Held {
 
 impl Adversary {
     async fn answer(&mut self, op: Op, token: &str, body: Bytes) -> Result<Held, std::io::Error> {
-        if op == Op::PorWrite {
-            self.apply_kept(token).await.map_err(std::io::Error::other)?;
-        }
+        self.splice_from = None;
+        let released = op == Op::PorWrite && self.apply_kept(token).await.map_err(std::io::Error::other)?;
         if let Some(label) = self.kept_label(op, token, &body).await.map_err(std::io::Error::other)? {
             return Ok(label);
+        }
+        if let Some(none) = self.names_no_free(op, token) {
+            return Ok(none);
         }
         let strategy = self.choose(op);
         *self.used.entry(strategy).or_default() += 1;
@@ -200,7 +216,7 @@ impl Adversary {
         }
         let fail = |e: String| std::io::Error::other(e);
         self.stage_seen(op, token, &body);
-        if self.keeps(op, token) {
+        if !released && self.keeps(op, token, &body) {
             return Ok(self.keep(token, body));
         }
         match strategy {
@@ -237,6 +253,9 @@ impl Adversary {
             _ => call(&served, op, token, body).await,
         };
         drop(served);
+        if let Some(from) = self.splice_from.take() {
+            self.splice_kept(from, held.status).await.map_err(fail)?;
+        }
         if (200..300).contains(&held.status) && !held.cut && strategy == Strategy::Honest {
             self.seen.entry(op.to_string()).or_default().push(held.body.clone());
         }
@@ -271,6 +290,7 @@ impl Adversary {
 
     pub(super) async fn restart(&mut self) -> Result<(), String> {
         self.crashed = true;
+        self.damaged_on_disk = false;
         self.providers.crash().await
     }
 }
@@ -312,4 +332,25 @@ pub(super) async fn call(served: &InProcess<Provider>, op: Op, token: &str, body
         // sees the connection drop.
         Err(_) => Held { status, body: Bytes::new(), cut: true },
     }
+}
+
+/// What the adversary does with a batch it keeps, chosen when it keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// Its labels served later; the batch itself let go at the client's next one.
+    Labels,
+    /// Applied later, past the client's fence.
+    Apply,
+    /// Applied on a copy of the state beside the client's next batch, its levels spliced
+    /// into the live state over that batch's: two authentic versions of a level mixed
+    /// (#43 item 3).
+    Splice,
+}
+
+/// A client's PoR batch the adversary refused and keeps.
+pub(super) struct Kept {
+    /// Its staged upload parts, then the batch itself.
+    pub(super) parts: Vec<Bytes>,
+    pub(super) batch: Bytes,
+    pub(super) plan: Plan,
 }

@@ -32,6 +32,7 @@ mod run;
 mod s3app;
 mod strategy;
 mod views;
+mod without_u;
 
 pub use batch::{run_many, Batch};
 pub use report::{Coverage, Invariant, RunReport, SimFailure};

@@ -39,7 +39,7 @@ impl Run {
     /// over the slots the versions' labels name, and consolidate the log once enough is free:
     /// where a label the provider serves matters.
     async fn por_free_step(&mut self, name: &str) -> Result<(), SimFailure> {
-        if !self.por_started || !self.frees.percent(12) {
+        if !self.por_started || !self.frees.percent(self.free_rate) {
             return Ok(());
         }
         if self.frees.percent(40) {
@@ -105,6 +105,7 @@ impl Run {
                     self.recoverable(0, name, true).await?;
                 }
             }
+            self.recoverable_without_u().await?;
         }
         Ok(())
     }

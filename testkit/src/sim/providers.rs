@@ -96,6 +96,63 @@ impl Providers {
         Ok(())
     }
 
+    /// A copy of the live state, opened apart: where a kept batch is applied beside the
+    /// live one.
+    pub(super) async fn side(&mut self) -> Result<(PathBuf, Served), String> {
+        let to = self.fresh_dir();
+        copy_dir(&self.live_dir(), &to).map_err(|e| format!("copying the provider's state: {e}"))?;
+        let served = open(&to, &self.clients).await?;
+        Ok((to, served))
+    }
+
+    /// The PoR levels' and C's files (segments and sealed checksums) that the state at `from`
+    /// holds under the same names as the live one but with other bytes, copied over the
+    /// live ones: how many.
+    pub(super) fn splice(&self, from: &Path) -> Result<usize, String> {
+        let mut files = Vec::new();
+        walk(&from.join("blobs"), &mut files);
+        files.sort();
+        let mut spliced = 0;
+        for file in files {
+            let Ok(name) = file.strip_prefix(from) else { continue };
+            let level = name.components().any(|c| {
+                let c = c.as_os_str().to_string_lossy();
+                c.starts_with("level-") || c.starts_with("coded-")
+            });
+            let live = self.live_dir().join(name);
+            if !level || !live.is_file() {
+                continue;
+            }
+            let theirs = std::fs::read(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+            if std::fs::read(&live).map_err(|e| format!("reading {}: {e}", live.display()))? != theirs {
+                std::fs::write(&live, theirs).map_err(|e| format!("writing {}: {e}", live.display()))?;
+                spliced += 1;
+            }
+        }
+        Ok(spliced)
+    }
+
+    /// A copy of the live state with every slot of U of `client`'s PoR log lost (H, C and
+    /// the rest as they are), opened apart.
+    pub(super) async fn without_u(&mut self, client: &str) -> Result<Served, String> {
+        let to = self.fresh_dir();
+        copy_dir(&self.live_dir(), &to).map_err(|e| format!("copying the provider's state: {e}"))?;
+        fn store(e: impl std::fmt::Display) -> String {
+            format!("the copy's store: {e}")
+        }
+        let blobs = vouch_store::ObjectBlobs::local(&to.join("blobs")).map_err(store)?;
+        let meta = vouch_store::MetaDb::open(&to.join("meta.redb")).map_err(store)?;
+        let repo = vouch_store::Repository::open(blobs, meta).map_err(store)?;
+        let owner = format!("{client}/por");
+        if let Some(log) = vouch_store::PorLog::open(&repo, owner.as_bytes()).await.map_err(store)? {
+            let all: Vec<u64> = (0..log.schedule().capacity()).collect();
+            crate::damage::lose_raw_slots(&repo, &log, &all).map_err(store)?;
+        }
+        repo.close().await.map_err(store)?;
+        drop(repo);
+        open(&to, &self.clients).await
+    }
+
     /// Every client is served from the live state again.
     pub(super) fn join(&mut self) -> bool {
         self.fork.take().is_some()

@@ -11,7 +11,7 @@ pub enum Invariant {
     ///    not give it.
     AcceptsOnlyTheTruth,
     /// 2. An audit that passes implies the data it covers can be recovered from what the
-    ///    provider still holds.
+    ///    provider still holds (for PoR, also from H and C alone: see `without_u`).
     AuditMeansRecoverable,
     /// 3. Honest faults never produce a violation, and the client can always go on.
     HonestFaultsAreNotLies,

@@ -29,6 +29,10 @@ const SCHEDULE_SEED: u64 = 0x5c4e_d01e_de1a_7ed0;
 const HOLD_SEED: u64 = 0x401d_ba7c_4e1d_0001;
 /// Mixed into a seed for the choices of PoR removals and prunes.
 const FREES_SEED: u64 = 0xf7ee_5107_0c0b_0002;
+/// Mixed into a seed for whether [`Strategy::HoldBatch`] is a run's only lie.
+const SOLO_SEED: u64 = 0x5010_ba7c_4e1d_0004;
+/// The stream of [`Strategy::HoldBatch`]'s answers to "which slots are free".
+const FREE_ANSWERS_SEED: u64 = 0xf7ee_a115_0e75_0003;
 /// The operations an adversary may go after in a run.
 const FOCUS: [Op; 12] = [
     Op::Stage,
@@ -74,6 +78,8 @@ pub(super) struct Run {
     pub(super) schedule: Rng,
     /// The choices of PoR removals and prunes, apart from `rng` (see [`Run::por_free_step`]).
     pub(super) frees: Rng,
+    /// Percent of PoR steps followed by a removal or a prune.
+    pub(super) free_rate: u64,
     pub(super) adversary: Arc<tokio::sync::Mutex<Adversary>>,
     pub(super) link: SimLink,
     pub(super) owners: Vec<Owner>,
@@ -157,6 +163,18 @@ pub(super) fn owner_client(
     Client::new(state, remote(link, token)).map_err(|e| format!("a client over its state: {e}"))
 }
 
+/// An owner's client over any link, with the simulator's transport settings for it.
+pub(super) fn owner_client_over(
+    link: Arc<dyn vouch_client::Link>,
+    token: &str,
+    secret: u8,
+    store: &Arc<MemoryState>,
+) -> Result<Client, String> {
+    let remote = Remote::linked(link, "sim://copy", token, &Transport::default());
+    let state = ClientState { key: tag_key(secret), store: store.clone() };
+    Client::new(state, remote).map_err(|e| format!("a client over its state: {e}"))
+}
+
 /// Runs `seed` for `steps` steps; `Err` names the invariant broken.
 pub(super) async fn run(seed: u64, steps: usize) -> Result<RunReport, SimFailure> {
     let mut run = Run::new(seed).await.map_err(|e| SimFailure {
@@ -207,15 +225,26 @@ impl Run {
         }
         let rate = 3 + rng.below(20);
         let focus = rng.percent(30).then(|| *rng.pick(&FOCUS).unwrap_or(&FOCUS[0]));
-        let mix = [1 + rng.below(3), 3 + rng.below(8), 1 + rng.below(4), 2 + rng.below(9)];
+        let mut mix = [1 + rng.below(3), 3 + rng.below(8), 1 + rng.below(4), 2 + rng.below(9)];
         let providers = Providers::new(&TOKENS).await?;
         // Drawn apart too, for the same reason.
         let mut hold = Rng::new(seed ^ HOLD_SEED);
+        let (mut free_rate, mut solo) = (12, false);
         if !honest && hold.percent(50) {
             strategies.push(Strategy::HoldBatch);
+            // Now and then its only lie (swarm testing): a held batch's lie takes several of
+            // the client's steps to play out, and any other lie caught on the way ends it.
+            // Most of its steps then go to the PoR log, and free slots (where a copy tried
+            // again may go) are more common.
+            if Rng::new(seed ^ SOLO_SEED).percent(25) {
+                strategies.retain(|s| s.is_honest() || *s == Strategy::HoldBatch);
+                mix[2] += 12;
+                (free_rate, solo) = (35, true);
+            }
         }
         let mut adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate, focus);
         adversary.hold = hold;
+        adversary.free_answers = Rng::new(seed ^ FREE_ANSWERS_SEED);
         let adversary = Arc::new(tokio::sync::Mutex::new(adversary));
         let link = SimLink(adversary.clone());
         let mut owners = Vec::new();
@@ -252,12 +281,15 @@ impl Run {
             Member { group: Arc::new(m0), branch: 0, done: false, owes_detection: false },
             Member { group: Arc::new(m1), branch: 0, done: false, owes_detection: false },
         ];
-        let trace = vec![format!("seed {seed}: honest faults only: {honest}; going after: {focus:?}")];
+        let trace = vec![format!(
+            "seed {seed}: honest faults only: {honest}; going after: {focus:?}; HoldBatch its only lie: {solo}"
+        )];
         Ok(Run {
             seed,
             rng,
             schedule,
             frees: Rng::new(seed ^ FREES_SEED),
+            free_rate,
             adversary,
             link,
             owners,
@@ -345,6 +377,11 @@ impl Run {
                     false => {
                         let blob = &blobs[self.rng.below(blobs.len() as u64) as usize];
                         adversary.lied = true;
+                        adversary.damaged_on_disk = true;
+                        let key = blob.components().rev().take(3).collect::<Vec<_>>();
+                        let key: Vec<String> =
+                            key.iter().rev().map(|c| c.as_os_str().to_string_lossy().into()).collect();
+                        adversary.log.push(format!("  {action:?}: .../{}", key.join("/")));
                         damage(blob, action, &mut self.rng).map(|()| true)
                     }
                 }

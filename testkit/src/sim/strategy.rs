@@ -36,12 +36,13 @@ pub enum Strategy {
     /// Holds a member's INVOKE until the other member has put the key it names (a schedule an
     /// honest provider under concurrent members also produces: no lie).
     Delay,
-    /// Keeps a PoR batch it refused (as [`Strategy::Refuse`] does, applying nothing); later
-    /// it serves the kept batch's labels when the client asks for them, or, at the client's
-    /// next batch, applies the kept one first, past the fence the client raised when it
-    /// settled the batch as not applied (the honest provider keeps the fence in memory: a
-    /// restart drops it). The lies of #43 items 1-3: a refused batch's labels and seals used
-    /// later.
+    /// Keeps a PoR batch it refused (as [`Strategy::Refuse`] does, applying nothing), with a
+    /// plan: it serves the kept batch's labels later when the client asks for them; or, at
+    /// the client's next batch, applies the kept one first, past the fence the client raised
+    /// when it settled the batch as not applied (the honest provider keeps the fence in
+    /// memory: a restart drops it); or applies it on a copy of its state and splices the
+    /// levels it wrote over those of the client's next batch. The lies of #43 items 1-3: a
+    /// refused batch's labels and seals used later.
     HoldBatch,
 }
 

@@ -15,20 +15,27 @@ const REGRESSIONS: &[(u64, &str)] = &[
     // A provider that lost the PoR log answered "not found" to requests about it, and the
     // client passed that on as the name's absence: an edit, a read of the copy, a put (which
     // had committed the version) all said "not found" (now a DataLost violation). Found by
-    // 24 of the ten thousand seeds with the fix reverted; since PoR removals and held batches
-    // joined the runs, by 28 of the first 20,000 (no longer by an edit: seed 4497, which
-    // found that path, now runs otherwise); these three cover the paths it still takes.
+    // 24 of the ten thousand seeds with the fix reverted; with PoR removals and held batches
+    // in the runs, by 10 of the first 8,000; these three cover the paths it takes.
     (785, "a put whose version committed said \"not found\" after the provider lost the log"),
     (403, "a PoR file reported absent by a failed put, then listed"),
-    (1604, "a read of a PoR copy said \"not found\" after the provider lost the log"),
+    (1956, "a put said \"not found\" for a version it had committed, after the provider lost the log"),
+    // Found with every fix of #43 in (1 of the first 10,000 seeds, 24 steps): a consolidation's
+    // relabeling batch was refused and kept (HoldBatch); when the client went on with it, the
+    // provider served the kept batch's label, sealed in the new generation, and the client
+    // took the relabel as done and never sent it again. The provider kept the old label, which
+    // the client then refused as stale: the copy could not be found, and a later audit passed.
+    // The relabeling now sends such labels again.
+    (3529, "a consolidation took a refused batch's label as its relabel done"),
     // #43 item 2, with its fix reverted (an owed copy settled on the provider's word: any
     // label it shows): a PoR batch refused and kept (HoldBatch), its label served when the
     // client settled the copy, the copy never written, and the next audit passed over a
-    // version the log cannot give back. Found by 22 of the first 3,000 seeds with both
-    // halves of the fix reverted (the settling and the audit's check of one copy), 2 of 3,000
-    // with the settling's alone (the audit's check of one copy at random catches the rest).
-    (80, "an audit passed over a copy settled by a refused batch's label"),
-    (741, "an audit passed over a copy settled by a refused batch's label"),
+    // version the log cannot give back. Found by 99 of the first 3,000 seeds with both
+    // halves of the fix reverted (the settling and the audit's check of one copy), 13 of
+    // 3,000 with the settling's alone (the audit's check of one copy at random catches the
+    // rest); these two fail in 3 of 3 replays with the settling's half alone.
+    (165, "an audit passed over a copy settled by a refused batch's label"),
+    (2106, "an audit passed over a copy settled by a refused batch's label"),
     // #43 item 8, with its fix reverted: a group get whose object stream was cut with "not
     // found" asked the group again, the other member's put landed first (a Delay), and the get
     // wrote the new object after the old one's unverified bytes, reporting success. Found by
