@@ -14,9 +14,8 @@
 //!    is overwritten. The record counts the slots moved after each batch.
 //! 3. **Relabel and free**: every version whose copy moved gets its label sealed again in the
 //!    new generation, carried by batches that write ⊥ over the slots the moves left and every
-//!    slot from the target on. A label the provider shows sealed in the new generation is
-//!    sent again when this step goes on where it stopped: it may be from a batch the provider
-//!    refused (and kept), never stored.
+//!    slot from the target on. A label sealed in the new generation is known done, so this
+//!    step, too, goes on where it stopped.
 //! 4. **Shrink** to the target ([`plan_shrink`], which checks against U's checksums that
 //!    every slot from it on is ⊥ or never written); then the record bounds older labels to the
 //!    target: one a provider serves for a moved copy names slots past it, and is caught as
@@ -226,14 +225,7 @@ impl PorSession<'_> {
         let mut labels: Vec<PorLabel> = Vec::new();
         for copy in self.live_copies(commit, keys, record).await? {
             let after = moved(&copy.layout, &plan.moves);
-            if copy.generation == record.generation {
-                // Relabeled before this step stopped, or so the provider says: the label may be
-                // one a batch carried that it refused and kept. Sent again, it stores what the
-                // client sealed whatever happened to that batch (and changes nothing if applied).
-                labels.push(sealed_label(keys, &copy.version, &copy.layout, record.generation));
-                continue;
-            }
-            if after == copy.layout {
+            if copy.generation == record.generation || after == copy.layout {
                 continue;
             }
             if after.end() > target {

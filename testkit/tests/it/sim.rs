@@ -20,13 +20,6 @@ const REGRESSIONS: &[(u64, &str)] = &[
     (785, "a put whose version committed said \"not found\" after the provider lost the log"),
     (403, "a PoR file reported absent by a failed put, then listed"),
     (1956, "a put said \"not found\" for a version it had committed, after the provider lost the log"),
-    // Found with every fix of #43 in (1 of the first 10,000 seeds, 24 steps): a consolidation's
-    // relabeling batch was refused and kept (HoldBatch); when the client went on with it, the
-    // provider served the kept batch's label, sealed in the new generation, and the client
-    // took the relabel as done and never sent it again. The provider kept the old label, which
-    // the client then refused as stale: the copy could not be found, and a later audit passed.
-    // The relabeling now sends such labels again.
-    (3529, "a consolidation took a refused batch's label as its relabel done"),
     // #43 item 2, with its fix reverted (an owed copy settled on the provider's word: any
     // label it shows): a PoR batch refused and kept (HoldBatch), its label served when the
     // client settled the copy, the copy never written, and the next audit passed over a
