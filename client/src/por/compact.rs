@@ -14,8 +14,9 @@
 //!    is overwritten. The record counts the slots moved after each batch.
 //! 3. **Relabel and free**: every version whose copy moved gets its label sealed again in the
 //!    new generation, carried by batches that write ⊥ over the slots the moves left and every
-//!    slot from the target on. A label sealed in the new generation is known done, so this
-//!    step, too, goes on where it stopped.
+//!    slot from the target on. The record counts the labels and slots of the batches seen
+//!    applied, so this step, too, goes on where it stopped. A label the provider serves is
+//!    never taken as done: it may come from a batch it refused and kept (seed 3529).
 //! 4. **Shrink** to the target ([`plan_shrink`], which checks against U's checksums that
 //!    every slot from it on is ⊥ or never written); then the record bounds older labels to the
 //!    target: one a provider serves for a moved copy names slots past it, and is caught as
@@ -93,7 +94,8 @@ impl PorSession<'_> {
             plan.log_target
         );
         record.generation += 1;
-        record.compacting = Some(Compacting { log_target: plan.log_target, moves: plan.moves, moved: 0, freed: 0 });
+        record.compacting =
+            Some(Compacting { log_target: plan.log_target, moves: plan.moves, moved: 0, freed: 0, relabeled: 0 });
         self.save(record)?;
         self.settle_compaction(commit, keys, record).await
     }
@@ -225,7 +227,10 @@ impl PorSession<'_> {
         let mut labels: Vec<PorLabel> = Vec::new();
         for copy in self.live_copies(commit, keys, record).await? {
             let after = moved(&copy.layout, &plan.moves);
-            if copy.generation == record.generation || after == copy.layout {
+            // A label of this generation was sealed by this step (so `after` is the layout
+            // it gave), but whether a batch that carried it was applied only the record
+            // knows: it stays in the list, and the record's count skips it once done.
+            if copy.generation != record.generation && after == copy.layout {
                 continue;
             }
             if after.end() > target {
@@ -241,7 +246,8 @@ impl PorSession<'_> {
             .flat_map(|r| r.first..r.first + r.slots)
             .skip(plan.freed as usize)
             .collect();
-        let (mut to_free, mut labels) = (to_free.as_slice(), labels.as_slice());
+        let labels = labels.get(plan.relabeled as usize..).unwrap_or_default();
+        let (mut to_free, mut labels) = (to_free.as_slice(), labels);
         while !to_free.is_empty() || !labels.is_empty() {
             let (writes, rest) = to_free.split_at(to_free.len().min(REQUEST_SLOTS));
             let (carried, more) = labels.split_at(labels.len().min(LABELS_PER_BATCH));
@@ -256,7 +262,9 @@ impl PorSession<'_> {
             let slots = writes.iter().flat_map(|&i| encode_slot(i, None)).collect();
             let batch = Batch { writes, slots, labels: carried.to_vec(), into_free: false, copy: None };
             self.batch(keys, record, batch).await?;
-            record.compacting.as_mut().expect("a consolidation under way").freed += taken;
+            let progress = record.compacting.as_mut().expect("a consolidation under way");
+            progress.freed += taken;
+            progress.relabeled += carried.len() as u64;
             self.save(record)?;
         }
         Ok(())

@@ -149,6 +149,28 @@ async fn a_consolidation_stopped_at_each_batch_goes_on_where_it_stopped() {
     each_reads_back(&client, &files).await;
 }
 
+/// The consolidation's first batch of labels is refused, and its labels kept (the provider
+/// was down, or says so), then served as the copies' labels when the consolidation goes on.
+/// They are of the new generation, but only the client's record says which labels were
+/// applied: every one the refused batch carried is sent again before U shrinks, and every
+/// copy reads back (seed 3529 of the simulator).
+#[tokio::test]
+async fn a_refused_batch_of_labels_is_sent_again_though_the_provider_serves_them() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let client = setup.client();
+    let files = stored_above_a_big_file(&client).await;
+    let grown = client.por().audit(4).await.unwrap().log_capacity;
+    drop(client);
+    let client = restarted(&mut setup, Misbehave::RefusedPorLabel, async |_| {}).await;
+    let _ = client.remove("big").await;
+    latest_read_back(&client, &files).await;
+    let shrunk = client.por().audit(16).await.unwrap();
+    assert!(shrunk.log_capacity + 3 <= grown, "2^{} after 2^{grown}", shrunk.log_capacity);
+    drop(client);
+    let client = restarted(&mut setup, Misbehave::None, async |_| {}).await;
+    each_reads_back(&client, &files).await;
+}
+
 /// A consolidation stopped before its moves were made, then all of U lost: the next PoR
 /// operation (a repair) drops it instead of being held up by slots it cannot read, and
 /// repair restores every copy where its label says it is.

@@ -28,7 +28,7 @@ use crate::por::client::LogState;
 use crate::por::code::Schedule;
 use crate::Digest;
 
-const MAGIC: &[u8; 8] = b"vouchPR\x06";
+const MAGIC: &[u8; 8] = b"vouchPR\x07";
 
 /// The record's bytes do not read: cut, damaged on disk, or of a layout this version does
 /// not know.
@@ -45,6 +45,8 @@ const MAGIC_3: &[u8; 8] = b"vouchPR\x03";
 const MAGIC_4: &[u8; 8] = b"vouchPR\x04";
 /// Layout 5: never refused.
 const MAGIC_5: &[u8; 8] = b"vouchPR\x05";
+/// Layout 6: a consolidation's relabels not counted (all of them are sent again).
+const MAGIC_6: &[u8; 8] = b"vouchPR\x06";
 /// Most points of refusal a record keeps (each after an applied batch): past
 /// [`super::MAX_INCARNATION_ENDS`] the next PoR operation starts a new epoch, which folds them
 /// all, so this is never reached but by a damaged record.
@@ -83,6 +85,10 @@ pub struct Compacting {
     pub moved: u64,
     /// Slots of those to free, in order, written ⊥ so far.
     pub freed: u64,
+    /// Labels of the relabel step, in order, carried by batches the client saw applied. Only
+    /// this count says a label is done: one the provider serves may come from a batch it
+    /// refused and kept.
+    pub relabeled: u64,
 }
 
 /// Where the log is, as far as the client is concerned.
@@ -202,6 +208,7 @@ impl PorRecord {
                 out.push(c.log_target as u8);
                 out.extend_from_slice(&c.moved.to_le_bytes());
                 out.extend_from_slice(&c.freed.to_le_bytes());
+                out.extend_from_slice(&c.relabeled.to_le_bytes());
                 out.extend_from_slice(&(c.moves.len() as u32).to_le_bytes());
                 for m in &c.moves {
                     [m.from, m.to, m.slots].iter().for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
@@ -231,8 +238,8 @@ impl PorRecord {
 
     pub fn from_bytes(bytes: &[u8]) -> Result<PorRecord, RecordDamaged> {
         let damaged = || RecordDamaged;
-        let (layout, body) =
-            envelope::open(bytes, &[MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC_5, MAGIC]).map_err(|_| damaged())?;
+        let (layout, body) = envelope::open(bytes, &[MAGIC_1, MAGIC_2, MAGIC_3, MAGIC_4, MAGIC_5, MAGIC_6, MAGIC])
+            .map_err(|_| damaged())?;
         let mut r = Reader { bytes: codec::Reader::new(body), layout: layout + 1 };
         let at = r.point().ok_or_else(damaged)?;
         let in_flight = match r.take(1).ok_or_else(damaged)?[0] {
@@ -366,6 +373,7 @@ impl<'a> Reader<'a> {
     fn compacting(&mut self) -> Option<Compacting> {
         let log_target = u32::from(self.take(1)?[0]);
         let (moved, freed) = (self.u64()?, self.u64()?);
+        let relabeled = if self.layout >= 7 { self.u64()? } else { 0 };
         let count = self.u32()? as usize;
         if count > MAX_MOVES {
             return None;
@@ -373,7 +381,7 @@ impl<'a> Reader<'a> {
         let moves = (0..count)
             .map(|_| Some(Move { from: self.u64()?, to: self.u64()?, slots: self.u64()? }))
             .collect::<Option<_>>()?;
-        Some(Compacting { log_target, moves, moved, freed })
+        Some(Compacting { log_target, moves, moved, freed, relabeled })
     }
 
     fn point(&mut self) -> Option<LogPoint> {
@@ -416,6 +424,7 @@ mod tests {
                     moves: vec![Move { from: 300, to: 5, slots: 9 }, Move { from: 320, to: 40, slots: 2 }],
                     moved: 9,
                     freed: 0,
+                    relabeled: 17,
                 }),
                 ..PorRecord::new(log)
             },
@@ -437,6 +446,27 @@ mod tests {
                 assert!(PorRecord::from_bytes(&bad).is_err(), "byte {at} flipped");
             }
         }
+    }
+
+    #[test]
+    fn a_record_of_layout_6_reads_with_no_relabel_counted() {
+        const FREED: u64 = 0x5a17_c0de_0000_0001;
+        let log = LogState { schedule: Schedule::new(5, 4), raw_root: Digest([3; 32]), pending: Checksum::ZERO };
+        let compacting = Compacting {
+            log_target: 6,
+            moves: vec![Move { from: 70, to: 2, slots: 3 }],
+            moved: 3,
+            freed: FREED,
+            relabeled: 0,
+        };
+        let record = PorRecord { generation: 2, compacting: Some(compacting), ..PorRecord::new(log) };
+        let bytes = record.to_bytes();
+        let mut body = envelope::open(&bytes, &[MAGIC]).unwrap().1.to_vec();
+        // Layout 6: the same without the count of relabels, which follows `freed`.
+        let at = body.windows(8).position(|w| w == FREED.to_le_bytes()).unwrap() + 8;
+        body.drain(at..at + 8);
+        let old = envelope::seal(MAGIC_6, &body);
+        assert_eq!(PorRecord::from_bytes(&old).unwrap(), record);
     }
 
     #[test]

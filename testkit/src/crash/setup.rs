@@ -79,6 +79,7 @@ pub(super) fn kill_one(
         cx.report.checks += 1;
     }
     if killed.killed {
+        cx.report.interrupted += 1;
         cx.report.restarts += 1;
     }
     Ok(killed.killed)

@@ -49,8 +49,6 @@ pub(super) struct Adversary {
     pub(super) ops: BTreeMap<String, u64>,
     /// A strategy other than an honest fault was used.
     pub(super) lied: bool,
-    /// A crash happened since the flag was last cleared.
-    pub(super) crashed: bool,
     /// A blob was lost or damaged on disk since the provider last started: it may still
     /// answer from what it holds in memory.
     pub(super) damaged_on_disk: bool,
@@ -103,7 +101,6 @@ impl Adversary {
             used: BTreeMap::new(),
             ops: BTreeMap::new(),
             lied: false,
-            crashed: false,
             damaged_on_disk: false,
             log: Vec::new(),
             group_forked: false,
@@ -166,9 +163,7 @@ impl Link for SimLink {
     fn exchange(&self, request: LinkRequest) -> BoxFuture<'static, Result<LinkAnswer, std::io::Error>> {
         let adversary = self.0.clone();
         async move {
-            let LinkRequest { op, token, body } = request;
-            let pieces: Vec<Bytes> = body.collect::<Vec<_>>().await.into_iter().collect::<Result<_, _>>()?;
-            let body: Bytes = pieces.concat().into();
+            let (op, token, body) = whole(request).await?;
             // Outside the lock: the other member's messages come through this link too.
             let delayed = adversary.lock().await.delay(op, &token);
             if let Some(other) = delayed {
@@ -184,6 +179,13 @@ impl Link for SimLink {
         }
         .boxed()
     }
+}
+
+/// A request with its body gathered: the simulated provider answers whole messages.
+pub(super) async fn whole(request: LinkRequest) -> Result<(Op, String, Bytes), std::io::Error> {
+    let LinkRequest { op, token, body } = request;
+    let pieces: Vec<Bytes> = body.collect::<Vec<_>>().await.into_iter().collect::<Result<_, _>>()?;
+    Ok((op, token, pieces.concat().into()))
 }
 
 fn dropped() -> std::io::Error {
@@ -289,7 +291,6 @@ impl Adversary {
     }
 
     pub(super) async fn restart(&mut self) -> Result<(), String> {
-        self.crashed = true;
         self.damaged_on_disk = false;
         self.providers.crash().await
     }

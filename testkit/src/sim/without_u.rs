@@ -4,11 +4,10 @@
 //! slot of U lost, so from H and C alone, and reads each PoR file back. Reads through U
 //! alone would miss levels that were mixed or lost behind an intact U.
 
-use super::adversary::call;
+use super::adversary::{call, whole};
 use super::providers::Served;
 use super::report::{Invariant, SimFailure};
 use super::run::{ended, owner_client_over, Ended, Run, POR_FILES, TOKENS};
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use std::sync::Arc;
@@ -21,9 +20,8 @@ impl Link for Direct {
     fn exchange(&self, request: LinkRequest) -> BoxFuture<'static, Result<LinkAnswer, std::io::Error>> {
         let served = self.0.clone();
         async move {
-            let LinkRequest { op, token, body } = request;
-            let pieces: Vec<Bytes> = body.collect::<Vec<_>>().await.into_iter().collect::<Result<_, _>>()?;
-            let held = call(&served, op, &token, pieces.concat().into()).await;
+            let (op, token, body) = whole(request).await?;
+            let held = call(&served, op, &token, body).await;
             let body = futures::stream::iter([Ok(held.body)]).boxed();
             Ok(LinkAnswer { status: held.status, server_ms: None, body })
         }
