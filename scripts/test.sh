@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/minio.sh install >/dev/null
 # The gateway's tests drive real S3 applications (boto3, the aws CLI).
 scripts/s3-clients.sh
-cargo test --workspace --locked --all-targets
-# Every decoder of untrusted bytes under libFuzzer, briefly, from the committed corpus.
-scripts/fuzz.sh 10
+# Every decoder of untrusted bytes also replays the committed fuzz corpus here (the
+# `fuzz_corpus` tests); `scripts/fuzz.sh` runs libFuzzer over them on a nightly toolchain.
+# Arguments go to cargo test (`--no-run` builds the tests only).
+cargo test --workspace --locked --all-targets "$@"

@@ -46,6 +46,7 @@ pub mod frame;
 pub mod por;
 mod rpc;
 mod shared;
+#[cfg(feature = "tls")]
 pub mod tls;
 pub mod vicos;
 

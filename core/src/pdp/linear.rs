@@ -36,6 +36,7 @@ use super::field::{self, inner_products};
 use super::{Aggregate, Auditor, Challenged, FileId, Salt, SchemeId, Tagger, MAX_BLOCK_LEN};
 use crate::codec::Reader;
 use std::fmt;
+use std::sync::Arc;
 
 /// Independent lanes per tag.
 pub const LANES: usize = 2;
@@ -52,7 +53,8 @@ const KEY_MAGIC: &[u8; 8] = b"vouchLK\x01";
 pub struct LinearKey {
     secret: [u8; 32],
     prf_key: [u8; 32],
-    alphas: Vec<[u64; LANES]>,
+    /// Shared: a client's clones of its key (one per task or session) copy no megabytes.
+    alphas: Arc<[[u64; LANES]]>,
 }
 
 impl fmt::Debug for LinearKey {
@@ -87,7 +89,7 @@ impl LinearKey {
                 }
             }
         }
-        LinearKey { secret, prf_key, alphas }
+        LinearKey { secret, prf_key, alphas: alphas.into() }
     }
 
     /// `magic:8 || secret:32`.

@@ -151,10 +151,15 @@ impl ChecksumKey {
         let mut hasher = blake3::Hasher::new_derive_key("vouch por checksum matrix v1");
         hasher.update(secret);
         let mut xof = hasher.finalize_xof();
+        // Read a page of the stream at a time: a fill of 8 bytes computes a whole block.
+        let (mut page, mut at) = ([0u8; 4096], 4096);
         let mut next = || loop {
-            let mut word = [0; 8];
-            xof.fill(&mut word);
-            let v = u64::from_le_bytes(word);
+            if at == page.len() {
+                xof.fill(&mut page);
+                at = 0;
+            }
+            let v = u64::from_le_bytes(page[at..at + 8].try_into().expect("8 bytes"));
+            at += 8;
             if v < P {
                 return v;
             }
@@ -534,6 +539,23 @@ mod tests {
         let x = vec![P - 1; 5000];
         assert_eq!(key.checksum(&x), naive(&key, &x));
         assert_eq!(key.checksum_bytes(&[0xff; 7 * 5000]), naive(&key, &[(1 << 56) - 1; 5000]));
+    }
+
+    /// The matrix is BLAKE3's stream read 8 bytes at a time, entries `≥ p` skipped, column
+    /// after column, however many bytes the derivation reads at once (past one page here).
+    #[test]
+    fn the_matrix_is_the_stream_read_word_by_word() {
+        let key = ChecksumKey::new(&SECRET, 700);
+        let mut hasher = blake3::Hasher::new_derive_key("vouch por checksum matrix v1");
+        hasher.update(&SECRET);
+        let mut xof = hasher.finalize_xof();
+        let word = || {
+            let mut w = [0; 8];
+            xof.fill(&mut w);
+            Some(u64::from_le_bytes(w))
+        };
+        let expected: Vec<u64> = std::iter::from_fn(word).filter(|&v| v < P).take(700 * ROWS).collect();
+        assert_eq!(key.columns.iter().flatten().copied().collect::<Vec<_>>(), expected);
     }
 
     #[test]
