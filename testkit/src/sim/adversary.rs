@@ -68,6 +68,8 @@ pub(super) struct Adversary {
     pub(super) hold: Rng,
     /// Whether [`Strategy::HoldBatch`] names free slots when asked, apart from `hold`.
     pub(super) free_answers: Rng,
+    /// Percent of those answers that name no free slot while no batch is kept.
+    pub(super) names_none: u64,
     /// A copy of the state where a kept batch was applied, to splice in after the client's
     /// batch at hand ([`Adversary::splice_kept`]).
     pub(super) splice_from: Option<std::path::PathBuf>,
@@ -109,6 +111,7 @@ impl Adversary {
             cut_reads: Default::default(),
             hold: Rng::new(0),
             free_answers: Rng::new(0),
+            names_none: 30,
             named_none: Default::default(),
             splice_from: None,
             staging: BTreeMap::new(),

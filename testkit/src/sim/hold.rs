@@ -85,7 +85,9 @@ impl Adversary {
     /// itself; the client takes fresh ones), and, while it keeps a batch of the client's, the
     /// other answer than the one that batch's copy was placed by. No lie, but the copy tried
     /// again then lands elsewhere than the kept label says, and a later copy may take the
-    /// slots it names: #43 item 1's hole, where a client believes that label.
+    /// slots it names: #43 item 1's hole, where a client believes that label. In the runs
+    /// where it is the only lie, it names none most of the time (copies go to fresh slots,
+    /// where the next copy after a retry goes too), and then names them for the retry.
     pub(super) fn names_no_free(&mut self, op: Op, token: &str) -> Option<Held> {
         let holds = self.active && self.strategies.contains(&Strategy::HoldBatch);
         if op != Op::PorFree || !holds {
@@ -93,7 +95,7 @@ impl Adversary {
         }
         let none = match self.kept.contains_key(token) {
             true => !self.named_none.contains(token),
-            false => self.free_answers.percent(30),
+            false => self.free_answers.percent(self.names_none),
         };
         match none {
             true => self.named_none.insert(token.to_string()),

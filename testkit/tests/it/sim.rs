@@ -10,16 +10,16 @@ use vouch_testkit::sim::{run_many, run_seed, DEFAULT_STEPS};
 /// Steps in each of the ten thousand runs.
 const TEST_STEPS: usize = DEFAULT_STEPS / 2;
 
-/// Seeds that broke an invariant before their fix, with what they found.
-const REGRESSIONS: &[(u64, &str)] = &[
+/// Seeds that broke an invariant before their fix, with their steps and what they found.
+const REGRESSIONS: &[(u64, usize, &str)] = &[
     // A provider that lost the PoR log answered "not found" to requests about it, and the
     // client passed that on as the name's absence: an edit, a read of the copy, a put (which
     // had committed the version) all said "not found" (now a DataLost violation). Found by
     // 24 of the ten thousand seeds with the fix reverted; with PoR removals and held batches
     // in the runs, by 10 of the first 8,000; these three cover the paths it takes.
-    (785, "a put whose version committed said \"not found\" after the provider lost the log"),
-    (403, "a PoR file reported absent by a failed put, then listed"),
-    (1956, "a put said \"not found\" for a version it had committed, after the provider lost the log"),
+    (785, DEFAULT_STEPS, "a put whose version committed said \"not found\" after the provider lost the log"),
+    (403, DEFAULT_STEPS, "a PoR file reported absent by a failed put, then listed"),
+    (1956, DEFAULT_STEPS, "a put said \"not found\" for a version it had committed, after the provider lost the log"),
     // #43 item 2, with its fix reverted (an owed copy settled on the provider's word: any
     // label it shows): a PoR batch refused and kept (HoldBatch), its label served when the
     // client settled the copy, the copy never written, and the next audit passed over a
@@ -27,27 +27,45 @@ const REGRESSIONS: &[(u64, &str)] = &[
     // halves of the fix reverted (the settling and the audit's check of one copy), 13 of
     // 3,000 with the settling's alone (the audit's check of one copy at random catches the
     // rest); these two fail in 3 of 3 replays with the settling's half alone.
-    (165, "an audit passed over a copy settled by a refused batch's label"),
-    (2106, "an audit passed over a copy settled by a refused batch's label"),
+    (165, DEFAULT_STEPS, "an audit passed over a copy settled by a refused batch's label"),
+    (2106, DEFAULT_STEPS, "an audit passed over a copy settled by a refused batch's label"),
     // #43 item 8, with its fix reverted: a group get whose object stream was cut with "not
     // found" asked the group again, the other member's put landed first (a Delay), and the get
     // wrote the new object after the old one's unverified bytes, reporting success. Found by
     // 6 of the ten thousand seeds (4902, 5739, 6873, 8108, 8710, 9990).
-    (5739, "a get retried into an output that already held the cut object's bytes"),
-    (8108, "a get retried into an output that already held the cut object's bytes"),
+    (5739, DEFAULT_STEPS, "a get retried into an output that already held the cut object's bytes"),
+    (8108, DEFAULT_STEPS, "a get retried into an output that already held the cut object's bytes"),
     // #43 item 9, with its fix reverted (the counter refused by the provider and checked by the
     // members): a replayed INVOKE took a second position and members finished their
     // operations over views that showed it twice. Found by 61 of 5,866 seeds before the
     // first failure stopped the batch; these two replay another member's INVOKE and the
     // member's own.
-    (386, "a member finished over a view showing another member's INVOKE at two positions"),
-    (635, "a member finished over a view showing its own INVOKE at two positions"),
+    (386, DEFAULT_STEPS, "a member finished over a view showing another member's INVOKE at two positions"),
+    (635, DEFAULT_STEPS, "a member finished over a view showing its own INVOKE at two positions"),
     // Found with every fix of #43 in, by the first 10,000 seeds: a consolidation's batch of
     // labels refused and kept (HoldBatch), its labels served when the consolidation went on,
     // taken as done because they were of the new generation; U shrank under the old labels,
     // and a copy could no longer be found while audits passed. The record now counts the
     // labels of batches seen applied.
-    (3529, "a consolidation took a refused batch's labels as done and shrank U under old ones"),
+    (3529, DEFAULT_STEPS, "a consolidation took a refused batch's labels as done and shrank U under old ones"),
+    // #43 item 1, with its fix reverted (a copy tried again took other slots than its refused
+    // batch's label names): the label of a batch refused and kept (HoldBatch) named slots that
+    // a later copy took; a prune that believed it wrote ⊥ over that copy, and the next audit
+    // passed over a version that can no longer be read. Found by 4 of the first 8,000 seeds at
+    // 64 steps (239, 1747, 2393, 3048), in runs where the held batch is the only lie and
+    // there is no honest fault; this one fails in 8 of 8 replays (the others in some: an
+    // audit's challenge is the client's own randomness).
+    (239, 64, "a prune freed a later copy's slots by a refused batch's label, and an audit passed"),
+    // #43 item 3 with item 1's fix also reverted (with item 1's fix in, a batch tried again is
+    // the refused one byte for byte, so there is no other content for the same slots and
+    // time to mix; 0 of 6,000 seeds fail with item 3's fix alone reverted): the refused
+    // batch applied on a copy of the state and its levels spliced over the live ones after
+    // the client's other batch for the same time. Both authentic under seals of slot and
+    // time alone, the audit passed over a log whose U cannot be recovered from C and H. Found
+    // by 7 of the first 4,000 seeds (484, 1747, 1881, 2522, 2779, 3502, 3729); these two
+    // fail in 6 of 6 replays.
+    (484, DEFAULT_STEPS, "a refused batch's levels spliced over the live ones, and an audit passed"),
+    (2779, DEFAULT_STEPS, "a refused batch's levels spliced over the live ones, and an audit passed"),
 ];
 
 fn seeds_from_env(default: u64) -> u64 {
@@ -80,8 +98,8 @@ fn ten_thousand_seeds_hold_every_invariant() {
 fn the_seeds_of_holes_found_hold() {
     let failed: Vec<String> = REGRESSIONS
         .iter()
-        .filter_map(|(seed, found)| {
-            run_seed(*seed, DEFAULT_STEPS).err().map(|f| format!("seed {seed} ({found}):\n{f}"))
+        .filter_map(|(seed, steps, found)| {
+            run_seed(*seed, *steps).err().map(|f| format!("seed {seed} at {steps} steps ({found}):\n{f}"))
         })
         .collect();
     assert!(failed.is_empty(), "regression seeds fail again:\n{}", failed.join("\n"));
