@@ -259,6 +259,26 @@ impl<O: Objects> S3 for Front<O> {
         Ok(S3Response::new(HeadBucketOutput::default()))
     }
 
+    /// Never enabled: the gateway keeps one version of each object (S3's `null`), so the
+    /// answer has no status, as S3's does for a bucket whose versioning was never turned on.
+    async fn get_bucket_versioning(
+        &self,
+        req: S3Request<GetBucketVersioningInput>,
+    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
+        self.need_bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketVersioningOutput::default()))
+    }
+
+    /// No location constraint: S3's answer for us-east-1, the region an SDK then signs for
+    /// (the gateway takes any region in a signature).
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        self.need_bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketLocationOutput::default()))
+    }
+
     async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
         let _change = self.buckets.lock().await;
         self.objects.remove_bucket(&req.input.bucket).await?;
@@ -384,6 +404,19 @@ impl<O: Objects> S3 for Front<O> {
         let marker = input.marker.as_deref();
         let listed = self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), marker, max).await?;
         Ok(S3Response::new(listing::v1(input, prefix, max, listed)))
+    }
+
+    /// ListObjectVersions on a bucket without versioning: each object once, as its only
+    /// version `null`, in the same pages as ListObjects, after the key marker.
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        let input = req.input;
+        let (prefix, max) = listing::asked(&input.prefix, input.max_keys);
+        let after = input.key_marker.as_deref().filter(|marker| !marker.is_empty());
+        let listed = self.listing(&input.bucket, &prefix, input.delimiter.as_deref(), after, max).await?;
+        Ok(S3Response::new(listing::versions(input, prefix, max, listed)))
     }
 
     async fn create_multipart_upload(

@@ -95,6 +95,9 @@ fn refuse_if(asked: bool, what: &str) -> S3Result<()> {
     }
 }
 
+/// The most keys one DeleteObjects may name (S3's limit).
+const MAX_DELETE_KEYS: usize = 1000;
+
 /// A version other than the only one the gateway has (S3 calls it "null").
 fn a_version(version_id: Option<&String>) -> bool {
     version_id.is_some_and(|v| v != "null")
@@ -214,6 +217,11 @@ impl S3Access for Refusals {
 
     async fn delete_objects(&self, req: &mut S3Request<DeleteObjectsInput>) -> S3Result<()> {
         let objects = &req.input.delete.objects;
+        // S3's bound: a larger request is malformed, and none of its keys is deleted.
+        if objects.len() > MAX_DELETE_KEYS {
+            let why = format!("a DeleteObjects names at most {MAX_DELETE_KEYS} keys; this one names {}", objects.len());
+            return Err(S3Error::with_message(S3ErrorCode::MalformedXML, why));
+        }
         refuse_if(objects.iter().any(|o| a_version(o.version_id.as_ref())), "a delete of a version by id (VersionId)")?;
         let conditional =
             objects.iter().any(|o| o.e_tag.is_some() || o.last_modified_time.is_some() || o.size.is_some());

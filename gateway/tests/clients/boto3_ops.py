@@ -153,4 +153,22 @@ with urllib.request.urlopen(url, context=tls) as answer:
     assert answer.read() == data
 if ca:
     assert any(t and t.startswith("x-amz-checksum-") for t in trailers), trailers
+
+# A bucket emptied and removed as test suites and tools clean up: its versioning and
+# location asked, then every version listed (a page at a time) and deleted in batches.
+assert "Status" not in s3.get_bucket_versioning(Bucket="boto")
+assert s3.get_bucket_location(Bucket="boto").get("LocationConstraint") is None
+listed = []
+for page in s3.get_paginator("list_object_versions").paginate(Bucket="boto", PaginationConfig={"PageSize": 3}):
+    assert not page.get("DeleteMarkers"), page
+    versions = page.get("Versions", [])
+    assert all(v["VersionId"] == "null" and v["IsLatest"] for v in versions), versions
+    listed += [v["Key"] for v in versions]
+    if versions:
+        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in versions]
+        assert not s3.delete_objects(Bucket="boto", Delete={"Objects": doomed}).get("Errors"), doomed
+assert "big.bin" in listed and "meta" in listed and len(listed) == len(set(listed)), listed
+assert not s3.list_objects_v2(Bucket="boto").get("Contents"), "emptied, yet listed"
+s3.delete_bucket(Bucket="boto")
+assert error_code(lambda: s3.head_bucket(Bucket="boto")) in ("404", "NoSuchBucket")
 print("boto3: every operation as S3 says", "(checksums in trailers)" if ca else "")

@@ -13,3 +13,4 @@ mod portal;
 mod refusals;
 mod s3_clients;
 mod slow_bodies;
+mod tools;
