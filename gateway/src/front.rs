@@ -446,6 +446,54 @@ impl<O: Objects> S3 for Front<O> {
         Ok(S3Response::new(with_checksums!(UploadPartOutput { e_tag: Some(etag(&meta)) }, sums)))
     }
 
+    /// UploadPartCopy: a part made of an object's bytes, or of the range
+    /// `x-amz-copy-source-range` names, read back verified as GetObject reads them and stored
+    /// as any part is (a lie met on the way fails the part, and nothing of it is kept). The
+    /// source's conditions (`x-amz-copy-source-if-*`, which the aws CLI sends with each part so
+    /// that all come from one version) are checked as a read's, a failed one answering 412.
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let multipart = self.multipart()?;
+        let input = req.input;
+        let CopySource::Bucket { bucket: from_bucket, key: from_key, .. } = &input.copy_source else {
+            return Err(s3_error!(NotImplemented, "copies from access points are not served"));
+        };
+        let range =
+            match input.copy_source_range.as_deref() {
+                Some(asked) => Some(Range::parse(asked).map_err(|_| {
+                    s3_error!(InvalidArgument, "x-amz-copy-source-range is not bytes=first-last: {asked}")
+                })?),
+                None => None,
+            };
+        let conditions = (
+            input.copy_source_if_match.as_ref(),
+            input.copy_source_if_none_match.as_ref(),
+            input.copy_source_if_modified_since.as_ref(),
+            input.copy_source_if_unmodified_since.as_ref(),
+        );
+        let opened =
+            self.objects.open(from_bucket, from_key, range.as_ref(), conditions).await.map_err(|e| {
+                match *e.code() == s3s::S3ErrorCode::NotModified {
+                    true => s3_error!(PreconditionFailed, "the copy source's state does not meet the condition"),
+                    false => e,
+                }
+            })?;
+        let Some(opened) = opened else {
+            return Err(self.absent(from_bucket, from_key).await);
+        };
+        let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
+        let body = PutBody::new(Some(opened.body), None).with_deadlines(None);
+        let meta = multipart.part(target, input.part_number, body).await?;
+        let result = CopyPartResult {
+            e_tag: Some(etag(&meta)),
+            last_modified: Some(timestamp(meta.modified.unwrap_or_else(unix_now))),
+            ..CopyPartResult::default()
+        };
+        Ok(S3Response::new(UploadPartCopyOutput { copy_part_result: Some(result), ..UploadPartCopyOutput::default() }))
+    }
+
     async fn complete_multipart_upload(
         &self,
         req: S3Request<CompleteMultipartUploadInput>,

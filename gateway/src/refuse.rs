@@ -137,6 +137,22 @@ macro_rules! refuse_sse_c {
     };
 }
 
+/// What a copy (CopyObject, UploadPartCopy) may not ask of its source: a customer key, a
+/// version by id. (A copy from an access point or outpost is refused by the operation itself.)
+macro_rules! refuse_copy_source {
+    ($input:expr) => {{
+        let source_sse_c = $input.copy_source_sse_customer_algorithm.is_some()
+            || $input.copy_source_sse_customer_key.is_some()
+            || $input.copy_source_sse_customer_key_md5.is_some();
+        refuse_if(source_sse_c, "a copy from an object encrypted with a customer key")?;
+        let version = match &$input.copy_source {
+            CopySource::Bucket { version_id, .. } => version_id.as_deref().is_some_and(|v| v != "null"),
+            _ => false,
+        };
+        refuse_if(version, "a copy of a version by id (versionId)")
+    }};
+}
+
 /// What a read (GetObject, HeadObject) may not ask.
 macro_rules! refuse_read {
     ($input:expr) => {
@@ -188,21 +204,18 @@ impl S3Access for Refusals {
     async fn copy_object(&self, req: &mut S3Request<CopyObjectInput>) -> S3Result<()> {
         let input = &req.input;
         refuse_sse_and_lock!(input)?;
-        let source_sse_c = input.copy_source_sse_customer_algorithm.is_some()
-            || input.copy_source_sse_customer_key.is_some()
-            || input.copy_source_sse_customer_key_md5.is_some();
-        refuse_if(source_sse_c, "a copy from an object encrypted with a customer key")?;
         let conditional = input.copy_source_if_match.is_some()
             || input.copy_source_if_none_match.is_some()
             || input.copy_source_if_modified_since.is_some()
             || input.copy_source_if_unmodified_since.is_some();
         refuse_if(conditional, "a conditional CopyObject (x-amz-copy-source-if-*)")?;
-        // (A copy from an access point or outpost is refused by the operation itself.)
-        let version = match &input.copy_source {
-            CopySource::Bucket { version_id, .. } => version_id.as_deref().is_some_and(|v| v != "null"),
-            _ => false,
-        };
-        refuse_if(version, "a copy of a version by id (versionId)")
+        refuse_copy_source!(input)
+    }
+
+    async fn upload_part_copy(&self, req: &mut S3Request<UploadPartCopyInput>) -> S3Result<()> {
+        let input = &req.input;
+        refuse_sse_c!(input)?;
+        refuse_copy_source!(input)
     }
 
     async fn delete_object(&self, req: &mut S3Request<DeleteObjectInput>) -> S3Result<()> {
