@@ -144,9 +144,27 @@ pub(crate) fn check_read_conditions(
         (None, None) => false,
     };
     if not_modified {
-        return Err(S3Error::new(S3ErrorCode::NotModified));
+        return Err(not_modified_error(meta, modified));
     }
     Ok(())
+}
+
+/// 304 Not Modified, with the validators a cache revalidates by (RFC 9110, 15.4.5): the
+/// object's ETag and Last-Modified, as a 200 would have sent them.
+fn not_modified_error(meta: &ObjectMeta, modified: u64) -> S3Error {
+    let mut error = S3Error::new(S3ErrorCode::NotModified);
+    let mut headers = http::HeaderMap::new();
+    if let Ok(value) = http::HeaderValue::from_str(&format!("\"{}\"", meta.etag)) {
+        headers.insert(http::header::ETAG, value);
+    }
+    let mut date = Vec::new();
+    if timestamp(modified).format(TimestampFormat::HttpDate, &mut date).is_ok() {
+        if let Ok(value) = http::HeaderValue::from_bytes(&date) {
+            headers.insert(http::header::LAST_MODIFIED, value);
+        }
+    }
+    error.set_headers(headers);
+    error
 }
 
 /// `date` in whole Unix seconds (HTTP dates have no finer part).
