@@ -30,6 +30,7 @@ macro_rules! meta_from {
             $input.content_encoding,
             $input.content_disposition,
             $input.cache_control,
+            $input.expires,
             $input.metadata,
         )
     };
@@ -49,6 +50,7 @@ macro_rules! object_output {
                 content_encoding: $meta.content_encoding.clone(),
                 content_disposition: $meta.content_disposition.clone(),
                 cache_control: $meta.cache_control.clone(),
+                expires: $meta.expires.as_deref().and_then(|date| Timestamp::parse(TimestampFormat::HttpDate, date).ok()),
                 metadata: Some($meta.user.clone().into_iter().collect()),
                 $($field: $value,)*
             },
@@ -213,19 +215,35 @@ pub(crate) use with_overrides;
 /// values), and all of it small enough to be stored, with the ETag and checksums the write
 /// adds, where a read finds it ([`MAX_META`]). Refused before the body is read, never stored
 /// and then unreadable.
+/// The Content-Encoding an object keeps: the one its body was sent with, less `aws-chunked`
+/// (the framing of the request's body, which S3 removes; the stored body has none).
+fn stored_encoding(sent: String) -> Option<String> {
+    let kept: Vec<&str> =
+        sent.split(',').map(str::trim).filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked")).collect();
+    (!kept.is_empty()).then(|| kept.join(", "))
+}
+
 pub(crate) fn meta_of(
     content_type: Option<String>,
     content_encoding: Option<String>,
     content_disposition: Option<String>,
     cache_control: Option<String>,
+    expires: Option<Timestamp>,
     user: Option<Metadata>,
 ) -> S3Result<ObjectMeta> {
+    let mut date = Vec::new();
+    let expires = match expires.map(|at| at.format(TimestampFormat::HttpDate, &mut date)) {
+        Some(Ok(())) => String::from_utf8(date).ok(),
+        Some(Err(_)) => return Err(s3_error!(InvalidArgument, "the Expires header is no date")),
+        None => None,
+    };
     let meta = ObjectMeta {
         etag: String::new(),
         content_type,
-        content_encoding,
+        content_encoding: content_encoding.and_then(stored_encoding),
         content_disposition,
         cache_control,
+        expires,
         user: user.unwrap_or_default().into_iter().collect(),
         checksums: Default::default(),
         modified: None,

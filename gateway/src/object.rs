@@ -28,6 +28,9 @@ pub struct ObjectMeta {
     pub content_encoding: Option<String>,
     pub content_disposition: Option<String>,
     pub cache_control: Option<String>,
+    /// The `Expires` header it was stored with, as an HTTP date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
     /// `x-amz-meta-*`, without the prefix.
     pub user: BTreeMap<String, String>,
     /// Checksums the application sent (algorithm name, base64 value), returned on request.

@@ -3,6 +3,7 @@ current SDKs send by default. Usage: boto3_ops.py ENDPOINT ACCESS_KEY SECRET_KEY
 Over https (CA_PEM: the gateway's certificate), botocore sends the checksums of streamed
 bodies (PutObject, UploadPart) as aws-chunked trailers; the script checks that it did.
 Exits non-zero (with the failed assertion) when anything is not as S3 says."""
+import datetime
 import hashlib
 import io
 import os
@@ -83,6 +84,14 @@ assert error_code(lambda: s3.head_object(Bucket="boto", Key="bad")) in ("404", "
 s3.put_object(Bucket="boto", Key="meta", Body=b"x", ContentType="text/plain", Metadata={"colour": "blue"})
 head = s3.head_object(Bucket="boto", Key="meta")
 assert head["ContentType"] == "text/plain" and head["Metadata"] == {"colour": "blue"}, head
+# Expires is kept; a body sent aws-chunked (checksums in trailers, over https) is stored with
+# the Content-Encoding it was sent with, less that framing.
+expires = datetime.datetime(2037, 1, 1, tzinfo=datetime.timezone.utc)
+s3.put_object(Bucket="boto", Key="zipped", Body=b"gz", ContentEncoding="gzip", Expires=expires)
+head = s3.head_object(Bucket="boto", Key="zipped")
+assert head["ContentEncoding"] == "gzip", head
+assert head["ResponseMetadata"]["HTTPHeaders"]["expires"] == "Thu, 01 Jan 2037 00:00:00 GMT", head
+s3.delete_object(Bucket="boto", Key="zipped")
 
 # Listing in pages, with a delimiter.
 for i in range(25):
