@@ -119,13 +119,15 @@ fn main() -> ExitCode {
         Command::Sim(_) => "off",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(quiet)),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(quiet));
+    // s3s logs every error answer at ERROR with its body, twice: a HEAD's NoSuchKey (common S3
+    // traffic) included. The gateway logs its answers itself: client errors at debug with their
+    // code, at error only what an operator must act on. `RUST_LOG=s3s=...` still turns them on.
+    if !std::env::var("RUST_LOG").is_ok_and(|asked| asked.contains("s3s")) {
+        filter = filter.add_directive("s3s=off".parse().expect("a valid directive"));
+    }
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let out = output::Output { json: cli.json };
     let result = match cli.command {
         Command::Bench { which } => bench::run(which).map_err(Failure::Other),

@@ -235,8 +235,21 @@ async fn counted_call(service: &S3Service, metrics: &Metrics, req: http::Request
     if let Some(kind) = response.headers().get(VIOLATION_HEADER).and_then(|v| v.to_str().ok()) {
         metrics.violation(kind);
     }
-    metrics.request(&method, response.status().as_u16(), started.elapsed().as_secs_f64());
+    let status = response.status().as_u16();
+    metrics.request(&method, status, started.elapsed().as_secs_f64());
+    if (400..500).contains(&status) {
+        // The application's to act on, not the operator's (a HEAD of a missing key is common).
+        tracing::debug!(%method, status, code = error_code(&response), "answered a client error");
+    }
     response
+}
+
+/// The S3 error code an error answer's body names (`-` when none).
+fn error_code(response: &s3s::HttpResponse) -> String {
+    let body = response.body().bytes().unwrap_or_default();
+    let text = String::from_utf8_lossy(&body);
+    let code = text.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map(|(code, _)| code);
+    code.unwrap_or("-").to_string()
 }
 
 /// One S3 request through s3s, or refused from its head alone, its body never read

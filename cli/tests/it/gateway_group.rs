@@ -142,6 +142,8 @@ fn a_gateway_serves_a_group_holds_its_member_and_saves_it_when_interrupted() {
     };
     let said = rest.join().unwrap();
     assert!(status.success(), "{said}");
+    // The refused request is the application's error, not one for the operator's log.
+    assert!(!said.contains("ERROR"), "a client error logged at ERROR: {said}");
     assert!(said.contains("saved the AIP state of group team"), "{said}");
     // The member goes on from the saved state in the next run.
     assert_eq!(ok(&alice, &["obj", "ls"]).trim(), "from-bob");
