@@ -128,6 +128,16 @@ fn a_fork_is_caught_across_separate_runs_of_a_member() {
     let caught = bob.run(&["obj", "ls"]);
     assert_eq!(code(&caught), 3, "{}", text(&caught.stderr));
     assert!(text(&caught.stderr).contains("bad-aip-answer") || text(&caught.stderr).contains("history"));
+    // Every later run of bob's says what was caught, when and in which command, with exit 3.
+    for args in [&["obj", "ls"][..], &["obj", "put", file.to_str().unwrap(), "c"], &["obj", "get", "a0"]] {
+        let later = bob.run(args);
+        let said = text(&later.stderr);
+        assert_eq!(code(&later), 3, "{args:?}: {said}");
+        assert!(said.contains("caught the provider lying on") && said.contains("in a listing"), "{said}");
+        assert!(said.contains("vouch group init") && !said.contains("already in progress"), "{said}");
+    }
+    // Alice, on the history the provider kept, goes on.
+    alice.ok(&["obj", "put", file.to_str().unwrap(), "a5"]);
 }
 
 #[test]

@@ -27,6 +27,7 @@
 //! ABORT (an incompatible operation of another member was pending) is an answer, not an
 //! error: the caller retries.
 
+mod caught;
 mod direct;
 mod files;
 mod retire;
@@ -40,6 +41,7 @@ use crate::error::ClientError;
 use crate::remote::Remote;
 use crate::violation::ViolationKind;
 use bytes::Bytes;
+pub use caught::Caught;
 use serde_bytes::ByteBuf;
 use std::io::{Read, Write};
 use vouch_core::adict::{key_path, Tree};
@@ -201,6 +203,8 @@ pub struct Group {
     /// An INVOKE left since the last save: saved before the next leaves, so that a member
     /// restored after a crash never signs its counter again (#43 item 9).
     unsaved_invoke: std::sync::atomic::AtomicBool,
+    /// A lie caught in the group's history (see [`caught`]): every later operation refuses.
+    caught: std::sync::Mutex<Option<Caught>>,
 }
 
 impl Group {
@@ -228,6 +232,7 @@ impl Group {
             admitted: false.into(),
             retired: Default::default(),
             unsaved_invoke: false.into(),
+            caught: Default::default(),
         }
     }
 
@@ -294,6 +299,10 @@ impl Group {
 
     /// `vicos-put(k, v)`: the bytes of `reader` under `key`.
     pub async fn put(&self, key: &[u8], reader: impl Read + Send + 'static) -> Result<Outcome<()>, ClientError> {
+        self.guarded(|| format!("a put of {}", show(key)), self.put_unguarded(key, reader)).await
+    }
+
+    async fn put_unguarded(&self, key: &[u8], reader: impl Read + Send + 'static) -> Result<Outcome<()>, ClientError> {
         let nonce: [u8; NONCE_LEN] = rand::random();
         let object = CosObject { group: self.name.clone(), key: ByteBuf::from(key.to_vec()), nonce };
         let (len, hash) = self.cos_put(object, reader).await?;
@@ -330,6 +339,14 @@ impl Group {
     /// follow them. Then the get fails with [`ClientError::Changed`], and the caller
     /// discards its output (and may read again into a fresh one).
     pub async fn get(&self, key: &[u8], out: &mut (impl Write + Send)) -> Result<Outcome<Option<u64>>, ClientError> {
+        self.guarded(|| format!("a get of {}", show(key)), self.get_unguarded(key, out)).await
+    }
+
+    async fn get_unguarded(
+        &self,
+        key: &[u8],
+        out: &mut (impl Write + Send),
+    ) -> Result<Outcome<Option<u64>>, ClientError> {
         let mut named = self.adict_get(key).await?;
         for _ in 0..MAX_GET_TRIES {
             let (outcome, mut aip) = named;
@@ -435,6 +452,10 @@ impl Group {
     /// key by another member may have stored its object and not yet invoked its `adict-put`,
     /// which then names that object after this delete.
     pub async fn delete(&self, key: &[u8]) -> Result<Outcome<()>, ClientError> {
+        self.guarded(|| format!("a delete of {}", show(key)), self.delete_unguarded(key)).await
+    }
+
+    async fn delete_unguarded(&self, key: &[u8]) -> Result<Outcome<()>, ClientError> {
         let (settled, committed) = self.run(DictOp::Delete { key: key.to_vec() }).await?;
         if let Outcome::Abort = settled.outcome {
             return Ok(Outcome::Abort);
@@ -474,11 +495,14 @@ impl Group {
         after: Option<vouch_core::hash::Digest>,
         limit: u32,
     ) -> Result<Outcome<(Vec<Vec<u8>>, bool)>, ClientError> {
-        match self.run(DictOp::ListPage { after, limit }).await?.0.outcome {
-            Outcome::Done(DictResponse::Page { keys, more }) => Ok(Outcome::Done((keys, more))),
-            Outcome::Done(other) => Err(malformed(format!("a page of a listing answered with {other:?}"))),
-            Outcome::Abort => Ok(Outcome::Abort),
-        }
+        let page = async {
+            match self.run(DictOp::ListPage { after, limit }).await?.0.outcome {
+                Outcome::Done(DictResponse::Page { keys, more }) => Ok(Outcome::Done((keys, more))),
+                Outcome::Done(other) => Err(malformed(format!("a page of a listing answered with {other:?}"))),
+                Outcome::Abort => Ok(Outcome::Abort),
+            }
+        };
+        self.guarded(|| "a listing".to_string(), page).await
     }
 
     /// One AIP operation: INVOKE, the REPLY checked, COMMIT, then the passive phase.
@@ -634,6 +658,10 @@ impl Group {
     /// that runs for long (a gateway) calls this now and then; each operation does it anyway.
     /// First, the replaced objects this member queued go ([`Group::flush_retired`]).
     pub async fn help(&self) -> Result<(), ClientError> {
+        self.guarded(|| "the help a member gives the group".to_string(), self.help_unguarded()).await
+    }
+
+    async fn help_unguarded(&self) -> Result<(), ClientError> {
         self.flush_retired().await;
         let mut aip = self.aip.lock().await;
         self.admit().await?;

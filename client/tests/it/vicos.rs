@@ -208,6 +208,28 @@ async fn a_forked_history_goes_unseen_apart_and_is_caught_when_the_forks_meet() 
     assert_eq!(get(&alice, "b").await.unwrap(), None, "alice never sees bob's put");
     // The forks meet: bob is shown alice's history, which does not extend his.
     assert_caught(bob.list().await, ViolationKind::BadAipAnswer, "forks that meet");
+    let first = bob.caught().expect("the catch is kept");
+    assert_eq!(first.operation, "a listing");
+    assert!(first.detail.contains("history"), "{first:?}");
+    // Every later operation says so, and which operation caught it: not whatever its AIP
+    // state, left in the middle of the listing, would say next.
+    let mut out = Vec::new();
+    let later = [
+        bob.put(b"c", std::io::Cursor::new(b"x".to_vec())).await.map(|_| ()),
+        bob.get(b"a0", &mut out).await.map(|_| ()),
+        bob.delete(b"b").await.map(|_| ()),
+        bob.list().await.map(|_| ()),
+        bob.help().await,
+    ];
+    for result in later {
+        let e = result.expect_err("refused");
+        assert_eq!(e.violation_kind(), Some(ViolationKind::BadAipAnswer), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("caught the provider lying") && text.contains("in a listing"), "{text}");
+        assert!(!text.contains("already in progress"), "{text}");
+    }
+    assert!(out.is_empty());
+    assert_eq!(bob.caught(), Some(first), "the first catch stays the account");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
