@@ -1,8 +1,16 @@
-//! `vouch demo`: the whole story in one process on the embedded default, no setup. A provider
-//! starts on a free loopback port over a temporary directory; a client stores a file, edits it,
-//! syncs a changed copy, reads old and new versions, audits; then the provider lies in every
-//! way it can, and each lie is shown caught, by the check it should trip (its violation kind).
-//! Exits nonzero if any lie goes unnoticed or is caught as another kind of violation.
+//! `vouch demo`: the five systems in one process on the embedded default, no setup. A provider
+//! starts on a free loopback port over a temporary directory, and each system is shown at work
+//! and then lied to, each lie caught by the check it should trip (its violation kind):
+//! FlexList (a file stored, edited, synced, read back), DPDP (possession audits), Dynamic PoR
+//! (a copy damaged past what its reads survive, caught by the audit, healed by repair), VICOS
+//! (two members sharing objects, then a forking provider caught when their histories meet),
+//! and the S3 gateway (the demo's own S3 client over HTTP, a lie reaching it as
+//! `VouchIntegrityViolation`). Exits nonzero if any lie goes unnoticed or is caught as another
+//! kind of violation.
+
+mod por;
+mod s3;
+mod vicos;
 
 use crate::output::{human, Output};
 use crate::serve::{hinted, one_client};
@@ -27,14 +35,16 @@ pub struct Demo {
 
 #[derive(Serialize)]
 struct Step {
+    system: &'static str,
     step: String,
     detail: String,
 }
 
 #[derive(Serialize)]
 struct Lie {
+    system: &'static str,
     lie: String,
-    /// Caught as the violation it should show as.
+    /// Caught as the violation (or S3 error) it should show as.
     caught: bool,
     /// The violation it should show as, and the one the client reported (if any).
     expected: &'static str,
@@ -42,14 +52,86 @@ struct Lie {
     how: String,
 }
 
+/// What the demo showed of one system.
+#[derive(Serialize)]
+struct Shown {
+    system: &'static str,
+    steps: usize,
+    lies: usize,
+    caught: usize,
+}
+
 #[derive(Serialize)]
 struct Report {
+    systems: Vec<Shown>,
     steps: Vec<Step>,
     lies: Vec<Lie>,
+    caught: usize,
     all_caught: bool,
+    seconds: f64,
+}
+
+/// The demo's account, printed as it goes (unless `--json`) and kept for the report.
+struct Story {
+    json: bool,
+    system: &'static str,
+    systems: Vec<&'static str>,
+    steps: Vec<Step>,
+    lies: Vec<Lie>,
+}
+
+impl Story {
+    /// The sections that follow show `system`: `what` says what it gives.
+    fn system(&mut self, system: &'static str, what: &str) {
+        if !self.json {
+            println!("\n{system}: {what}");
+        }
+        self.system = system;
+        self.systems.push(system);
+    }
+
+    fn step(&mut self, step: &str, detail: String) {
+        if !self.json {
+            println!("{step:>10}  {detail}");
+        }
+        self.steps.push(Step { system: self.system, step: step.into(), detail });
+    }
+
+    fn lie(&mut self, mut lie: Lie) {
+        if !self.json {
+            let verdict = if lie.caught { "CAUGHT" } else { "MISSED" };
+            println!("{verdict:>10}  {} [{}] {}", lie.lie, lie.violation.unwrap_or("none"), lie.how);
+        }
+        lie.system = self.system;
+        self.lies.push(lie);
+    }
+
+    fn report(self, seconds: f64) -> Report {
+        let systems = self
+            .systems
+            .iter()
+            .map(|&system| Shown {
+                system,
+                steps: self.steps.iter().filter(|s| s.system == system).count(),
+                lies: self.lies.iter().filter(|l| l.system == system).count(),
+                caught: self.lies.iter().filter(|l| l.system == system && l.caught).count(),
+            })
+            .collect();
+        let caught = self.lies.iter().filter(|l| l.caught).count();
+        Report { systems, all_caught: caught == self.lies.len(), caught, steps: self.steps, lies: self.lies, seconds }
+    }
 }
 
 const TOKEN: &str = "demo-token";
+/// A second client of the provider: the other member of the VICOS groups.
+const BOB_TOKEN: &str = "demo-bob-token";
+
+/// The provider's clients: the demo's own and Bob.
+fn clients() -> std::collections::HashMap<[u8; 32], String> {
+    let mut clients = one_client("demo", TOKEN);
+    clients.extend(one_client("bob", BOB_TOKEN));
+    clients
+}
 
 struct World {
     data: PathBuf,
@@ -61,15 +143,24 @@ struct World {
 impl World {
     /// (Re)starts the provider over the same data and port, behaving as told.
     async fn provider(&mut self, misbehave: Misbehave) -> anyhow::Result<()> {
-        if let Some(s) = self.server.take() {
-            s.shutdown().await?;
-        }
+        self.stop().await?;
         let provider = Misbehaving::open_dir(&self.data, &Blocks::Local, misbehave).map_err(hinted)?;
-        let server =
-            vouch_server::start(&self.addr, provider, one_client("demo", TOKEN), std::future::pending()).await?;
+        let server = vouch_server::start(&self.addr, provider, clients(), std::future::pending()).await?;
         self.addr = server.addr.to_string();
         self.server = Some(server);
         Ok(())
+    }
+
+    /// Stops the provider (its data stays).
+    async fn stop(&mut self) -> anyhow::Result<()> {
+        if let Some(s) = self.server.take() {
+            s.shutdown().await.context("stopping the provider")?;
+        }
+        Ok(())
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     fn client(&self) -> Result<Client, ClientError> {
@@ -79,9 +170,14 @@ impl World {
 
 /// Pseudo-random but readable sample text.
 fn sample(size: usize) -> Vec<u8> {
+    sample_seeded(size, 0)
+}
+
+/// [`sample`] of another text for each `seed`.
+fn sample_seeded(size: usize, seed: u64) -> Vec<u8> {
     let words =
         ["vouch", "proof", "block", "skip", "list", "tag", "root", "audit", "cloud", "trust", "verify", "store"];
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut out = Vec::with_capacity(size + 16);
     while out.len() < size {
         x ^= x << 13;
@@ -101,35 +197,69 @@ async fn fetch(client: &Client, name: &str, version: Option<u64>) -> Result<Vec<
 }
 
 pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
     let temp = tempfile::tempdir().context("temporary directory")?;
     let root = args.dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let mut world =
         World { data: root.join("provider"), state: root.join("client"), server: None, addr: "127.0.0.1:0".into() };
-    world.provider(Misbehave::None).await?;
-    let mut steps = Vec::new();
-    let mut say = |step: &str, detail: String| {
-        if !out.json {
-            println!("{step:>8}  {detail}");
+    let mut story = Story { json: out.json, system: "", systems: Vec::new(), steps: Vec::new(), lies: Vec::new() };
+    let shown = async {
+        flexlist(&mut world, &mut story, &root, args.size).await?;
+        dpdp(&mut world, &mut story).await?;
+        por::show(&mut world, &mut story).await?;
+        vicos::show(&mut world, &mut story).await?;
+        s3::show(&mut world, &mut story).await
+    }
+    .await;
+    world.stop().await?;
+    shown?;
+    let report = story.report(started.elapsed().as_secs_f64());
+    if !out.json {
+        let systems: Vec<String> = report.systems.iter().map(|s| format!("{} {}", s.system, s.caught)).collect();
+        println!();
+        if report.all_caught {
+            println!(
+                "all {} lies caught ({}), each by the check it should trip, in {:.1} s",
+                report.lies.len(),
+                systems.join(", "),
+                report.seconds
+            );
+        } else {
+            println!(
+                "{} of {} lies caught: SOME WERE NOT (or not as the violation they should show as)",
+                report.caught,
+                report.lies.len()
+            );
         }
-        steps.push(Step { step: step.into(), detail });
-    };
-    say("provider", format!("listening on http://{} (untrusted; data in {})", world.addr, world.data.display()));
+    }
+    let all_caught = report.all_caught;
+    out.print(&report, String::new);
+    if !all_caught {
+        return Err(anyhow::anyhow!("a lie went unnoticed").into());
+    }
+    Ok(())
+}
 
-    let client = Client::init(&world.state, &format!("http://{}", world.addr), TOKEN)?;
-    say("init", format!("client state in {}: a key, a token, one root digest", world.state.display()));
+/// FlexList: a file stored, edited in place and synced from a changed copy, every read
+/// verified; then the provider lies about what it reads back.
+async fn flexlist(world: &mut World, story: &mut Story, root: &Path, size: usize) -> anyhow::Result<()> {
+    story.system("FlexList", "files stored, edited and synced; every read verified against one root digest");
+    world.provider(Misbehave::None).await?;
+    story.step("provider", format!("listening on {} (untrusted; data in {})", world.url(), world.data.display()));
+    let client = Client::init(&world.state, &world.url(), TOKEN)?;
+    story.step("init", format!("client state in {}: a key, a token, one root digest", world.state.display()));
 
-    let original = sample(args.size);
+    let original = sample(size);
     let t = client.put("notes.txt", std::io::Cursor::new(original.clone()), None, |_| {}).await?;
-    say(
+    story.step(
         "put",
         format!("notes.txt v{}: {} in {} blocks, {:.0} ms", t.version, human(t.bytes), t.blocks, t.seconds * 1e3),
     );
-
     let line = b"an inserted line, proven in place\n".to_vec();
     let t = client.edit("notes.txt", &ByteEdit::Insert { at: 1000, data: line.clone() }, None).await?;
     let mut edited = original.clone();
     edited.splice(1000..1000, line.iter().copied());
-    say(
+    story.step(
         "edit",
         format!(
             "insert at byte 1000 -> v{}: {} block sent, update proofs {}",
@@ -138,14 +268,14 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
             human(t.proof_bytes)
         ),
     );
-
     let mut changed = edited.clone();
-    changed.splice(200_000..200_100, b"a rewritten passage".iter().copied());
+    let middle = changed.len() / 3;
+    changed.splice(middle..middle + 100, b"a rewritten passage".iter().copied());
     changed.extend_from_slice(b"\nan appended ending\n");
     let local = root.join("notes-local.txt");
     std::fs::write(&local, &changed).context("writing the local copy")?;
     let s = client.sync("notes.txt", &local).await?;
-    say(
+    story.step(
         "sync",
         format!(
             "local copy -> v{}: {} of {} blocks kept, {} sent ({}) as {} edits in one batch",
@@ -157,13 +287,12 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
             s.edits
         ),
     );
-
     let now = fetch(&client, "notes.txt", None).await?;
     let first = fetch(&client, "notes.txt", Some(1)).await?;
     if now != changed || first != original {
-        return Err(anyhow::anyhow!("the demo read back other bytes than it stored").into());
+        return Err(anyhow::anyhow!("the demo read back other bytes than it stored"));
     }
-    say(
+    story.step(
         "get",
         format!(
             "v{} and v1 read back verified and byte-exact ({} and {})",
@@ -173,28 +302,15 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
         ),
     );
     let versions = client.log("notes.txt").await?;
-    say(
+    story.step(
         "log",
         format!("{} versions kept: {:?}", versions.len(), versions.iter().map(|v| v.number).collect::<Vec<_>>()),
     );
     client.put("todo.txt", std::io::Cursor::new(b"buy milk\n".to_vec()), None, |_| {}).await?;
     let names: Vec<String> = client.list().await?.into_iter().map(|e| e.name).collect();
-    say("ls", format!("{names:?}, proven complete"));
-    let a = client.audit("notes.txt", None, 460).await?;
-    say(
-        "audit",
-        format!(
-            "possession of v{} proven: {} blocks challenged, proof {}, {:.1} ms",
-            a.version,
-            a.challenged_blocks,
-            human(a.proof_bytes as u64),
-            a.seconds * 1e3
-        ),
-    );
+    story.step("ls", format!("{names:?}, proven complete"));
     drop(client);
 
-    // The provider lies.
-    let mut lies = Vec::new();
     let reads = [
         (Misbehave::CorruptBlock, ViolationKind::AlteredBlock),
         (Misbehave::DropBlock, ViolationKind::MissingBlock),
@@ -205,22 +321,62 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     for (mode, kind) in reads {
         world.provider(mode).await?;
         let got = fetch(&world.client()?, "notes.txt", None).await;
-        lies.push(verdict(mode.name(), "get", kind, got.map(|_| ())));
+        story.lie(verdict(mode.name(), "get", kind, got.map(|_| ())));
     }
     world.provider(Misbehave::HideVersion).await?;
     let got = fetch(&world.client()?, "notes.txt", Some(1)).await.map(|_| ());
-    lies.push(verdict("hide-version (v1 \"not found\")", "get v1", ViolationKind::HiddenVersion, got));
+    story.lie(verdict("hide-version (v1 \"not found\")", "get v1", ViolationKind::HiddenVersion, got));
     world.provider(Misbehave::HideFile).await?;
-    lies.push(verdict("hide-file", "ls", ViolationKind::HiddenName, world.client()?.list().await.map(|_| ())));
+    story.lie(verdict("hide-file", "ls", ViolationKind::HiddenName, world.client()?.list().await.map(|_| ())));
+    world.provider(Misbehave::None).await?;
+    tamper_segment(&world.data.join("blobs"))?;
+    // The first segment holds version 1's blocks: reading that version must notice (the
+    // provider's own checksum notices first, and it admits to the damage).
+    let got = fetch(&world.client()?, "notes.txt", Some(1)).await.map(|_| ());
+    story.lie(verdict("bytes altered on the backend", "get v1", ViolationKind::DataLost, got));
+
+    // A rolled-back provider cannot take this client back (it forgot what the client's root
+    // holds): Bob's files show it, and the demo's go on.
+    world.provider(Misbehave::None).await?;
+    let bob = Client::init(&root.join("bob"), &world.url(), BOB_TOKEN)?;
+    bob.put("todo.txt", std::io::Cursor::new(b"buy milk\n".to_vec()), None, |_| {}).await?;
+    drop(bob);
+    world.provider(Misbehave::Rollback).await?;
+    let bob = Client::open(&root.join("bob"))?;
+    bob.put("todo.txt", std::io::Cursor::new(b"buy milk\nbuy bread\n".to_vec()), None, |_| {}).await?;
+    let got = fetch(&bob, "todo.txt", None).await.map(|_| ());
+    story.lie(verdict("rollback (forgets todo.txt v2)", "get", ViolationKind::BadLookupProof, got));
+    Ok(())
+}
+
+/// DPDP: possession proven by 460 random blocks and their homomorphic tags, without the file
+/// travelling; then forged and replayed proofs.
+async fn dpdp(world: &mut World, story: &mut Story) -> anyhow::Result<()> {
+    story.system(
+        "DPDP",
+        "possession audits: the blocks at 460 random offsets proven by their tags, the file never sent",
+    );
+    world.provider(Misbehave::None).await?;
+    let a = world.client()?.audit("notes.txt", None, 460).await?;
+    story.step(
+        "audit",
+        format!(
+            "possession of notes.txt v{} proven: {} blocks challenged, proof {}, {:.1} ms",
+            a.version,
+            a.challenged_blocks,
+            human(a.proof_bytes as u64),
+            a.seconds * 1e3
+        ),
+    );
     world.provider(Misbehave::OtherChallenge).await?;
-    lies.push(verdict(
+    story.lie(verdict(
         "other-challenge (forged proof)",
         "audit",
         ViolationKind::BadAuditProof,
         world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
     ));
     world.provider(Misbehave::StretchBlock).await?;
-    lies.push(verdict(
+    story.lie(verdict(
         "stretch-block (a block claims its neighbour's bytes)",
         "audit",
         ViolationKind::BadAuditProof,
@@ -229,48 +385,12 @@ pub async fn demo(args: Demo, out: Output) -> Result<(), Failure> {
     world.provider(Misbehave::ReplayProof).await?;
     let c = world.client()?;
     c.audit("notes.txt", None, 460).await?;
-    lies.push(verdict(
+    story.lie(verdict(
         "replay-proof (an old proof)",
         "second audit",
         ViolationKind::BadAuditProof,
         c.audit("notes.txt", None, 460).await.map(|_| ()),
     ));
-    drop(c);
-    world.provider(Misbehave::None).await?;
-    tamper_segment(&world.data.join("blobs"))?;
-    // The first segment holds version 1's blocks: reading that version must notice (the
-    // provider's own checksum notices first, and it admits to the damage).
-    let got = fetch(&world.client()?, "notes.txt", Some(1)).await.map(|_| ());
-    lies.push(verdict("bytes altered on the backend", "get v1", ViolationKind::DataLost, got));
-
-    world.provider(Misbehave::Rollback).await?;
-    let c = world.client()?;
-    c.put("todo.txt", std::io::Cursor::new(b"buy milk\nbuy bread\n".to_vec()), None, |_| {}).await?;
-    let got = fetch(&c, "todo.txt", None).await.map(|_| ());
-    lies.push(verdict("rollback (forgets todo.txt v2)", "get", ViolationKind::BadLookupProof, got));
-    drop(c);
-    let all_caught = lies.iter().all(|l| l.caught);
-    if !out.json {
-        for l in &lies {
-            let verdict = if l.caught { "CAUGHT" } else { "MISSED" };
-            println!("{verdict:>8}  {:<34} [{}] {}", l.lie, l.violation.unwrap_or("none"), l.how);
-        }
-        println!(
-            "{}",
-            if all_caught {
-                format!("all {} lies caught", lies.len())
-            } else {
-                "SOME LIES WERE NOT CAUGHT (or not as the violation they should show as)".into()
-            }
-        );
-    }
-    out.print(&Report { steps, lies, all_caught }, String::new);
-    if let Some(s) = world.server.take() {
-        s.shutdown().await.context("stopping the provider")?;
-    }
-    if !all_caught {
-        return Err(anyhow::anyhow!("a lie went unnoticed").into());
-    }
     Ok(())
 }
 
@@ -284,6 +404,7 @@ fn verdict(lie: &str, op: &str, expected: ViolationKind, result: Result<(), Clie
         Ok(()) => format!("{op}: accepted"),
     };
     Lie {
+        system: "",
         lie: lie.into(),
         caught: violation == Some(expected),
         expected: expected.name(),

@@ -178,7 +178,26 @@ fn demo_runs_and_catches_every_lie() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["all_caught"], true);
     let lies = report["lies"].as_array().unwrap();
-    assert!(lies.len() >= 12);
+    assert!(lies.len() >= 17);
+    assert_eq!(report["caught"].as_u64(), Some(lies.len() as u64));
+    // All five systems shown at work, and each lied to and catching it.
+    let systems = report["systems"].as_array().unwrap();
+    let names: Vec<&str> = systems.iter().map(|s| s["system"].as_str().unwrap()).collect();
+    assert_eq!(names, ["FlexList", "DPDP", "PoR", "VICOS", "gateway"]);
+    for s in systems {
+        assert!(s["steps"].as_u64().unwrap() >= 1 && s["lies"].as_u64().unwrap() >= 1, "{s}");
+        assert_eq!(s["caught"], s["lies"], "{s}");
+    }
+    let steps = report["steps"].as_array().unwrap();
+    let step = |name: &str| steps.iter().find(|s| s["step"] == name).unwrap_or_else(|| panic!("no {name} step"));
+    assert!(step("repair")["detail"].as_str().unwrap().contains("healed [\"coded\"]"), "{}", step("repair"));
+    assert!(step("after")["detail"].as_str().unwrap().contains("caught the provider lying"), "{}", step("after"));
+    let expected = |system: &str| -> Vec<String> {
+        lies.iter().filter(|l| l["system"] == system).map(|l| l["expected"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(expected("PoR").contains(&"bad-por-audit".to_string()), "{report}");
+    assert!(expected("VICOS").iter().all(|k| k == "bad-aip-answer"), "{report}");
+    assert!(expected("gateway").iter().all(|k| k == "VouchIntegrityViolation"), "{report}");
     for l in lies {
         // Each lie caught by the check it should trip: the violation kind the demo expects.
         assert_eq!(l["caught"], true, "{l}");
