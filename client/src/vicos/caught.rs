@@ -11,7 +11,7 @@ use crate::error::ClientError;
 use crate::state::write_atomic;
 use crate::violation::ViolationKind;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What a member caught, as saved.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,14 +41,9 @@ impl Caught {
     }
 }
 
-pub(super) fn caught_path(groups: &Path, group: &str) -> PathBuf {
-    groups.join(format!("{group}.caught"))
-}
-
-/// The lie caught earlier by the member of `group` whose files are in `groups`, if any.
-pub(super) fn read_caught(groups: &Path, group: &str) -> Result<Option<Caught>, ClientError> {
-    let path = caught_path(groups, group);
-    let text = match std::fs::read_to_string(&path) {
+/// The lie caught earlier kept at `path`, if any.
+pub(super) fn read_caught(path: &Path) -> Result<Option<Caught>, ClientError> {
+    let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ClientError::io(format!("reading {}", path.display()))(e)),
@@ -89,12 +84,11 @@ impl Group {
     }
 
     fn keep_caught(&self, caught: Caught) {
-        if let Some(dir) = &self.state {
-            let path = caught_path(&super::files::groups_dir(&dir.dir), &self.name);
+        if let Some(path) = &self.caught_file {
             let text = toml::to_string(&caught).expect("three strings encode");
             // The operation's own error is what its caller sees; a member that cannot keep
             // the record still refuses for the rest of this process.
-            if let Err(e) = write_atomic(&path, text.as_bytes(), true) {
+            if let Err(e) = write_atomic(path, text.as_bytes(), true) {
                 tracing::error!("group {}: the lie caught could not be kept: {e}", self.name);
             }
         }

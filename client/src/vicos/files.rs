@@ -221,7 +221,7 @@ pub fn check_name(name: &str) -> Result<(), ClientError> {
     ok.then_some(()).ok_or_else(|| bad(&format!("{name:?} is not a group name (1-64 of A-Z a-z 0-9 - _)")))
 }
 
-pub(super) fn groups_dir(state: &Path) -> PathBuf {
+fn groups_dir(state: &Path) -> PathBuf {
     state.join("groups")
 }
 
@@ -455,7 +455,9 @@ impl Group {
         if let Some(admission) = file.admission()? {
             group = group.with_admission(admission);
         }
-        group.caught = super::caught::read_caught(&groups_dir(state), name)?.into();
+        let caught_file = groups_dir(state).join(format!("{name}.caught"));
+        group.caught = super::caught::read_caught(&caught_file)?.into();
+        group.caught_file = Some(caught_file);
         group.state = Some(dir);
         group.direct = file.direct.as_ref().map(DirectObjects::s3).transpose()?;
         Ok(group)

@@ -205,6 +205,8 @@ pub struct Group {
     unsaved_invoke: std::sync::atomic::AtomicBool,
     /// A lie caught in the group's history (see [`caught`]): every later operation refuses.
     caught: std::sync::Mutex<Option<Caught>>,
+    /// Where the member keeps it, when opened from a state directory.
+    caught_file: Option<std::path::PathBuf>,
 }
 
 impl Group {
@@ -233,6 +235,7 @@ impl Group {
             retired: Default::default(),
             unsaved_invoke: false.into(),
             caught: Default::default(),
+            caught_file: None,
         }
     }
 
