@@ -3,7 +3,7 @@
 
 use crate::object::{ObjectMeta, MAX_META, MAX_USER_META};
 use s3s::dto::*;
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Response, S3Result};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// `$out { $fields, .. }` with the five checksum fields taken from the place `$sums` (an
@@ -22,16 +22,17 @@ macro_rules! with_checksums {
     };
 }
 
-/// The metadata an input that carries it (PutObject, CreateMultipartUpload, CopyObject) sets.
+/// The metadata an input that carries it (PutObject, CreateMultipartUpload, CopyObject) sets,
+/// its request's headers `$headers`.
 macro_rules! meta_from {
-    ($input:expr) => {
+    ($input:expr, $headers:expr) => {
         meta_of(
             $input.content_type,
             $input.content_encoding,
             $input.content_disposition,
             $input.cache_control,
             $input.expires,
-            $input.metadata,
+            user_as_sent($input.metadata, $headers),
         )
     };
 }
@@ -51,7 +52,8 @@ macro_rules! object_output {
                 content_disposition: $meta.content_disposition.clone(),
                 cache_control: $meta.cache_control.clone(),
                 expires: $meta.expires.as_deref().and_then(|date| Timestamp::parse(TimestampFormat::HttpDate, date).ok()),
-                metadata: Some($meta.user.clone().into_iter().collect()),
+                // Set as headers of their own, as they were sent ([`user_headers`]).
+                metadata: None,
                 $($field: $value,)*
             },
             $sums
@@ -60,6 +62,36 @@ macro_rules! object_output {
 }
 
 pub(crate) use object_output;
+
+/// User metadata (`x-amz-meta-*`) as its request sent it: a value of UTF-8 bytes, or RFC 2047
+/// encoded words, is kept as those bytes or words (which the S3 protocol's parser decodes, and
+/// its serialiser encodes again, so that a value sent as UTF-8 would come back encoded).
+pub(crate) fn user_as_sent(parsed: Option<Metadata>, headers: &http::HeaderMap) -> Option<Metadata> {
+    let mut user = parsed?;
+    for (key, value) in user.iter_mut() {
+        let raw =
+            headers.get(format!("x-amz-meta-{key}").as_str()).and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
+        if let Some(raw) = raw {
+            *value = raw.to_string();
+        }
+    }
+    Some(user)
+}
+
+/// `response` with the object's user metadata as headers, each value as it was sent.
+pub(crate) fn user_headers<T>(mut response: S3Response<T>, meta: &ObjectMeta) -> S3Result<S3Response<T>> {
+    for (key, value) in &meta.user {
+        let name = http::HeaderName::from_bytes(format!("x-amz-meta-{key}").as_bytes());
+        let value = http::HeaderValue::from_bytes(value.as_bytes());
+        match (name, value) {
+            (Ok(name), Ok(value)) => {
+                response.headers.insert(name, value);
+            }
+            _ => return Err(s3_error!(InternalError, "the object's metadata {key:?} is no header")),
+        }
+    }
+    Ok(response)
+}
 
 /// Bytes a write adds to the metadata an application sets, at most: the ETag (a multipart
 /// one's), the five checksums, the time (group mode), with their names.
@@ -247,6 +279,8 @@ pub(crate) fn meta_of(
         user: user.unwrap_or_default().into_iter().collect(),
         checksums: Default::default(),
         modified: None,
+        upload: None,
+        part_runs: Vec::new(),
     };
     let user_bytes: usize = meta.user.iter().map(|(k, v)| k.len() + v.len()).sum();
     if user_bytes > MAX_USER_META {

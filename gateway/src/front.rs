@@ -8,17 +8,18 @@
 //! no store does (a read by part number, a conditional copy, encryption, ...) is refused
 //! before an operation runs, by the access check ([`crate::refuse`]).
 
+use crate::attributes::attributes_of;
 use crate::fields::{
     check_read_conditions, checksums, checksums_for, etag, meta_from, meta_of, object_output, read_conditions,
-    timestamp, with_checksums, with_overrides, ReadConditions,
+    timestamp, user_as_sent, user_headers, with_checksums, with_overrides, ReadConditions,
 };
 use crate::listing::{self, Listed};
 use crate::names;
-use crate::object::ObjectMeta;
+use crate::object::{ObjectMeta, PartRead, MAX_PART_RUNS};
 use crate::stream::{Deadlines, PutBody};
 use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
-use s3s::{s3_error, S3Request, S3Response, S3Result, TrailingHeaders, S3};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, TrailingHeaders, S3};
 use vouch_client::unix_now;
 
 /// What an object says of itself: its metadata, its body's length and when it was stored.
@@ -36,12 +37,56 @@ pub(crate) struct Opened {
     pub body: StreamingBlob,
 }
 
-/// The bytes of an object of `len` bytes a read serves: those of its Range header (checked:
-/// InvalidRange past the end), or all.
-pub(crate) fn served_range(asked: Option<&Range>, len: u64) -> S3Result<std::ops::Range<u64>> {
+/// What of an object a read asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Asked<'a> {
+    All,
+    /// Its Range header.
+    Range(&'a Range),
+    /// Its part `partNumber` (from 1).
+    Part(i32),
+}
+
+impl<'a> Asked<'a> {
+    /// A read's Range header and partNumber, which S3 does not take together.
+    pub(crate) fn of(range: Option<&'a Range>, part: Option<i32>) -> S3Result<Asked<'a>> {
+        match (range, part) {
+            (None, None) => Ok(Asked::All),
+            (Some(range), None) => Ok(Asked::Range(range)),
+            (None, Some(part)) => Ok(Asked::Part(part)),
+            (Some(_), Some(_)) => Err(s3_error!(InvalidRequest, "a Range header and a partNumber together")),
+        }
+    }
+}
+
+/// The bytes of an object of `len` bytes with `meta` a read serves: those of its Range header
+/// (InvalidRange past the end), of its part (InvalidPartNumber past the last), or all.
+pub(crate) fn served_range(asked: Asked, meta: &ObjectMeta, len: u64) -> S3Result<std::ops::Range<u64>> {
     match asked {
-        None => Ok(0..len),
-        Some(r) => r.check(len).map_err(|_| s3_error!(InvalidRange, "for {len} bytes")),
+        Asked::All => Ok(0..len),
+        Asked::Range(r) => r.check(len).map_err(|_| s3_error!(InvalidRange, "for {len} bytes")),
+        Asked::Part(number) => match meta.part(number, len) {
+            PartRead::Bytes { range, .. } => Ok(range),
+            PartRead::NoSuchPart { parts } => {
+                let why = format!("part {number} of an object of {parts} part{}", if parts == 1 { "" } else { "s" });
+                let mut e = S3Error::with_message(S3ErrorCode::Custom("InvalidPartNumber".into()), why);
+                e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+                Err(e)
+            }
+            PartRead::Unknown => Err(s3_error!(
+                NotImplemented,
+                "a read by part number of this object: its part sizes were not kept (an object stored by an \
+                 older vouch, or uploaded in parts of more than {MAX_PART_RUNS} runs of sizes)"
+            )),
+        },
+    }
+}
+
+/// The object's number of parts, which a read by part number is told.
+fn parts_count(asked: Asked, stat: &ObjectStat) -> Option<i32> {
+    match (asked, stat.meta.part(1, stat.body_len)) {
+        (Asked::Part(_), PartRead::Bytes { parts, .. } | PartRead::NoSuchPart { parts }) => Some(parts as i32),
+        _ => None,
     }
 }
 
@@ -82,13 +127,13 @@ pub(crate) trait Objects: Send + Sync + 'static {
     /// The latest version of `key`, verified; `None` when proven absent.
     async fn stat(&self, bucket: &str, key: &str) -> S3Result<Option<ObjectStat>>;
 
-    /// Reads `key` (`range` of it, or all): its conditions checked on what it finds, the range
-    /// checked against its length; `None` when proven absent.
+    /// Reads `key` (what of it is `asked`): its conditions checked on what it finds, what is
+    /// asked found in it ([`served_range`]); `None` when proven absent.
     async fn open(
         &self,
         bucket: &str,
         key: &str,
-        range: Option<&Range>,
+        asked: Asked<'_>,
         conditions: ReadConditions<'_>,
     ) -> S3Result<Option<Opened>>;
 
@@ -289,7 +334,7 @@ impl<O: Objects> S3 for Front<O> {
         let S3Request { input, headers, trailing_headers, .. } = req;
         let conditional = input.if_match.is_some() || input.if_none_match.is_some();
         self.refuse_unless(self.objects.capabilities().conditional_writes, conditional, "a conditional PutObject")?;
-        let meta = meta_from!(input)?;
+        let meta = meta_from!(input, &headers)?;
         self.need_bucket(&input.bucket).await?;
         let claimed = with_checksums!(Checksum {}, input);
         let body = self.put_body((input.body, input.content_md5), claimed, &headers, trailing_headers);
@@ -301,24 +346,40 @@ impl<O: Objects> S3 for Front<O> {
 
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let input = req.input;
-        let opened =
-            self.objects.open(&input.bucket, &input.key, input.range.as_ref(), read_conditions!(input)).await?;
+        let asked = Asked::of(input.range.as_ref(), input.part_number)?;
+        let opened = self.objects.open(&input.bucket, &input.key, asked, read_conditions!(input)).await?;
         let Some(Opened { stat, range, body }) = opened else {
             return Err(self.absent(&input.bucket, &input.key).await);
         };
-        let content_range = input
-            .range
-            .as_ref()
-            .map(|_| format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len));
+        let content_range = match asked {
+            Asked::All => None,
+            _ => Some(format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len)),
+        };
         let length = range.end - range.start;
         let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
         let output = object_output!(
-            GetObjectOutput { body: Some(body), content_length: Some(length as i64), content_range: content_range },
+            GetObjectOutput {
+                body: Some(body),
+                content_length: Some(length as i64),
+                content_range: content_range,
+                parts_count: parts_count(asked, &stat)
+            },
             stat,
             stat.meta,
             sums
         );
-        Ok(S3Response::new(with_overrides!(output, input)))
+        user_headers(S3Response::new(with_overrides!(output, input)), &stat.meta)
+    }
+
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        let input = req.input;
+        let Some(stat) = self.objects.stat(&input.bucket, &input.key).await? else {
+            return Err(self.absent(&input.bucket, &input.key).await);
+        };
+        Ok(S3Response::new(attributes_of(&input, &stat)))
     }
 
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
@@ -327,10 +388,24 @@ impl<O: Objects> S3 for Front<O> {
             return Err(self.absent(&input.bucket, &input.key).await);
         };
         check_read_conditions(read_conditions!(input), &stat.meta, stat.time)?;
-        let sums = checksums_for(input.checksum_mode.as_ref(), true, &stat.meta);
-        let output =
-            object_output!(HeadObjectOutput { content_length: Some(stat.body_len as i64) }, stat, stat.meta, sums);
-        Ok(S3Response::new(with_overrides!(output, input)))
+        let asked = Asked::of(None, input.part_number)?;
+        let range = served_range(asked, &stat.meta, stat.body_len)?;
+        let sums = checksums_for(input.checksum_mode.as_ref(), range == (0..stat.body_len), &stat.meta);
+        let content_range = match asked {
+            Asked::All => None,
+            _ => Some(format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len)),
+        };
+        let output = object_output!(
+            HeadObjectOutput {
+                content_length: Some((range.end - range.start) as i64),
+                content_range: content_range,
+                parts_count: parts_count(asked, &stat)
+            },
+            stat,
+            stat.meta,
+            sums
+        );
+        user_headers(S3Response::new(with_overrides!(output, input)), &stat.meta)
     }
 
     async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
@@ -367,14 +442,14 @@ impl<O: Objects> S3 for Front<O> {
     }
 
     async fn copy_object(&self, req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
-        let input = req.input;
+        let (input, headers) = (req.input, req.headers);
         let CopySource::Bucket { bucket: from_bucket, key: from_key, .. } = &input.copy_source else {
             return Err(s3_error!(NotImplemented, "copies from access points are not served"));
         };
         self.need_bucket(&input.bucket).await?;
         let replace = input.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         let meta = match replace {
-            true => Some(meta_from!(input)?),
+            true => Some(meta_from!(input, &headers)?),
             false => None,
         };
         let from: (&str, &str) = (from_bucket, from_key);
@@ -424,8 +499,8 @@ impl<O: Objects> S3 for Front<O> {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let multipart = self.multipart()?;
-        let input = req.input;
-        let meta = meta_from!(input)?;
+        let (input, headers) = (req.input, req.headers);
+        let meta = meta_from!(input, &headers)?;
         let id = multipart.create(&input.bucket, &input.key, meta).await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket),
@@ -474,12 +549,12 @@ impl<O: Objects> S3 for Front<O> {
             input.copy_source_if_unmodified_since.as_ref(),
         );
         let opened =
-            self.objects.open(from_bucket, from_key, range.as_ref(), conditions).await.map_err(|e| {
-                match *e.code() == s3s::S3ErrorCode::NotModified {
+            self.objects.open(from_bucket, from_key, Asked::of(range.as_ref(), None)?, conditions).await.map_err(
+                |e| match *e.code() == s3s::S3ErrorCode::NotModified {
                     true => s3_error!(PreconditionFailed, "the copy source's state does not meet the condition"),
                     false => e,
-                }
-            })?;
+                },
+            )?;
         let Some(opened) = opened else {
             return Err(self.absent(from_bucket, from_key).await);
         };

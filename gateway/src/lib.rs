@@ -20,6 +20,7 @@
 //!   reaches their applications as the same violation error ([`group`]).
 #![forbid(unsafe_code)]
 
+mod attributes;
 pub mod audit;
 mod background;
 mod config;

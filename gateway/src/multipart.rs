@@ -7,7 +7,7 @@
 use crate::errors::to_s3;
 use crate::front::{Multipart, UploadTarget};
 use crate::names::object_name;
-use crate::object::{etag_of, ObjectMeta};
+use crate::object::{etag_of, part_runs, ObjectMeta};
 use crate::s3::Gateway;
 use crate::stream::{Piece, PutBody};
 use md5::{Digest as _, Md5};
@@ -62,16 +62,19 @@ impl Multipart for Gateway {
     /// Joins the parts `parts` (ascending, each with the ETag its upload returned) into the
     /// object; returns its metadata.
     async fn complete(&self, (id, bucket, key): UploadTarget<'_>, parts: &[CompletedPart]) -> S3Result<ObjectMeta> {
-        let upload = self.upload(id, bucket, key).await?;
         if parts.is_empty() {
             return Err(s3_error!(MalformedXML, "an upload completes with at least one part"));
         }
+        let mut upload = match self.upload(id, bucket, key).await {
+            Ok(upload) => upload,
+            Err(e) if *e.code() == S3ErrorCode::NoSuchUpload => {
+                return self.completed(id, bucket, key, parts).await?.ok_or(e);
+            }
+            Err(e) => return Err(e),
+        };
         let (mut pieces, mut md5s, mut last) = (Vec::new(), Md5::new(), 0);
         for part in parts {
-            let number = part.part_number.ok_or_else(|| s3_error!(InvalidPart, "a part without its number"))?;
-            if number <= last {
-                return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
-            }
+            let number = part_number(part, last)?;
             last = number;
             let name = part_name(id, number);
             let stat =
@@ -84,6 +87,8 @@ impl Multipart for Gateway {
         }
         let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
         let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
+        upload.meta.upload = Some(id.to_string());
+        upload.meta.part_runs = part_runs(pieces.iter().map(|p| p.range.end - p.range.start)).unwrap_or_default();
         let body: StreamingBlob = self.body(pieces).await?;
         let meta = self
             .put_body(&name, PutBody::new(Some(body), None).with_etag(etag).with_deadlines(None), upload.meta)
@@ -149,6 +154,38 @@ impl Multipart for Gateway {
 }
 
 impl Gateway {
+    /// The object the upload `id` was completed into, when its completion is asked again (an
+    /// SDK retrying after the answer was lost): still the current object of `bucket`/`key`,
+    /// with the ETag that `parts` make (the number of parts, and their ETags when the request
+    /// gives them). `None` when it is not, as S3 answers once the object was replaced.
+    async fn completed(
+        &self,
+        id: &str,
+        bucket: &str,
+        key: &str,
+        parts: &[CompletedPart],
+    ) -> S3Result<Option<ObjectMeta>> {
+        let Ok(name) = object_name(bucket, key) else { return Ok(None) };
+        let Some(stat) = self.latest(&name).await? else { return Ok(None) };
+        if stat.meta.upload.as_deref() != Some(id) {
+            return Ok(None);
+        }
+        let Some((md5, count)) = stat.meta.etag.split_once('-') else { return Ok(None) };
+        if count != parts.len().to_string() {
+            return Ok(None);
+        }
+        let (mut md5s, mut last) = (Md5::new(), 0);
+        for part in parts {
+            last = part_number(part, last)?;
+            match part.e_tag.as_ref().and_then(|e| hex_bytes(e.value())) {
+                Some(bytes) => md5s.update(bytes),
+                // Without every part's ETag, the number of parts is what can be checked.
+                None => return Ok(Some(stat.meta)),
+            }
+        }
+        Ok((etag_of(&md5s.finalize()) == md5).then_some(stat.meta))
+    }
+
     /// The upload `id`, checked to be for `bucket`/`key`.
     async fn upload(&self, id: &str, bucket: &str, key: &str) -> S3Result<Upload> {
         let bad = || s3_error!(NoSuchUpload, "no upload {id} for {bucket}/{key}");
@@ -189,6 +226,15 @@ impl Gateway {
             Err(e) => Err(to_s3(e, S3ErrorCode::NoSuchUpload)),
         }
     }
+}
+
+/// The number of a completion's part listed after part `last`.
+fn part_number(part: &CompletedPart, last: i32) -> S3Result<i32> {
+    let number = part.part_number.ok_or_else(|| s3_error!(InvalidPart, "a part without its number"))?;
+    if number <= last {
+        return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
+    }
+    Ok(number)
 }
 
 /// The bytes of a hex ETag.

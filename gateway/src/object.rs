@@ -40,6 +40,43 @@ pub struct ObjectMeta {
     /// (the own namespace's objects have their version's time, and leave this out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<u64>,
+    /// The multipart upload this object was completed from: a completion of it asked again
+    /// (an SDK retrying after its answer was lost) finds the upload gone, and answers with
+    /// this object while it is still the key's current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<String>,
+    /// A multipart object's part sizes, in runs of (size, how many in a row), so that a read
+    /// by part number (`partNumber`) serves its part: a few runs for an SDK's parts of one
+    /// size. Empty for an object of one part, and for one whose parts took more than
+    /// [`MAX_PART_RUNS`] runs (a read of its parts by number is then refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_runs: Vec<(u64, u32)>,
+}
+
+/// Most runs of part sizes an object keeps (each a few bytes of its metadata).
+pub const MAX_PART_RUNS: usize = 64;
+
+/// `sizes` in runs of (size, how many in a row); `None` past [`MAX_PART_RUNS`].
+pub fn part_runs(sizes: impl IntoIterator<Item = u64>) -> Option<Vec<(u64, u32)>> {
+    let mut runs: Vec<(u64, u32)> = Vec::new();
+    for size in sizes {
+        match runs.last_mut() {
+            Some((last, count)) if *last == size => *count += 1,
+            _ => runs.push((size, 1)),
+        }
+    }
+    (runs.len() <= MAX_PART_RUNS).then_some(runs)
+}
+
+/// How a read by part number is served for an object.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PartRead {
+    /// The part's bytes, of the object's parts.
+    Bytes { range: std::ops::Range<u64>, parts: u32 },
+    /// No such part.
+    NoSuchPart { parts: u32 },
+    /// A multipart object whose part sizes were not kept.
+    Unknown,
 }
 
 /// Why a file's tail is no object trailer.
@@ -86,6 +123,38 @@ impl ObjectMeta {
     }
 }
 
+impl ObjectMeta {
+    /// The bytes of part `number` (from 1) of this object of `body_len` bytes: one part when
+    /// it was not uploaded in parts.
+    pub fn part(&self, number: i32, body_len: u64) -> PartRead {
+        let count = self.etag.rsplit_once('-').and_then(|(_, n)| n.parse::<u32>().ok());
+        let Some(count) = count else {
+            return match number {
+                1 => PartRead::Bytes { range: 0..body_len, parts: 1 },
+                _ => PartRead::NoSuchPart { parts: 1 },
+            };
+        };
+        let runs_count: u64 = self.part_runs.iter().map(|&(_, n)| n as u64).sum();
+        let runs_len: u64 = self.part_runs.iter().map(|&(size, n)| size.saturating_mul(n as u64)).sum();
+        if runs_count != count as u64 || runs_len != body_len {
+            return PartRead::Unknown;
+        }
+        if number < 1 || number as u64 > runs_count {
+            return PartRead::NoSuchPart { parts: count };
+        }
+        let (mut start, mut left) = (0u64, number as u64 - 1);
+        for &(size, n) in &self.part_runs {
+            if left < n as u64 {
+                start += left * size;
+                return PartRead::Bytes { range: start..start + size, parts: count };
+            }
+            start += size * n as u64;
+            left -= n as u64;
+        }
+        PartRead::Unknown
+    }
+}
+
 /// The ETag (unquoted hex) of an MD5 digest.
 pub fn etag_of(md5: &[u8]) -> String {
     base16ct::lower::encode_string(md5)
@@ -124,5 +193,31 @@ mod tests {
         let file = timed.trailer_bytes();
         assert_eq!(ObjectMeta::from_tail(file.len() as u64, &file).unwrap().0, timed);
         assert!(!String::from_utf8_lossy(&meta.trailer_bytes()).contains("modified"));
+    }
+
+    #[test]
+    fn a_part_is_found_by_its_number_from_runs_of_sizes() {
+        let runs = part_runs([5, 5, 5, 3, 3, 1]).unwrap();
+        assert_eq!(runs, [(5, 3), (3, 2), (1, 1)]);
+        let meta = ObjectMeta { etag: "ab-6".into(), part_runs: runs, ..ObjectMeta::default() };
+        let part = |n| meta.part(n, 22);
+        assert_eq!(part(1), PartRead::Bytes { range: 0..5, parts: 6 });
+        assert_eq!(part(3), PartRead::Bytes { range: 10..15, parts: 6 });
+        assert_eq!(part(4), PartRead::Bytes { range: 15..18, parts: 6 });
+        assert_eq!(part(6), PartRead::Bytes { range: 21..22, parts: 6 });
+        assert_eq!(
+            (part(0), part(7), part(-1)),
+            (PartRead::NoSuchPart { parts: 6 }, PartRead::NoSuchPart { parts: 6 }, PartRead::NoSuchPart { parts: 6 })
+        );
+        // Runs that do not add up to the object (its ETag's count, its length) are not used.
+        assert_eq!(meta.part(1, 23), PartRead::Unknown);
+        assert_eq!(ObjectMeta { etag: "ab-5".into(), ..meta.clone() }.part(1, 22), PartRead::Unknown);
+        assert_eq!(ObjectMeta { part_runs: Vec::new(), ..meta.clone() }.part(1, 22), PartRead::Unknown);
+        // One part: the whole object.
+        let single = ObjectMeta { etag: etag_of(&[1; 16]), ..ObjectMeta::default() };
+        assert_eq!(single.part(1, 9), PartRead::Bytes { range: 0..9, parts: 1 });
+        assert_eq!(single.part(2, 9), PartRead::NoSuchPart { parts: 1 });
+        assert_eq!(part_runs((0..MAX_PART_RUNS as u64 + 1).map(|i| i % 2 + 1)), None);
+        assert!(part_runs((0..MAX_PART_RUNS as u64).map(|i| i % 2 + 1)).is_some());
     }
 }

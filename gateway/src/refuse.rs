@@ -157,7 +157,6 @@ macro_rules! refuse_copy_source {
 macro_rules! refuse_read {
     ($input:expr) => {
         refuse_if(a_version($input.version_id.as_ref()), "a read of a version by id (versionId)")
-            .and(refuse_if($input.part_number.is_some(), "a read by part number (partNumber)"))
             .and(refuse_sse_c!($input))
     };
 }
@@ -176,6 +175,10 @@ impl S3Access for Refusals {
     }
 
     async fn head_object(&self, req: &mut S3Request<HeadObjectInput>) -> S3Result<()> {
+        refuse_read!(req.input)
+    }
+
+    async fn get_object_attributes(&self, req: &mut S3Request<GetObjectAttributesInput>) -> S3Result<()> {
         refuse_read!(req.input)
     }
 

@@ -6,7 +6,7 @@
 use crate::background::Background;
 use crate::errors::to_s3;
 use crate::fields::{check_read_conditions, etag_matches, timestamp, ReadConditions};
-use crate::front::{served_range, Capabilities, Multipart, ObjectStat, Objects, Opened, WriteConditions};
+use crate::front::{served_range, Asked, Capabilities, Multipart, ObjectStat, Objects, Opened, WriteConditions};
 use crate::metrics::Metrics;
 use crate::names::{self, bucket_name, object_name, objects_prefix};
 use crate::object::{ObjectMeta, TRAILER};
@@ -320,7 +320,7 @@ impl Objects for Gateway {
         &self,
         bucket: &str,
         key: &str,
-        asked: Option<&Range>,
+        asked: Asked<'_>,
         conditions: ReadConditions<'_>,
     ) -> S3Result<Option<Opened>> {
         let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
@@ -329,8 +329,8 @@ impl Objects for Gateway {
             attempts += 1;
             let Some(stat) = self.latest(&name).await? else { return Ok(None) };
             check_read_conditions(conditions, &stat.meta, stat.time)?;
-            let range = served_range(asked, stat.body_len)?;
-            if asked.is_some() {
+            let range = served_range(asked, &stat.meta, stat.body_len)?;
+            if !matches!(asked, Asked::All) {
                 self.prefetch_after(&name, stat.version, &range, stat.body_len);
             }
             let piece = Piece { name: name.clone(), version: stat.version, range: range.clone() };
@@ -380,7 +380,12 @@ impl Objects for Gateway {
         let from = object_name(from.0, from.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let to = object_name(to.0, to.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let Some(stat) = self.latest(&from).await? else { return Ok(None) };
-        let meta = meta.unwrap_or_else(|| ObjectMeta { etag: String::new(), ..stat.meta });
+        let meta = meta.unwrap_or_else(|| ObjectMeta {
+            etag: String::new(),
+            upload: None,
+            part_runs: Vec::new(),
+            ..stat.meta
+        });
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
         let source = self.body(vec![whole]).await?;
         self.put_body(&to, PutBody::new(Some(source), None).with_deadlines(None), meta).await.map(Some)

@@ -6,7 +6,7 @@ use super::spool::Spool;
 use super::LISTING_READS;
 use super::{bucket_key, buckets_of, object_key, objects_of, spool_failed, GroupGateway, Upload};
 use crate::fields::{check_read_conditions, ReadConditions};
-use crate::front::{served_range, Capabilities, ObjectStat, Objects, Opened, WriteConditions};
+use crate::front::{served_range, Asked, Capabilities, ObjectStat, Objects, Opened, WriteConditions};
 use crate::object::ObjectMeta;
 use crate::stream::PutBody;
 use s3s::dto::*;
@@ -86,13 +86,13 @@ impl Objects for GroupGateway {
         &self,
         bucket: &str,
         key: &str,
-        asked: Option<&Range>,
+        asked: Asked<'_>,
         conditions: ReadConditions<'_>,
     ) -> S3Result<Option<Opened>> {
         let Some(fetched) = self.fetch(&object_key(bucket, key)?).await? else { return Ok(None) };
         let stat = fetched.found;
         check_read_conditions(conditions, &stat.meta, stat.time)?;
-        let range = served_range(asked, stat.body_len)?;
+        let range = served_range(asked, &stat.meta, stat.body_len)?;
         let body = fetched.spool.clone().body(range.clone()).map_err(spool_failed)?;
         Ok(Some(Opened { stat, range, body }))
     }

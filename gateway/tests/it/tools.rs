@@ -189,3 +189,219 @@ async fn a_part_copied_from_a_source_the_provider_corrupts_fails_and_keeps_nothi
         _ => assert_eq!(listed.code(), vouch_gateway::errors::VIOLATION_CODE, "{}", listed.body),
     }
 }
+
+/// A CompleteMultipartUpload asked again after it succeeded (an SDK whose answer was lost
+/// retries it): answered with the completed object, not NoSuchUpload, while the key still
+/// holds it and the parts listed make its ETag; otherwise NoSuchUpload, as in S3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_asked_again_answers_the_completed_object() {
+    let h = Harness::new(&["box"]).await;
+    let data = common::sample(5 * 1024 * 1024 + 1000, 8);
+    let id = create_upload(&h, "up").await;
+    let mut etags = Vec::new();
+    for (n, bytes) in [(1, &data[..5 * 1024 * 1024]), (2, &data[5 * 1024 * 1024..])] {
+        let query = [("partNumber", if n == 1 { "1" } else { "2" }), ("uploadId", id.as_str())];
+        let part = h.raw_with(Method::PUT, "box/up", &query, &[], bytes.to_vec()).await;
+        assert_eq!(part.status, 200, "{}", part.body);
+        etags.push(part.header("etag").to_string());
+    }
+    let complete = |etags: &[String]| {
+        let parts: String = etags
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("<Part><PartNumber>{}</PartNumber><ETag>{e}</ETag></Part>", i + 1))
+            .collect();
+        format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>").into_bytes()
+    };
+    let done = h.raw_with(Method::POST, "box/up", &[("uploadId", &id)], &[], complete(&etags)).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let etag = all(&done.body, "ETag")[0].to_string();
+    assert!(etag.ends_with("-2\""), "{etag}");
+
+    let again = h.raw_with(Method::POST, "box/up", &[("uploadId", &id)], &[], complete(&etags)).await;
+    assert_eq!(again.status, 200, "a retried completion: {}", again.body);
+    assert_eq!((all(&again.body, "ETag"), all(&again.body, "Key")), (vec![etag.as_str()], vec!["up"]));
+    let got = h.store("box").get(&Path::from("up")).await.unwrap().bytes().await.unwrap();
+    assert!(got == data, "one object, as first completed");
+    // Other parts than the ones it was completed from; another upload's id; another key.
+    let other = [etags[1].clone(), etags[0].clone()];
+    let wrong = h.raw_with(Method::POST, "box/up", &[("uploadId", &id)], &[], complete(&other)).await;
+    assert_eq!((wrong.status, wrong.code()), (404, "NoSuchUpload"), "{}", wrong.body);
+    let one = h.raw_with(Method::POST, "box/up", &[("uploadId", &id)], &[], complete(&etags[..1])).await;
+    assert_eq!((one.status, one.code()), (404, "NoSuchUpload"), "{}", one.body);
+    let stranger = "0123456789abcdef0123456789abcdef";
+    let unknown = h.raw_with(Method::POST, "box/up", &[("uploadId", stranger)], &[], complete(&etags)).await;
+    assert_eq!(unknown.code(), "NoSuchUpload", "{}", unknown.body);
+    let elsewhere = h.raw_with(Method::POST, "box/other", &[("uploadId", &id)], &[], complete(&etags)).await;
+    assert_eq!(elsewhere.code(), "NoSuchUpload", "{}", elsewhere.body);
+    // A copy of it is not its completion; once the key holds another object, neither is it.
+    let copied = h.raw(Method::PUT, "box/copy", &[], &[("x-amz-copy-source", "box/up")]).await;
+    assert_eq!(copied.status, 200, "{}", copied.body);
+    let from_copy = h.raw_with(Method::POST, "box/copy", &[("uploadId", &id)], &[], complete(&etags)).await;
+    assert_eq!(from_copy.code(), "NoSuchUpload", "{}", from_copy.body);
+    h.store("box").put(&Path::from("up"), PutPayload::from(b"replaced".to_vec())).await.unwrap();
+    let replaced = h.raw_with(Method::POST, "box/up", &[("uploadId", &id)], &[], complete(&etags)).await;
+    assert_eq!(replaced.code(), "NoSuchUpload", "{}", replaced.body);
+}
+
+/// User metadata comes back as it was sent: UTF-8 bytes as those bytes, RFC 2047 encoded words
+/// as those words (the S3 protocol's parser decodes both, and its serialiser would encode a
+/// UTF-8 value); kept by a copy and by a multipart upload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_ascii_user_metadata_comes_back_as_it_was_sent() {
+    let h = Harness::new(&["box"]).await;
+    let sent: [(&str, &[u8]); 3] = [
+        ("x-amz-meta-city", "Zürich, 東京".as_bytes()),
+        ("x-amz-meta-word", b"=?UTF-8?B?w6k=?="),
+        ("x-amz-meta-plain", b"ascii"),
+    ];
+    let send = async |method: Method, path: &str, query: &[(&str, &str)], headers: &[(&str, &[u8])]| {
+        let url = h.presigned(method.clone(), path, query, std::time::Duration::from_secs(60)).await;
+        let mut request = reqwest::Client::new().request(method, url).body(b"body".to_vec());
+        for &(name, value) in headers {
+            request = request.header(name, reqwest::header::HeaderValue::from_bytes(value).unwrap());
+        }
+        common::answer(request).await
+    };
+    let put = send(Method::PUT, "box/meta", &[], &sent).await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    let copied = send(Method::PUT, "box/copied", &[], &[("x-amz-copy-source", b"box/meta")]).await;
+    assert_eq!(copied.status, 200, "{}", copied.body);
+    let created = send(Method::POST, "box/parted", &[("uploads", "")], &sent).await;
+    let id = all(&created.body, "UploadId")[0].to_string();
+    let part = h.raw_with(Method::PUT, "box/parted", &[("partNumber", "1"), ("uploadId", &id)], &[], b"x".into()).await;
+    let xml = format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{}</ETag></Part></CompleteMultipartUpload>",
+        part.header("etag")
+    );
+    assert_eq!(h.raw_with(Method::POST, "box/parted", &[("uploadId", &id)], &[], xml.into()).await.status, 200);
+    for key in ["box/meta", "box/copied", "box/parted"] {
+        for method in [Method::HEAD, Method::GET] {
+            let got = h.raw(method.clone(), key, &[], &[]).await;
+            assert_eq!(got.status, 200, "{method} {key}: {}", got.body);
+            for (name, value) in sent {
+                let back = got.headers.get(name).map(|v| v.as_bytes());
+                assert_eq!(back, Some(value), "{method} {key} {name}: {:?}", back.map(String::from_utf8_lossy));
+            }
+        }
+    }
+}
+
+/// A PUT whose body comes in HTTP chunks, with no Content-Length (as streaming clients send
+/// one of unknown length): stored whole and verified, as any PUT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_of_unknown_length_in_http_chunks_is_stored() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = Harness::new(&["box"]).await;
+    let data = common::sample(300_000, 9);
+    let url = h.presigned(Method::PUT, "box/chunked", &[], std::time::Duration::from_secs(60)).await;
+    let url = reqwest::Url::parse(&url).unwrap();
+    let mut stream = tokio::net::TcpStream::connect(h.gateway.as_ref().unwrap().addr).await.unwrap();
+    let head = format!(
+        "PUT {}?{} HTTP/1.1\r\nHost: {}:{}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        url.path(),
+        url.query().unwrap(),
+        url.host_str().unwrap(),
+        url.port().unwrap()
+    );
+    let mut request = head.into_bytes();
+    for chunk in data.chunks(70_000) {
+        request.extend(format!("{:x}\r\n", chunk.len()).into_bytes());
+        request.extend(chunk);
+        request.extend(b"\r\n");
+    }
+    request.extend(b"0\r\n\r\n");
+    stream.write_all(&request).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let got = h.store("box").get(&Path::from("chunked")).await.unwrap().bytes().await.unwrap();
+    assert!(got == data, "the chunks' bytes, whole");
+    let md5 = base16ct::lower::encode_string(&md5::Md5::digest(&data));
+    assert_eq!(h.raw(Method::HEAD, "box/chunked", &[], &[]).await.header("etag"), format!("\"{md5}\""));
+}
+
+/// GetObject and HeadObject by part number (as SDKs that download in parts ask): a multipart
+/// object's part, with its Content-Range and the object's number of parts; an object of one
+/// part is its own part 1; a part past the last is InvalidPartNumber; a Range with it, refused.
+/// GetObjectAttributes lists the parts, a page at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_by_part_number_serves_that_part() {
+    let h = Harness::new(&["box"]).await;
+    let mib5 = 5 * 1024 * 1024;
+    let data = common::sample(2 * mib5 + 1000, 10);
+    let id = create_upload(&h, "parted").await;
+    let mut parts = String::new();
+    for (n, bytes) in [(1, &data[..mib5]), (2, &data[mib5..2 * mib5]), (3, &data[2 * mib5..])] {
+        let number = n.to_string();
+        let query = [("partNumber", number.as_str()), ("uploadId", id.as_str())];
+        let part = h.raw_with(Method::PUT, "box/parted", &query, &[], bytes.to_vec()).await;
+        assert_eq!(part.status, 200, "{}", part.body);
+        parts += &format!("<Part><PartNumber>{n}</PartNumber><ETag>{}</ETag></Part>", part.header("etag"));
+    }
+    let xml = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
+    assert_eq!(h.raw_with(Method::POST, "box/parted", &[("uploadId", &id)], &[], xml.into()).await.status, 200);
+
+    let total = data.len();
+    for (n, range) in [(1, 0..mib5), (2, mib5..2 * mib5), (3, 2 * mib5..total)] {
+        let number = n.to_string();
+        let got = h.raw(Method::GET, "box/parted", &[("partNumber", &number)], &[]).await;
+        assert_eq!(got.status, 206, "part {n}: {}", &got.body[..got.body.len().min(300)]);
+        // The answer's body as text (lossy): the part's bytes made text alike.
+        assert!(got.body == String::from_utf8_lossy(&data[range.clone()]), "part {n}'s bytes");
+        let content_range = format!("bytes {}-{}/{total}", range.start, range.end - 1);
+        assert_eq!((got.header("content-range"), got.header("x-amz-mp-parts-count")), (content_range.as_str(), "3"));
+        let head = h.raw(Method::HEAD, "box/parted", &[("partNumber", &number)], &[]).await;
+        assert_eq!(head.header("content-length"), (range.end - range.start).to_string(), "HEAD part {n}");
+        assert_eq!(head.header("x-amz-mp-parts-count"), "3");
+    }
+    let past = h.raw(Method::GET, "box/parted", &[("partNumber", "4")], &[]).await;
+    assert_eq!((past.status, past.code()), (416, "InvalidPartNumber"), "{}", past.body);
+    let both = h.raw(Method::GET, "box/parted", &[("partNumber", "1")], &[("range", "bytes=0-9")]).await;
+    assert_eq!((both.status, both.code()), (400, "InvalidRequest"), "{}", both.body);
+
+    // GetObjectAttributes: what is asked, the parts a page at a time.
+    let asked = [("x-amz-object-attributes", "ETag,ObjectSize,ObjectParts,StorageClass"), ("x-amz-max-parts", "2")];
+    let attributes = h.raw(Method::GET, "box/parted", &[("attributes", "")], &asked).await;
+    assert_eq!(attributes.status, 200, "{}", attributes.body);
+    let b = attributes.body.as_str();
+    assert_eq!(all(b, "ObjectSize"), [total.to_string().as_str()], "{b}");
+    assert_eq!((all(b, "PartsCount"), all(b, "PartNumber")), (vec!["3"], vec!["1", "2"]), "{b}");
+    assert_eq!((all(b, "IsTruncated"), all(b, "NextPartNumberMarker")), (vec!["true"], vec!["2"]), "{b}");
+    assert_eq!(all(b, "Size"), [mib5.to_string(), mib5.to_string()], "{b}");
+    assert_eq!(all(b, "StorageClass"), ["STANDARD"]);
+    assert!(all(b, "ETag")[0].contains("-3"), "{b}");
+    let asked = [("x-amz-object-attributes", "ObjectParts"), ("x-amz-part-number-marker", "2")];
+    let rest = h.raw(Method::GET, "box/parted", &[("attributes", "")], &asked).await;
+    assert_eq!(all(&rest.body, "PartNumber"), ["3"], "{}", rest.body);
+    assert_eq!(all(&rest.body, "Size"), ["1000"], "{}", rest.body);
+    assert!(all(&rest.body, "ObjectSize").is_empty() && all(&rest.body, "ETag").is_empty(), "only what was asked");
+    let absent = h.raw(Method::GET, "box/none", &[("attributes", "")], &[("x-amz-object-attributes", "ETag")]).await;
+    assert_eq!((absent.status, absent.code()), (404, "NoSuchKey"), "{}", absent.body);
+
+    h.store("box").put(&Path::from("whole"), PutPayload::from(b"one part".to_vec())).await.unwrap();
+    let asked = [("x-amz-object-attributes", "ObjectSize,ObjectParts")];
+    let single = h.raw(Method::GET, "box/whole", &[("attributes", "")], &asked).await;
+    assert_eq!(
+        (all(&single.body, "ObjectSize"), all(&single.body, "ObjectParts")),
+        (vec!["8"], vec![]),
+        "{}",
+        single.body
+    );
+    let one = h.raw(Method::GET, "box/whole", &[("partNumber", "1")], &[]).await;
+    assert_eq!((one.status, one.body.as_str(), one.header("x-amz-mp-parts-count")), (206, "one part", "1"));
+    let two = h.raw(Method::GET, "box/whole", &[("partNumber", "2")], &[]).await;
+    assert_eq!((two.status, two.code()), (416, "InvalidPartNumber"), "{}", two.body);
+}
+
+/// GetObjectAttributes reads the object's verified metadata: a provider that alters it is
+/// caught, and the tool gets the integrity error, not attributes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attributes_of_an_object_the_provider_alters_are_an_integrity_error() {
+    let h = Harness::lying(Misbehave::CorruptBlock, &["box"]).await;
+    h.store("box").put(&Path::from("k"), PutPayload::from(common::sample(20_000, 3))).await.unwrap();
+    let asked = [("x-amz-object-attributes", "ETag,ObjectSize")];
+    let got = h.raw(Method::GET, "box/k", &[("attributes", "")], &asked).await;
+    assert_eq!(got.code(), vouch_gateway::errors::VIOLATION_CODE, "{}", got.body);
+}
