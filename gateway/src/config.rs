@@ -87,6 +87,12 @@ pub struct GatewayConfig {
     /// `cache_mb` does not apply (every read is checked against the group's history).
     #[serde(default)]
     pub group: Option<String>,
+    /// Virtual-hosted-style addressing under this domain: a request to
+    /// `BUCKET.<domain>` is for BUCKET (beside path style, `<domain>/BUCKET/KEY`, which every
+    /// other host name is served as). Point `*.<domain>` at the gateway (a DNS wildcard, or
+    /// `/etc/hosts` lines). Path style only when absent.
+    #[serde(default)]
+    pub virtual_host_domain: Option<String>,
     /// The applications' access keys; a request signed with any other is refused.
     pub keys: Vec<AccessKey>,
 }
@@ -180,6 +186,7 @@ impl GatewayConfig {
             max_connections: default_max_connections(),
             body_idle_timeout_secs: default_body_idle_timeout_secs(),
             body_min_rate_kib: default_body_min_rate_kib(),
+            virtual_host_domain: None,
             audit: None,
             group: None,
             keys,
@@ -217,6 +224,14 @@ impl GatewayConfig {
         }
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key go together".into());
+        }
+        if let Some(domain) = &config.virtual_host_domain {
+            if !crate::hosts::is_domain(domain) {
+                return Err(format!(
+                    "virtual_host_domain = {domain:?} is no domain name (labels of letters, digits and '-', \
+                     joined by '.', without a port)"
+                ));
+            }
         }
         if let Some(group) = &config.group {
             if config.por {

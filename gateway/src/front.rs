@@ -382,6 +382,19 @@ impl<O: Objects> S3 for Front<O> {
         Ok(S3Response::new(attributes_of(&input, &stat)))
     }
 
+    /// An object's tags: none, truly (a write that sets tags is refused, and PutObjectTagging is
+    /// NotImplemented), so tools that copy an object's tags along find none to copy.
+    async fn get_object_tagging(
+        &self,
+        req: S3Request<GetObjectTaggingInput>,
+    ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+        let input = req.input;
+        if self.objects.stat(&input.bucket, &input.key).await?.is_none() {
+            return Err(self.absent(&input.bucket, &input.key).await);
+        }
+        Ok(S3Response::new(GetObjectTaggingOutput { tag_set: Vec::new(), ..GetObjectTaggingOutput::default() }))
+    }
+
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = req.input;
         let Some(stat) = self.objects.stat(&input.bucket, &input.key).await? else {

@@ -28,6 +28,7 @@ pub mod errors;
 mod fields;
 mod front;
 pub mod group;
+mod hosts;
 mod listing;
 mod metrics;
 mod multipart;

@@ -95,6 +95,10 @@ fn refuse_if(asked: bool, what: &str) -> S3Result<()> {
     }
 }
 
+/// Object tags: not kept (the operations on them are NotImplemented too), so a write that
+/// sets them is refused rather than stored without them.
+const TAGS: &str = "object tagging (x-amz-tagging)";
+
 /// The most keys one DeleteObjects may name (S3's limit).
 const MAX_DELETE_KEYS: usize = 1000;
 
@@ -182,15 +186,21 @@ impl S3Access for Refusals {
         refuse_read!(req.input)
     }
 
+    async fn get_object_tagging(&self, req: &mut S3Request<GetObjectTaggingInput>) -> S3Result<()> {
+        refuse_if(a_version(req.input.version_id.as_ref()), "a read of a version by id (versionId)")
+    }
+
     async fn put_object(&self, req: &mut S3Request<PutObjectInput>) -> S3Result<()> {
         let input = &req.input;
         refuse_sse_and_lock!(input)?;
+        refuse_if(input.tagging.is_some(), TAGS)?;
         // Own mode would overwrite where the application asked to append.
         refuse_if(input.write_offset_bytes.is_some(), "an append (x-amz-write-offset-bytes)")
     }
 
     async fn create_multipart_upload(&self, req: &mut S3Request<CreateMultipartUploadInput>) -> S3Result<()> {
-        refuse_sse_and_lock!(req.input)
+        refuse_sse_and_lock!(req.input)?;
+        refuse_if(req.input.tagging.is_some(), TAGS)
     }
 
     async fn upload_part(&self, req: &mut S3Request<UploadPartInput>) -> S3Result<()> {
@@ -207,6 +217,8 @@ impl S3Access for Refusals {
     async fn copy_object(&self, req: &mut S3Request<CopyObjectInput>) -> S3Result<()> {
         let input = &req.input;
         refuse_sse_and_lock!(input)?;
+        // A copy keeps no tags (its source has none); new ones would be dropped.
+        refuse_if(input.tagging.is_some(), TAGS)?;
         let conditional = input.copy_source_if_match.is_some()
             || input.copy_source_if_none_match.is_some()
             || input.copy_source_if_modified_since.is_some()

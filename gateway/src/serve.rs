@@ -159,6 +159,9 @@ fn s3_service(config: &GatewayConfig, gateway: impl S3) -> S3Service {
     let mut builder = S3ServiceBuilder::new(gateway);
     builder.set_auth(auth);
     builder.set_access(crate::refuse::Refusals);
+    if let Some(domain) = &config.virtual_host_domain {
+        builder.set_host(crate::hosts::VirtualHosts::new(domain));
+    }
     builder.set_config(Arc::new(StaticConfigProvider::new(Arc::new(s3s_limits()))));
     builder.build()
 }

@@ -337,3 +337,30 @@ async fn an_error_body_names_no_provider_address() {
     assert!(!got.body.contains(&provider) && !got.body.contains(&format!(":{port}")), "{}", got.body);
     assert!(!got.body.contains(h.dir.path().to_str().unwrap()), "{}", got.body);
 }
+
+/// Object tags are not kept: a write that sets them is refused and stores nothing, and
+/// PutObjectTagging is NotImplemented, never answered as if tags were kept. An object's tags
+/// are then truly none (tools that copy tags along ask for them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_are_refused_never_dropped() {
+    let h = Harness::new(&["box"]).await;
+    let tags = [("x-amz-tagging", "project=vouch")];
+    let put = h.raw_with(Method::PUT, "box/tagged", &[], &tags, b"bytes".to_vec()).await;
+    assert_eq!((put.status, put.code()), (501, "NotImplemented"), "{}", put.body);
+    let upload = h.raw(Method::POST, "box/tagged", &[("uploads", "")], &tags).await;
+    assert_eq!((upload.status, upload.code()), (501, "NotImplemented"), "{}", upload.body);
+    let store = h.store("box");
+    assert!(matches!(store.head(&Path::from("tagged")).await, Err(object_store::Error::NotFound { .. })));
+    store.put(&Path::from("plain"), PutPayload::from(b"plain".to_vec())).await.unwrap();
+    let copy = [("x-amz-copy-source", "/box/plain"), ("x-amz-tagging-directive", "REPLACE"), tags[0]];
+    let copied = h.raw(Method::PUT, "box/copy", &[], &copy).await;
+    assert_eq!((copied.status, copied.code()), (501, "NotImplemented"), "{}", copied.body);
+    let xml = "<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>";
+    let set = h.raw_with(Method::PUT, "box/plain", &[("tagging", "")], &[], xml.into()).await;
+    assert_eq!((set.status, set.code()), (501, "NotImplemented"), "{}", set.body);
+    let get = h.raw(Method::GET, "box/plain", &[("tagging", "")], &[]).await;
+    assert_eq!(get.status, 200, "{}", get.body);
+    assert!(get.body.contains("<TagSet></TagSet>") || get.body.contains("<TagSet/>"), "{}", get.body);
+    let absent = h.raw(Method::GET, "box/none", &[("tagging", "")], &[]).await;
+    assert_eq!((absent.status, absent.code()), (404, "NoSuchKey"), "{}", absent.body);
+}

@@ -405,3 +405,40 @@ async fn attributes_of_an_object_the_provider_alters_are_an_integrity_error() {
     let got = h.raw(Method::GET, "box/k", &[("attributes", "")], &asked).await;
     assert_eq!(got.code(), vouch_gateway::errors::VIOLATION_CODE, "{}", got.body);
 }
+
+/// Virtual-hosted-style addressing under the configured domain (`BUCKET.<domain>`), beside
+/// path style on any other host name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_is_addressed_by_its_host_name_under_the_configured_domain() {
+    let config = vouch_gateway::GatewayConfig { virtual_host_domain: Some("s3.vouch.test".into()), ..common::config() };
+    let h = Harness::configured(vouch_server::Blocks::Local, Misbehave::None, &["box"], config).await;
+    let addr = h.gateway.as_ref().unwrap().addr;
+    let host = format!("box.s3.vouch.test:{}", addr.port());
+    let signer = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(format!("http://{host}"))
+        .with_virtual_hosted_style_request(true)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_bucket_name("box")
+        .with_access_key_id(common::ACCESS_KEY)
+        .with_secret_access_key(common::SECRET_KEY)
+        .build()
+        .unwrap();
+    let http = reqwest::Client::builder().resolve("box.s3.vouch.test", addr).build().unwrap();
+    let signed = async |method: Method, key: &str| {
+        use object_store::signer::Signer;
+        let expires = std::time::Duration::from_secs(60);
+        signer.signed_url(method, &Path::from(key), expires).await.unwrap()
+    };
+    let put = http.put(signed(Method::PUT, "hosted/key").await).body(b"by host name".to_vec()).send().await.unwrap();
+    assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
+    // Path style on the gateway's address reads what virtual-hosted style wrote, and back.
+    let got = h.store("box").get(&Path::from("hosted/key")).await.unwrap().bytes().await.unwrap();
+    assert_eq!(&got[..], b"by host name");
+    h.store("box").put(&Path::from("path/key"), PutPayload::from(b"by path".to_vec())).await.unwrap();
+    let read = http.get(signed(Method::GET, "path/key").await).send().await.unwrap();
+    assert_eq!(read.status(), 200);
+    assert_eq!(&read.bytes().await.unwrap()[..], b"by path");
+    let listed = http.get(signed(Method::GET, "").await).send().await.unwrap().text().await.unwrap();
+    assert_eq!(all(&listed, "Key"), ["hosted/key", "path/key"], "ListObjects of the host's bucket: {listed}");
+}
