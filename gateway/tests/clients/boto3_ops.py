@@ -160,6 +160,12 @@ url = s3.generate_presigned_url("get_object", Params={"Bucket": "boto", "Key": "
 tls = ssl.create_default_context(cafile=ca) if ca else None
 with urllib.request.urlopen(url, context=tls) as answer:
     assert answer.read() == data
+# A presigned PUT, sent by a plain HTTP client, then read back.
+url = s3.generate_presigned_url("put_object", Params={"Bucket": "boto", "Key": "presigned"}, ExpiresIn=60)
+sent = urllib.request.Request(url, data=b"put by a presigned URL", method="PUT")
+with urllib.request.urlopen(sent, context=tls) as answer:
+    assert answer.status == 200
+assert s3.get_object(Bucket="boto", Key="presigned")["Body"].read() == b"put by a presigned URL"
 if ca:
     assert any(t and t.startswith("x-amz-checksum-") for t in trailers), trailers
 

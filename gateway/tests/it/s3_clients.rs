@@ -1,7 +1,9 @@
 //! Real S3 applications, unchanged, against the gateway: boto3 (`clients/boto3_ops.py`,
 //! every operation with the checksums current SDKs send by default, multipart uploads,
-//! presigned URLs), the aws CLI (`clients/aws_cli.sh`) and rclone (`clients/rclone.sh`). The
-//! project's `scripts/s3-clients.sh` installs them when missing.
+//! presigned URLs), the aws CLI (`clients/aws_cli.sh`), rclone (`clients/rclone.sh`) and the
+//! backup tool restic (`clients/restic.sh`). Each runs against a gateway whose provider keeps
+//! its blocks on its local disk, and all of them in turn against one whose provider keeps them
+//! in S3 (MinIO). The project's `scripts/s3-clients.sh` installs them when missing.
 
 use crate::common;
 
@@ -60,4 +62,21 @@ async fn the_aws_cli_copies_up_and_down_through_the_gateway() {
 async fn rclone_copies_checks_and_purges_through_the_gateway() {
     let h = Harness::new(&[]).await;
     run("bash", "rclone.sh", h.endpoint(), &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restic_backs_up_checks_restores_and_prunes_through_the_gateway() {
+    let h = Harness::new(&[]).await;
+    run("bash", "restic.sh", h.endpoint(), &[]).await;
+}
+
+/// The same tools, one after another, through a gateway whose provider keeps its blocks in S3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_runs_through_a_gateway_whose_provider_is_on_s3() {
+    let minio = vouch_testkit::minio::Minio::start();
+    let h = Harness::on(Blocks::S3(minio.config.clone()), Misbehave::None, &[]).await;
+    run("python3", "boto3_ops.py", h.endpoint(), &[]).await;
+    run("bash", "aws_cli.sh", h.endpoint(), &[]).await;
+    run("bash", "rclone.sh", h.endpoint(), &[]).await;
+    run("bash", "restic.sh", h.endpoint(), &[]).await;
 }
