@@ -2,6 +2,9 @@
 # Runs every test of the workspace. This is the README's test command; .ci/run calls it.
 #
 #   scripts/test.sh            # build every test binary, then run them, two at a time
+#   scripts/test.sh --build FILE   # build them, and list them in FILE, without running them
+#   scripts/test.sh --run FILE     # run the binaries FILE lists, without cargo (.ci/run
+#                                  # lints beside them, holding cargo's lock on target/)
 #   scripts/test.sh ARGS...    # plain `cargo test --workspace --all-targets ARGS...`
 #                              # (`--no-run` builds them only; `-- FILTER` runs some)
 set -euo pipefail
@@ -13,9 +16,12 @@ scripts/minio.sh install >/dev/null
 scripts/s3-clients.sh
 # Every decoder of untrusted bytes also replays the committed fuzz corpus here (the
 # `fuzz_corpus` tests); `scripts/fuzz.sh` runs libFuzzer over them on a nightly toolchain.
-if [[ $# -gt 0 ]]; then
-  exec cargo test --workspace --locked --all-targets "$@"
-fi
+mode=all list=
+case "${1:-}" in
+  --build | --run) mode=${1#--} list=${2:?"scripts/test.sh $1 FILE"} ;;
+  "") ;;
+  *) exec cargo test --workspace --locked --all-targets "$@" ;;
+esac
 
 # `cargo test` runs its test binaries one after another, and most of them wait on sockets,
 # processes and MinIO much of the time: one core idles. They run here as many at a time as
@@ -24,8 +30,16 @@ fi
 lanes=$(nproc)
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-cargo test --workspace --locked --all-targets --no-run --message-format=json-render-diagnostics \
-  | python3 scripts/test_binaries.py >"$logs/binaries"
+if [[ $mode == run ]]; then
+  cp "$list" "$logs/binaries"
+else
+  cargo test --workspace --locked --all-targets --no-run --message-format=json-render-diagnostics \
+    | python3 scripts/test_binaries.py >"$logs/binaries"
+  if [[ $mode == build ]]; then
+    cp "$logs/binaries" "$list"
+    exit 0
+  fi
+fi
 
 run_one() {
   local logs=$1 dir=$2 exe=$3 name=$4 status=0 log

@@ -65,10 +65,28 @@ pub struct Report {
     pub skipped: Vec<String>,
     pub sequential: Vec<Sequential>,
     pub random: Vec<Random>,
+    pub small: Vec<Small>,
     pub latency: Latency,
     pub cache_sweep: CacheSweep,
     pub targets: Vec<Target>,
 }
+
+/// Small whole objects (1-100 KB) put and then read back by [`SMALL_CLIENTS`] clients: PUTs
+/// and GETs per second through the gateway beside the same S3 client on the raw backend.
+#[derive(Debug, Serialize)]
+pub struct Small {
+    pub object_bytes: usize,
+    pub clients: usize,
+    pub put: Ops,
+    pub get: Ops,
+    pub raw_put: Option<Ops>,
+    pub raw_get: Option<Ops>,
+}
+
+/// Clients of the small-object figure.
+const SMALL_CLIENTS: usize = 10;
+/// The small objects' sizes.
+const SMALL_SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 
 /// N clients writing whole objects, then reading them back (best of `rounds`).
 #[derive(Debug, Serialize)]
@@ -174,6 +192,8 @@ pub(crate) struct Sizes {
     /// Per client count: ranged GETs and PUTs, all clients together.
     random_gets: usize,
     random_puts: usize,
+    /// Objects of each small size, all clients together.
+    small_objects: usize,
     latency_requests: usize,
     sweep_objects: usize,
     sweep_reads: usize,
@@ -192,6 +212,7 @@ impl Sizes {
                 random_object: 16 << 20,
                 random_gets: 200,
                 random_puts: 100,
+                small_objects: 200,
                 latency_requests: 200,
                 sweep_objects: 500,
                 sweep_reads: 1000,
@@ -207,6 +228,7 @@ impl Sizes {
                 random_object: 64 << 20,
                 random_gets: 1000,
                 random_puts: 400,
+                small_objects: 1000,
                 latency_requests: 1000,
                 sweep_objects: 2000,
                 sweep_reads: 10_000,
@@ -268,7 +290,7 @@ pub(crate) fn run_with(
         portal.server.shutdown().await.map_err(|e| SelfCheckFailed(e.to_string()))?;
         measured
     })?;
-    let Figures { sequential, random, latency, cache_sweep } = figures;
+    let Figures { sequential, random, small, latency, cache_sweep } = figures;
 
     let measured = |target: Target| if raw.is_some() { target } else { target.unmeasured() };
     let mut targets = Vec::new();
@@ -279,15 +301,34 @@ pub(crate) fn run_with(
             targets.push(measured(Target::at_least(&name, value, 0.9, "x", None)));
         }
     }
+    for f in &small {
+        let ratio = |of: fn(&Small) -> Option<Ops>, gateway: Ops| of(f).map_or(f64::NAN, |r| gateway.ops_s / r.ops_s);
+        for (what, value) in [("PUT", ratio(|f| f.raw_put, f.put)), ("GET", ratio(|f| f.raw_get, f.get))] {
+            let name = format!("{} B {what}s per second, {} clients, vs raw", f.object_bytes, f.clients);
+            targets.push(measured(Target::at_least(&name, value, 0.8, "x", None)));
+        }
+    }
     let overhead = latency.raw_get.map_or(f64::NAN, |r| latency.get_hot.p50_ms - r.p50_ms);
     targets.push(measured(Target::at_most("10 KB GET p50 overhead over raw, hot cache", overhead, 1.0, "ms", None)));
-    Ok(Report { quick, provider_backend, raw: raw_text, skipped, sequential, random, latency, cache_sweep, targets })
+    Ok(Report {
+        quick,
+        provider_backend,
+        raw: raw_text,
+        skipped,
+        sequential,
+        random,
+        small,
+        latency,
+        cache_sweep,
+        targets,
+    })
 }
 
 /// What [`measure`] measures, before the targets.
 struct Figures {
     sequential: Vec<Sequential>,
     random: Vec<Random>,
+    small: Vec<Small>,
     latency: Latency,
     cache_sweep: CacheSweep,
 }
@@ -313,6 +354,12 @@ async fn measure(
         random.push(random_figure(sizes, clients, &gateway.side(), raw).await?);
     }
 
+    let mut small = Vec::new();
+    for object_bytes in SMALL_SIZES {
+        progress(&format!("gateway: {object_bytes} B objects, {SMALL_CLIENTS} clients"));
+        small.push(small_figure(sizes, object_bytes, &gateway.side(), raw).await?);
+    }
+
     progress("gateway: latency of 10 KB objects");
     let n = sizes.latency_requests;
     let objects: Vec<Bytes> = (0..n).map(|i| Bytes::from(data(SMALL_BYTES, 0x1a7e_0000 + i as u64))).collect();
@@ -334,7 +381,36 @@ async fn measure(
     progress(&format!("gateway: cache sweep over {} objects of 10 KB", sizes.sweep_objects));
     let (cache_sweep, gateway) = cache_sweep(sizes, portal, gateway, raw, progress).await?;
     gateway.running.shutdown().await;
-    Ok(Figures { sequential, random, latency, cache_sweep })
+    Ok(Figures { sequential, random, small, latency, cache_sweep })
+}
+
+/// [`SMALL_CLIENTS`] clients put `sizes.small_objects` objects of `object_bytes` (each its
+/// share), then read them back, through `gateway` and then `raw`.
+async fn small_figure(
+    sizes: &Sizes,
+    object_bytes: usize,
+    gateway: &Side,
+    raw: Option<&Side>,
+) -> Result<Small, SelfCheckFailed> {
+    let n = sizes.small_objects.max(SMALL_CLIENTS);
+    let objects = objects(n, object_bytes, 0x5a11_0000 + object_bytes as u64);
+    let key = |i: usize| format!("small-{object_bytes}/{i}");
+    let per_client = |side: &Side, op: fn(Key, Bytes) -> Op| -> Vec<Vec<Op>> {
+        (0..SMALL_CLIENTS)
+            .map(|c| (c..n).step_by(SMALL_CLIENTS).map(|i| op(side.key(&key(i)), objects[i].clone())).collect())
+            .collect()
+    };
+    let run = async |side: &Side| -> Result<(Ops, Ops), SelfCheckFailed> {
+        let put = drive(side, per_client(side, Op::Put)).await?.ops();
+        let get = drive(side, per_client(side, Op::Get)).await?.ops();
+        Ok((put, get))
+    };
+    let (put, get) = run(gateway).await?;
+    let (raw_put, raw_get) = match raw {
+        Some(raw) => run(raw).await.map(|(p, g)| (Some(p), Some(g)))?,
+        None => (None, None),
+    };
+    Ok(Small { object_bytes, clients: SMALL_CLIENTS, put, get, raw_put, raw_get })
 }
 
 fn keys() -> Vec<AccessKey> {
@@ -758,6 +834,20 @@ impl crate::Shown for Report {
                 raw_ops(r.raw_put)
             );
         }
+        for f in &self.small {
+            let vs = |gateway: &Ops, raw: Option<Ops>| {
+                raw.map_or(String::new(), |r| format!(" (raw {:.0}/s, {:.2}x)", r.ops_s, gateway.ops_s / r.ops_s))
+            };
+            out += &format!(
+                "small objects, {} B, {} clients: PUT {:.0}/s{}, GET {:.0}/s{}\n",
+                f.object_bytes,
+                f.clients,
+                f.put.ops_s,
+                vs(&f.put, f.raw_put),
+                f.get.ops_s,
+                vs(&f.get, f.raw_get)
+            );
+        }
         let l = &self.latency;
         let p = |o: &Ops| format!("p50 {:.2} ms, p99 {:.2} ms", o.p50_ms, o.p99_ms);
         let raw_p = |o: Option<Ops>| o.map_or(String::new(), |o| format!(" (raw {})", p(&o)));
@@ -822,6 +912,7 @@ mod tests {
             random_object: 256 << 10,
             random_gets: 4,
             random_puts: 2,
+            small_objects: 12,
             latency_requests: 3,
             sweep_objects: 5,
             sweep_reads: 8,
@@ -834,9 +925,11 @@ mod tests {
         assert!(report.sequential.iter().all(|s| s.gateway.write_mb_s > 0.0 && s.raw.is_none() && s.proxy.is_none()));
         assert_eq!((report.random.len(), report.random[0].get.ops, report.random[0].put.ops), (1, 4, 2));
         assert_eq!(report.latency.get_cold.ops, 3);
+        assert_eq!(report.small.iter().map(|f| f.object_bytes).collect::<Vec<_>>(), SMALL_SIZES);
+        assert!(report.small.iter().all(|f| f.put.ops == 12 && f.get.ops == 12 && f.raw_get.is_none()));
         assert_eq!(report.cache_sweep.sizes.len(), 2);
         assert_eq!(report.skipped.len(), 1);
-        assert_eq!(report.targets.len(), 3);
+        assert_eq!(report.targets.len(), 3 + 2 * SMALL_SIZES.len());
         assert!(report.targets.iter().all(|t| t.met.is_none()));
         assert!(report.to_text().contains("targets:"));
     }

@@ -11,6 +11,7 @@
 use crate::config::AuditConfig;
 use crate::metrics::Metrics;
 use crate::names;
+use crate::status::RoundSummary;
 use rand::seq::SliceRandom;
 use serde::Serialize;
 use std::sync::Arc;
@@ -132,7 +133,19 @@ pub async fn round(client: &Client, config: &AuditConfig, metrics: &Metrics) -> 
 
 fn finish(mut report: AuditRound, started: Instant, metrics: &Metrics) -> AuditRound {
     report.seconds = started.elapsed().as_secs_f64();
-    metrics.audit_round(report.failures, unix_now());
+    let por_parts = report.retrievability.as_ref().map(|por| {
+        let failed = por.parts.iter().filter(|p| !p.verified).count();
+        (por.parts.len() - failed, failed)
+    });
+    metrics.audit_round(RoundSummary {
+        time: unix_now(),
+        seconds: report.seconds,
+        objects_passed: report.possession.iter().filter(|o| o.outcome == "passed").count(),
+        objects_failed: report.possession.iter().filter(|o| o.outcome == "failed").count(),
+        por_parts,
+        repairs: report.repairs.iter().filter(|r| r.report.is_some()).count(),
+        failures: report.failures,
+    });
     report
 }
 

@@ -8,7 +8,7 @@
 //! no store does (a read by part number, a conditional copy, encryption, ...) is refused
 //! before an operation runs, by the access check ([`crate::refuse`]).
 
-use crate::attributes::attributes_of;
+use crate::attributes::{attributes_of, Described};
 use crate::fields::{
     check_read_conditions, checksums, checksums_for, etag, meta_from, meta_of, object_output, read_conditions,
     timestamp, user_as_sent, user_headers, with_checksums, with_overrides, ReadConditions,
@@ -379,7 +379,8 @@ impl<O: Objects> S3 for Front<O> {
         let Some(stat) = self.objects.stat(&input.bucket, &input.key).await? else {
             return Err(self.absent(&input.bucket, &input.key).await);
         };
-        Ok(S3Response::new(attributes_of(&input, &stat)))
+        let object = Described { meta: &stat.meta, body_len: stat.body_len, time: stat.time };
+        Ok(S3Response::new(attributes_of(&input, object)))
     }
 
     /// An object's tags: none, truly (a write that sets tags is refused, and PutObjectTagging is

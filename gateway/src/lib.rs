@@ -37,8 +37,10 @@ pub mod object;
 mod refuse;
 mod s3;
 mod serve;
+mod status;
 mod stream;
 
 pub use config::{AccessKey, AuditConfig, ConfigError, GatewayConfig};
 pub use metrics::Metrics;
 pub use serve::{in_process, start, start_group, InProcessGateway, RunningGateway};
+pub use status::RoundSummary;

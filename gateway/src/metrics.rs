@@ -1,7 +1,9 @@
 //! The gateway's metrics, in Prometheus' text format on `GET /metrics` of the metrics
 //! listener: requests and their latency, verification failures by kind, background audits,
-//! and the portal cache's hits and misses.
+//! and the portal cache's hits and misses; and what the status page ([`crate::status`]) on
+//! the same listener shows of them.
 
+use crate::status::{RoundSummary, Status};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -9,7 +11,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use vouch_client::Client;
 
 type Labels = Vec<(&'static str, String)>;
@@ -25,6 +28,10 @@ pub struct Metrics {
     last_audit_failures: Gauge,
     last_audit_time: Gauge,
     connections: Gauge,
+    answered: AtomicU64,
+    status: Mutex<Status>,
+    /// The client whose portal cache is shown; `None` in group mode.
+    cached: Option<Arc<Client>>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -71,10 +78,22 @@ impl Metrics {
             last_audit_time.clone(),
         );
         registry.register("connections", "S3 connections open", connections.clone());
-        if let Some(client) = client {
-            registry.register_collector(Box::new(CacheCollector(client)));
+        if let Some(client) = &client {
+            registry.register_collector(Box::new(CacheCollector(client.clone())));
         }
-        Metrics { registry, requests, latency, violations, audits, last_audit_failures, last_audit_time, connections }
+        Metrics {
+            registry,
+            requests,
+            latency,
+            violations,
+            audits,
+            last_audit_failures,
+            last_audit_time,
+            connections,
+            answered: AtomicU64::new(0),
+            status: Mutex::new(Status::new()),
+            cached: client,
+        }
     }
 
     /// A request answered: its method's label is one of a fixed few ([`method_label`]), so
@@ -83,6 +102,7 @@ impl Metrics {
         let method = method_label(method);
         self.requests.get_or_create(&vec![("method", method.to_string()), ("status", status.to_string())]).inc();
         self.latency.get_or_create(&vec![("method", method.to_string())]).observe(seconds);
+        self.answered.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A connection opened (`1`) or closed (`-1`).
@@ -92,6 +112,7 @@ impl Metrics {
 
     pub fn violation(&self, kind: &str) {
         self.violations.get_or_create(&vec![("kind", kind.to_string())]).inc();
+        self.status().violation(kind);
     }
 
     pub fn audit(&self, kind: &'static str, passed: bool) {
@@ -99,9 +120,32 @@ impl Metrics {
         self.audits.get_or_create(&vec![("kind", kind.to_string()), ("result", result.to_string())]).inc();
     }
 
-    pub fn audit_round(&self, failures: u64, unix_time: u64) {
-        self.last_audit_failures.set(failures as i64);
-        self.last_audit_time.set(unix_time as i64);
+    /// An audit round ended (at `round.time`).
+    pub fn audit_round(&self, round: RoundSummary) {
+        self.last_audit_failures.set(round.failures as i64);
+        self.last_audit_time.set(round.time as i64);
+        self.status().round(round);
+    }
+
+    /// Samples the portal cache's counters for the status page's plot.
+    pub fn sample_cache(&self) {
+        if let Some(client) = &self.cached {
+            let stats = client.cache().stats();
+            self.status().sample(stats.hits, stats.misses);
+        }
+    }
+
+    /// The status page (HTML).
+    pub fn status_page(&self) -> String {
+        let cache = self.cached.as_ref().map(|client| {
+            let stats = client.cache().stats();
+            (stats.hits, stats.misses, stats.bytes, stats.capacity)
+        });
+        self.status().page(cache, self.answered.load(Ordering::Relaxed), self.connections.get())
+    }
+
+    fn status(&self) -> std::sync::MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The text a scrape gets.

@@ -138,9 +138,10 @@ async fn listen<G: S3>(
         metrics_addr = Some(listener.local_addr()?);
         let scraped = metrics.clone();
         let handler = move |req: http::Request<Incoming>| {
-            let answer = metrics_response(req.uri().path(), || scraped.render());
+            let answer = metrics_response(req.uri().path(), &scraped);
             async move { Ok::<_, Infallible>(answer) }
         };
+        tasks.push(sample_cache(metrics.clone(), background.stopping()));
         // A semaphore of its own: scrapes are served while applications hold every S3 slot.
         let limits =
             Limits { connections: Arc::new(Semaphore::new(config.max_connections.max(1))), counted: None, ..limits };
@@ -273,17 +274,31 @@ where
     })
 }
 
-fn metrics_response(path: &str, render: impl FnOnce() -> String) -> http::Response<Full<Bytes>> {
-    let (status, body) = match path {
-        "/metrics" => (http::StatusCode::OK, render()),
-        _ => (http::StatusCode::NOT_FOUND, "GET /metrics\n".to_string()),
+/// The metrics listener's answers: `/metrics` for Prometheus, `/` and `/status` the status
+/// page.
+fn metrics_response(path: &str, metrics: &Metrics) -> http::Response<Full<Bytes>> {
+    let (status, body, kind) = match path {
+        "/metrics" => (http::StatusCode::OK, metrics.render(), "text/plain; version=0.0.4"),
+        "/" | "/status" => (http::StatusCode::OK, metrics.status_page(), "text/html; charset=utf-8"),
+        _ => (http::StatusCode::NOT_FOUND, "GET /metrics, or / for the status page\n".to_string(), "text/plain"),
     };
     let mut response = http::Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(kind));
     response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
-    response
+}
+
+/// Samples the portal cache for the status page's plot until the gateway stops.
+fn sample_cache(metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(crate::status::SAMPLE_EVERY);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => metrics.sample_cache(),
+                _ = stop.changed() => return,
+            }
+        }
+    })
 }
 
 /// Accepts connections on `listener` until `stopped`, serving each (over TLS with `tls`) with

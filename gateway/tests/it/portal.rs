@@ -109,6 +109,14 @@ async fn metrics_count_requests_latency_violations_and_the_cache() {
     assert!(metric(&text, "vouch_gateway_cache_misses_total").unwrap() >= 3.0, "{text}");
     assert_eq!(metric(&text, "vouch_gateway_cache_capacity_bytes"), Some(0.0));
     assert!(http_get(addr, "/other").await.starts_with("HTTP/1.1 404"));
+    // The status page, on the same listener, for people: the failures by kind.
+    for path in ["/", "/status"] {
+        let page = http_get(addr, path).await;
+        assert!(page.starts_with("HTTP/1.1 200") && page.contains("text/html"), "{page}");
+        assert!(page.contains("<td>altered-block</td><td>2</td>"), "{page}");
+        assert!(page.contains("2 answers of the provider failed verification"), "{page}");
+        assert!(page.contains("<svg id=\"hit-rate\"") && page.contains("Audit rounds"), "{page}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,6 +182,13 @@ async fn an_audit_round_counts_a_lost_block_and_repairs_past_the_threshold() {
     let round = vouch_gateway::audit::round(&h.client, &audited(None), &metrics).await;
     assert_eq!(round.failures, 0, "repaired: {round:?}");
     assert_eq!(store.get(&Path::from("a")).await.unwrap().bytes().await.unwrap(), data);
+    // The status page shows the three rounds, newest first, and the repair.
+    let page = metrics.status_page();
+    assert!(page.contains("3 rounds shown") && page.contains("1 repairs made"), "{page}");
+    let rows: Vec<&str> = page.split("<tr><td>").skip(1).map(|row| row.split("</tr>").next().unwrap()).collect();
+    assert_eq!(rows.len(), 3, "{page}");
+    assert!(rows[0].contains("passed") && rows[2].contains("failed"), "{rows:?}");
+    assert!(rows[1].contains("<td>1</td><td><span class=\"bad\">"), "the round that repaired: {rows:?}");
 }
 
 /// Every object of C in the provider's blob store overwritten with bytes that are no field
