@@ -82,12 +82,18 @@ pub(crate) fn served_range(asked: Asked, meta: &ObjectMeta, len: u64) -> S3Resul
     }
 }
 
-/// The object's number of parts, which a read by part number is told.
-fn parts_count(asked: Asked, stat: &ObjectStat) -> Option<i32> {
-    match (asked, stat.meta.part(1, stat.body_len)) {
+/// What a read of `range` of `stat`'s object says of it: its Content-Range (when a range or a
+/// part was asked), and the object's number of parts (when a part was).
+fn served_headers(asked: Asked, range: &std::ops::Range<u64>, stat: &ObjectStat) -> (Option<String>, Option<i32>) {
+    let content_range = match asked {
+        Asked::All => None,
+        _ => Some(format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len)),
+    };
+    let parts_count = match (asked, stat.meta.part(1, stat.body_len)) {
         (Asked::Part(_), PartRead::Bytes { parts, .. } | PartRead::NoSuchPart { parts }) => Some(parts as i32),
         _ => None,
-    }
+    };
+    (content_range, parts_count)
 }
 
 /// A put's conditions: If-Match, If-None-Match.
@@ -351,10 +357,7 @@ impl<O: Objects> S3 for Front<O> {
         let Some(Opened { stat, range, body }) = opened else {
             return Err(self.absent(&input.bucket, &input.key).await);
         };
-        let content_range = match asked {
-            Asked::All => None,
-            _ => Some(format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len)),
-        };
+        let (content_range, parts_count) = served_headers(asked, &range, &stat);
         let length = range.end - range.start;
         let sums = checksums_for(input.checksum_mode.as_ref(), length == stat.body_len, &stat.meta);
         let output = object_output!(
@@ -362,7 +365,7 @@ impl<O: Objects> S3 for Front<O> {
                 body: Some(body),
                 content_length: Some(length as i64),
                 content_range: content_range,
-                parts_count: parts_count(asked, &stat)
+                parts_count: parts_count
             },
             stat,
             stat.meta,
@@ -405,15 +408,12 @@ impl<O: Objects> S3 for Front<O> {
         let asked = Asked::of(None, input.part_number)?;
         let range = served_range(asked, &stat.meta, stat.body_len)?;
         let sums = checksums_for(input.checksum_mode.as_ref(), range == (0..stat.body_len), &stat.meta);
-        let content_range = match asked {
-            Asked::All => None,
-            _ => Some(format!("bytes {}-{}/{}", range.start, range.end.saturating_sub(1), stat.body_len)),
-        };
+        let (content_range, parts_count) = served_headers(asked, &range, &stat);
         let output = object_output!(
             HeadObjectOutput {
                 content_length: Some((range.end - range.start) as i64),
                 content_range: content_range,
-                parts_count: parts_count(asked, &stat)
+                parts_count: parts_count
             },
             stat,
             stat.meta,

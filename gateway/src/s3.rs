@@ -380,6 +380,8 @@ impl Objects for Gateway {
         let from = object_name(from.0, from.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let to = object_name(to.0, to.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let Some(stat) = self.latest(&from).await? else { return Ok(None) };
+        // The source's checksums go with its bytes (COPY or REPLACE), checked again on them.
+        let sums = crate::fields::checksums(&stat.meta);
         let meta = meta.unwrap_or_else(|| ObjectMeta {
             etag: String::new(),
             upload: None,
@@ -388,7 +390,8 @@ impl Objects for Gateway {
         });
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
         let source = self.body(vec![whole]).await?;
-        self.put_body(&to, PutBody::new(Some(source), None).with_deadlines(None), meta).await.map(Some)
+        let body = PutBody::new(Some(source), None).with_checksums(sums, None, None).with_deadlines(None);
+        self.put_body(&to, body, meta).await.map(Some)
     }
 
     async fn remove(&self, bucket: &str, key: &str) -> S3Result<()> {

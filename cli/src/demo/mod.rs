@@ -368,20 +368,15 @@ async fn dpdp(world: &mut World, story: &mut Story) -> anyhow::Result<()> {
             a.seconds * 1e3
         ),
     );
-    world.provider(Misbehave::OtherChallenge).await?;
-    story.lie(verdict(
-        "other-challenge (forged proof)",
-        "audit",
-        ViolationKind::BadAuditProof,
-        world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
-    ));
-    world.provider(Misbehave::StretchBlock).await?;
-    story.lie(verdict(
-        "stretch-block (a block claims its neighbour's bytes)",
-        "audit",
-        ViolationKind::BadAuditProof,
-        world.client()?.audit("notes.txt", None, 460).await.map(|_| ()),
-    ));
+    let forged = [
+        (Misbehave::OtherChallenge, "other-challenge (forged proof)"),
+        (Misbehave::StretchBlock, "stretch-block (a block claims its neighbour's bytes)"),
+    ];
+    for (mode, lie) in forged {
+        world.provider(mode).await?;
+        let audited = world.client()?.audit("notes.txt", None, 460).await.map(|_| ());
+        story.lie(verdict(lie, "audit", ViolationKind::BadAuditProof, audited));
+    }
     world.provider(Misbehave::ReplayProof).await?;
     let c = world.client()?;
     c.audit("notes.txt", None, 460).await?;

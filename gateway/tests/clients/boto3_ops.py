@@ -107,6 +107,14 @@ assert [o["Key"] for o in top["Contents"]] == ["meta"]
 # Copy, conditional writes, deletes.
 s3.copy_object(Bucket="boto", Key="copy.bin", CopySource={"Bucket": "boto", "Key": "dir/a.bin"})
 assert s3.get_object(Bucket="boto", Key="copy.bin")["Body"].read() == data
+# A copy keeps its source's checksums (the same bytes), and is an object of its own time.
+source = s3.head_object(Bucket="boto", Key="sum/SHA256", ChecksumMode="ENABLED")
+copied = s3.copy_object(Bucket="boto", Key="sum-copy", CopySource={"Bucket": "boto", "Key": "sum/SHA256"})
+head = s3.head_object(Bucket="boto", Key="sum-copy", ChecksumMode="ENABLED")
+assert head["ChecksumSHA256"] == source["ChecksumSHA256"], (source, head)
+assert head["ETag"] == source["ETag"] == copied["CopyObjectResult"]["ETag"], (source, head, copied)
+assert head["LastModified"] >= source["LastModified"], (source, head)
+s3.delete_object(Bucket="boto", Key="sum-copy")
 assert error_code(lambda: s3.put_object(Bucket="boto", Key="meta", Body=b"y", IfNoneMatch="*")) == "PreconditionFailed"
 s3.delete_objects(Bucket="boto", Delete={"Objects": [{"Key": f"many/{i:02}"} for i in range(25)]})
 assert "Contents" not in s3.list_objects_v2(Bucket="boto", Prefix="many/")
