@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 scripts/minio.sh install >/dev/null
 # The gateway's tests drive real S3 applications (boto3, the aws CLI).
 scripts/s3-clients.sh
+# The report page's test renders it in a headless browser.
+scripts/browser.sh >/dev/null
 # Every decoder of untrusted bytes also replays the committed fuzz corpus here (the
 # `fuzz_corpus` tests); `scripts/fuzz.sh` runs libFuzzer over them on a nightly toolchain.
 mode=all list=

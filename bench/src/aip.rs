@@ -31,6 +31,10 @@ pub struct Report {
     pub sha256_node_hashes_per_s: f64,
     /// AIP's own work per operation over N members, in memory ([`crate::aip_protocol`]).
     pub protocol: Vec<crate::aip_protocol::ProtocolPoint>,
+    /// Signing and verifying one statement with each scheme a group can use (Fig. 4).
+    pub signing: Vec<crate::aip_figures::Signing>,
+    /// How often the workloads' Zipf sampler picks each key (Fig. 7).
+    pub selection: Vec<crate::aip_figures::Selection>,
     pub vicos: crate::vicos::Report,
     pub targets: Vec<Target>,
 }
@@ -134,6 +138,9 @@ pub(crate) fn run_with(
         progress(&format!("AIP protocol in memory, {members} members"));
         protocol.push(crate::aip_protocol::point(members, if opts.quick { 4_000 } else { 20_000 }, runs.min(3))?);
     }
+    progress("signing and verifying statements");
+    let signing = crate::aip_figures::signing(runs, if opts.quick { 2_000 } else { 10_000 })?;
+    let selection = crate::aip_figures::selection(crate::vicos::KEYS, &vicos_sizes.thetas, 10_000);
     let rt = crate::measure::runtime()?;
     let vicos = crate::vicos::run_with(&rt, vicos_sizes, s3, &mut progress)?;
     let (n, overhead) = vicos.overhead();
@@ -158,6 +165,8 @@ pub(crate) fn run_with(
         node_hashes_per_s,
         sha256_node_hashes_per_s,
         protocol,
+        signing,
+        selection,
         vicos,
         targets,
     })

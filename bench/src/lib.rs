@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aip;
+mod aip_figures;
 mod aip_protocol;
 mod detection;
 pub mod e2e;
@@ -22,6 +23,7 @@ pub mod por_edit;
 pub mod por_growth;
 pub mod por_writes;
 pub mod repo;
+pub mod report;
 mod served;
 pub mod store;
 pub mod vicos;

@@ -26,6 +26,9 @@ pub enum Which {
     /// gateway with 1-100 clients beside the same S3 client on the raw backend (S3 when
     /// `VOUCH_S3_*` names a server), hot and cold 10 KB latency, a cache-size sweep.
     Gateway(Common),
+    /// Every suite above, then each paper's figures redrawn beside the same run's baselines
+    /// and the paper's own values: DIR/index.html with its SVG plots, and DIR/data/*.json.
+    Report(Report),
 }
 
 #[derive(Args)]
@@ -51,6 +54,20 @@ pub struct E2e {
     commits: Option<usize>,
 }
 
+#[derive(Args)]
+pub struct Report {
+    /// Smaller sizes and fewer runs (a few minutes in all).
+    #[arg(long)]
+    quick: bool,
+    /// The folder to write the page, its plots and the suites' JSON into.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Draw the page from the suites' saved JSON (an earlier report's DIR/data) instead of
+    /// measuring.
+    #[arg(long, value_name = "DIR")]
+    from: Option<PathBuf>,
+}
+
 pub fn run(which: Which) -> anyhow::Result<()> {
     let quick = |common: &Common| vouch_bench::Options { quick: common.quick };
     let text = match which {
@@ -64,9 +81,25 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             let source = repo.map(|path| vouch_bench::repo::Source { path, commits });
             vouch_bench::e2e::run(quick(&common), source.as_ref(), progress)?.show(common.json)
         }
+        Which::Report(r) => report(r)?,
     };
     writeln!(std::io::stdout(), "{text}")?;
     Ok(())
+}
+
+/// The report, written; its figures' count on stdout. Figures left out for missing data fail
+/// the command after the page is written (the page names them too).
+fn report(r: Report) -> anyhow::Result<String> {
+    let options = vouch_bench::Options { quick: r.quick };
+    let written = vouch_bench::report::run(options, r.from.as_deref(), &r.out, progress)?;
+    let mut text = format!("{}: {} figures", written.index.display(), written.figures.len());
+    for m in &written.missing {
+        text += &format!("\nleft out: {m}");
+    }
+    if !written.missing.is_empty() {
+        anyhow::bail!("{text}");
+    }
+    Ok(text)
 }
 
 /// Progress goes to stderr, so stdout stays one JSON object.

@@ -19,6 +19,7 @@
 mod workload;
 
 pub use workload::{Kind, Point, Run};
+pub(crate) use workload::{Zipf, KEYS};
 
 use crate::measure::SelfCheckFailed;
 use object_store::path::Path as Key;

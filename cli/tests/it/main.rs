@@ -9,6 +9,7 @@ mod gateway_group;
 mod por;
 mod public_audit;
 mod repair;
+mod report;
 mod session;
 mod tls;
 mod vicos;
