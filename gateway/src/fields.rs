@@ -54,6 +54,7 @@ macro_rules! object_output {
                 expires: $meta.expires.as_deref().and_then(|date| Timestamp::parse(TimestampFormat::HttpDate, date).ok()),
                 // Set as headers of their own, as they were sent ([`user_headers`]).
                 metadata: None,
+                checksum_type: $sums.checksum_type.clone(),
                 $($field: $value,)*
             },
             $sums
@@ -101,10 +102,17 @@ pub(crate) fn timestamp(unix: u64) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_secs(unix))
 }
 
-/// The checksums the object was stored with (each checked against its body then).
+/// The checksums the object was stored with (each checked against its body then, or made of
+/// its parts' checked ones), with how they were made.
 pub(crate) fn checksums(meta: &ObjectMeta) -> Checksum {
     let get = |header: &str| meta.checksums.get(header).cloned();
+    let kind = match (&meta.checksum_type, meta.checksums.is_empty()) {
+        (Some(kind), _) => Some(kind.clone()),
+        (None, false) => Some(crate::upload_sums::FULL_OBJECT.to_string()),
+        (None, true) => None,
+    };
     Checksum {
+        checksum_type: kind.map(ChecksumType::from),
         checksum_crc32: get("x-amz-checksum-crc32"),
         checksum_crc32c: get("x-amz-checksum-crc32c"),
         checksum_crc64nvme: get("x-amz-checksum-crc64nvme"),
@@ -278,6 +286,7 @@ pub(crate) fn meta_of(
         expires,
         user: user.unwrap_or_default().into_iter().collect(),
         checksums: Default::default(),
+        checksum_type: None,
         modified: None,
         upload: None,
         part_runs: Vec::new(),

@@ -17,6 +17,7 @@ use crate::listing::{self, Listed};
 use crate::names;
 use crate::object::{ObjectMeta, PartRead, MAX_PART_RUNS};
 use crate::stream::{Deadlines, PutBody};
+use crate::upload_sums::UploadSum;
 use futures::{StreamExt, TryStreamExt};
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, TrailingHeaders, S3};
@@ -184,10 +185,21 @@ pub(crate) type UploadTarget<'a> = (&'a str, &'a str, &'a str);
 /// Multipart uploads (CreateMultipartUpload and the five after it).
 #[async_trait::async_trait]
 pub(crate) trait Multipart: Send + Sync {
-    /// Starts an upload to `bucket`/`key` with `meta`; its id.
-    async fn create(&self, bucket: &str, key: &str, meta: ObjectMeta) -> S3Result<String>;
-    async fn part(&self, target: UploadTarget<'_>, number: i32, body: PutBody) -> S3Result<ObjectMeta>;
-    async fn complete(&self, target: UploadTarget<'_>, parts: &[CompletedPart]) -> S3Result<ObjectMeta>;
+    /// Starts an upload to `bucket`/`key` with `meta`, its object's checksum made as `sum`
+    /// says; its id.
+    async fn create(&self, bucket: &str, key: &str, meta: ObjectMeta, sum: Option<UploadSum>) -> S3Result<String>;
+    /// Stores part `number` from `body`: an application's (which must carry the upload's
+    /// checksum), or bytes the gateway `copied` (whose checksum it computes).
+    async fn part(&self, target: UploadTarget<'_>, number: i32, body: PutBody, copied: bool) -> S3Result<ObjectMeta>;
+    /// Completes the upload from `parts`; the object's checksum, where the request names it
+    /// (`claimed`, of the type `kind`), must be the one the upload makes.
+    async fn complete(
+        &self,
+        target: UploadTarget<'_>,
+        parts: &[CompletedPart],
+        claimed: Checksum,
+        kind: Option<ChecksumType>,
+    ) -> S3Result<ObjectMeta>;
     /// The parts numbered after `after`, at most `max`, and where the next page starts.
     async fn parts(&self, target: UploadTarget<'_>, after: i32, max: usize) -> S3Result<(Vec<Part>, Option<i32>)>;
     /// The uploads to `bucket` under `prefix`, in any order.
@@ -515,11 +527,14 @@ impl<O: Objects> S3 for Front<O> {
         let multipart = self.multipart()?;
         let (input, headers) = (req.input, req.headers);
         let meta = meta_from!(input, &headers)?;
-        let id = multipart.create(&input.bucket, &input.key, meta).await?;
+        let sum = UploadSum::asked(input.checksum_algorithm.as_ref(), input.checksum_type.as_ref())?;
+        let id = multipart.create(&input.bucket, &input.key, meta, sum.clone()).await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket),
             key: Some(input.key),
             upload_id: Some(id),
+            checksum_algorithm: input.checksum_algorithm,
+            checksum_type: sum.map(|sum| ChecksumType::from(sum.kind().to_string())),
             ..CreateMultipartUploadOutput::default()
         }))
     }
@@ -530,7 +545,7 @@ impl<O: Objects> S3 for Front<O> {
         let claimed = with_checksums!(Checksum {}, input);
         let body = self.put_body((input.body, input.content_md5), claimed, &headers, trailing_headers);
         let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
-        let meta = multipart.part(target, input.part_number, body).await?;
+        let meta = multipart.part(target, input.part_number, body, false).await?;
         let sums = checksums(&meta);
         Ok(S3Response::new(with_checksums!(UploadPartOutput { e_tag: Some(etag(&meta)) }, sums)))
     }
@@ -574,12 +589,14 @@ impl<O: Objects> S3 for Front<O> {
         };
         let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
         let body = PutBody::new(Some(opened.body), None).with_deadlines(None);
-        let meta = multipart.part(target, input.part_number, body).await?;
-        let result = CopyPartResult {
-            e_tag: Some(etag(&meta)),
-            last_modified: Some(timestamp(meta.modified.unwrap_or_else(unix_now))),
-            ..CopyPartResult::default()
-        };
+        let meta = multipart.part(target, input.part_number, body, true).await?;
+        let result = with_checksums!(
+            CopyPartResult {
+                e_tag: Some(etag(&meta)),
+                last_modified: Some(timestamp(meta.modified.unwrap_or_else(unix_now))),
+            },
+            checksums(&meta)
+        );
         Ok(S3Response::new(UploadPartCopyOutput { copy_part_result: Some(result), ..UploadPartCopyOutput::default() }))
     }
 
@@ -589,16 +606,21 @@ impl<O: Objects> S3 for Front<O> {
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let multipart = self.multipart()?;
         let input = req.input;
+        let claimed = with_checksums!(Checksum {}, input);
         let parts = input.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
         let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
-        let meta = multipart.complete(target, &parts).await?;
-        Ok(S3Response::new(CompleteMultipartUploadOutput {
-            bucket: Some(input.bucket.clone()),
-            key: Some(input.key.clone()),
-            e_tag: Some(etag(&meta)),
-            location: Some(format!("/{}/{}", input.bucket, input.key)),
-            ..CompleteMultipartUploadOutput::default()
-        }))
+        let meta = multipart.complete(target, &parts, claimed, input.checksum_type).await?;
+        let sums = checksums(&meta);
+        Ok(S3Response::new(with_checksums!(
+            CompleteMultipartUploadOutput {
+                bucket: Some(input.bucket.clone()),
+                key: Some(input.key.clone()),
+                e_tag: Some(etag(&meta)),
+                location: Some(format!("/{}/{}", input.bucket, input.key)),
+                checksum_type: sums.checksum_type.clone(),
+            },
+            sums
+        )))
     }
 
     async fn list_parts(&self, req: S3Request<ListPartsInput>) -> S3Result<S3Response<ListPartsOutput>> {

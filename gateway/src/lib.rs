@@ -39,6 +39,7 @@ mod s3;
 mod serve;
 mod status;
 mod stream;
+mod upload_sums;
 
 pub use config::{AccessKey, AuditConfig, ConfigError, GatewayConfig};
 pub use metrics::Metrics;

@@ -10,8 +10,9 @@ use crate::names::object_name;
 use crate::object::{etag_of, part_runs, ObjectMeta};
 use crate::s3::Gateway;
 use crate::stream::{Piece, PutBody};
+use crate::upload_sums::{self, UploadSum};
 use md5::{Digest as _, Md5};
-use s3s::dto::{CompletedPart, ETag, MultipartUpload, Part, StreamingBlob, Timestamp};
+use s3s::dto::{Checksum, ChecksumType, CompletedPart, ETag, MultipartUpload, Part, StreamingBlob, Timestamp};
 use s3s::{s3_error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, UNIX_EPOCH};
@@ -23,6 +24,9 @@ struct Upload {
     bucket: String,
     key: String,
     meta: ObjectMeta,
+    /// How its object's checksum is made, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sum: Option<UploadSum>,
 }
 
 fn upload_name(upload: &str) -> String {
@@ -38,11 +42,11 @@ const PARTS: std::ops::RangeInclusive<i32> = 1..=10_000;
 
 #[async_trait::async_trait]
 impl Multipart for Gateway {
-    async fn create(&self, bucket: &str, key: &str, meta: ObjectMeta) -> S3Result<String> {
+    async fn create(&self, bucket: &str, key: &str, meta: ObjectMeta, sum: Option<UploadSum>) -> S3Result<String> {
         object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         self.need_bucket(bucket).await?;
         let id = base16ct::lower::encode_string(&rand::random::<[u8; 16]>());
-        let upload = Upload { bucket: bucket.into(), key: key.into(), meta };
+        let upload = Upload { bucket: bucket.into(), key: key.into(), meta, sum };
         let bytes = serde_json::to_vec(&upload).expect("plain data");
         self.client()
             .put(&upload_name(&id), std::io::Cursor::new(bytes), None, |_| {})
@@ -51,17 +55,38 @@ impl Multipart for Gateway {
         Ok(id)
     }
 
-    async fn part(&self, (id, bucket, key): UploadTarget<'_>, part: i32, body: PutBody) -> S3Result<ObjectMeta> {
+    async fn part(
+        &self,
+        (id, bucket, key): UploadTarget<'_>,
+        part: i32,
+        body: PutBody,
+        copied: bool,
+    ) -> S3Result<ObjectMeta> {
         if !PARTS.contains(&part) {
             return Err(s3_error!(InvalidArgument, "part numbers are 1 to 10000"));
         }
-        self.upload(id, bucket, key).await?;
+        let upload = self.upload(id, bucket, key).await?;
+        // A part of an upload that names a checksum carries it, checked on its bytes; a copied
+        // part has it computed on the bytes copied.
+        let body = match upload.sum {
+            Some(sum) if !copied && !body.claims(&sum.header) => {
+                return Err(s3_error!(InvalidRequest, "this upload's parts carry their {}", sum.header));
+            }
+            Some(sum) => body.with_computed(Some(sum.header)),
+            None => body,
+        };
         self.put_body(&part_name(id, part), body, ObjectMeta::default()).await
     }
 
     /// Joins the parts `parts` (ascending, each with the ETag its upload returned) into the
     /// object; returns its metadata.
-    async fn complete(&self, (id, bucket, key): UploadTarget<'_>, parts: &[CompletedPart]) -> S3Result<ObjectMeta> {
+    async fn complete(
+        &self,
+        (id, bucket, key): UploadTarget<'_>,
+        parts: &[CompletedPart],
+        claimed: Checksum,
+        kind: Option<ChecksumType>,
+    ) -> S3Result<ObjectMeta> {
         if parts.is_empty() {
             return Err(s3_error!(MalformedXML, "an upload completes with at least one part"));
         }
@@ -72,7 +97,7 @@ impl Multipart for Gateway {
             }
             Err(e) => return Err(e),
         };
-        let (mut pieces, mut md5s, mut last) = (Vec::new(), Md5::new(), 0);
+        let (mut pieces, mut md5s, mut last, mut sums) = (Vec::new(), Md5::new(), 0, Vec::new());
         for part in parts {
             let number = part_number(part, last)?;
             last = number;
@@ -83,16 +108,51 @@ impl Multipart for Gateway {
                 return Err(s3_error!(InvalidPart, "part {number} has another ETag"));
             }
             md5s.update(hex_bytes(&stat.meta.etag).ok_or_else(|| s3_error!(InternalError, "part {number}'s ETag"))?);
+            if let Some(sum) = &upload.sum {
+                sums.push(sum.of_part(number, &stat.meta.checksums, part)?.to_string());
+            }
             pieces.push(Piece { name, version: stat.version, range: 0..stat.body_len });
         }
         let etag = format!("{}-{}", etag_of(&md5s.finalize()), parts.len());
         let name = object_name(bucket, key).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         upload.meta.upload = Some(id.to_string());
         upload.meta.part_runs = part_runs(pieces.iter().map(|p| p.range.end - p.range.start)).unwrap_or_default();
+        // The object's checksum: of its parts' now; of its bytes as they stream into it. One
+        // the request names is checked against it (a whole-object one on the bytes).
+        let (mut whole, mut claimed) = (None, claimed);
+        if let Some(asked) = kind.as_ref().map(ChecksumType::as_str) {
+            if upload.sum.as_ref().map(UploadSum::kind) != Some(asked) {
+                return Err(s3_error!(InvalidRequest, "this upload's checksum is not of the type {asked}"));
+            }
+        }
+        let makes = upload.sum.as_ref().map(|sum| sum.header.as_str());
+        if let Some(other) =
+            upload_sums::HEADERS.iter().find(|&&h| upload_sums::value(&claimed, h).is_some() && makes != Some(h))
+        {
+            return Err(s3_error!(
+                InvalidRequest,
+                "this upload makes no {other} (CreateMultipartUpload names the algorithm)"
+            ));
+        }
+        if let Some(sum) = upload.sum.take() {
+            upload.meta.checksum_type = Some(sum.kind().to_string());
+            match sum.full_object {
+                true => whole = Some(sum.header),
+                false => {
+                    let parts: Vec<&str> = sums.iter().map(String::as_str).collect();
+                    let composite = sum.composite(&parts)?;
+                    if upload_sums::value(&claimed, &sum.header).is_some_and(|named| named != composite) {
+                        return Err(s3_error!(BadDigest, "the parts' checksums do not make the {} named", sum.header));
+                    }
+                    claimed = Checksum::default();
+                    upload.meta.checksums.insert(sum.header, composite);
+                }
+            }
+        }
         let body: StreamingBlob = self.body(pieces).await?;
-        let meta = self
-            .put_body(&name, PutBody::new(Some(body), None).with_etag(etag).with_deadlines(None), upload.meta)
-            .await?;
+        let body = PutBody::new(Some(body), None).with_etag(etag).with_deadlines(None);
+        let body = body.with_checksums(claimed, None, None).with_computed(whole);
+        let meta = self.put_body(&name, body, upload.meta).await?;
         self.forget_upload(id).await?;
         Ok(meta)
     }

@@ -35,6 +35,11 @@ pub struct ObjectMeta {
     pub user: BTreeMap<String, String>,
     /// Checksums the application sent (algorithm name, base64 value), returned on request.
     pub checksums: BTreeMap<String, String>,
+    /// How a multipart object's checksum was made (`COMPOSITE`: of its parts' checksums;
+    /// `FULL_OBJECT`: of its bytes). Absent for an object of one put, whose checksums are all
+    /// of its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
     /// When the object was stored (Unix seconds). Only group mode writes it: a VICOS group
     /// keeps no version records with times, so the time travels, verified, in the object
     /// (the own namespace's objects have their version's time, and leave this out).

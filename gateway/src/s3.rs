@@ -380,18 +380,26 @@ impl Objects for Gateway {
         let from = object_name(from.0, from.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let to = object_name(to.0, to.1).map_err(|e| to_s3(e, S3ErrorCode::NoSuchKey))?;
         let Some(stat) = self.latest(&from).await? else { return Ok(None) };
-        // The source's checksums go with its bytes (COPY or REPLACE), checked again on them.
-        let sums = crate::fields::checksums(&stat.meta);
+        // The source's checksums go with its bytes (COPY or REPLACE), checked again on them; a
+        // multipart source's COMPOSITE one (of its parts') is computed again on the whole
+        // bytes, as the copy is one object.
+        let composite = stat.meta.checksum_type.as_deref() == Some(crate::upload_sums::COMPOSITE);
+        let (sums, computed) = match composite {
+            true => (Default::default(), stat.meta.checksums.keys().next().cloned()),
+            false => (crate::fields::checksums(&stat.meta), None),
+        };
         let meta = meta.unwrap_or_else(|| ObjectMeta {
             etag: String::new(),
             upload: None,
             part_runs: Vec::new(),
+            checksums: Default::default(),
+            checksum_type: None,
             ..stat.meta
         });
         let whole = Piece { name: from, version: stat.version, range: 0..stat.body_len };
         let source = self.body(vec![whole]).await?;
-        let body = PutBody::new(Some(source), None).with_checksums(sums, None, None).with_deadlines(None);
-        self.put_body(&to, body, meta).await.map(Some)
+        let body = PutBody::new(Some(source), None).with_checksums(sums, None, None).with_computed(computed);
+        self.put_body(&to, body.with_deadlines(None), meta).await.map(Some)
     }
 
     async fn remove(&self, bucket: &str, key: &str) -> S3Result<()> {

@@ -65,19 +65,13 @@ pub struct PutBody {
     trailer: Option<(String, TrailingHeaders)>,
     /// The ETag to store instead of the body's MD5 (a completed multipart upload's).
     etag: Option<String>,
+    /// A checksum to compute and store, by its header, where none is claimed (a whole-object
+    /// checksum of a completed upload, a part copied into an upload that names one).
+    computed: Option<String>,
     /// How slowly the body may arrive; `None` for a source the gateway reads itself (a copy's,
     /// an upload's parts: the client's own deadlines bound its reads of the provider).
     deadlines: Option<Deadlines>,
 }
-
-/// The checksum algorithms S3 names, by their header.
-const ALGORITHMS: [&str; 5] = [
-    "x-amz-checksum-crc32",
-    "x-amz-checksum-crc32c",
-    "x-amz-checksum-crc64nvme",
-    "x-amz-checksum-sha1",
-    "x-amz-checksum-sha256",
-];
 
 /// The field of `sums` for the checksum header `header`.
 fn field<'a>(sums: &'a mut Checksum, header: &str) -> Option<&'a mut Option<String>> {
@@ -91,11 +85,13 @@ fn field<'a>(sums: &'a mut Checksum, header: &str) -> Option<&'a mut Option<Stri
     })
 }
 
-/// A hasher of every algorithm `claimed` has a value for, or `trailer` names.
-fn hasher_for(claimed: &Checksum, trailer: Option<&str>) -> ChecksumHasher {
+/// A hasher of every algorithm `claimed` has a value for, or `trailer` or `computed` names.
+fn hasher_for(claimed: &Checksum, trailer: Option<&str>, computed: Option<&str>) -> ChecksumHasher {
     let mut wanted = claimed.clone();
-    if let Some(slot) = trailer.and_then(|name| field(&mut wanted, name)) {
-        *slot = Some(String::new());
+    for name in [trailer, computed].into_iter().flatten() {
+        if let Some(slot) = field(&mut wanted, name) {
+            *slot = Some(String::new());
+        }
     }
     ChecksumHasher {
         crc32: wanted.checksum_crc32.is_some().then(Default::default),
@@ -129,7 +125,15 @@ impl Outcome {
 impl PutBody {
     pub fn new(body: Option<StreamingBlob>, content_md5: Option<String>) -> PutBody {
         let deadlines = Some(Deadlines::default());
-        PutBody { body, content_md5, claimed: Checksum::default(), trailer: None, etag: None, deadlines }
+        PutBody {
+            body,
+            content_md5,
+            claimed: Checksum::default(),
+            trailer: None,
+            etag: None,
+            computed: None,
+            deadlines,
+        }
     }
 
     /// The body may arrive as slowly as `deadlines` say (`None`: it is the gateway's own read).
@@ -142,6 +146,21 @@ impl PutBody {
     pub fn with_etag(mut self, etag: String) -> Self {
         self.etag = Some(etag);
         self
+    }
+
+    /// The checksum whose header is `header` computed over the body and stored with it,
+    /// unless one is claimed for it (then checked, as any claim).
+    pub fn with_computed(mut self, header: Option<String>) -> Self {
+        self.computed = header;
+        self
+    }
+
+    /// Whether the body comes with a checksum `header` to check it against (in a header or
+    /// a trailer).
+    pub fn claims(&self, header: &str) -> bool {
+        let mut claimed = self.claimed.clone();
+        let in_header = field(&mut claimed, header).is_some_and(|v| v.is_some());
+        in_header || self.trailer.as_ref().is_some_and(|(name, _)| name == header)
     }
 
     /// The checksums to check the body against: `claimed` in headers, and the one in the
@@ -196,10 +215,15 @@ impl PutBody {
             rx,
             chunk: Bytes::new(),
             md5: Md5::new(),
-            sums: hasher_for(&self.claimed, self.trailer.as_ref().map(|(name, _)| name.as_str())),
+            sums: hasher_for(
+                &self.claimed,
+                self.trailer.as_ref().map(|(name, _)| name.as_str()),
+                self.computed.as_deref(),
+            ),
             claimed: self.claimed,
             trailer: self.trailer,
             etag: self.etag,
+            computed: self.computed,
             want_md5: self.content_md5,
             meta: Some(meta),
             tail: None,
@@ -228,6 +252,7 @@ struct BodyReader {
     claimed: Checksum,
     trailer: Option<(String, TrailingHeaders)>,
     etag: Option<String>,
+    computed: Option<String>,
     want_md5: Option<String>,
     meta: Option<ObjectMeta>,
     tail: Option<std::io::Cursor<Vec<u8>>>,
@@ -246,7 +271,8 @@ impl BodyReader {
         }
         let mut meta = self.meta.take().expect("finished once");
         meta.etag = self.etag.take().unwrap_or_else(|| etag_of(&md5));
-        meta.checksums = self.check_sums()?;
+        // Beside any the metadata has already (a completed upload's, made of its parts').
+        meta.checksums.extend(self.check_sums()?);
         self.tail = Some(std::io::Cursor::new(meta.trailer_bytes()));
         self.outcome.0.lock().expect("put outcome").0 = Some(meta);
         Ok(())
@@ -273,7 +299,7 @@ impl BodyReader {
         }
         let mut computed = std::mem::take(&mut self.sums).finalize();
         let mut checked = std::collections::BTreeMap::new();
-        for header in ALGORITHMS {
+        for header in crate::upload_sums::HEADERS {
             let (Some(Some(want)), Some(got)) =
                 (field(&mut claimed, header).map(|v| v.take()), field(&mut computed, header))
             else {
@@ -283,6 +309,13 @@ impl BodyReader {
                 return Err(self.outcome.fail(s3_error!(BadDigest, "the body does not match its {header}")));
             }
             checked.insert(header.to_string(), want);
+        }
+        if let Some(header) = self.computed.take() {
+            if let (false, Some(Some(got))) =
+                (checked.contains_key(&header), field(&mut computed, &header).map(Option::take))
+            {
+                checked.insert(header, got);
+            }
         }
         Ok(checked)
     }

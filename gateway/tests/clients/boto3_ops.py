@@ -3,6 +3,7 @@ current SDKs send by default. Usage: boto3_ops.py ENDPOINT ACCESS_KEY SECRET_KEY
 Over https (CA_PEM: the gateway's certificate), botocore sends the checksums of streamed
 bodies (PutObject, UploadPart) as aws-chunked trailers; the script checks that it did.
 Exits non-zero (with the failed assertion) when anything is not as S3 says."""
+import base64
 import datetime
 import hashlib
 import io
@@ -10,6 +11,7 @@ import os
 import ssl
 import sys
 import urllib.request
+import zlib
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -132,6 +134,49 @@ parts_md5 = b"".join(hashlib.md5(big[i : i + chunk]).digest() for i in range(0, 
 assert head["ETag"].strip('"') == hashlib.md5(parts_md5).hexdigest() + "-3", head["ETag"]
 assert head["ContentLength"] == len(big)
 assert s3.get_object(Bucket="boto", Key="big.bin")["Body"].read() == big
+# Multipart checksums carried to the object: COMPOSITE (the SHA-256 of the parts' SHA-256s,
+# then -2) and FULL_OBJECT (the CRC32 of the whole object), each part's checked on its bytes.
+b64 = lambda raw: base64.b64encode(raw).decode()
+crc32 = lambda raw: b64(zlib.crc32(raw).to_bytes(4, "big"))
+pieces = [os.urandom(5 * 1024 * 1024), os.urandom(1000)]
+whole = b"".join(pieces)
+up = s3.create_multipart_upload(Bucket="boto", Key="composite", ChecksumAlgorithm="SHA256")["UploadId"]
+sent = lambda i, p, alg: s3.upload_part(Bucket="boto", Key="composite", UploadId=up, PartNumber=i, Body=p, ChecksumAlgorithm=alg)
+assert error_code(lambda: sent(1, pieces[0], "CRC32")) == "InvalidRequest"
+done = [sent(i + 1, p, "SHA256") for i, p in enumerate(pieces)]
+assert [d["ChecksumSHA256"] for d in done] == [b64(hashlib.sha256(p).digest()) for p in pieces], done
+listed = [{"PartNumber": i + 1, "ETag": d["ETag"], "ChecksumSHA256": d["ChecksumSHA256"]} for i, d in enumerate(done)]
+swapped = [dict(listed[0], ChecksumSHA256=listed[1]["ChecksumSHA256"]), listed[1]]
+complete = lambda key, up, parts, **kw: s3.complete_multipart_upload(
+    Bucket="boto", Key=key, UploadId=up, MultipartUpload={"Parts": parts}, **kw)
+assert error_code(lambda: complete("composite", up, swapped)) == "InvalidPart"
+completed = complete("composite", up, listed)
+composite = b64(hashlib.sha256(b"".join(hashlib.sha256(p).digest() for p in pieces)).digest()) + "-2"
+head = s3.head_object(Bucket="boto", Key="composite", ChecksumMode="ENABLED")
+assert completed["ChecksumSHA256"] == head["ChecksumSHA256"] == composite, (completed, head, composite)
+assert head["ChecksumType"] == "COMPOSITE", head
+attributes = s3.get_object_attributes(Bucket="boto", Key="composite", ObjectAttributes=["Checksum"])
+assert attributes["Checksum"]["ChecksumSHA256"] == composite, attributes
+# Its copy is one object: the SHA-256 of all its bytes.
+s3.copy_object(Bucket="boto", Key="composite-copy", CopySource={"Bucket": "boto", "Key": "composite"})
+head = s3.head_object(Bucket="boto", Key="composite-copy", ChecksumMode="ENABLED")
+assert head["ChecksumSHA256"] == b64(hashlib.sha256(whole).digest()), head
+assert head["ChecksumType"] == "FULL_OBJECT", head
+up = s3.create_multipart_upload(Bucket="boto", Key="full", ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")["UploadId"]
+done = [s3.upload_part(Bucket="boto", Key="full", UploadId=up, PartNumber=i + 1, Body=p, ChecksumAlgorithm="CRC32")
+        for i, p in enumerate(pieces)]
+listed = [{"PartNumber": i + 1, "ETag": d["ETag"], "ChecksumCRC32": d["ChecksumCRC32"]} for i, d in enumerate(done)]
+# A whole-object checksum named at completion is checked on the bytes; a wrong one stores nothing.
+assert error_code(lambda: complete("full", up, listed, ChecksumCRC32=crc32(b"other"), ChecksumType="FULL_OBJECT")) == "BadDigest"
+assert error_code(lambda: complete("full", up, listed, ChecksumType="COMPOSITE")) == "InvalidRequest"
+completed = complete("full", up, listed, ChecksumCRC32=crc32(whole), ChecksumType="FULL_OBJECT")
+head = s3.head_object(Bucket="boto", Key="full", ChecksumMode="ENABLED")
+assert completed["ChecksumCRC32"] == head["ChecksumCRC32"] == crc32(whole), (completed, head)
+assert head["ChecksumType"] == "FULL_OBJECT", head
+# botocore checks a whole-object checksum on the bytes it reads.
+assert s3.get_object(Bucket="boto", Key="full", ChecksumMode="ENABLED")["Body"].read() == whole
+for key in ("composite", "composite-copy", "full"):
+    s3.delete_object(Bucket="boto", Key=key)
 # An aborted upload leaves nothing, and takes no more parts.
 up = s3.create_multipart_upload(Bucket="boto", Key="aborted")["UploadId"]
 s3.upload_part(Bucket="boto", Key="aborted", UploadId=up, PartNumber=1, Body=b"x" * 100)
