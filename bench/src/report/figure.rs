@@ -148,6 +148,25 @@ pub fn points_by(
     rows.iter().map(|r| Ok((r.num(x)?, f(r)?))).collect()
 }
 
+/// One bar of each group of [`bars_of`]: whose value, its name, and the value of a row.
+pub type Column<'f> = (Source, &'f str, &'f dyn Fn(&Reading) -> Result<f64, Missing>);
+
+/// Bars with a group per row of `rows`, named by `category`, and a bar per column.
+pub fn bars_of(
+    rows: &[Reading],
+    category: &dyn Fn(&Reading) -> Result<String, Missing>,
+    y: Axis,
+    columns: &[Column],
+) -> Result<Body, Missing> {
+    let categories = rows.iter().map(category).collect::<Result<_, _>>()?;
+    let mut series = Vec::new();
+    for (source, name, value) in columns {
+        let values = rows.iter().map(|r| value(r).map(Some)).collect::<Result<Vec<_>, _>>()?;
+        series.push((*source, name.to_string(), values));
+    }
+    Ok(Body::Bars { categories, y, series })
+}
+
 /// A paper's single figure as a line across the x range of `over` (the paper gives one value
 /// where vouch measures several points).
 pub fn paper_line(name: &str, value: f64, over: &[(f64, f64)]) -> Series {

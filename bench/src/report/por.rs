@@ -3,7 +3,7 @@
 //! The paper ran 1 TB on seven disks; vouch's suite runs the log at 2^k slots of 4 KiB in a
 //! local directory. Its text gives numbers for Fig. 7 and 11 only.
 
-use super::figure::{paper_line, Axis, Body, Figure, Missing, Reading, Series, Source};
+use super::figure::{bars_of, paper_line, Axis, Body, Figure, Missing, Reading, Series, Source};
 use super::page::num;
 use super::Suites;
 
@@ -26,28 +26,34 @@ fn slots(row: &Reading) -> Result<String, Missing> {
     Ok(format!("2^{} slots", row.num("log_capacity")?))
 }
 
+/// A row of writes: its log's size and batch.
+fn batch(row: &Reading) -> Result<String, Missing> {
+    Ok(format!("{}, batch {}", slots(row)?, row.num("batch")?))
+}
+
+/// A row of audits: its log's size and λ.
+fn lambda(row: &Reading) -> Result<String, Missing> {
+    Ok(format!("{}, λ = {}", slots(row)?, row.num("lambda")?))
+}
+
 /// Fig. 5: bytes between client and server per 4 KB write.
 fn write_bytes(data: &Suites) -> Result<Figure, Missing> {
     let id = "por-fig5";
     let rows = data.read(id, "por").rows("writes")?;
-    let (mut categories, mut por, mut merkle) = (Vec::new(), Vec::new(), Vec::new());
-    for row in &rows {
-        categories.push(format!("{}, batch {}", slots(row)?, row.num("batch")?));
-        por.push(Some(row.num("por_bytes_per_write")? / 1024.0));
-        merkle.push(Some(row.num("merkle_bytes_per_write")? / 1024.0));
-    }
+    let body = bars_of(
+        &rows,
+        &batch,
+        Axis::linear("KB per write"),
+        &[
+            (Source::Vouch, "vouch PoR", &|r| Ok(r.num("por_bytes_per_write")? / 1024.0)),
+            (Source::Baseline, "a Merkle tree, the same writes", &|r| Ok(r.num("merkle_bytes_per_write")? / 1024.0)),
+        ],
+    )?;
     Ok(Figure {
         id,
         paper: PAPER,
         title: "Fig. 5: client-server bandwidth for writing a 4 KB block".into(),
-        body: Body::Bars {
-            categories,
-            y: Axis::linear("KB per write"),
-            series: vec![
-                (Source::Vouch, "vouch PoR".into(), por),
-                (Source::Baseline, "a Merkle tree, the same writes".into(), merkle),
-            ],
-        },
+        body,
         note: "Both directions, per 4 KB write, in batches of 1 to 64 writes. The baseline is a standard Merkle \
                hash tree over the same blocks, as in the paper. The paper gives no number: its scheme's \
                bandwidth is comparable to the Merkle tree's."
@@ -60,23 +66,21 @@ fn overhead(data: &Suites) -> Result<Figure, Missing> {
     let id = "por-fig6";
     let por = data.read(id, "por");
     let block = por.num("block_bytes")?;
-    let rows = por.rows("writes")?;
-    let pct = |bytes: f64| Some(100.0 * (bytes - block) / block);
-    let (mut categories, mut ours, mut merkle) = (Vec::new(), Vec::new(), Vec::new());
-    for row in &rows {
-        categories.push(format!("{}, batch {}", slots(row)?, row.num("batch")?));
-        ours.push(pct(row.num("por_bytes_per_write")?));
-        merkle.push(pct(row.num("merkle_bytes_per_write")?));
-    }
+    let pct = |key: &'static str| move |r: &Reading| Ok(100.0 * (r.num(key)? - block) / block);
+    let body = bars_of(
+        &por.rows("writes")?,
+        &batch,
+        Axis::linear("% of the block"),
+        &[
+            (Source::Vouch, "vouch PoR", &pct("por_bytes_per_write")),
+            (Source::Baseline, "a Merkle tree", &pct("merkle_bytes_per_write")),
+        ],
+    )?;
     Ok(Figure {
         id,
         paper: PAPER,
         title: format!("Fig. 6: bandwidth overhead per write, {} KB blocks", num(block / 1024.0)),
-        body: Body::Bars {
-            categories,
-            y: Axis::linear("% of the block"),
-            series: vec![(Source::Vouch, "vouch PoR".into(), ours), (Source::Baseline, "a Merkle tree".into(), merkle)],
-        },
+        body,
         note: "What a write sends beyond its block, in percent of the block. The suite writes 4 KiB blocks \
                only, so there is no block-size axis. The paper gives no number: the overhead does not depend on \
                the block size, so the larger the block, the smaller the percentage."
@@ -87,29 +91,22 @@ fn overhead(data: &Suites) -> Result<Figure, Missing> {
 /// Fig. 7: write throughput against the disk's.
 fn throughput(data: &Suites) -> Result<Figure, Missing> {
     let id = "por-fig7";
-    let rows = data.read(id, "por").rows("disk")?;
-    let (mut categories, mut por, mut bound, mut disk) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for row in &rows {
-        categories.push(format!("{}, batch {}", slots(row)?, row.num("batch")?));
-        por.push(Some(row.num("por_mb_per_s")?));
-        bound.push(Some(row.num("bound_mb_per_s")?));
-        disk.push(Some(row.num("disk_mb_per_s")?));
-    }
-    let paper = vec![Some(20.0); rows.len()];
+    let body = bars_of(
+        &data.read(id, "por").rows("disk")?,
+        &batch,
+        Axis::log("MB/s of blocks written"),
+        &[
+            (Source::Vouch, "vouch PoR, provider", &|r| r.num("por_mb_per_s")),
+            (Source::Baseline, "the disk's sequential writes / (2 log n)", &|r| r.num("bound_mb_per_s")),
+            (Source::Baseline, "the disk's flushed sequential writes", &|r| r.num("disk_mb_per_s")),
+            (Source::Paper, "paper, seven disks maxed out", &|_| Ok(20.0)),
+        ],
+    )?;
     Ok(Figure {
         id,
         paper: PAPER,
         title: "Fig. 7: write throughput with ample bandwidth, 4 KB blocks".into(),
-        body: Body::Bars {
-            categories,
-            y: Axis::log("MB/s of blocks written"),
-            series: vec![
-                (Source::Vouch, "vouch PoR, provider".into(), por),
-                (Source::Baseline, "the disk's sequential writes / (2 log n)".into(), bound),
-                (Source::Baseline, "the disk's flushed sequential writes".into(), disk),
-                (Source::Paper, "paper, seven disks maxed out".into(), paper),
-            ],
-        },
+        body,
         note: "The provider's throughput writing the log (blocks, levels, checksums) to a local directory, \
                beside this disk's flushed sequential writes and the bound they set when every write moves \
                2 log n levels. The paper: roughly 20 MB/s with its disks maxed out, the smallest 10 levels of \
@@ -121,25 +118,20 @@ fn throughput(data: &Suites) -> Result<Figure, Missing> {
 /// Fig. 8: the server's time for an audit.
 fn audit_time(data: &Suites) -> Result<Figure, Missing> {
     let id = "por-fig8";
-    let rows = data.read(id, "por").rows("audits")?;
-    let (mut categories, mut provider, mut client) = (Vec::new(), Vec::new(), Vec::new());
-    for row in &rows {
-        categories.push(format!("{}, λ = {}", slots(row)?, row.num("lambda")?));
-        provider.push(Some(row.num("provider_ms")?));
-        client.push(Some(row.num("client_ms")?));
-    }
+    let body = bars_of(
+        &data.read(id, "por").rows("audits")?,
+        &lambda,
+        Axis::linear("ms"),
+        &[
+            (Source::Vouch, "vouch, provider", &|r| r.num("provider_ms")),
+            (Source::Vouch, "vouch, client check", &|r| r.num("client_ms")),
+        ],
+    )?;
     Ok(Figure {
         id,
         paper: PAPER,
         title: "Fig. 8: time spent by the server for an audit".into(),
-        body: Body::Bars {
-            categories,
-            y: Axis::linear("ms"),
-            series: vec![
-                (Source::Vouch, "vouch, provider".into(), provider),
-                (Source::Vouch, "vouch, client check".into(), client),
-            ],
-        },
+        body,
         note: "An aggregated audit (Sec. 5.5) of λ = 128 slots of every part of the log, its data in the page \
                cache: vouch's provider time is computation, and the client's check is beside it. The paper gives \
                no number: its time is dominated by disk seeks, about λ log n seeks of 12 ms over seven disks."
@@ -188,21 +180,17 @@ fn audit_io(data: &Suites) -> Result<Figure, Missing> {
 /// Fig. 10: the bandwidth of an audit.
 fn audit_bytes(data: &Suites) -> Result<Figure, Missing> {
     let id = "por-fig10";
-    let rows = data.read(id, "por").rows("audits")?;
-    let (mut categories, mut sent) = (Vec::new(), Vec::new());
-    for row in &rows {
-        categories.push(format!("{}, λ = {}", slots(row)?, row.num("lambda")?));
-        sent.push(Some(row.num("bytes")? / 1024.0));
-    }
+    let body = bars_of(
+        &data.read(id, "por").rows("audits")?,
+        &lambda,
+        Axis::linear("KB per audit"),
+        &[(Source::Vouch, "vouch, challenge and answer", &|r| Ok(r.num("bytes")? / 1024.0))],
+    )?;
     Ok(Figure {
         id,
         paper: PAPER,
         title: "Fig. 10: client-server bandwidth for an audit, 4 KB blocks".into(),
-        body: Body::Bars {
-            categories,
-            y: Axis::linear("KB per audit"),
-            series: vec![(Source::Vouch, "vouch, challenge and answer".into(), sent)],
-        },
+        body,
         note: "The challenge and the aggregated answer together. The paper gives no number: its implementation \
                sends β log n + O(λ log n)."
             .into(),
