@@ -118,7 +118,6 @@ pub(crate) fn checksums(meta: &ObjectMeta) -> Checksum {
         checksum_crc64nvme: get("x-amz-checksum-crc64nvme"),
         checksum_sha1: get("x-amz-checksum-sha1"),
         checksum_sha256: get("x-amz-checksum-sha256"),
-        ..Checksum::default()
     }
 }
 

@@ -590,13 +590,16 @@ impl<O: Objects> S3 for Front<O> {
         let target = (input.upload_id.as_str(), input.bucket.as_str(), input.key.as_str());
         let body = PutBody::new(Some(opened.body), None).with_deadlines(None);
         let meta = multipart.part(target, input.part_number, body, true).await?;
-        let result = with_checksums!(
-            CopyPartResult {
-                e_tag: Some(etag(&meta)),
-                last_modified: Some(timestamp(meta.modified.unwrap_or_else(unix_now))),
-            },
-            checksums(&meta)
-        );
+        let sums = checksums(&meta);
+        let result = CopyPartResult {
+            e_tag: Some(etag(&meta)),
+            last_modified: Some(timestamp(meta.modified.unwrap_or_else(unix_now))),
+            checksum_crc32: sums.checksum_crc32,
+            checksum_crc32c: sums.checksum_crc32c,
+            checksum_crc64nvme: sums.checksum_crc64nvme,
+            checksum_sha1: sums.checksum_sha1,
+            checksum_sha256: sums.checksum_sha256,
+        };
         Ok(S3Response::new(UploadPartCopyOutput { copy_part_result: Some(result), ..UploadPartCopyOutput::default() }))
     }
 
