@@ -167,14 +167,14 @@ pub fn bars_of(
     Ok(Body::Bars { categories, y, series })
 }
 
-/// A paper's single figure as a line across the x range of `over` (the paper gives one value
-/// where vouch measures several points).
-pub fn paper_line(name: &str, value: f64, over: &[(f64, f64)]) -> Series {
+/// One value as a level line across the x range of `over`: a paper's single figure where vouch
+/// measures several points, or a baseline measured once.
+pub fn level(source: Source, name: &str, value: f64, over: &[(f64, f64)]) -> Series {
     let lo = over.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let hi = over.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
     let points = match lo.is_finite() {
         true => vec![(lo, value), (hi, value)],
         false => Vec::new(),
     };
-    Series::new(Source::Paper, name, points)
+    Series::new(source, name, points)
 }

@@ -3,7 +3,7 @@
 //!
 //! The raw S3 baselines are measured only when the suite has S3 (`VOUCH_S3_*`).
 
-use super::figure::{paper_line, Axis, Body, Figure, Missing, Reading, Series, Source};
+use super::figure::{level, Axis, Body, Figure, Missing, Reading, Series, Source};
 use super::page::num;
 use super::Suites;
 
@@ -31,11 +31,7 @@ fn cache(data: &Suites) -> Result<Figure, Missing> {
     let hits = sweep.points("sizes", "cache_mb", "hit_rate")?;
     let mut series = vec![Series::new(Source::Vouch, "vouch gateway", ops.clone())];
     if let Ok(raw) = sweep.num("raw_ops_s") {
-        series.push(paper_line("", raw, &ops));
-        if let Some(last) = series.last_mut() {
-            last.source = Source::Baseline;
-            last.name = "raw S3".into();
-        }
+        series.push(level(Source::Baseline, "raw S3", raw, &ops));
     }
     let hit_rates: Vec<String> = hits.iter().map(|(mb, h)| format!("{} MB: {:.0}%", num(*mb), 100.0 * h)).collect();
     Ok(Figure {
@@ -62,12 +58,7 @@ fn throughput(data: &Suites) -> Result<Figure, Missing> {
     let gateway = data.read(id, "gateway");
     let rows = gateway.rows("sequential")?;
     let line = |side: &str, key: &str| {
-        rows.iter()
-            .filter_map(|r| {
-                Some(r.num("clients").and_then(|c| Ok((c, r.at(side)?.num(key)?))).ok()).filter(|_| r.at(side).is_ok())
-            })
-            .flatten()
-            .collect::<Vec<_>>()
+        rows.iter().filter_map(|r| Some((r.num("clients").ok()?, r.at(side).ok()?.num(key).ok()?))).collect::<Vec<_>>()
     };
     let write = line("gateway", "write_mb_s");
     if write.is_empty() {
@@ -112,7 +103,7 @@ fn encoding(data: &Suites) -> Result<Figure, Missing> {
         Series::new(Source::Vouch, "vouch, a level encoded", encode.clone()),
         Series::new(Source::Vouch, "vouch, a write's step", line("step_mb_per_s")?),
         Series::new(Source::Baseline, "reed-solomon-simd", line("reed_solomon_simd_mb_per_s")?),
-        paper_line("paper, 4 KB blocks", 500.0, &encode),
+        level(Source::Paper, "paper, 4 KB blocks", 500.0, &encode),
     ];
     Ok(Figure {
         id,

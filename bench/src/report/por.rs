@@ -3,7 +3,7 @@
 //! The paper ran 1 TB on seven disks; vouch's suite runs the log at 2^k slots of 4 KiB in a
 //! local directory. Its text gives numbers for Fig. 7 and 11 only.
 
-use super::figure::{bars_of, paper_line, Axis, Body, Figure, Missing, Reading, Series, Source};
+use super::figure::{bars_of, level, Axis, Body, Figure, Missing, Reading, Series, Source};
 use super::page::num;
 use super::Suites;
 
@@ -209,8 +209,8 @@ fn coding(data: &Suites) -> Result<Figure, Missing> {
         Series::new(Source::Vouch, "vouch, a level rebuilt", line("rebuild_mb_per_s")?),
         Series::new(Source::Vouch, "vouch, a level encoded from scratch", line("encode_mb_per_s")?),
         Series::new(Source::Baseline, "reed-solomon-simd, the same blocks", line("reed_solomon_simd_mb_per_s")?),
-        Series::new(Source::Baseline, "a memory copy", vec![(step[0].0, copy), (step[step.len() - 1].0, copy)]),
-        paper_line("paper, per level", 1600.0, &step),
+        level(Source::Baseline, "a memory copy", copy, &step),
+        level(Source::Paper, "paper, per level", 1600.0, &step),
     ];
     Ok(Figure {
         id,

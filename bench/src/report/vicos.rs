@@ -3,7 +3,7 @@
 //! The native object store is measured only when the suite has S3 (`VOUCH_S3_*`); without
 //! it, the figures show VICOS alone and say so.
 
-use super::figure::{paper_line, Axis, Body, Figure, Missing, Reading, Series, Source};
+use super::figure::{level, Axis, Body, Figure, Missing, Reading, Series, Source};
 use super::page::num;
 use super::Suites;
 
@@ -166,7 +166,7 @@ fn success(data: &Suites) -> Result<Figure, Missing> {
         }
     }
     let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.clone()).collect();
-    series.push(paper_line("paper, VICOS writes", 100.0, &all));
+    series.push(level(Source::Paper, "paper, VICOS writes", 100.0, &all));
     let clients = rows[0].num("clients")?;
     Ok(Figure {
         id,
