@@ -178,7 +178,7 @@ impl PutBody {
 
     /// The file's bytes as a blocking reader (the body, then `meta`'s trailer with the
     /// body's ETag), and where its outcome will be.
-    pub fn into_reader(self, meta: ObjectMeta) -> (impl Read + Send + 'static, Outcome) {
+    pub fn into_reader(self, meta: ObjectMeta) -> (BodyReader, Outcome) {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         if let Some(mut body) = self.body {
             let deadlines = self.deadlines;
@@ -213,7 +213,6 @@ impl PutBody {
         let outcome = Outcome::default();
         let reader = BodyReader {
             rx,
-            chunk: Bytes::new(),
             md5: Md5::new(),
             sums: hasher_for(
                 &self.claimed,
@@ -244,9 +243,9 @@ fn broken_body(e: s3s::StdError) -> S3Error {
     }
 }
 
-struct BodyReader {
+/// A put's body as it arrives, hashed, then its metadata's trailer ([`spool`] reads it).
+pub struct BodyReader {
     rx: mpsc::Receiver<Result<Bytes, S3Error>>,
-    chunk: Bytes,
     md5: Md5,
     sums: ChecksumHasher,
     claimed: Checksum,
@@ -255,7 +254,8 @@ struct BodyReader {
     computed: Option<String>,
     want_md5: Option<String>,
     meta: Option<ObjectMeta>,
-    tail: Option<std::io::Cursor<Vec<u8>>>,
+    /// After the body: its metadata's trailer, until taken.
+    tail: Option<Option<Bytes>>,
     outcome: Outcome,
 }
 
@@ -273,7 +273,7 @@ impl BodyReader {
         meta.etag = self.etag.take().unwrap_or_else(|| etag_of(&md5));
         // Beside any the metadata has already (a completed upload's, made of its parts').
         meta.checksums.extend(self.check_sums()?);
-        self.tail = Some(std::io::Cursor::new(meta.trailer_bytes()));
+        self.tail = Some(Some(Bytes::from(meta.trailer_bytes())));
         self.outcome.0.lock().expect("put outcome").0 = Some(meta);
         Ok(())
     }
@@ -321,62 +321,93 @@ impl BodyReader {
     }
 }
 
-impl Read for BodyReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl BodyReader {
+    /// The body's next chunk, hashed, as it arrived (no copy); after the body, `meta`'s
+    /// trailer; then `None`. Blocking: on the spool's blocking thread, never the runtime's.
+    fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>> {
         loop {
             if let Some(tail) = &mut self.tail {
-                return tail.read(buf);
+                return Ok(tail.take());
             }
-            if !self.chunk.is_empty() {
-                let n = buf.len().min(self.chunk.len());
-                let part = self.chunk.split_to(n);
-                self.md5.update(&part);
-                self.sums.update(&part);
-                buf[..n].copy_from_slice(&part);
-                return Ok(n);
-            }
-            // On the upload's blocking thread, never on the runtime's.
             match self.rx.blocking_recv() {
-                Some(Ok(chunk)) => self.chunk = chunk,
+                Some(Ok(chunk)) if chunk.is_empty() => continue,
+                Some(Ok(chunk)) => {
+                    self.md5.update(&chunk);
+                    self.sums.update(&chunk);
+                    return Ok(Some(chunk));
+                }
                 Some(Err(e)) => return Err(self.outcome.fail(e)),
                 None => self.finish()?,
             }
         }
     }
+
+    /// Writes the whole of it to `out` (blocking, as [`BodyReader::next_chunk`]).
+    pub fn copy_to(mut self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        while let Some(chunk) = self.next_chunk()? {
+            out.write_all(&chunk)?;
+        }
+        Ok(())
+    }
 }
 
-/// A put's file, read whole (memory, then past [`SPOOL_MEMORY`] a temporary file), to be
-/// read again from its start.
+/// A put's file, read whole (its chunks in memory as they arrived, then past
+/// [`SPOOL_MEMORY`] a temporary file), to be read again from its start.
 pub enum Spooled {
-    Memory(std::io::Cursor<Vec<u8>>),
+    Memory(Chunks),
     File(std::io::BufReader<std::fs::File>),
+}
+
+/// Chunks read one after the other.
+pub struct Chunks(std::collections::VecDeque<Bytes>);
+
+impl Read for Chunks {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(front) = self.0.front_mut() {
+            if front.is_empty() {
+                self.0.pop_front();
+                continue;
+            }
+            let n = buf.len().min(front.len());
+            buf[..n].copy_from_slice(&front.split_to(n));
+            return Ok(n);
+        }
+        Ok(0)
+    }
 }
 
 impl Read for Spooled {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
-            Spooled::Memory(bytes) => bytes.read(buf),
+            Spooled::Memory(chunks) => chunks.read(buf),
             Spooled::File(file) => file.read(buf),
         }
     }
 }
 
-/// Everything `reader` gives, spooled (blocking: on a blocking thread).
-pub fn spool(mut reader: impl Read) -> std::io::Result<Spooled> {
+/// Everything `reader` gives, spooled (blocking: on a blocking thread). The chunks are kept
+/// as they arrived, not copied into one buffer, while they fit [`SPOOL_MEMORY`].
+pub fn spool(mut reader: BodyReader) -> std::io::Result<Spooled> {
     use std::io::{Seek, Write};
-    let mut memory = Vec::new();
-    (&mut reader).take(SPOOL_MEMORY as u64 + 1).read_to_end(&mut memory)?;
-    if memory.len() <= SPOOL_MEMORY {
-        return Ok(Spooled::Memory(std::io::Cursor::new(memory)));
+    let (mut memory, mut held) = (std::collections::VecDeque::new(), 0usize);
+    while let Some(chunk) = reader.next_chunk()? {
+        held += chunk.len();
+        memory.push_back(chunk);
+        if held > SPOOL_MEMORY {
+            // Unnamed, so that nothing is left behind whatever happens to the gateway.
+            let mut file = std::io::BufWriter::new(tempfile::tempfile()?);
+            for chunk in memory.drain(..) {
+                file.write_all(&chunk)?;
+            }
+            while let Some(chunk) = reader.next_chunk()? {
+                file.write_all(&chunk)?;
+            }
+            let mut file = file.into_inner().map_err(|e| e.into_error())?;
+            file.seek(std::io::SeekFrom::Start(0))?;
+            return Ok(Spooled::File(std::io::BufReader::new(file)));
+        }
     }
-    // Unnamed, so that nothing is left behind whatever happens to the gateway.
-    let mut file = tempfile::tempfile()?;
-    file.write_all(&memory)?;
-    drop(memory);
-    std::io::copy(&mut reader, &mut file)?;
-    file.flush()?;
-    file.seek(std::io::SeekFrom::Start(0))?;
-    Ok(Spooled::File(std::io::BufReader::new(file)))
+    Ok(Spooled::Memory(Chunks(memory)))
 }
 
 /// One stretch of a body: bytes `range` of version `version` of the file `name`.

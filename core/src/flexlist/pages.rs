@@ -12,6 +12,10 @@ use std::ops::{Index, IndexMut};
 const PAGE_BITS: u32 = 16;
 /// Slots per page.
 pub(crate) const PAGE_LEN: usize = 1 << PAGE_BITS;
+/// Slots the first page of an arena starts with; it doubles up to [`PAGE_LEN`]. Most lists
+/// are small (a version list, an object of a few blocks): a whole first page for each (4 MiB
+/// of nodes) cost more in fresh pages zeroed by the kernel than building the list did.
+const FIRST_PAGE_START: usize = 64;
 
 #[derive(Debug)]
 pub(crate) struct Paged<T> {
@@ -50,12 +54,15 @@ impl<T> Paged<T> {
     /// Appends a slot and returns its index, or `None` when 32-bit indices run out.
     pub fn push(&mut self, value: T) -> Option<u32> {
         match self.pages.last_mut() {
+            // The first page grows by doubling (a copy of at most one page); a later page is
+            // allocated whole.
             Some(page) if page.capacity() > 0 && page.len() < PAGE_LEN => page.push(value),
             _ => {
                 if self.pages.len() >= (1 << (32 - PAGE_BITS)) - 1 {
                     return None; // keep u32::MAX free as "no node"
                 }
-                let mut page = Vec::with_capacity(PAGE_LEN);
+                let start = if self.pages.is_empty() { FIRST_PAGE_START } else { PAGE_LEN };
+                let mut page = Vec::with_capacity(start);
                 page.push(value);
                 self.pages.push(page);
             }
@@ -118,6 +125,14 @@ mod tests {
             assert_eq!(a.push(i), Some(i as u32));
         }
         assert_eq!(a[PAGE_LEN as u32 + 3], PAGE_LEN as u64 + 3);
+        assert_eq!(a[5], 5, "slots of the first page survive its growth");
+        assert_eq!(a.pages[0].capacity(), PAGE_LEN, "the first page grew to a whole page, no further");
+        let small: Paged<u64> = {
+            let mut p = Paged::default();
+            p.push(1);
+            p
+        };
+        assert!(small.capacity_bytes() < 1024, "a one-slot arena holds no whole page");
         let mut part: Paged<u64> = Paged::starting_at(5);
         let at = part.push(42).unwrap();
         assert_eq!(at as usize, 5 * PAGE_LEN);

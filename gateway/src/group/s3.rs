@@ -18,11 +18,11 @@ impl GroupGateway {
     /// Spools a put's body (with its metadata after it, as the gateway stores objects) and
     /// stores it under `key`; the metadata with its ETag.
     async fn put_body(&self, key: &[u8], body: PutBody, meta: ObjectMeta) -> S3Result<ObjectMeta> {
-        let (mut reader, done) = body.into_reader(meta);
+        let (reader, done) = body.into_reader(meta);
         // The body's reader waits on the application: on a blocking thread.
         let spooled = tokio::task::spawn_blocking(move || {
             let mut spool = Spool::new();
-            std::io::copy(&mut reader, &mut spool)?;
+            reader.copy_to(&mut spool)?;
             spool.finish()
         })
         .await
