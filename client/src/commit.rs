@@ -14,13 +14,12 @@ use crate::error::ClientError;
 use crate::intent::{new_attempt, Intent, Planned, Settled};
 use crate::ledger::Committing;
 use crate::root::Root;
-use crate::verify::{self, valid_name, Verified};
+use crate::verify::{self, valid_name};
 use serde_bytes::ByteBuf;
 use vouch_core::namespace::{Change, EntryRecord, Found, VersionRecord};
 use vouch_core::por::copy::is_por_file;
 use vouch_proto::{
-    Attempt, CommitStagedRequest, Committed, ErrorCode, LastCommit, LastCommitRequest, Located, LookupRequest,
-    PruneRequest, RemoveRequest,
+    Attempt, CommitStagedRequest, Committed, LastCommit, LastCommitRequest, PruneRequest, RemoveRequest,
 };
 
 /// A commit in progress: the client's commit lock, held while it lives, over a settled root.
@@ -74,13 +73,14 @@ impl<'a> Commit<'a> {
         }
     }
 
-    /// Commits the upload staged under `attempt` as version `record` of `name` (as `found` at
-    /// the root now): its intent recorded first, then `commit-staged`, whose answer is checked
-    /// like any commit's.
+    /// Commits the upload staged under `attempt` as version `record` of `name`: its intent
+    /// recorded first, then `commit-staged`, whose answer is checked like any commit's. `found`
+    /// is the name at the root now when the caller proved it; `None` takes the lookup the
+    /// answer carries, checked against the root now.
     pub(crate) async fn commit_staged(
         &self,
         name: &str,
-        found: &Found,
+        found: Option<&Found>,
         record: VersionRecord,
         attempt: Attempt,
     ) -> Result<Committed, ClientError> {
@@ -95,47 +95,20 @@ impl<'a> Commit<'a> {
     }
 
     /// Checks the commit's proofs and, when they hold, records the new root (and forgets the
-    /// commit's intent: the change is settled).
+    /// commit's intent: the change is settled). The answer's lookup must show `found`, when
+    /// given.
     pub(crate) fn accept(
         &self,
         name: &str,
-        found: &Found,
+        found: Option<&Found>,
         change: &Change,
         answer: &Committed,
     ) -> Result<Option<EntryRecord>, ClientError> {
         let old = self.client.ledger.root();
-        let (root, entry) = verify::commit(&old, name, Some(found), change, answer)?;
+        let (root, entry) = verify::commit(&old, name, found, change, answer)?;
         self.client.ledger.adopt(&self.lock, root)?;
         self.client.cache.carry(&old, &root, name, entry.as_ref());
         Ok(entry)
-    }
-
-    /// The lookup of `name` at the root now: the one proven before a staged upload when the
-    /// root is still the one it was proven against, else proven again and required to show
-    /// the same latest version (see `crate::staged`).
-    pub(crate) async fn proven_again(
-        &self,
-        name: &str,
-        (root, found): (Root, Found),
-        latest: Option<&Verified>,
-    ) -> Result<Found, ClientError> {
-        let now = self.client.ledger.root();
-        if now == root {
-            return Ok(found);
-        }
-        let asked = self.client.remote.call(&LookupRequest { name: name.into(), version: None }).await;
-        let located: Located = asked.map_err(|e| e.absence_unproven(name))?;
-        let (found_now, latest_now) = verify::located(&now, name, None, &located)?;
-        // What the upload built on: the file, the version's number and its first nonce (a
-        // prune of older versions changes the entry, not these).
-        let basis = |v: Option<&Verified>| v.map(|v| (v.entry.file, v.entry.next_version, v.record.next_nonce));
-        if basis(latest_now.as_ref()) != basis(latest) {
-            return Err(ClientError::Refused {
-                code: ErrorCode::Conflict,
-                message: format!("{name} changed while its new version was uploading; put it again"),
-            });
-        }
-        Ok(found_now)
     }
 }
 
@@ -170,7 +143,7 @@ impl Client {
             .await
             .map_err(|e| e.absence_unproven(name))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        commit.accept(name, &found, &Change::Remove, &answer)?;
+        commit.accept(name, Some(&found), &Change::Remove, &answer)?;
         match freed {
             Some(freed) => self.por().pay_delete(&commit.lock, freed).await,
             None => Ok(()),
@@ -219,7 +192,7 @@ impl Client {
             .await
             .map_err(|e| e.absence_unproven(&format!("{name} or a version of it")))?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        commit.accept(name, &found, &Change::Prune(positions), &answer)?;
+        commit.accept(name, Some(&found), &Change::Prune(positions), &answer)?;
         match freed {
             Some(freed) => self.por().pay_delete(&commit.lock, freed).await,
             None => Ok(()),

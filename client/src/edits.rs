@@ -141,7 +141,7 @@ impl Commit<'_> {
         let answer: Committed = client.remote.call(&req).await.map_err(|e| e.absence_unproven(name))?;
         let record = plan.record(&answer)?;
         let found = Found::At { index: verify::lookup_from_wire(&answer.lookup)?.index, entry: latest.entry };
-        self.accept(name, &found, &Change::Append(record), &answer)?;
+        self.accept(name, Some(&found), &Change::Append(record), &answer)?;
         if por_file {
             // Only the blocks the edit wrote take new slots.
             client.por().pay_edit(&self.lock, name, &plan.base, &record, &req.blocks).await?;

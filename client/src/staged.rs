@@ -7,12 +7,15 @@
 //!    two at once would build on the same version and one would be refused at its commit.
 //! 2. The blocks are tagged and sent (`stage`); the provider stores them and checks them
 //!    against the record, holding no lock.
-//! 3. Under the commit lock: when the root moved since step 1 (another name's commit), the
-//!    name's state is proven again at the root now ([`Commit::proven_again`]). A name whose
-//!    latest version changed meanwhile (an edit or remove of it by this client; a prune of
-//!    older versions is no change to it) is a conflict: the staged upload is dropped, nothing
-//!    is committed. Then the intent is recorded and `commit-staged` sent, and its answer is
-//!    checked like a put's.
+//! 3. Under the commit lock, the intent is recorded and `commit-staged` sent. Its answer
+//!    carries the name's lookup at the provider's state before the commit, checked against
+//!    the root now (when the root did not move since step 1, it must show the state proven
+//!    there); its commit proof is checked like a put's. A name whose latest version changed
+//!    meanwhile (an edit or remove of it by this client; a prune of older versions is no
+//!    change to it) cannot take the version, which follows the latest it was proven to
+//!    have: the provider refuses it as a conflict, and the staged upload is dropped. A
+//!    provider that applied it anyway has no proof that checks (the version's number and
+//!    file must follow the entry the lookup shows).
 //!
 //! A crash between the steps leaves a staged upload that never commits (the provider drops
 //! it); a crash after the intent is settled like any change.
@@ -50,8 +53,8 @@ impl Put<'_> {
             let commit = Commit::begin(client).await?;
             return commit.put(name, reader, (cutting, false, expected), progress, started).await;
         }
-        // Checked under the name's lock; the commit holds it to this state, since it refuses
-        // a name whose latest version changed since this lookup (`Commit::proven_again`).
+        // Checked under the name's lock; the commit holds it to this state: a name whose latest
+        // version changed since this lookup cannot take the new version (step 3 above).
         Expected::check(expected.as_ref(), name, latest.as_ref())?;
         client.keys.same_scheme(name, latest.as_ref().map(|v| &v.record))?;
         let attempt = new_attempt();
@@ -67,8 +70,10 @@ impl Put<'_> {
         };
         let (record, blocks, kept) = stage(&client.remote, upload, sent, reader, progress).await?;
         let commit = Commit::begin(client).await?;
-        let found = commit.proven_again(name, (basis, found), latest.as_ref()).await?;
-        let answer = commit.commit_staged(name, &found, record, attempt).await?;
+        // A root moved since the lookup (another name's commit) proves the name again through
+        // the lookup the commit's answer carries: no second lookup before the commit.
+        let proven = (client.ledger.root() == basis).then_some(&found);
+        let answer = commit.commit_staged(name, proven, record, attempt).await?;
         client.cache.keep_written(&record, &kept);
         Ok(Transfer {
             name: name.into(),

@@ -130,7 +130,10 @@ impl Files {
         let namespace = self.namespace(&staged.client)?;
         let looked_up = namespace.read().expect("namespace").lookup(&staged.name);
         let (answer, found) = looked_up.map_err(|e| corrupt("namespace", e))?;
-        let plan = commit_edits(&found, &staged.change).map_err(FilesError::Plan)?;
+        let plan = commit_edits(&found, &staged.change).map_err(|e| match (&staged.change, e) {
+            (Change::Append(_), vouch_core::namespace::NamespaceError::Inconsistent(_)) => FilesError::NotLatest,
+            (_, e) => FilesError::Plan(e),
+        })?;
         let records = match &found {
             Found::At { entry, .. } => self.versions(&staged.client, &entry.file)?,
             Found::Absent { .. } => Vec::new(),

@@ -72,6 +72,10 @@ pub enum FilesError {
     // ---- settling, committing ----
     #[error("this change was settled as not applied")]
     Settled,
+    /// A new version that no longer follows its name's latest (the name changed while the
+    /// version uploaded): a conflict, as an edit of a version not the latest is.
+    #[error("the name's latest version is not the one this version follows: it changed meanwhile")]
+    NotLatest,
     #[error("{0}")]
     Plan(#[source] NamespaceError),
     #[error("the version list cannot take the change: {0}")]
@@ -105,7 +109,7 @@ impl FilesError {
         use FilesError::*;
         match self {
             NoSuchName { .. } | NoSuchVersion { .. } => Refusal::NotFound,
-            StaleBase { .. } | NothingStaged | Settled => Refusal::Conflict,
+            StaleBase { .. } | NothingStaged | Settled | NotLatest => Refusal::Conflict,
             AuditTooLarge { .. } | TooManyStaged { .. } => Refusal::TooLarge,
             BadName(_)
             | PastEnd { .. }
