@@ -156,14 +156,16 @@ impl Ledger {
 
     /// Records the root after an accepted (or settled) change, then forgets the change's
     /// intent (in this order: a crash in between leaves an intent that settles to this root).
-    pub(crate) fn adopt(&self, commit: &Committing<'_>, root: Root) -> Result<(), ClientError> {
+    pub(crate) fn adopt(&self, _commit: &Committing<'_>, root: Root) -> Result<(), ClientError> {
         self.store.save_root(root)?;
         {
             let mut roots = self.roots();
             roots.kept.push_back(root);
             roots.trim();
         }
-        self.forget(commit)
+        self.store.clear_adopted_intent()?;
+        *self.pending_slot() = None;
+        Ok(())
     }
 
     /// Forgets the unsettled change (it was proven not applied, or was just adopted).

@@ -22,6 +22,12 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
     fn save_intent(&self, intent: &Intent) -> Result<(), ClientError>;
     /// Forgets the intent (nothing if there is none).
     fn clear_intent(&self) -> Result<(), ClientError>;
+    /// Forgets the intent of a change whose root was just saved: its forgetting need not be
+    /// durable, since an intent that outlives a crash then settles to the root saved (or,
+    /// proven not applied, leaves it as it is).
+    fn clear_adopted_intent(&self) -> Result<(), ClientError> {
+        self.clear_intent()
+    }
     /// The client's PoR record as last saved (`crate::por`), if it has a log.
     fn load_por(&self) -> Result<Option<Vec<u8>>, ClientError>;
     /// Records the PoR record, atomically and durably.
