@@ -64,6 +64,9 @@ pub struct Report {
     /// What was not measured, and why.
     pub skipped: Vec<String>,
     pub sequential: Vec<Sequential>,
+    /// The sequential passes again with large objects (16 MiB): the CPU per MB once a fixed
+    /// cost per object is spread over many bytes.
+    pub large: Vec<Sequential>,
     pub random: Vec<Random>,
     pub small: Vec<Small>,
     pub latency: Latency,
@@ -187,6 +190,9 @@ pub(crate) struct Sizes {
     /// Each sequential pass moves at least this much (a single client writes several objects).
     seq_min_bytes: usize,
     seq_rounds: usize,
+    large_clients: Vec<usize>,
+    large_object: usize,
+    large_min_bytes: usize,
     random_clients: Vec<usize>,
     random_object: usize,
     /// Per client count: ranged GETs and PUTs, all clients together.
@@ -208,6 +214,9 @@ impl Sizes {
                 seq_object: 1 << 20,
                 seq_min_bytes: 16 << 20,
                 seq_rounds: 2,
+                large_clients: vec![1, 10],
+                large_object: 16 << 20,
+                large_min_bytes: 64 << 20,
                 random_clients: vec![1, 10],
                 random_object: 16 << 20,
                 random_gets: 200,
@@ -224,6 +233,9 @@ impl Sizes {
                 seq_object: 4 << 20,
                 seq_min_bytes: 64 << 20,
                 seq_rounds: 3,
+                large_clients: vec![1, 10, 100],
+                large_object: 16 << 20,
+                large_min_bytes: 256 << 20,
                 random_clients: vec![1, 10],
                 random_object: 64 << 20,
                 random_gets: 1000,
@@ -290,7 +302,7 @@ pub(crate) fn run_with(
         portal.server.shutdown().await.map_err(|e| SelfCheckFailed(e.to_string()))?;
         measured
     })?;
-    let Figures { sequential, random, small, latency, cache_sweep } = figures;
+    let Figures { sequential, large, random, small, latency, cache_sweep } = figures;
 
     let measured = |target: Target| if raw.is_some() { target } else { target.unmeasured() };
     let mut targets = Vec::new();
@@ -300,6 +312,21 @@ pub(crate) fn run_with(
             let name = format!("sequential {what}, {} clients x {} MiB, vs raw", most.clients, most.object_bytes >> 20);
             targets.push(measured(Target::at_least(&name, value, 0.9, "x", None)));
         }
+    }
+    // #47: the machine's CPU per MB through the gateway against raw S3's, the same run's.
+    let cpu_ratio = |s: &Sequential, of: fn(&CpuPerMb) -> f64| match (s.gateway.cpu_ms_per_mb, &s.raw) {
+        (Some(g), Some(Throughput { cpu_ms_per_mb: Some(r), .. })) => of(&g) / of(r),
+        _ => f64::NAN,
+    };
+    for (passes, limit) in [(&sequential, 1.5), (&large, 1.25)] {
+        for s in passes.iter() {
+            let name = format!("write CPU per MB, {} clients x {} MiB, vs raw", s.clients, s.object_bytes >> 20);
+            targets.push(measured(Target::at_most(&name, cpu_ratio(s, |c| c.write), limit, "x", None)));
+        }
+    }
+    if let Some(most) = sequential.iter().max_by_key(|s| s.clients) {
+        let name = format!("read CPU per MB, {} clients x {} MiB, vs raw", most.clients, most.object_bytes >> 20);
+        targets.push(measured(Target::at_most(&name, cpu_ratio(most, |c| c.read), 1.5, "x", None)));
     }
     for f in &small {
         let ratio = |of: fn(&Small) -> Option<Ops>, gateway: Ops| of(f).map_or(f64::NAN, |r| gateway.ops_s / r.ops_s);
@@ -316,6 +343,7 @@ pub(crate) fn run_with(
         raw: raw_text,
         skipped,
         sequential,
+        large,
         random,
         small,
         latency,
@@ -327,6 +355,7 @@ pub(crate) fn run_with(
 /// What [`measure`] measures, before the targets.
 struct Figures {
     sequential: Vec<Sequential>,
+    large: Vec<Sequential>,
     random: Vec<Random>,
     small: Vec<Small>,
     latency: Latency,
@@ -346,7 +375,14 @@ async fn measure(
     let mut sequential = Vec::new();
     for &clients in &sizes.seq_clients {
         progress(&format!("gateway: sequential, {clients} clients"));
-        sequential.push(sequential_figure(sizes, clients, &gateway.side(), baselines).await?);
+        let pass = Pass { clients, object: sizes.seq_object, min_bytes: sizes.seq_min_bytes };
+        sequential.push(sequential_figure(sizes, pass, &gateway.side(), baselines).await?);
+    }
+    let mut large = Vec::new();
+    for &clients in &sizes.large_clients {
+        progress(&format!("gateway: sequential, {clients} clients, {} MiB objects", sizes.large_object >> 20));
+        let pass = Pass { clients, object: sizes.large_object, min_bytes: sizes.large_min_bytes };
+        large.push(sequential_figure(sizes, pass, &gateway.side(), baselines).await?);
     }
     let mut random = Vec::new();
     for &clients in &sizes.random_clients {
@@ -381,7 +417,7 @@ async fn measure(
     progress(&format!("gateway: cache sweep over {} objects of 10 KB", sizes.sweep_objects));
     let (cache_sweep, gateway) = cache_sweep(sizes, portal, gateway, raw, progress).await?;
     gateway.running.shutdown().await;
-    Ok(Figures { sequential, random, small, latency, cache_sweep })
+    Ok(Figures { sequential, large, random, small, latency, cache_sweep })
 }
 
 /// [`SMALL_CLIENTS`] clients put `sizes.small_objects` objects of `object_bytes` (each its
@@ -604,13 +640,22 @@ fn mb_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / d.as_secs_f64() / 1e6
 }
 
+/// One sequential pass: `clients` clients, objects of `object` bytes, at least `min_bytes`
+/// moved (a single client writes several objects).
+#[derive(Clone, Copy)]
+struct Pass {
+    clients: usize,
+    object: usize,
+    min_bytes: usize,
+}
+
 async fn sequential_figure(
     sizes: &Sizes,
-    clients: usize,
+    Pass { clients, object, min_bytes }: Pass,
     gateway: &Side,
     baselines: &[Side],
 ) -> Result<Sequential, SelfCheckFailed> {
-    let per_client = sizes.seq_min_bytes.div_ceil(clients * sizes.seq_object).max(1);
+    let per_client = min_bytes.div_ceil(clients * object).max(1);
     let count = clients * per_client;
     let sides: Vec<&Side> = std::iter::once(gateway).chain(baselines).collect();
     // Per side: the best write and read, and the machine CPU seconds of every round's.
@@ -618,9 +663,9 @@ async fn sequential_figure(
     let mut cpu = Some(vec![(0.0f64, 0.0f64); sides.len()]);
     for round in 0..sizes.seq_rounds {
         // Fresh bytes and keys each round; which side goes first turns with the rounds.
-        let bodies = objects(count, sizes.seq_object, (clients * 100 + round) as u64);
+        let bodies = objects(count, object, (clients * 100 + round) as u64);
         let passes = |side: &Side| -> (Vec<Vec<Op>>, Vec<Vec<Op>>) {
-            let key = |c: usize, j: usize| side.key(&format!("seq/{clients}/{round}/{c}-{j}"));
+            let key = |c: usize, j: usize| side.key(&format!("seq/{object}/{clients}/{round}/{c}-{j}"));
             let body = |c: usize, j: usize| bodies[c * per_client + j].clone();
             let each = |op: &dyn Fn(usize, usize) -> Op| -> Vec<Vec<Op>> {
                 (0..clients).map(|c| (0..per_client).map(|j| op(c, j)).collect()).collect()
@@ -643,7 +688,7 @@ async fn sequential_figure(
             best[at] = (best[at].0.min(w.wall), best[at].1.min(r.wall));
         }
     }
-    let bytes = count * sizes.seq_object;
+    let bytes = count * object;
     let per_mb = |cpu_s: f64| cpu_s * 1e3 / (bytes as f64 * sizes.seq_rounds as f64 / 1e6);
     let figures = |at: usize| Throughput {
         write_mb_s: mb_s(bytes, best[at].0),
@@ -653,7 +698,7 @@ async fn sequential_figure(
     let baseline = |name: &str| sides.iter().position(|s| s.name == name).map(figures);
     Ok(Sequential {
         clients,
-        object_bytes: sizes.seq_object,
+        object_bytes: object,
         objects: count,
         rounds: sizes.seq_rounds,
         gateway: figures(0),
@@ -795,7 +840,7 @@ impl crate::Shown for Report {
             self.raw.as_deref().unwrap_or("none")
         );
         out += "sequential, whole objects, best of the rounds [Iris Fig. 5: 250-280 MB/s with 100 clients]:\n";
-        for s in &self.sequential {
+        for s in self.sequential.iter().chain(&self.large) {
             let side = |name: &str, t: &Throughput| {
                 let cpu = t.cpu_ms_per_mb.map_or(String::new(), |c| {
                     format!("; machine CPU per MB: write {:.2} ms, read {:.2} ms", c.write, c.read)
@@ -908,6 +953,9 @@ mod tests {
             seq_object: 64 << 10,
             seq_min_bytes: 128 << 10,
             seq_rounds: 1,
+            large_clients: vec![2],
+            large_object: 96 << 10,
+            large_min_bytes: 96 << 10,
             random_clients: vec![2],
             random_object: 256 << 10,
             random_gets: 4,
@@ -922,6 +970,10 @@ mod tests {
         assert_eq!(report.provider_backend, "local");
         assert_eq!(report.sequential.iter().map(|s| s.clients).collect::<Vec<_>>(), [1, 3]);
         assert_eq!(report.sequential[0].objects, 2);
+        assert_eq!(
+            report.large.iter().map(|s| (s.clients, s.objects, s.object_bytes)).collect::<Vec<_>>(),
+            [(2, 2, 96 << 10)]
+        );
         assert!(report.sequential.iter().all(|s| s.gateway.write_mb_s > 0.0 && s.raw.is_none() && s.proxy.is_none()));
         assert_eq!((report.random.len(), report.random[0].get.ops, report.random[0].put.ops), (1, 4, 2));
         assert_eq!(report.latency.get_cold.ops, 3);
@@ -929,7 +981,8 @@ mod tests {
         assert!(report.small.iter().all(|f| f.put.ops == 12 && f.get.ops == 12 && f.raw_get.is_none()));
         assert_eq!(report.cache_sweep.sizes.len(), 2);
         assert_eq!(report.skipped.len(), 1);
-        assert_eq!(report.targets.len(), 3 + 2 * SMALL_SIZES.len());
+        // Sequential write and read, 10 KB latency; per pass its write CPU; the read CPU.
+        assert_eq!(report.targets.len(), 3 + 2 * SMALL_SIZES.len() + 2 + 1 + 1);
         assert!(report.targets.iter().all(|t| t.met.is_none()));
         assert!(report.to_text().contains("targets:"));
     }
