@@ -176,8 +176,8 @@ impl PutBody {
         self
     }
 
-    /// The file's bytes as a blocking reader (the body, then `meta`'s trailer with the
-    /// body's ETag), and where its outcome will be.
+    /// The file's bytes, chunk by chunk (the body, then `meta`'s trailer with the body's
+    /// ETag), for [`spool`] or [`BodyReader::copy_to`]; and where its outcome will be.
     pub fn into_reader(self, meta: ObjectMeta) -> (BodyReader, Outcome) {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         if let Some(mut body) = self.body {
@@ -399,9 +399,7 @@ pub fn spool(mut reader: BodyReader) -> std::io::Result<Spooled> {
             for chunk in memory.drain(..) {
                 file.write_all(&chunk)?;
             }
-            while let Some(chunk) = reader.next_chunk()? {
-                file.write_all(&chunk)?;
-            }
+            reader.copy_to(&mut file)?;
             let mut file = file.into_inner().map_err(|e| e.into_error())?;
             file.seek(std::io::SeekFrom::Start(0))?;
             return Ok(Spooled::File(std::io::BufReader::new(file)));
