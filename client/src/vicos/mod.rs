@@ -790,32 +790,25 @@ fn send_object(
     };
     send(&CosPutFrame::Head(object))?;
     let (mut hasher, mut len) = (object_hasher(), 0u64);
-    let mut buf = vec![0u8; PUT_FRAME_BYTES];
     loop {
-        let n = read_full(&mut reader, &mut buf).map_err(ClientError::io("reading the input"))?;
-        if n == 0 {
+        // A frame's buffer grows with what the input has: a small object does not pay for
+        // zeroing (or copying) a whole frame's worth.
+        let mut frame = Vec::new();
+        let n = (&mut reader)
+            .take(PUT_FRAME_BYTES as u64)
+            .read_to_end(&mut frame)
+            .map_err(ClientError::io("reading the input"))?;
+        if n > 0 {
+            hasher.update(&frame);
+            len += n as u64;
+            send(&CosPutFrame::Data(ByteBuf::from(frame)))?;
+        }
+        if n < PUT_FRAME_BYTES {
             break;
         }
-        hasher.update(&buf[..n]);
-        len += n as u64;
-        send(&CosPutFrame::Data(ByteBuf::from(buf[..n].to_vec())))?;
     }
     send(&CosPutFrame::End)?;
     Ok((len, *hasher.finalize().as_bytes()))
-}
-
-/// Fills `buf` as far as the input goes; the bytes read.
-fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match reader.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 fn wire(value: &impl Wire) -> ByteBuf {
