@@ -1,6 +1,7 @@
 //! The client commands: parse, call `vouch_client::Client`, print.
 
 use crate::output::{human, Output};
+use crate::output_file::OutputFile;
 use crate::{Command, Failure};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -62,7 +63,8 @@ pub struct Put {
 #[derive(Args)]
 pub struct Get {
     name: String,
-    /// Write here (whole or not at all) instead of standard output.
+    /// Write here (whole or not at all) instead of standard output; a device or a named pipe
+    /// is written as the bytes are verified, as standard output is.
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// A version number (default: the latest).
@@ -350,20 +352,9 @@ async fn get(client: &Client, args: Get, out: Output) -> Result<(), Failure> {
     let bar = out.bar(None, "get");
     let result = match &args.output {
         Some(path) => {
-            // Whole or nothing: verified bytes go to a temporary file renamed at the end.
-            let tmp = path.with_extension("vouch-partial");
-            let file = std::fs::File::create(&tmp).map_err(ClientError::io(format!("creating {}", tmp.display())))?;
-            let mut w = std::io::BufWriter::new(file);
-            let r = fetch(client, &args, &mut w).await;
-            let r = r.and_then(|t| {
-                w.flush().map_err(ClientError::io("writing the output"))?;
-                std::fs::rename(&tmp, path).map_err(ClientError::io(format!("renaming to {}", path.display())))?;
-                Ok(t)
-            });
-            if r.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            r
+            let mut file = OutputFile::create(path)?;
+            let r = fetch(client, &args, file.writer()).await;
+            r.and_then(|t| file.finish().map(|()| t))
         }
         None => {
             let mut stdout = std::io::BufWriter::new(std::io::stdout());

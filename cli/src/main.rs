@@ -13,6 +13,7 @@ mod demo;
 mod exit;
 mod gateway;
 mod output;
+mod output_file;
 mod serve;
 mod sim;
 mod vicos;

@@ -4,6 +4,7 @@
 
 use crate::commands::read_input;
 use crate::output::{human, Output};
+use crate::output_file::OutputFile;
 use crate::Failure;
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -263,7 +264,8 @@ async fn run(group: &Group, which: ObjCommand) -> Result<Report, Failure> {
     }
 }
 
-/// A verified get: whole or not at all to `path`; or to standard output as the bytes come,
+/// A verified get: whole or not at all to `path` (a device or a named pipe is written as the
+/// bytes come, see [`OutputFile`]); or to standard output as the bytes come,
 /// checked against the object's hash at their end (a failed check exits 3 after them, an
 /// object another member replaced while it came exits 8 after them: discard what came).
 async fn get(group: &Group, key: &str, path: Option<&Path>) -> Result<u64, Failure> {
@@ -274,18 +276,8 @@ async fn get(group: &Group, key: &str, path: Option<&Path>) -> Result<u64, Failu
         stdout.flush().map_err(ClientError::io("writing the output"))?;
         return Ok(got);
     };
-    let tmp = path.with_extension("vouch-partial");
-    let file = std::fs::File::create(&tmp).map_err(ClientError::io(format!("creating {}", tmp.display())))?;
-    let mut w = std::io::BufWriter::new(file);
-    let got = async {
-        let got = done(key, group.get(key.as_bytes(), &mut w).await?)?.ok_or_else(missing)?;
-        w.flush().map_err(ClientError::io("writing the output"))?;
-        std::fs::rename(&tmp, path).map_err(ClientError::io(format!("renaming to {}", path.display())))?;
-        Ok(got)
-    }
-    .await;
-    if got.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    got
+    let mut file = OutputFile::create(path)?;
+    let got = done(key, group.get(key.as_bytes(), file.writer()).await?)?.ok_or_else(missing)?;
+    file.finish()?;
+    Ok(got)
 }

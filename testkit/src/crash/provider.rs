@@ -147,7 +147,6 @@ impl World {
     fn perform(&mut self, cx: &mut Cx, step: Step, kill: Kill<'_>) -> Result<Killed, Violated> {
         let (args, change) = self.prepare(cx, &step)?;
         let out = self.client.file("out");
-        let partial = self.client.file("out.vouch-partial");
         let _ = std::fs::remove_file(&out);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (ran, killed) = self.client.run(&args, kill)?;
@@ -183,7 +182,7 @@ impl World {
                     cx.report.checks += 1;
                 }
                 // A get cut short writes whole or not at all.
-                None if out.exists() || partial.exists() => {
+                None if out.exists() || partial_beside(&out) => {
                     return Err(Violated::HalfWritten {
                         what: format!("get {name} -o"),
                         detail: "a get that failed left its output file behind".into(),
@@ -342,6 +341,16 @@ fn edit(cx: &mut Cx, old: &[u8], mut data: Vec<u8>) -> Edit {
 
 fn read_file(path: &Path) -> Result<Vec<u8>, Violated> {
     std::fs::read(path).map_err(|e| Violated::Harness(format!("{}: {e}", path.display())))
+}
+
+/// Whether a get's temporary output file (`.NAME.*.vouch-partial`) is left beside `out`.
+fn partial_beside(out: &std::path::Path) -> bool {
+    let (Some(dir), Some(name)) = (out.parent(), out.file_name()) else { return false };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        n.starts_with(&prefix) && n.ends_with(".vouch-partial")
+    })
 }
 
 #[cfg(test)]
