@@ -168,7 +168,8 @@ impl Ledger {
         Ok(())
     }
 
-    /// Forgets the unsettled change (it was proven not applied, or was just adopted).
+    /// Forgets the unsettled change: it was proven not applied (an adopted one is forgotten by
+    /// [`Ledger::adopt`], which need not sync its removal).
     pub(crate) fn forget(&self, _commit: &Committing<'_>) -> Result<(), ClientError> {
         self.store.clear_intent()?;
         *self.pending_slot() = None;

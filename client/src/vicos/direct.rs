@@ -9,7 +9,7 @@
 //! checked against the hash the group's history holds, and a "not found" for an object the
 //! history names is a lie ([`ViolationKind::UnprovenNotFound`]).
 
-use super::{object_hasher, Incoming, HASH_LEN};
+use super::{Incoming, Parts, HASH_LEN};
 use crate::error::ClientError;
 use crate::violation::ViolationKind;
 use bytes::Bytes;
@@ -249,28 +249,13 @@ enum Part {
 
 /// The producer half of a direct put: `reader`'s bytes in parts, counted and hashed as they
 /// go.
-fn read_parts(
-    mut reader: impl Read,
-    tx: &tokio::sync::mpsc::Sender<Part>,
-) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
-    let (mut hasher, mut len) = (object_hasher(), 0u64);
-    loop {
-        let mut part = Vec::with_capacity(PART_BYTES.min(1 << 20));
-        let n = (&mut reader)
-            .take(PART_BYTES as u64)
-            .read_to_end(&mut part)
-            .map_err(ClientError::io("reading the input"))?;
-        if n > 0 {
-            hasher.update(&part);
-            len += n as u64;
-            if tx.blocking_send(Part::Data(Bytes::from(part))).is_err() {
-                break; // the upload failed: its error is the one reported
-            }
-        }
-        if n < PART_BYTES {
-            let _ = tx.blocking_send(Part::End);
-            break;
+fn read_parts(reader: impl Read, tx: &tokio::sync::mpsc::Sender<Part>) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
+    let mut parts = Parts::new(reader, PART_BYTES, PART_BYTES.min(1 << 20));
+    while let Some(part) = parts.next()? {
+        if tx.blocking_send(Part::Data(Bytes::from(part))).is_err() {
+            return Ok(parts.finish()); // the upload failed: its error is the one reported
         }
     }
-    Ok((len, *hasher.finalize().as_bytes()))
+    let _ = tx.blocking_send(Part::End);
+    Ok(parts.finish())
 }

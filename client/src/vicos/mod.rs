@@ -779,7 +779,7 @@ impl Group {
 /// go.
 fn send_object(
     object: CosObject,
-    mut reader: impl Read,
+    reader: impl Read,
     tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) -> Result<(u64, [u8; HASH_LEN]), ClientError> {
     let send = |frame: &CosPutFrame| {
@@ -789,26 +789,56 @@ fn send_object(
         })
     };
     send(&CosPutFrame::Head(object))?;
-    let (mut hasher, mut len) = (object_hasher(), 0u64);
-    loop {
-        // A frame's buffer grows with what the input has: a small object does not pay for
-        // zeroing (or copying) a whole frame's worth.
-        let mut frame = Vec::new();
-        let n = (&mut reader)
-            .take(PUT_FRAME_BYTES as u64)
-            .read_to_end(&mut frame)
-            .map_err(ClientError::io("reading the input"))?;
-        if n > 0 {
-            hasher.update(&frame);
-            len += n as u64;
-            send(&CosPutFrame::Data(ByteBuf::from(frame)))?;
-        }
-        if n < PUT_FRAME_BYTES {
-            break;
-        }
+    // A frame's buffer grows with what the input has: a small object does not pay for a
+    // whole frame's worth.
+    let mut parts = Parts::new(reader, PUT_FRAME_BYTES, 0);
+    while let Some(frame) = parts.next()? {
+        send(&CosPutFrame::Data(ByteBuf::from(frame)))?;
     }
     send(&CosPutFrame::End)?;
-    Ok((len, *hasher.finalize().as_bytes()))
+    Ok(parts.finish())
+}
+
+/// An object's bytes read from its input in parts of at most `part` bytes, counted and
+/// hashed ([`object_hasher`]) as they go.
+pub(super) struct Parts<R> {
+    reader: R,
+    part: usize,
+    capacity: usize,
+    hasher: blake3::Hasher,
+    len: u64,
+    ended: bool,
+}
+
+impl<R: Read> Parts<R> {
+    /// Parts of `part` bytes, each read into a buffer of `capacity` bytes to begin with.
+    pub(super) fn new(reader: R, part: usize, capacity: usize) -> Parts<R> {
+        Parts { reader, part, capacity, hasher: object_hasher(), len: 0, ended: false }
+    }
+
+    /// The next part, never empty; `None` once the input ended.
+    pub(super) fn next(&mut self) -> Result<Option<Vec<u8>>, ClientError> {
+        if self.ended {
+            return Ok(None);
+        }
+        let mut part = Vec::with_capacity(self.capacity);
+        let n = (&mut self.reader)
+            .take(self.part as u64)
+            .read_to_end(&mut part)
+            .map_err(ClientError::io("reading the input"))?;
+        self.ended = n < self.part;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.hasher.update(&part);
+        self.len += n as u64;
+        Ok(Some(part))
+    }
+
+    /// The length and hash of what was read.
+    pub(super) fn finish(self) -> (u64, [u8; HASH_LEN]) {
+        (self.len, *self.hasher.finalize().as_bytes())
+    }
 }
 
 fn wire(value: &impl Wire) -> ByteBuf {
