@@ -157,19 +157,18 @@ impl Ledger {
     /// Records the root after an accepted (or settled) change, then forgets the change's
     /// intent (in this order: a crash in between leaves an intent that settles to this root).
     pub(crate) fn adopt(&self, _commit: &Committing<'_>, root: Root) -> Result<(), ClientError> {
-        self.store.save_root(root)?;
+        self.store.adopt(root)?;
         {
             let mut roots = self.roots();
             roots.kept.push_back(root);
             roots.trim();
         }
-        self.store.clear_adopted_intent()?;
         *self.pending_slot() = None;
         Ok(())
     }
 
     /// Forgets the unsettled change: it was proven not applied (an adopted one is forgotten by
-    /// [`Ledger::adopt`], which need not sync its removal).
+    /// [`Ledger::adopt`] with its root).
     pub(crate) fn forget(&self, _commit: &Committing<'_>) -> Result<(), ClientError> {
         self.store.clear_intent()?;
         *self.pending_slot() = None;

@@ -71,6 +71,7 @@ mod remote;
 mod root;
 mod staged;
 pub mod state;
+mod state_log;
 mod transport;
 mod upload;
 pub mod verify;

@@ -2,8 +2,9 @@
 //!
 //! [`crate::Client`] calls it in a fixed order, which crash recovery relies on
 //! ([`crate::Intent`]): `save_intent` before a commit request leaves; after an accepted (or
-//! settled) commit `save_root` and only then `clear_intent`, so a crash in between leaves an
-//! intent that settles to the same root. Each call returns once its write is durable. Two
+//! settled) commit `adopt` (the root saved, and only then the intent cleared: a crash in
+//! between leaves an intent that settles to the same root); after one proven not applied,
+//! `clear_intent`. Each call returns once its write is durable. Two
 //! implementations: the state directory ([`crate::state::StateDir`]) and memory
 //! ([`MemoryState`], for tests and for a gateway that keeps its state elsewhere).
 
@@ -22,10 +23,11 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
     fn save_intent(&self, intent: &Intent) -> Result<(), ClientError>;
     /// Forgets the intent (nothing if there is none).
     fn clear_intent(&self) -> Result<(), ClientError>;
-    /// Forgets the intent of a change whose root was just saved: its forgetting need not be
-    /// durable, since an intent that outlives a crash then settles to the root saved (or,
-    /// proven not applied, leaves it as it is).
-    fn clear_adopted_intent(&self) -> Result<(), ClientError> {
+    /// Records the root of a change settled as applied, and forgets its intent: afterwards
+    /// `load` returns the root and no intent. The default saves the root, then clears the
+    /// intent.
+    fn adopt(&self, root: Root) -> Result<(), ClientError> {
+        self.save_root(root)?;
         self.clear_intent()
     }
     /// The client's PoR record as last saved (`crate::por`), if it has a log.

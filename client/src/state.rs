@@ -24,6 +24,7 @@ use crate::keys::SecretKey;
 use crate::lock::StateLock;
 use crate::persist::StateStore;
 pub use crate::root::Root;
+use crate::state_log::{self, StateLog};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,8 +120,9 @@ pub struct StateDir {
     pub dir: PathBuf,
     pub config: ClientConfig,
     pub secret: Secret,
-    /// The root as last saved (a client settles a lost commit behind a shared reference).
-    root: Mutex<Root>,
+    /// The root and intent as last saved, and the log they are saved to (a client settles a
+    /// lost commit behind a shared reference).
+    log: Mutex<StateLog>,
     _lock: Arc<StateLock>,
 }
 
@@ -174,9 +176,13 @@ impl StateDir {
         let text = toml::to_string(&config).map_err(|e| ClientError::State(e.to_string()))?;
         write_atomic(&dir.join("config.toml"), text.as_bytes(), false)?;
         write_atomic(&dir.join("secret"), &secret.to_bytes(), true)?;
-        let state = StateDir { dir: dir.to_path_buf(), config, secret, root: Mutex::new(Root::empty()), _lock: lock };
-        state.save_root(Root::empty())?;
-        Ok(state)
+        let path = dir.join("state");
+        let fingerprint = secret.fingerprint();
+        let log = state_log::fresh(Root::empty(), None, &fingerprint);
+        write_atomic(&path, &log, false)?;
+        let held = state_log::Folded { root: Root::empty(), intent: None, whole: log.len() as u64 };
+        let log = Mutex::new(StateLog::open(&path, fingerprint, held)?);
+        Ok(StateDir { dir: dir.to_path_buf(), config, secret, log, _lock: lock })
     }
 
     pub fn open(dir: &Path) -> Result<StateDir, ClientError> {
@@ -190,53 +196,101 @@ impl StateDir {
         let config: ClientConfig = toml::from_str(&String::from_utf8_lossy(&read("config.toml")?))
             .map_err(|e| state_err(dir, &format!("config.toml: {e}")))?;
         let secret = Secret::from_bytes(&read("secret")?).ok_or_else(|| state_err(dir, "secret is damaged"))?;
-        let state = read("state")?;
-        let unknown = || state_err(dir, "state file is damaged, or written by an older vouch (run `vouch init` again)");
-        let state = match envelope::open(&state, &[STATE_MAGIC]) {
-            Ok((_, body)) if body.len() == STATE_LEN - 8 - 32 => body,
-            Err(Unsealed::Damaged) => return Err(state_err(dir, "state file is damaged (checksum mismatch)")),
-            _ => return Err(unknown()),
+        let path = dir.join("state");
+        let fingerprint = secret.fingerprint();
+        let bytes = read("state")?;
+        let held = match state_log::fold(&bytes, &fingerprint) {
+            Ok(held) => {
+                // Left by a crash while this layout replaced the one before: the log holds it.
+                let _ = std::fs::remove_file(dir.join(INTENT_FILE));
+                held
+            }
+            Err(state_log::Unreadable::OtherKey) => return Err(other_key(dir)),
+            Err(state_log::Unreadable::Damaged) => upgrade(dir, &bytes, &fingerprint)?,
         };
-        if state[40..72] != secret.fingerprint() {
-            return Err(state_err(dir, "the state belongs to another key (wrong secret file?)"));
+        let log = Mutex::new(StateLog::open(&path, fingerprint, held)?);
+        Ok(StateDir { dir: dir.to_path_buf(), config, secret, log, _lock: lock })
+    }
+
+    /// Whether the state directory `dir` holds an unsettled change, read without its lock
+    /// (for a watcher of another process: an append under way reads as not there yet).
+    pub fn peek_unsettled(dir: &Path) -> Result<bool, ClientError> {
+        let read = |name: &str| std::fs::read(dir.join(name)).map_err(ClientError::io(format!("reading {name}")));
+        let secret = Secret::from_bytes(&read("secret")?).ok_or_else(|| state_err(dir, "secret is damaged"))?;
+        match state_log::fold(&read("state")?, &secret.fingerprint()) {
+            Ok(held) => Ok(held.intent.is_some()),
+            Err(_) => Err(state_err(dir, "state file is damaged, or of the layout before the log")),
         }
-        let root = Root {
-            digest: Digest(state[..32].try_into().expect("32 bytes")),
-            len: u64::from_le_bytes(state[32..40].try_into().expect("8 bytes")),
-        };
-        Ok(StateDir { dir: dir.to_path_buf(), config, secret, root: Mutex::new(root), _lock: lock })
     }
 
     /// The namespace root as last saved.
     pub fn root(&self) -> Root {
-        *self.root.lock().unwrap_or_else(|e| e.into_inner())
+        self.log().root()
     }
 
     /// Records a new namespace root, durably and atomically, then holds it in memory.
     pub fn save_root(&self, root: Root) -> Result<(), ClientError> {
-        let body = [&root.digest.0[..], &root.len.to_le_bytes(), &self.secret.fingerprint()].concat();
-        let bytes = envelope::seal(STATE_MAGIC, &body);
-        write_atomic(&self.dir.join("state"), &bytes, false)?;
-        *self.root.lock().unwrap_or_else(|e| e.into_inner()) = root;
-        Ok(())
+        self.log().save_root(root)
     }
 
     /// The intent in the directory, if a change is unsettled.
     pub fn intent(&self) -> Result<Option<Intent>, ClientError> {
-        let path = self.dir.join(INTENT_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ClientError::io(format!("reading {}", path.display()))(e)),
-        };
-        Intent::from_bytes(&bytes).map(Some).ok_or_else(|| {
+        let log = self.log();
+        let Some(bytes) = log.intent() else { return Ok(None) };
+        Intent::from_bytes(bytes).map(Some).ok_or_else(|| {
             ClientError::State(format!(
-                "{} is damaged: a change may be unsettled; check the name it was about with `vouch log`, \
-                 then remove the file",
-                path.display()
+                "{}: the intent of an unsettled change is written by another vouch; check the name it was \
+                 about with `vouch log`, then run `vouch init` again",
+                self.dir.display()
             ))
         })
     }
+
+    fn log(&self) -> std::sync::MutexGuard<'_, StateLog> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn other_key(dir: &Path) -> ClientError {
+    state_err(dir, "the state belongs to another key (wrong secret file?)")
+}
+
+/// The root and intent of a state directory of the layout before the log (the root alone in
+/// `state`, the intent in a file of its own), rewritten as a log: the log first, durably,
+/// then the intent file removed.
+fn upgrade(dir: &Path, state: &[u8], fingerprint: &[u8; 32]) -> Result<state_log::Folded, ClientError> {
+    let unknown = || state_err(dir, "state file is damaged, or written by an older vouch (run `vouch init` again)");
+    let body = match envelope::open(state, &[STATE_MAGIC]) {
+        Ok((_, body)) if body.len() == STATE_LEN - 8 - 32 => body,
+        Err(Unsealed::Damaged) => return Err(state_err(dir, "state file is damaged (checksum mismatch)")),
+        _ => return Err(unknown()),
+    };
+    if body[40..72] != fingerprint[..] {
+        return Err(other_key(dir));
+    }
+    let root = Root {
+        digest: Digest(body[..32].try_into().expect("32 bytes")),
+        len: u64::from_le_bytes(body[32..40].try_into().expect("8 bytes")),
+    };
+    let intent_path = dir.join(INTENT_FILE);
+    let intent = match std::fs::read(&intent_path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(ClientError::io(format!("reading {}", intent_path.display()))(e)),
+    };
+    if intent.as_deref().is_some_and(|b| Intent::from_bytes(b).is_none()) {
+        return Err(ClientError::State(format!(
+            "{} is damaged: a change may be unsettled; check the name it was about with `vouch log`, then \
+             remove the file",
+            intent_path.display()
+        )));
+    }
+    let log = state_log::fresh(root, intent.as_deref(), fingerprint);
+    write_atomic(&dir.join("state"), &log, false)?;
+    if intent.is_some() {
+        std::fs::remove_file(&intent_path).map_err(ClientError::io(format!("removing {}", intent_path.display())))?;
+    }
+    Ok(state_log::Folded { root, intent, whole: log.len() as u64 })
 }
 
 impl StateStore for StateDir {
@@ -249,22 +303,18 @@ impl StateStore for StateDir {
     }
 
     fn save_intent(&self, intent: &Intent) -> Result<(), ClientError> {
-        write_atomic(&self.dir.join(INTENT_FILE), &intent.to_bytes(), false)
+        self.log().save_intent(&intent.to_bytes())
     }
 
-    /// Removes the file durably (the directory is flushed): an intent proven not applied
-    /// must not come back, to be settled again against a provider that changed its answer.
+    /// Durable: an intent proven not applied must not come back, to be settled again against
+    /// a provider that changed its answer.
     fn clear_intent(&self) -> Result<(), ClientError> {
-        if self.remove_intent()? {
-            let what = format!("removing {}", self.dir.join(INTENT_FILE).display());
-            std::fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(ClientError::io(what))?;
-        }
-        Ok(())
+        self.log().settle()
     }
 
-    /// Removes the file; the directory is not flushed (one sync fewer per commit).
-    fn clear_adopted_intent(&self) -> Result<(), ClientError> {
-        self.remove_intent().map(|_| ())
+    /// The root and the intent's end in one record, one sync.
+    fn adopt(&self, root: Root) -> Result<(), ClientError> {
+        self.log().adopt(root)
     }
 
     fn load_por(&self) -> Result<Option<Vec<u8>>, ClientError> {
@@ -278,18 +328,6 @@ impl StateStore for StateDir {
 
     fn save_por(&self, record: &[u8]) -> Result<(), ClientError> {
         write_atomic(&self.dir.join(POR_FILE), record, false)
-    }
-}
-
-impl StateDir {
-    /// Removes the intent file: whether there was one.
-    fn remove_intent(&self) -> Result<bool, ClientError> {
-        let path = self.dir.join(INTENT_FILE);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(ClientError::io(format!("removing {}", path.display()))(e)),
-        }
     }
 }
 
@@ -349,14 +387,16 @@ mod tests {
         }
         assert!(StateDir::init(dir.path(), "x", "tok").is_err(), "no silent re-init");
 
+        // A damaged record with a whole one after it: damage, not a write cut short.
         let path = dir.path().join("state");
-        let mut bytes = std::fs::read(&path).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let mut bytes = good.clone();
         bytes[9] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         let err = StateDir::open(dir.path()).unwrap_err();
-        assert!(err.to_string().contains("checksum"), "{err}");
+        assert!(err.to_string().contains("damaged"), "{err}");
 
-        s.save_root(root).unwrap();
+        std::fs::write(&path, &good).unwrap();
         let mut secret = std::fs::read(dir.path().join("secret")).unwrap();
         secret[8] ^= 1;
         std::fs::write(dir.path().join("secret"), &secret).unwrap();
@@ -391,12 +431,17 @@ mod tests {
     }
 
     #[test]
-    fn the_intent_file_is_kept_replaced_and_removed_and_damage_is_reported() {
+    fn the_intent_is_kept_replaced_settled_and_adopted_across_opens() {
         use crate::intent::Planned;
         let dir = tempfile::tempdir().unwrap();
         let s = StateDir::init(dir.path(), "http://127.0.0.1:1", "tok").unwrap();
         assert_eq!(s.load().unwrap(), (Root::empty(), None));
         let old = Root { digest: Digest([1; 32]), len: 2 };
+        let reopened = |s: StateDir| {
+            drop(s);
+            let s = StateDir::open(dir.path()).unwrap();
+            (s.load().unwrap(), s)
+        };
         for change in [Planned::Remove, Planned::Prune(vec![0, 3])] {
             let intent = Intent { old, name: "a/b".into(), change, attempt: crate::intent::new_attempt() };
             s.save_intent(&intent).unwrap();
@@ -407,20 +452,44 @@ mod tests {
         s.clear_intent().unwrap();
         let adopted = Intent { old, name: "c".into(), change: Planned::Remove, attempt: crate::intent::new_attempt() };
         s.save_intent(&adopted).unwrap();
-        s.clear_adopted_intent().unwrap();
-        assert_eq!(s.intent().unwrap(), None, "an adopted change's intent is removed too");
-        s.clear_adopted_intent().unwrap();
-        s.save_intent(&Intent {
-            old,
-            name: "x".into(),
-            change: Planned::Remove,
-            attempt: crate::intent::new_attempt(),
-        })
-        .unwrap();
-        let path = dir.path().join(INTENT_FILE);
-        let mut bytes = std::fs::read(&path).unwrap();
+        let ((root, intent), s) = reopened(s);
+        assert_eq!((root, intent), (Root::empty(), Some(adopted)));
+        let new = Root { digest: Digest([2; 32]), len: 3 };
+        s.adopt(new).unwrap();
+        assert_eq!(s.load().unwrap(), (new, None), "an adopted change's intent goes with its root");
+        let (held, _s) = reopened(s);
+        assert_eq!(held, (new, None));
+    }
+
+    /// A state directory of the layout before the log (the root alone in `state`, the intent
+    /// in a file of its own) opens with both, rewritten as a log.
+    #[test]
+    fn a_state_of_the_layout_before_the_log_opens_with_its_root_and_intent() {
+        use crate::intent::Planned;
+        let dir = tempfile::tempdir().unwrap();
+        let s = StateDir::init(dir.path(), "http://127.0.0.1:1", "tok").unwrap();
+        let root = Root { digest: Digest([5; 32]), len: 4 };
+        let intent =
+            Intent { old: root, name: "n".into(), change: Planned::Remove, attempt: crate::intent::new_attempt() };
+        let body = [&root.digest.0[..], &root.len.to_le_bytes(), &s.secret.fingerprint()].concat();
+        drop(s);
+        std::fs::write(dir.path().join("state"), envelope::seal(STATE_MAGIC, &body)).unwrap();
+        std::fs::write(dir.path().join(INTENT_FILE), intent.to_bytes()).unwrap();
+        let s = StateDir::open(dir.path()).unwrap();
+        assert_eq!(s.load().unwrap(), (root, Some(intent.clone())));
+        assert!(!dir.path().join(INTENT_FILE).exists(), "the intent moved into the log");
+        drop(s);
+        assert_eq!(StateDir::open(dir.path()).unwrap().load().unwrap(), (root, Some(intent)));
+
+        // A damaged intent file of that layout is reported, not dropped.
+        let s = StateDir::open(dir.path()).unwrap();
+        drop(s);
+        std::fs::write(dir.path().join("state"), envelope::seal(STATE_MAGIC, &body)).unwrap();
+        let mut bytes =
+            Intent { old: root, name: "m".into(), change: Planned::Remove, attempt: Default::default() }.to_bytes();
         bytes[10] ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        assert!(matches!(s.load(), Err(ClientError::State(_))));
+        std::fs::write(dir.path().join(INTENT_FILE), bytes).unwrap();
+        let err = StateDir::open(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("damaged"), "{err}");
     }
 }

@@ -165,8 +165,8 @@ enum Outcome {
 /// be the model after every acknowledged change, or after the one in flight too.
 async fn check(work: &Path, round: usize) -> Outcome {
     let replayed = replay(work);
-    let unsettled = work.join("client").join("intent").exists();
     let client = Client::open(&work.join("client")).unwrap();
+    let unsettled = client.has_unsettled_change();
     let next = replayed.in_flight.as_ref().map_or(replayed.acked.next_op, |m| m.next_op);
     let actual = match Model::read(&client, next).await {
         Ok(m) => m,
@@ -230,9 +230,10 @@ async fn kill_clients_and_providers(minio: Option<&minio::Minio>, rounds: usize)
         // (which the slow provider makes last two waits of 15 ms).
         std::thread::sleep(Duration::from_millis(150 + (round as u64 * 7_919) % 950));
         if round % 2 == 1 {
-            let intent = work.join("client").join("intent");
+            let state = work.join("client");
             let deadline = Instant::now() + Duration::from_secs(10);
-            while !intent.exists() && Instant::now() < deadline {
+            let unsettled = || vouch_client::state::StateDir::peek_unsettled(&state).unwrap_or(false);
+            while !unsettled() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_micros(200));
             }
             std::thread::sleep(Duration::from_micros(round as u64 * 7_001 % 22_000));
