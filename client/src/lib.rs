@@ -51,6 +51,7 @@
 //!   refusal, a lost answer, lost bytes) is never reported as a lie: the client can go on.
 #![forbid(unsafe_code)]
 
+mod atomic;
 mod cache;
 mod chunking;
 mod client;

@@ -18,6 +18,8 @@
 //! share one) that is flushed and renamed over the old one, so a crash leaves the old state or
 //! the new one, never a mix.
 
+use crate::atomic::remove_temporaries;
+pub use crate::atomic::write_atomic;
 use crate::error::ClientError;
 use crate::intent::Intent;
 use crate::keys::SecretKey;
@@ -25,9 +27,7 @@ use crate::lock::StateLock;
 use crate::persist::StateStore;
 pub use crate::root::Root;
 use crate::state_log::{self, StateLog};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use vouch_core::envelope::{self, Unsealed};
 use vouch_core::Digest;
@@ -239,8 +239,8 @@ impl StateDir {
         let Some(bytes) = log.intent() else { return Ok(None) };
         Intent::from_bytes(bytes).map(Some).ok_or_else(|| {
             ClientError::State(format!(
-                "{}: the intent of an unsettled change is written by another vouch; check the name it was \
-                 about with `vouch log`, then run `vouch init` again",
+                "{}: the intent of an unsettled change has a layout this vouch does not know (written by a \
+                 newer one?): settle it with that version",
                 self.dir.display()
             ))
         })
@@ -329,42 +329,6 @@ impl StateStore for StateDir {
     fn save_por(&self, record: &[u8]) -> Result<(), ClientError> {
         write_atomic(&self.dir.join(POR_FILE), record, false)
     }
-}
-
-/// Removes the temporary files of writers that died before renaming them (none is writing now:
-/// the caller holds the lock). Best effort: a leftover is only wasted space.
-fn remove_temporaries(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        if entry.file_name().to_str().is_some_and(|n| n.ends_with(".tmp")) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// Temporary files written so far by this process (for unique names).
-static TEMPORARIES: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `path` whole or not at all: a flushed temporary file renamed into place.
-pub fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(), ClientError> {
-    let n = TEMPORARIES.fetch_add(1, Ordering::Relaxed);
-    let tmp = path.with_extension(format!("{}.{n}.tmp", std::process::id()));
-    let what = format!("writing {}", path.display());
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(if private { 0o600 } else { 0o644 });
-    }
-    let mut file = options.open(&tmp).map_err(ClientError::io(what.clone()))?;
-    file.write_all(bytes).map_err(ClientError::io(what.clone()))?;
-    file.sync_all().map_err(ClientError::io(what.clone()))?;
-    std::fs::rename(&tmp, path).map_err(ClientError::io(what.clone()))?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(ClientError::io(what))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

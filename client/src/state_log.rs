@@ -14,7 +14,9 @@
 //! Reading folds them in order. Every append is synced before the next one starts, so a
 //! crash can leave only the last record cut short, and that record's write never returned:
 //! it is dropped, and the file cut back to before it. A damaged record with a whole record
-//! after it is damage, and reported. Past [`COMPACT_AT`] bytes the file is replaced (a
+//! after it is damage, and reported. Damage to the last record reads as a cut: the state
+//! before it, which the next command settles like a crash's, except for an intent lost after
+//! its request left (the provider's next answer then looks like a lie). Past [`COMPACT_AT`] bytes the file is replaced (a
 //! temporary file, a rename, a directory sync) by the root and the intent alone.
 //!
 //! The layout before it (the root alone in one envelope, the intent in a file of its own)
@@ -210,7 +212,7 @@ impl StateLog {
             return Ok(());
         }
         let bytes = fresh(self.held.root, self.held.intent.as_deref(), &self.fingerprint);
-        crate::state::write_atomic(&self.path, &bytes, false)?;
+        crate::atomic::write_atomic(&self.path, &bytes, false)?;
         let what = format!("opening {}", self.path.display());
         self.file = std::fs::OpenOptions::new().write(true).open(&self.path).map_err(ClientError::io(what))?;
         self.held.whole = bytes.len() as u64;
