@@ -20,6 +20,12 @@ pub(crate) fn remove_temporaries(dir: &Path) {
 /// Temporary files written so far by this process (for unique names).
 static TEMPORARIES: AtomicU64 = AtomicU64::new(0);
 
+/// The number the next temporary file of this process takes (for tests that make it fail).
+#[cfg(test)]
+pub(crate) fn next_temporary() -> u64 {
+    TEMPORARIES.load(Ordering::Relaxed)
+}
+
 /// Writes `path` whole or not at all: a flushed temporary file renamed into place.
 pub fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(), ClientError> {
     let n = TEMPORARIES.fetch_add(1, Ordering::Relaxed);

@@ -137,7 +137,9 @@ fn whole_record_after(bytes: &[u8]) -> bool {
 #[derive(Debug)]
 pub(crate) struct StateLog {
     path: PathBuf,
-    file: File,
+    /// The file at `path`, opened for appends; `None` after a compaction until the next
+    /// append opens whichever file the path then names.
+    file: Option<File>,
     fingerprint: [u8; 32],
     held: Folded,
 }
@@ -150,7 +152,7 @@ impl StateLog {
         if file.metadata().map_err(ClientError::io(what.clone()))?.len() > held.whole {
             file.set_len(held.whole).and_then(|()| file.sync_data()).map_err(ClientError::io(what))?;
         }
-        Ok(StateLog { path: path.to_path_buf(), file, fingerprint, held })
+        Ok(StateLog { path: path.to_path_buf(), file: Some(file), fingerprint, held })
     }
 
     pub(crate) fn root(&self) -> Root {
@@ -193,29 +195,45 @@ impl StateLog {
     /// if that fails too, written over by the next append and cut off at the next open).
     fn append(&mut self, bytes: Vec<u8>) -> Result<(), ClientError> {
         use std::io::{Seek, SeekFrom};
+        let what = || format!("writing {}", self.path.display());
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => {
+                let opened = std::fs::OpenOptions::new().write(true).open(&self.path);
+                self.file.insert(opened.map_err(ClientError::io(what()))?)
+            }
+        };
         let whole = self.held.whole;
-        let written = self
-            .file
-            .seek(SeekFrom::Start(whole))
-            .and_then(|_| self.file.write_all(&bytes))
-            .and_then(|()| self.file.sync_data());
+        let written =
+            file.seek(SeekFrom::Start(whole)).and_then(|_| file.write_all(&bytes)).and_then(|()| file.sync_data());
         if let Err(e) = written {
-            let _ = self.file.set_len(whole);
-            return Err(ClientError::io(format!("writing {}", self.path.display()))(e));
+            let _ = file.set_len(whole);
+            return Err(ClientError::io(what())(e));
         }
         self.held.whole += bytes.len() as u64;
         Ok(())
     }
 
+    /// Past [`COMPACT_AT`], the log is replaced by the root and the intent alone. The write
+    /// that led here is durable already: a compaction that fails is only tried again at the
+    /// next one. Either way the path may name a new file now (a replacement whose directory
+    /// sync failed was renamed all the same): the next append opens it, at the end of the
+    /// whole records it holds.
     fn compact_if_due(&mut self) -> Result<(), ClientError> {
         if self.held.whole <= COMPACT_AT {
             return Ok(());
         }
         let bytes = fresh(self.held.root, self.held.intent.as_deref(), &self.fingerprint);
-        crate::atomic::write_atomic(&self.path, &bytes, false)?;
-        let what = format!("opening {}", self.path.display());
-        self.file = std::fs::OpenOptions::new().write(true).open(&self.path).map_err(ClientError::io(what))?;
-        self.held.whole = bytes.len() as u64;
+        if let Err(e) = crate::atomic::write_atomic(&self.path, &bytes, false) {
+            tracing::warn!("the client's state log was not compacted (tried again at its next write): {e}");
+        }
+        self.file = None;
+        let what = format!("reading {}", self.path.display());
+        let now = std::fs::read(&self.path).map_err(ClientError::io(what))?;
+        let held = fold(&now, &self.fingerprint)
+            .map_err(|_| ClientError::State(format!("{} is damaged after its compaction", self.path.display())))?;
+        debug_assert_eq!((held.root, &held.intent), (self.held.root, &self.held.intent));
+        self.held.whole = held.whole;
         Ok(())
     }
 }
@@ -315,5 +333,27 @@ mod tests {
         let held = fold(&std::fs::read(&path).unwrap(), &KEY).unwrap();
         assert_eq!((held.root, held.intent.as_deref()), (root(200), Some(&b"after"[..])));
         assert_eq!((log.root(), log.intent()), (root(200), Some(&b"after"[..])));
+    }
+
+    /// A compaction that cannot write its file leaves the log as it was, and the writes go on.
+    #[test]
+    fn a_compaction_that_fails_leaves_the_log_to_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state");
+        std::fs::write(&path, fresh(root(1), None, &KEY)).unwrap();
+        let mut log = StateLog::open(&path, KEY, fold(&std::fs::read(&path).unwrap(), &KEY).unwrap()).unwrap();
+        log.save_intent(b"pending").unwrap();
+        // Directories where the replacement's temporary files would go: it cannot be written.
+        let next = crate::atomic::next_temporary();
+        for n in next..next + 2_000 {
+            std::fs::create_dir(path.with_extension(format!("{}.{n}.tmp", std::process::id()))).unwrap();
+        }
+        for n in 0..800u32 {
+            log.save_root(root(n as u8)).unwrap();
+        }
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > COMPACT_AT, "not compacted: {len} bytes");
+        let held = fold(&std::fs::read(&path).unwrap(), &KEY).unwrap();
+        assert_eq!((held.root, held.intent.as_deref(), held.whole), (root(31), Some(&b"pending"[..]), len));
     }
 }
