@@ -490,6 +490,7 @@ impl Portal {
 
 /// An S3 client of the endpoint at `addr` (a gateway or the proxy), bucket [`BUCKET`].
 fn s3_client(addr: std::net::SocketAddr) -> Result<Arc<dyn ObjectStore>, SelfCheckFailed> {
+    vouch_proto::tls::install_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(format!("http://{addr}"))
         .with_allow_http(true)

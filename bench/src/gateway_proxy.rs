@@ -133,6 +133,7 @@ mod tests {
         rt.block_on(async {
             let backend: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
             let addr = start(backend.clone(), "under/".into(), "AK", "SK-secret").await.unwrap();
+            vouch_proto::tls::install_provider();
             let client = |secret: &str| {
                 object_store::aws::AmazonS3Builder::new()
                     .with_endpoint(format!("http://{addr}"))

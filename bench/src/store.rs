@@ -132,6 +132,7 @@ pub(crate) fn raw_s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, SelfChec
 
 /// A client of the S3 server `config` names, as the raw baselines use it.
 pub(crate) fn s3_builder(config: &S3Config) -> object_store::aws::AmazonS3Builder {
+    vouch_proto::tls::install_provider();
     let b = object_store::aws::AmazonS3Builder::new()
         .with_bucket_name(&config.bucket)
         .with_region(&config.region)

@@ -70,6 +70,7 @@ impl Remote {
         if !base.starts_with("http://") && !base.starts_with("https://") {
             return Err(ClientError::BadInput(format!("server URL {base:?} must start with http:// or https://")));
         }
+        vouch_proto::tls::install_provider();
         let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5)).tcp_nodelay(true);
         if let Some(pem) = &transport.ca_pem {
             if !base.starts_with("https://") {

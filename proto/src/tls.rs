@@ -1,6 +1,7 @@
 //! TLS for the servers (`vouch serve --tls-cert FILE --tls-key FILE`, and the gateway's
-//! `tls_cert` / `tls_key`): rustls with the aws-lc-rs provider (the one the S3 client already
-//! builds), and self-signed pairs for `vouch tls-cert`.
+//! `tls_cert` / `tls_key`): rustls with the ring provider, and self-signed pairs for
+//! `vouch tls-cert`. The clients' TLS (to a provider, to S3) takes the same provider once
+//! [`install_provider`] has made it the process's default.
 //!
 //! Bearer tokens and S3 signatures travel in every request: over `http://` anyone on the path
 //! reads them, so anything beyond loopback should be served over TLS. A client pins the
@@ -44,7 +45,7 @@ pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<TlsConfig, TlsError> 
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|e| TlsError::Pem { what: "private key", detail: e.to_string() })?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
@@ -53,6 +54,17 @@ pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<TlsConfig, TlsError> 
         .map_err(|e| TlsError::Config(e.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Makes ring the crypto of every TLS connection this process opens as a client: the HTTP
+/// client (reqwest, in the vouch client and in object_store's S3 client) has no provider of
+/// its own and takes rustls's process default. Call it before such a client is built; it is
+/// cheap and does nothing once a default is set.
+pub fn install_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err: another thread installed one in between, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 /// A self-signed certificate and its private key (PEM), valid for `hosts` (DNS names or IP

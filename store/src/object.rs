@@ -69,6 +69,7 @@ impl ObjectBlobs {
             .with_connect_timeout(Duration::from_secs(3))
             .with_timeout(Duration::from_secs(60))
             .with_allow_http(endpoint.starts_with("http://"));
+        vouch_proto::tls::install_provider();
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)

@@ -81,6 +81,7 @@ fn gateway_addr(endpoint: &str) -> String {
 }
 
 fn s3_client(endpoint: &str, secret: &str) -> anyhow::Result<AmazonS3> {
+    vouch_proto::tls::install_provider();
     AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_allow_http(true)
@@ -97,6 +98,7 @@ fn s3_client(endpoint: &str, secret: &str) -> anyhow::Result<AmazonS3> {
 /// CreateBucket, presigned by the S3 client's signer (it has no call of its own for it).
 async fn create_bucket(endpoint: &str, secret: &str) -> anyhow::Result<()> {
     use object_store::signer::Signer;
+    vouch_proto::tls::install_provider();
     // Virtual-hosted style over the bare endpoint: the URL's path is the bucket's name.
     let signer = AmazonS3Builder::new()
         .with_endpoint(endpoint)

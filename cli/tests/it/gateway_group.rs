@@ -152,6 +152,7 @@ fn a_gateway_serves_a_group_holds_its_member_and_saves_it_when_interrupted() {
 /// Lists bucket `bucket` through the gateway at `addr`, signed as the configured application.
 fn list(addr: &str, bucket: &str) -> Result<usize, object_store::Error> {
     use object_store::ObjectStore;
+    vouch_proto::tls::install_provider();
     let store = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(format!("http://{addr}"))
         .with_allow_http(true)

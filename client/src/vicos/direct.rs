@@ -82,6 +82,7 @@ impl DirectObjects {
             .with_connect_timeout(Duration::from_secs(3))
             .with_timeout(Duration::from_secs(60))
             .with_allow_http(endpoint.starts_with("http://"));
+        vouch_proto::tls::install_provider();
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&access.bucket)
             .with_region(&access.region)

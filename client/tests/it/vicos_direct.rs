@@ -34,6 +34,7 @@ fn access(minio: &minio::Minio) -> S3Access {
 /// The bucket as someone with its keys sees it (the test's hand in the provider's store).
 fn bucket(minio: &minio::Minio) -> AmazonS3 {
     let c = &minio.config;
+    vouch_proto::tls::install_provider();
     AmazonS3Builder::new()
         .with_endpoint(c.endpoint.clone().unwrap())
         .with_allow_http(true)

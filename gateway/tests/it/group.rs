@@ -87,6 +87,7 @@ fn endpoint(gateway: &RunningGateway) -> String {
 /// An object_store client of `bucket` through `gateway` (no retries: each answer is the
 /// gateway's first).
 fn store(gateway: &RunningGateway, bucket: &str) -> AmazonS3 {
+    vouch_proto::tls::install_provider();
     AmazonS3Builder::new()
         .with_endpoint(endpoint(gateway))
         .with_allow_http(true)
@@ -109,6 +110,7 @@ async fn raw(
     headers: &[(&str, &str)],
 ) -> Answer {
     let url = common::presign(&endpoint(gateway), method.clone(), path, query, Duration::from_secs(300)).await;
+    vouch_proto::tls::install_provider();
     let mut request = reqwest::Client::new().request(method, url.as_str());
     for (name, value) in headers {
         request = request.header(*name, *value);

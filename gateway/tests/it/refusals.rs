@@ -247,6 +247,7 @@ async fn a_sigv2_request_is_refused_before_its_signature_is_checked() {
     let h = Harness::new(&["box"]).await;
     h.store("box").put(&Path::from("k"), PutPayload::from(b"v2".to_vec())).await.unwrap();
     let url = format!("{}/box/k", h.endpoint());
+    vouch_proto::tls::install_provider();
     let client = reqwest::Client::new();
     let date = "Mon, 01 Jan 2024 00:00:00 GMT";
     let header = client.get(&url).header("date", date).header("authorization", "AWS test-app:c2lnbmF0dXJlIG9mIHYy");
@@ -264,6 +265,7 @@ async fn a_presigned_url_valid_past_a_week_is_refused() {
     h.store("box").put(&Path::from("k"), PutPayload::from(b"signed".to_vec())).await.unwrap();
     let week = Duration::from_secs(7 * 24 * 3600);
     let long = h.presigned(Method::GET, "box/k", &[], week + Duration::from_secs(1)).await;
+    vouch_proto::tls::install_provider();
     let refused = answer(reqwest::Client::new().get(long)).await;
     assert_eq!((refused.status, refused.code()), (400, "AuthorizationQueryParametersError"), "{}", refused.body);
     let served = answer(reqwest::Client::new().get(h.presigned(Method::GET, "box/k", &[], week).await)).await;

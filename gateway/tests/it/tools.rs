@@ -257,6 +257,7 @@ async fn non_ascii_user_metadata_comes_back_as_it_was_sent() {
     ];
     let send = async |method: Method, path: &str, query: &[(&str, &str)], headers: &[(&str, &[u8])]| {
         let url = h.presigned(method.clone(), path, query, std::time::Duration::from_secs(60)).await;
+        vouch_proto::tls::install_provider();
         let mut request = reqwest::Client::new().request(method, url).body(b"body".to_vec());
         for &(name, value) in headers {
             request = request.header(name, reqwest::header::HeaderValue::from_bytes(value).unwrap());
@@ -414,6 +415,7 @@ async fn a_bucket_is_addressed_by_its_host_name_under_the_configured_domain() {
     let h = Harness::configured(vouch_server::Blocks::Local, Misbehave::None, &["box"], config).await;
     let addr = h.gateway.as_ref().unwrap().addr;
     let host = format!("box.s3.vouch.test:{}", addr.port());
+    vouch_proto::tls::install_provider();
     let signer = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(format!("http://{host}"))
         .with_virtual_hosted_style_request(true)

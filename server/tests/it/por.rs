@@ -49,6 +49,7 @@ impl Client {
         let seal = SealKey::new(&[1; 32]);
         let state = LogState::new(2, GROUP_LOG, &seal).0;
         let sums = ChecksumKey::grouped(&[2; 32], SLOT_WIDTH, GROUP_LOG);
+        vouch_proto::tls::install_provider();
         Client {
             token,
             http: reqwest::Client::new(),

@@ -62,6 +62,7 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    vouch_proto::tls::install_provider();
     let http = reqwest::Client::new();
     let decide = Arc::new(decide);
     tokio::spawn(async move {

@@ -99,6 +99,7 @@ impl Harness {
 
     /// An object_store client of `bucket` through the gateway, signing with `secret`.
     pub fn store_with(&self, bucket: &str, secret: &str) -> object_store::aws::AmazonS3 {
+        vouch_proto::tls::install_provider();
         object_store::aws::AmazonS3Builder::new()
             // The tests check bytes, not latency (`vouch bench gateway` measures that): a put
             // queued behind many writers of one key may take longer than the default 30 s
@@ -174,6 +175,7 @@ impl Harness {
         body: Vec<u8>,
     ) -> Answer {
         let url = self.presigned(method.clone(), path, query, std::time::Duration::from_secs(300)).await;
+        vouch_proto::tls::install_provider();
         let mut request = reqwest::Client::new().request(method, url).body(body);
         for (name, value) in headers {
             request = request.header(*name, *value);
@@ -202,6 +204,7 @@ pub async fn presign(
     expires: std::time::Duration,
 ) -> String {
     use object_store::signer::{SignedUrlOptions, Signer};
+    vouch_proto::tls::install_provider();
     // Virtual-hosted style with the bare endpoint: the URL's path is `path` itself.
     let signer = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(endpoint)

@@ -27,6 +27,7 @@ pub async fn serve(data: &Path, limits: Limits) -> RunningServer {
 
 /// One request's raw answer: status and body.
 pub async fn post(addr: SocketAddr, token: &str, op: Op, body: Vec<u8>) -> (u16, bytes::Bytes) {
+    vouch_proto::tls::install_provider();
     let response = reqwest::Client::new()
         .post(format!("http://{addr}{}", op.path()))
         .bearer_auth(token)
