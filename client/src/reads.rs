@@ -305,14 +305,15 @@ impl<'a> Reads<'a> {
                 )),
             }
         };
-        let (mut frames, located) = self.absent_checked(name, want, opened.await).await?;
+        let (frames, located) = self.absent_checked(name, want, opened.await).await?;
         let ((_, found), checked) =
             self.check(|root| verify::located(root, name, want, &located).map(|v| (v, *root))).await?;
         drop(self);
         client.cache.keep_lookup(&checked, &client.ledger.root(), name, want, found.as_ref());
         let verified = found.ok_or_else(|| proven_absent(name))?;
         let mut read = verify::ReadCheck::new(verified.record, start, end)?;
-        while let Some(frame) = frames.next::<ReadFrame>().await? {
+        let mut frames = frames.read_ahead::<ReadFrame>();
+        while let Some(frame) = frames.next().await? {
             let chunk = match frame {
                 ReadFrame::Chunk(c) => c,
                 ReadFrame::Error(e) => return Err(read.stream_error(name, e)),

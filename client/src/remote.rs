@@ -407,6 +407,63 @@ impl Frames {
     }
 }
 
+/// Frames received and decoded by a task of their own, up to [`READ_AHEAD`] ahead of the
+/// caller ([`Frames::read_ahead`]): the socket's copies and each frame's copy out of the HTTP
+/// body run on another core while the caller checks the frames before them. Nothing is
+/// checked here, so nothing of a frame reaches an output before the caller checks it.
+pub struct AheadFrames<T> {
+    frames: tokio::sync::mpsc::Receiver<Result<Option<T>, ClientError>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// How many decoded frames may wait for the caller.
+const READ_AHEAD: usize = 2;
+
+impl Frames {
+    /// These frames, read ahead (see [`AheadFrames`]).
+    pub fn read_ahead<T: DeserializeOwned + Send + 'static>(mut self) -> AheadFrames<T> {
+        let (sender, frames) = tokio::sync::mpsc::channel(READ_AHEAD);
+        let task = tokio::spawn(async move {
+            loop {
+                let next = self.next::<T>().await;
+                let last = !matches!(next, Ok(Some(_)));
+                if sender.send(next).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        AheadFrames { frames, task: Some(task) }
+    }
+}
+
+impl<T> AheadFrames<T> {
+    /// The next frame decoded, or `None` at a clean end of the stream (and after it).
+    pub async fn next(&mut self) -> Result<Option<T>, ClientError> {
+        if let Some(next) = self.frames.recv().await {
+            return next;
+        }
+        // The task ended: after the end or an error it sent, or by a panic, passed on here.
+        if let Some(task) = self.task.take() {
+            if let Err(e) = task.await {
+                if e.is_panic() {
+                    std::panic::resume_unwind(e.into_panic());
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<T> Drop for AheadFrames<T> {
+    /// A read given up (an error, a lie caught, the caller's future dropped) stops its task,
+    /// and with it the stream.
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
 /// An upload's progress, as seen from its body stream: the provider makes the client wait
 /// while the HTTP stack holds a frame and does not come back for the next one; the time the
 /// client itself takes to produce frames (tagging blocks) is not counted.
@@ -488,6 +545,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A request past the protocol's size is refused for its size, here, not sent and cut off
     /// by the provider part way (which would read as "cannot reach the provider").
@@ -502,6 +560,81 @@ mod tests {
             }
             other => panic!("expected a refusal for size, got {other:?}"),
         }
+    }
+
+    /// Frames of the messages `0..count` (u64s), then `tail` as raw bytes, then the end (or,
+    /// with `stall`, a wait that never ends); the stream holds `alive` while it lives and
+    /// counts into `pulled` what was taken from it.
+    fn counted_frames(count: u64, tail: &[u8], stall: bool, pulled: &Arc<AtomicUsize>, alive: &Arc<()>) -> Frames {
+        let mut pieces: Vec<Bytes> =
+            (0..count).map(|i| vouch_proto::frame::encode(&vouch_proto::encode(&i)).into()).collect();
+        if !tail.is_empty() {
+            pieces.push(Bytes::copy_from_slice(tail));
+        }
+        let (pulled, alive) = (pulled.clone(), alive.clone());
+        let stall = futures::stream::iter(stall.then(futures::stream::pending::<Bytes>)).flatten();
+        let stream = futures::stream::iter(pieces)
+            .chain(stall)
+            .map(move |piece| {
+                let _held = &alive;
+                pulled.fetch_add(1, Ordering::SeqCst);
+                Ok(piece)
+            })
+            .boxed();
+        let remote = Remote::new("http://127.0.0.1:9", "token").unwrap();
+        let budget = StreamBudget::new(Duration::from_secs(10), 1);
+        Frames { remote, stream, decoder: Decoder::new(), done: false, budget }
+    }
+
+    async fn let_others_run() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// A fast provider is read no further than a few frames ahead of the checks (the memory a
+    /// read holds is bounded); a read given up stops its stream; the end reads as the end.
+    #[tokio::test]
+    async fn frames_are_read_a_bounded_way_ahead_and_a_read_given_up_stops_its_stream() {
+        let (pulled, alive) = (Arc::new(AtomicUsize::new(0)), Arc::new(()));
+        let mut ahead = counted_frames(100, &[], false, &pulled, &alive).read_ahead::<u64>();
+        assert_eq!(ahead.next().await.unwrap(), Some(0));
+        let_others_run().await;
+        // One handed over, READ_AHEAD waiting, one decoded and waiting for room.
+        assert_eq!(pulled.load(Ordering::SeqCst), 1 + READ_AHEAD + 1);
+        assert_eq!(ahead.next().await.unwrap(), Some(1));
+        drop(ahead);
+        // A provider that stalls: the task waits on the stream, not on the reader.
+        let mut ahead = counted_frames(1, &[], true, &pulled, &alive).read_ahead::<u64>();
+        assert_eq!(ahead.next().await.unwrap(), Some(0));
+        let_others_run().await;
+        drop(ahead);
+        let_others_run().await;
+        assert_eq!(Arc::strong_count(&alive), 1, "a stream outlived the read given up");
+
+        let mut ahead = counted_frames(3, &[], false, &pulled, &alive).read_ahead::<u64>();
+        for i in 0..3 {
+            assert_eq!(ahead.next().await.unwrap(), Some(i));
+        }
+        assert_eq!(ahead.next().await.unwrap(), None);
+        assert_eq!(ahead.next().await.unwrap(), None, "and after the end");
+    }
+
+    /// A frame that does not decode, or a stream cut inside a frame, reaches the reader as
+    /// the lie it is, after the frames before it.
+    #[tokio::test]
+    async fn a_bad_frame_read_ahead_is_caught_in_its_place() {
+        let (pulled, alive) = (Arc::new(AtomicUsize::new(0)), Arc::new(()));
+        let undecodable = vouch_proto::frame::encode(&[0xff; 12]);
+        let mut ahead = counted_frames(2, &undecodable, false, &pulled, &alive).read_ahead::<u64>();
+        assert_eq!(ahead.next().await.unwrap(), Some(0));
+        assert_eq!(ahead.next().await.unwrap(), Some(1));
+        let caught = ahead.next().await.unwrap_err();
+        assert_eq!(caught.violation_kind(), Some(MalformedAnswer), "{caught:?}");
+        let cut = &vouch_proto::frame::encode(&vouch_proto::encode(&u64::MAX))[..8];
+        let mut ahead = counted_frames(1, cut, false, &pulled, &alive).read_ahead::<u64>();
+        assert_eq!(ahead.next().await.unwrap(), Some(0));
+        assert_eq!(ahead.next().await.unwrap_err().violation_kind(), Some(ShortStream));
     }
 
     #[test]
