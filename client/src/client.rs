@@ -15,6 +15,7 @@ use crate::remote::Remote;
 use crate::root::Root;
 use crate::state::StateDir;
 use crate::transport::Transport;
+use crate::waiting::Waiting;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -42,6 +43,8 @@ pub struct Client {
     pub(crate) cache: ReadCache,
     /// Names with a put in progress (see `crate::staged`).
     pub(crate) uploading: NameLocks,
+    /// Staged puts waiting for the commit lock (see `crate::group`).
+    pub(crate) waiting: Waiting,
     dir: Option<PathBuf>,
 }
 
@@ -67,6 +70,7 @@ pub(crate) fn assemble(
         ledger,
         cache: ReadCache::default(),
         uploading: NameLocks::default(),
+        waiting: Waiting::default(),
         dir,
     })
 }

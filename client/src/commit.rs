@@ -15,12 +15,11 @@ use crate::intent::{new_attempt, Intent, Planned, Settled};
 use crate::ledger::Committing;
 use crate::root::Root;
 use crate::verify::{self, valid_name};
-use serde_bytes::ByteBuf;
+use crate::violation::ViolationKind;
+use crate::waiting::StagedCommit;
 use vouch_core::namespace::{Change, EntryRecord, Found, VersionRecord};
 use vouch_core::por::copy::is_por_file;
-use vouch_proto::{
-    Attempt, CommitStagedRequest, Committed, LastCommit, LastCommitRequest, PruneRequest, RemoveRequest,
-};
+use vouch_proto::{Attempt, Committed, LastCommit, LastCommitRequest, PruneRequest, RemoveRequest};
 
 /// A commit in progress: the client's commit lock, held while it lives, over a settled root.
 pub(crate) struct Commit<'a> {
@@ -56,42 +55,38 @@ impl<'a> Commit<'a> {
         let answer: LastCommit = self
             .client
             .remote
-            .call(&LastCommitRequest { name: intent.name.clone(), attempt: intent.attempt })
+            .call(&LastCommitRequest { name: intent.name().into(), attempts: intent.attempts() })
             .await
             .map_err(|e| e.absence_unproven("the last commit"))?;
         match intent.settle(&answer)? {
             Settled::Applied(root) => {
-                tracing::info!(name = %intent.name, "an interrupted change was applied; its new root adopted");
+                tracing::info!(name = %intent.name(), "an interrupted change was applied; its new root adopted");
                 ledger.adopt(&self.lock, root)
             }
             Settled::NotApplied => {
                 // The root stays as it is (after an accepted answer it is already the new one:
                 // a provider that then went back is caught by the next answer).
-                tracing::info!(name = %intent.name, "an interrupted change was not applied");
+                tracing::info!(name = %intent.name(), "an interrupted change was not applied");
                 ledger.forget(&self.lock)
             }
         }
     }
 
-    /// Commits the upload staged under `attempt` as version `record` of `name`: its intent
-    /// recorded first, then `commit-staged`, whose answer is checked like any commit's. `found`
-    /// is the name at the root now when the caller proved it; `None` takes the lookup the
-    /// answer carries, checked against the root now.
+    /// Commits the upload staged under `attempt` as version `record` of `name`, alone (a
+    /// group of one, see `crate::group`): `found` is the name at the root now.
     pub(crate) async fn commit_staged(
         &self,
         name: &str,
-        found: Option<&Found>,
+        found: &Found,
         record: VersionRecord,
         attempt: Attempt,
     ) -> Result<Committed, ClientError> {
-        let client = self.client;
-        let intent = Intent { old: client.ledger.root(), name: name.into(), change: Planned::Put(record), attempt };
-        client.ledger.intend(intent)?;
-        let request =
-            CommitStagedRequest { name: name.into(), attempt, record: ByteBuf::from(record.to_bytes().to_vec()) };
-        let answer: Committed = client.remote.call(&request).await.map_err(|e| e.absence_unproven(name))?;
-        self.accept(name, found, &Change::Append(record), &answer)?;
-        Ok(answer)
+        let proven = (found.clone(), self.client.ledger.root());
+        let put = StagedCommit { name: name.into(), record, attempt, proven };
+        let mut outcomes = self.commit_puts(std::slice::from_ref(&put)).await?;
+        outcomes.pop().unwrap_or_else(|| {
+            Err(ClientError::violation(ViolationKind::MalformedAnswer, "a commit of one put without its outcome"))
+        })
     }
 
     /// Checks the commit's proofs and, when they hold, records the new root (and forgets the
@@ -136,7 +131,7 @@ impl Client {
             false => None,
         };
         let attempt = new_attempt();
-        self.ledger.intend(Intent { old: self.root(), name: name.into(), change: Planned::Remove, attempt })?;
+        self.ledger.intend(Intent::one(self.root(), name, Planned::Remove, attempt))?;
         let answer: Committed = self
             .remote
             .call(&RemoveRequest { name: name.into(), attempt })
@@ -180,12 +175,7 @@ impl Client {
         };
         // Every version pruned is in the proven log: a "not found" from here on is a lie.
         let attempt = new_attempt();
-        self.ledger.intend(Intent {
-            old: self.root(),
-            name: name.into(),
-            change: Planned::Prune(positions.clone()),
-            attempt,
-        })?;
+        self.ledger.intend(Intent::one(self.root(), name, Planned::Prune(positions.clone()), attempt))?;
         let answer: Committed = self
             .remote
             .call(&PruneRequest { name: name.into(), versions: versions.to_vec(), attempt })

@@ -134,8 +134,7 @@ impl Commit<'_> {
         if por_file {
             client.por().owe_copy(&self.lock, name).await?;
         }
-        let intent =
-            Intent { old: client.root(), name: name.into(), change: Planned::Edit(plan.clone()), attempt: req.attempt };
+        let intent = Intent::one(client.root(), name, Planned::Edit(plan.clone()), req.attempt);
         client.ledger.intend(intent)?;
         // The name was proven present: a "not found" is a lie.
         let answer: Committed = client.remote.call(&req).await.map_err(|e| e.absence_unproven(name))?;

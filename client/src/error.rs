@@ -56,6 +56,29 @@ impl ClientError {
         move |source| ClientError::Io { what, source }
     }
 
+    /// This error again, for each put of a group commit that it failed (an I/O error keeps its
+    /// kind and message).
+    pub(crate) fn copied(&self) -> ClientError {
+        use ClientError::*;
+        match self {
+            Misbehaved(v) => Misbehaved(v.clone()),
+            Unreachable { url, detail } => Unreachable { url: url.clone(), detail: detail.clone() },
+            TimedOut { url, detail } => TimedOut { url: url.clone(), detail: detail.clone() },
+            Unavailable(m) => Unavailable(m.clone()),
+            NotFound(m) => NotFound(m.clone()),
+            Unauthorized(m) => Unauthorized(m.clone()),
+            Refused { code, message } => Refused { code: *code, message: message.clone() },
+            State(m) => State(m.clone()),
+            UnknownMember { group, member } => UnknownMember { group: group.clone(), member: *member },
+            Busy { dir, holder } => Busy { dir: dir.clone(), holder: holder.clone() },
+            Changed(m) => Changed(m.clone()),
+            BadInput(m) => BadInput(m.clone()),
+            Io { what, source } => {
+                Io { what: what.clone(), source: std::io::Error::new(source.kind(), source.to_string()) }
+            }
+        }
+    }
+
     /// A provider answer that does not check out, as the check that caught it saw it.
     pub fn violation(kind: ViolationKind, detail: impl std::fmt::Display) -> ClientError {
         ClientError::Misbehaved(Violation::new(kind, detail))

@@ -25,9 +25,18 @@
 //! Where the intent is kept is the [`crate::StateStore`]'s business (a file `intent` in the
 //! state directory, or memory); this module is pure: the intent, its encoding, and settling.
 //!
-//! Encoding ([`Intent::to_bytes`]): `"vouchIN\x02" || postcard(stored intent) || attempt (16
-//! bytes) || SHA-256 of the preceding bytes`. An intent of version 1 (no attempt) still reads,
-//! with the all-zero attempt.
+//! Several staged puts committed at once (a group commit, `crate::group`) are one intent of
+//! several changes, in the order the provider applies them: the provider applies or refuses
+//! each, and makes the applied ones durable together, so its state is the old root or the old
+//! root plus the applied ones. The lookup of the first name settles "none applied"; otherwise
+//! the last commit's stored outcomes must verify, one per change, as a chain from the old
+//! root, each applied one exactly its change. `last-commit` names every change's attempt.
+//!
+//! Encoding ([`Intent::to_bytes`]): `"vouchIN\x03" || postcard(stored intent: the old root
+//! and each change with its attempt) || SHA-256 of the preceding bytes`. Intents of one change
+//! written before still read: version 2, `"vouchIN\x02" || postcard(the old root, the name,
+//! the change) || attempt (16 bytes) || SHA-256`, and version 1, the same without an attempt
+//! (the all-zero attempt).
 
 use crate::error::ClientError;
 use crate::root::Root;
@@ -38,9 +47,10 @@ use serde_bytes::ByteBuf;
 use vouch_core::envelope;
 use vouch_core::namespace::{verify_lookup, Change, VersionRecord};
 use vouch_core::{verify_multi_update_len, Block, Digest, Edit};
-use vouch_proto::{Attempt, Committed, LastCommit};
+use vouch_proto::{Attempt, Committed, LastCommit, Outcome};
 
-const MAGIC: &[u8; 8] = b"vouchIN\x02";
+const MAGIC: &[u8; 8] = b"vouchIN\x03";
+const MAGIC_V2: &[u8; 8] = b"vouchIN\x02";
 const MAGIC_V1: &[u8; 8] = b"vouchIN\x01";
 
 /// A change the client has sent, or is about to send, and not yet settled. Opaque: a
@@ -49,6 +59,14 @@ const MAGIC_V1: &[u8; 8] = b"vouchIN\x01";
 pub struct Intent {
     /// The root the change starts from.
     pub(crate) old: Root,
+    /// The changes, in the order the provider applies them: one, or several staged puts
+    /// committed at once. Never empty.
+    pub(crate) changes: Vec<Intended>,
+}
+
+/// One change of an intent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Intended {
     pub(crate) name: String,
     pub(crate) change: Planned,
     /// Named by the change's request and by `last-commit` (see the module documentation).
@@ -116,7 +134,7 @@ pub(crate) enum Settled {
     NotApplied,
 }
 
-impl Intent {
+impl Intended {
     /// The namespace change the commit makes (an edit's record needs the answer's list proof).
     pub(crate) fn change(&self, answer: &Committed) -> Result<Change, ClientError> {
         Ok(match &self.change {
@@ -126,17 +144,24 @@ impl Intent {
             Planned::Remove => Change::Remove,
         })
     }
+}
+
+impl Intent {
+    /// An intent of one change.
+    pub(crate) fn one(old: Root, name: &str, change: Planned, attempt: Attempt) -> Intent {
+        Intent { old, changes: vec![Intended { name: name.into(), change, attempt }] }
+    }
 
     /// Settles the intent with the provider's `last-commit` answer (pure).
     pub(crate) fn settle(&self, answer: &LastCommit) -> Result<Settled, ClientError> {
         let lookup = lookup_from_wire(&answer.lookup)?;
-        if verify_lookup(&self.old.digest, self.old.len, &self.name, &lookup).is_ok() {
+        if verify_lookup(&self.old.digest, self.old.len, self.name(), &lookup).is_ok() {
             return Ok(Settled::NotApplied);
         }
         let neither = |why: &dyn std::fmt::Display| {
             ClientError::violation(
                 ViolationKind::NeitherOldNorNew,
-                format!("the interrupted change of {}: {why}", self.name),
+                format!("the interrupted change of {}: {why}", self.name()),
             )
         };
         // What did not check out in the last commit, as the check that failed saw it.
@@ -144,38 +169,98 @@ impl Intent {
             ClientError::Misbehaved(v) => neither(&format_args!("{} ({})", v, v.kind)),
             e => e,
         };
-        let committed = answer.committed.as_ref().ok_or_else(|| neither(&"no commit to show"))?;
-        let change = self.change(committed).map_err(why)?;
-        let (root, _) = verify::commit(&self.old, &self.name, None, &change, committed).map_err(why)?;
+        match answer.committed.len() {
+            0 => return Err(neither(&"no commit to show")),
+            n if n != self.changes.len() => {
+                return Err(neither(&format_args!("the last commit made {n} changes, not {}", self.changes.len())))
+            }
+            _ => {}
+        }
+        let mut root = self.old;
+        for (intended, outcome) in self.changes.iter().zip(&answer.committed) {
+            // A change refused changed nothing; the next one is proven over the same root.
+            if let Outcome::Committed(committed) = outcome {
+                let change = intended.change(committed).map_err(why)?;
+                root = verify::commit(&root, &intended.name, None, &change, committed).map_err(why)?.0;
+            }
+        }
+        if root == self.old {
+            return Err(neither(&"the last commit shows none of the changes applied"));
+        }
         Ok(Settled::Applied(root))
     }
 
-    /// The name the change is about.
+    /// The name the change is about (the first one's, of several committed at once).
     pub fn name(&self) -> &str {
-        &self.name
+        &self.changes[0].name
+    }
+
+    /// Every change's attempt, for `last-commit`.
+    pub(crate) fn attempts(&self) -> Vec<Attempt> {
+        self.changes.iter().map(|c| c.attempt).collect()
     }
 
     /// The intent's encoding (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let body = [vouch_proto::encode(&Stored::from(self)), self.attempt.0.to_vec()].concat();
-        envelope::seal(MAGIC, &body)
+        let stored = StoredIntent {
+            old_root: self.old.digest.0,
+            old_len: self.old.len,
+            changes: self
+                .changes
+                .iter()
+                .map(|c| StoredIntended {
+                    name: c.name.clone(),
+                    change: StoredChange::from(&c.change),
+                    attempt: c.attempt.0,
+                })
+                .collect(),
+        };
+        envelope::seal(MAGIC, &vouch_proto::encode(&stored))
     }
 
-    /// An intent from [`Intent::to_bytes`]; `None` when the bytes are damaged.
+    /// An intent from [`Intent::to_bytes`] (or of the layouts before it); `None` when the
+    /// bytes are damaged.
     pub fn from_bytes(bytes: &[u8]) -> Option<Intent> {
-        let (layout, body) = envelope::open(bytes, &[MAGIC_V1, MAGIC]).ok()?;
+        let (layout, body) = envelope::open(bytes, &[MAGIC_V1, MAGIC_V2, MAGIC]).ok()?;
+        if layout == 2 {
+            let stored = vouch_proto::decode::<StoredIntent>(body).ok()?;
+            let old = Root { digest: Digest(stored.old_root), len: stored.old_len };
+            let changes = stored
+                .changes
+                .into_iter()
+                .map(|c| Some(Intended { name: c.name, change: c.change.into_planned()?, attempt: Attempt(c.attempt) }))
+                .collect::<Option<Vec<_>>>()?;
+            return (!changes.is_empty()).then_some(Intent { old, changes });
+        }
         let (stored, rest) = vouch_proto::decode_prefix::<Stored>(body).ok()?;
         let attempt = match (layout, rest) {
             (1, rest) => Attempt(rest.try_into().ok()?),
             (_, []) => Attempt::default(),
             _ => return None,
         };
-        stored.into_intent(attempt)
+        let old = Root { digest: Digest(stored.old_root), len: stored.old_len };
+        Some(Intent::one(old, &stored.name, stored.change.into_planned()?, attempt))
     }
 }
 
 // ---- the file's encoding ----
 
+/// Version 3: the old root and each change with its attempt.
+#[derive(Serialize, Deserialize)]
+struct StoredIntent {
+    old_root: [u8; 32],
+    old_len: u64,
+    changes: Vec<StoredIntended>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredIntended {
+    name: String,
+    change: StoredChange,
+    attempt: [u8; 16],
+}
+
+/// Versions 1 and 2: one change (its attempt, in version 2, after it).
 #[derive(Serialize, Deserialize)]
 struct Stored {
     old_root: [u8; 32],
@@ -206,11 +291,11 @@ struct StoredBlock {
     block_ref: u64,
 }
 
-impl From<&Intent> for Stored {
-    fn from(i: &Intent) -> Self {
+impl From<&Planned> for StoredChange {
+    fn from(change: &Planned) -> Self {
         let block = |b: &Block| StoredBlock { tag: b.tag.0, length: b.length, block_ref: b.block_ref };
         let record = |r: &VersionRecord| ByteBuf::from(r.to_bytes().to_vec());
-        let change = match &i.change {
+        match change {
             Planned::Put(r) => StoredChange::Put { record: record(r) },
             Planned::Edit(p) => StoredChange::Edit {
                 base: record(&p.base),
@@ -229,16 +314,15 @@ impl From<&Intent> for Stored {
             },
             Planned::Prune(p) => StoredChange::Prune { positions: p.clone() },
             Planned::Remove => StoredChange::Remove,
-        };
-        Stored { old_root: i.old.digest.0, old_len: i.old.len, name: i.name.clone(), change }
+        }
     }
 }
 
-impl Stored {
-    fn into_intent(self, attempt: Attempt) -> Option<Intent> {
+impl StoredChange {
+    fn into_planned(self) -> Option<Planned> {
         let block = |b: StoredBlock| Block::new(Digest(b.tag), b.length, b.block_ref);
         let record = |b: &ByteBuf| VersionRecord::from_bytes(b).ok();
-        let change = match self.change {
+        Some(match self {
             StoredChange::Put { record: r } => Planned::Put(record(&r)?),
             StoredChange::Edit { base, number, next_nonce, time, edits } => Planned::Edit(EditPlan {
                 base: record(&base)?,
@@ -256,9 +340,7 @@ impl Stored {
             }),
             StoredChange::Prune { positions } => Planned::Prune(positions),
             StoredChange::Remove => Planned::Remove,
-        };
-        let old = Root { digest: Digest(self.old_root), len: self.old_len };
-        Some(Intent { old, name: self.name, change, attempt })
+        })
     }
 }
 
@@ -291,13 +373,25 @@ mod tests {
             Planned::Remove,
         ];
         for change in changes {
-            let intent = Intent { old, name: "a/b.txt".into(), change, attempt: new_attempt() };
+            let intent = Intent::one(old, "a/b.txt", change, new_attempt());
             assert_eq!(Intent::from_bytes(&intent.to_bytes()).as_ref(), Some(&intent));
         }
-        let mut bytes = Intent { old, name: "x".into(), change: Planned::Remove, attempt: new_attempt() }.to_bytes();
+        // A group commit's puts, in their order.
+        let group = Intent {
+            old,
+            changes: (1..=3)
+                .map(|n| Intended { name: format!("f-{n}"), change: Planned::Put(version(n)), attempt: new_attempt() })
+                .collect(),
+        };
+        assert_eq!(Intent::from_bytes(&group.to_bytes()).as_ref(), Some(&group));
+        assert_eq!((group.name(), group.attempts().len()), ("f-1", 3));
+        let mut bytes = Intent::one(old, "x", Planned::Remove, new_attempt()).to_bytes();
         bytes[10] ^= 1;
         assert_eq!(Intent::from_bytes(&bytes), None);
         assert_eq!(Intent::from_bytes(b"vouchIN"), None);
+        // An intent of no change is damage.
+        let empty = StoredIntent { old_root: [1; 32], old_len: 2, changes: Vec::new() };
+        assert_eq!(Intent::from_bytes(&envelope::seal(MAGIC, &vouch_proto::encode(&empty))), None);
     }
 
     /// Re-seals `body` (magic and contents) with its checksum.
@@ -306,16 +400,26 @@ mod tests {
     }
 
     #[test]
-    fn an_intent_of_version_1_reads_with_no_attempt_and_a_wrong_attempt_length_is_damage() {
+    fn intents_of_versions_1_and_2_read_and_a_wrong_attempt_length_is_damage() {
         let old = Root { digest: Digest([1; 32]), len: 2 };
-        let intent = Intent { old, name: "a".into(), change: Planned::Prune(vec![1]), attempt: new_attempt() };
-        let stored = vouch_proto::encode(&Stored::from(&intent));
+        let intent = Intent::one(old, "a", Planned::Prune(vec![1]), new_attempt());
+        let stored = vouch_proto::encode(&Stored {
+            old_root: old.digest.0,
+            old_len: old.len,
+            name: "a".into(),
+            change: StoredChange::from(&Planned::Prune(vec![1])),
+        });
+        let attempt = intent.changes[0].attempt;
         let v1 = sealed([MAGIC_V1.as_slice(), &stored].concat());
-        assert_eq!(Intent::from_bytes(&v1), Some(Intent { attempt: Attempt::default(), ..intent.clone() }));
+        assert_eq!(Intent::from_bytes(&v1), Some(Intent::one(old, "a", Planned::Prune(vec![1]), Attempt::default())));
+        let v2 = sealed([MAGIC_V2.as_slice(), &stored, &attempt.0].concat());
+        assert_eq!(Intent::from_bytes(&v2), Some(intent));
         // Version 1 with an attempt, version 2 without one or with a short one: damaged.
-        assert_eq!(Intent::from_bytes(&sealed([MAGIC_V1.as_slice(), &stored, &intent.attempt.0].concat())), None);
-        assert_eq!(Intent::from_bytes(&sealed([MAGIC.as_slice(), &stored].concat())), None);
-        assert_eq!(Intent::from_bytes(&sealed([MAGIC.as_slice(), &stored, &[7; 15]].concat())), None);
-        assert_eq!(Intent::from_bytes(&sealed([b"vouchIN\x03".as_slice(), &stored, &[7; 16]].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC_V1.as_slice(), &stored, &attempt.0].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC_V2.as_slice(), &stored].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC_V2.as_slice(), &stored, &[7; 15]].concat())), None);
+        // Version 3 is not a change with an attempt after it.
+        assert_eq!(Intent::from_bytes(&sealed([MAGIC.as_slice(), &stored, &[7; 16]].concat())), None);
+        assert_eq!(Intent::from_bytes(&sealed([b"vouchIN\x04".as_slice(), &stored, &[7; 16]].concat())), None);
     }
 }

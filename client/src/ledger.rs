@@ -216,12 +216,7 @@ mod tests {
         let store = Arc::new(MemoryState::new(root(0)));
         let ledger = Ledger::load(store.clone()).unwrap();
         let read = ledger.snapshot();
-        let intent = Intent {
-            old: root(0),
-            name: "a".into(),
-            change: crate::intent::Planned::Remove,
-            attempt: crate::intent::new_attempt(),
-        };
+        let intent = Intent::one(root(0), "a", crate::intent::Planned::Remove, crate::intent::new_attempt());
         ledger.intend(intent.clone()).unwrap();
         assert_eq!(store.intent(), Some(intent));
         assert!(read.moved());

@@ -58,6 +58,7 @@ mod client;
 mod commit;
 mod edits;
 mod error;
+mod group;
 mod intent;
 mod keys;
 mod ledger;
@@ -78,6 +79,7 @@ mod upload;
 pub mod verify;
 pub mod vicos;
 mod violation;
+mod waiting;
 
 pub use cache::{CacheStats, ReadCache};
 pub use chunking::Cutting;

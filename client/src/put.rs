@@ -168,7 +168,7 @@ impl Commit<'_> {
         };
         // Staged and committed under the commit lock: the root cannot move in between.
         let (record, blocks, kept) = stage(&client.remote, upload, sent, reader, progress).await?;
-        let answer = self.commit_staged(name, Some(&found), record, attempt).await?;
+        let answer = self.commit_staged(name, &found, record, attempt).await?;
         client.cache.keep_written(&record, &kept);
         if por_file {
             client.por().pay_copy(&self.lock, name, &record, Some(kept)).await?;

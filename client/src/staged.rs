@@ -7,7 +7,8 @@
 //!    two at once would build on the same version and one would be refused at its commit.
 //! 2. The blocks are tagged and sent (`stage`); the provider stores them and checks them
 //!    against the record, holding no lock.
-//! 3. Under the commit lock, the intent is recorded and `commit-staged` sent. Its answer
+//! 3. Under the commit lock, with the other puts waiting for it then (a group commit, see
+//!    [`crate::group`]), the intent is recorded and `commit-staged` sent. Its answer
 //!    carries the name's lookup at the provider's state before the commit, checked against
 //!    the root now (when the root did not move since step 1, it must show the state proven
 //!    there); its commit proof is checked like a put's. A name whose latest version changed
@@ -29,6 +30,7 @@ use crate::root::Root;
 use crate::upload::Transfer;
 use crate::upload::{frame_channel, stage, NewVersion, PutUpload};
 use crate::verify::{self, Verified};
+use crate::waiting::StagedCommit;
 use std::io::Read;
 use std::time::Instant;
 use vouch_core::namespace::Found;
@@ -69,11 +71,11 @@ impl Put<'_> {
             keep_blocks: client.cache.written_limit(),
         };
         let (record, blocks, kept) = stage(&client.remote, upload, sent, reader, progress).await?;
-        let commit = Commit::begin(client).await?;
-        // A root moved since the lookup (another name's commit) proves the name again through
-        // the lookup the commit's answer carries: no second lookup before the commit.
-        let proven = (client.ledger.root() == basis).then_some(&found);
-        let answer = commit.commit_staged(name, proven, record, attempt).await?;
+        // Committed with the other puts waiting then (`crate::group`). A root moved since the
+        // lookup (another name's commit) proves the name again through the lookup the
+        // commit's answer carries: no second lookup before the commit.
+        let put = StagedCommit { name: name.into(), record, attempt, proven: (found, basis) };
+        let answer = client.commit_grouped(put).await?;
         client.cache.keep_written(&record, &kept);
         Ok(Transfer {
             name: name.into(),

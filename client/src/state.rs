@@ -407,14 +407,14 @@ mod tests {
             (s.load().unwrap(), s)
         };
         for change in [Planned::Remove, Planned::Prune(vec![0, 3])] {
-            let intent = Intent { old, name: "a/b".into(), change, attempt: crate::intent::new_attempt() };
+            let intent = Intent::one(old, "a/b", change, crate::intent::new_attempt());
             s.save_intent(&intent).unwrap();
             assert_eq!(s.intent().unwrap(), Some(intent));
         }
         s.clear_intent().unwrap();
         assert_eq!(s.intent().unwrap(), None);
         s.clear_intent().unwrap();
-        let adopted = Intent { old, name: "c".into(), change: Planned::Remove, attempt: crate::intent::new_attempt() };
+        let adopted = Intent::one(old, "c", Planned::Remove, crate::intent::new_attempt());
         s.save_intent(&adopted).unwrap();
         let ((root, intent), s) = reopened(s);
         assert_eq!((root, intent), (Root::empty(), Some(adopted)));
@@ -433,8 +433,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = StateDir::init(dir.path(), "http://127.0.0.1:1", "tok").unwrap();
         let root = Root { digest: Digest([5; 32]), len: 4 };
-        let intent =
-            Intent { old: root, name: "n".into(), change: Planned::Remove, attempt: crate::intent::new_attempt() };
+        let intent = Intent::one(root, "n", Planned::Remove, crate::intent::new_attempt());
         let body = [&root.digest.0[..], &root.len.to_le_bytes(), &s.secret.fingerprint()].concat();
         drop(s);
         std::fs::write(dir.path().join("state"), envelope::seal(STATE_MAGIC, &body)).unwrap();
@@ -449,8 +448,7 @@ mod tests {
         let s = StateDir::open(dir.path()).unwrap();
         drop(s);
         std::fs::write(dir.path().join("state"), envelope::seal(STATE_MAGIC, &body)).unwrap();
-        let mut bytes =
-            Intent { old: root, name: "m".into(), change: Planned::Remove, attempt: Default::default() }.to_bytes();
+        let mut bytes = Intent::one(root, "m", Planned::Remove, Default::default()).to_bytes();
         bytes[10] ^= 1;
         std::fs::write(dir.path().join(INTENT_FILE), bytes).unwrap();
         let err = StateDir::open(dir.path()).unwrap_err();

@@ -3,9 +3,9 @@
 use super::{Misbehave, Misbehaving};
 use std::sync::atomic::Ordering;
 use vouch_core::Edit;
-use vouch_proto::{CommitStagedRequest, Committed, EditRequest, PruneRequest, RemoveRequest, WireBlock};
+use vouch_proto::{CommitStagedRequest, Committed, CommittedPuts, EditRequest, PruneRequest, RemoveRequest, WireBlock};
 use vouch_server::Limits;
-use vouch_server::{ProviderError, PutState, Staged};
+use vouch_server::{committed_puts, Batch, FilesError, Planned, Proven, ProviderError, PutState, Steps};
 use vouch_store::StoreError;
 
 impl Misbehaving {
@@ -29,21 +29,14 @@ impl Misbehaving {
         Ok(())
     }
 
-    /// The honest commit's steps, with this provider's lie between them.
-    async fn commit(&self, staged: Staged<'_>) -> Result<Committed, ProviderError> {
-        let miscount = self.lie == Misbehave::WrongCount;
-        let mut planned = self.honest.files().plan(staged)?;
-        if miscount && planned.name_exists() {
-            add_one(planned.version_edits());
-        }
-        let mut proven = self.honest.files().prove_versions(planned)?;
-        if miscount && !proven.appends_to_existing() {
-            add_one(proven.namespace_edits());
-        }
-        let prepared = self.honest.files().prove_namespace(proven)?;
+    /// The honest commit's steps, with this provider's lie between them: each change's
+    /// outcome.
+    async fn commit(&self, batch: Batch<'_>) -> Result<Vec<Result<Committed, ProviderError>>, ProviderError> {
+        let mut steps = Lies { wrong_count: self.lie == Misbehave::WrongCount };
+        let prepared = self.honest.files().prepare(batch, &mut steps).await?;
         match self.lie {
-            // Valid proofs for a change never made durable: later answers come from before it.
-            Misbehave::Rollback => Ok(prepared.committed.clone()),
+            // Valid proofs for changes never made durable: later answers come from before them.
+            Misbehave::Rollback => Ok(self.honest.files().discard(prepared)),
             Misbehave::DropAnswer => {
                 self.honest.files().apply(prepared).await?;
                 Err(ProviderError::Store(StoreError::Backend {
@@ -58,6 +51,31 @@ impl Misbehaving {
                 Ok(committed)
             }
             _ => self.honest.files().apply(prepared).await,
+        }
+    }
+
+    /// [`Misbehaving::commit`] of a batch of one change.
+    async fn commit_one(&self, batch: Batch<'_>) -> Result<Committed, ProviderError> {
+        let mut outcomes = self.commit(batch).await?;
+        outcomes.pop().unwrap_or_else(|| Err(FilesError::InconsistentChange.into()))
+    }
+}
+
+/// The lies told between a change's steps.
+struct Lies {
+    wrong_count: bool,
+}
+
+impl Steps for Lies {
+    fn planned(&mut self, planned: &mut Planned) {
+        if self.wrong_count && planned.name_exists() {
+            add_one(planned.version_edits());
+        }
+    }
+
+    fn proven(&mut self, proven: &mut Proven) {
+        if self.wrong_count && !proven.appends_to_existing() {
+            add_one(proven.namespace_edits());
         }
     }
 }
@@ -76,29 +94,29 @@ pub(crate) async fn commit_staged(
     client: &str,
     req: &CommitStagedRequest,
     limits: &Limits,
-) -> Result<Committed, ProviderError> {
+) -> Result<CommittedPuts, ProviderError> {
     liar.refuse_once()?;
     let staged = liar.honest.files().stage_staged(client, req, limits).await?;
-    liar.commit(staged).await
+    Ok(committed_puts(&liar.commit(staged).await?))
 }
 
 pub(crate) async fn edit(liar: &Misbehaving, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
     liar.receive(&req.blocks);
     liar.refuse_once()?;
     let staged = liar.honest.files().stage_edit(client, req).await?;
-    liar.commit(staged).await
+    liar.commit_one(staged).await
 }
 
 pub(crate) async fn remove(liar: &Misbehaving, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
     liar.refuse_once()?;
     let staged = liar.honest.files().stage_remove(client, req).await?;
-    liar.commit(staged).await
+    liar.commit_one(staged).await
 }
 
 pub(crate) async fn prune(liar: &Misbehaving, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
     liar.refuse_once()?;
     let staged = liar.honest.files().stage_prune(client, req).await?;
-    liar.commit(staged).await
+    liar.commit_one(staged).await
 }
 
 /// [`Misbehave::WrongCount`]: an insert made twice, or one more position removed than asked

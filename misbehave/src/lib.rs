@@ -29,8 +29,8 @@ use std::sync::Mutex;
 use vouch_proto::por::*;
 use vouch_proto::vicos::*;
 use vouch_proto::{
-    AuditAnswer, AuditRequest, BlockList, CommitStagedRequest, Committed, EditRequest, Listing, Located, PruneRequest,
-    ReadChunk, RemoveRequest, WireBlock,
+    AuditAnswer, AuditRequest, BlockList, CommitStagedRequest, Committed, CommittedPuts, EditRequest, Listing, Located,
+    PruneRequest, ReadChunk, RemoveRequest, WireBlock,
 };
 use vouch_server::{Answer, Blocks, Faults, Limits, OpenError, Provider, ProviderError, PutState, ReadPlan, Service};
 
@@ -355,7 +355,7 @@ impl Service for Misbehaving {
         client: &'a str,
         req: &'a CommitStagedRequest,
         limits: &'a Limits,
-    ) -> Answer<'a, Committed> {
+    ) -> Answer<'a, CommittedPuts> {
         Box::pin(changes::commit_staged(self, client, req, limits))
     }
 

@@ -6,7 +6,9 @@
 //! linear tag, so its proofs and tags do not verify under version 1; version 3 names each change's
 //! [`Attempt`], so that a change settled as not applied can never apply later; version 9 adds
 //! `stage` / `commit-staged` and VICOS's `aip-*` / `cos-*`; version 14 drops `put`, whose
-//! upload and commit in one stream `stage` and `commit-staged` do in two requests). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
+//! upload and commit in one stream `stage` and `commit-staged` do in two requests; version 15
+//! commits several staged puts in one `commit-staged`, each answered on its own, and
+//! `last-commit` settles them together). Bodies are [postcard](https://docs.rs/postcard)-encoded messages of
 //! this crate; proofs and records inside them are the canonical byte layouts of `vouch-core`
 //! (the client decodes and checks them; nothing here is trusted). Bulk transfers (`stage`,
 //! `read`) are streams of [`frame`]s: `len:u32le || message`, each at most [`MAX_FRAME`]
@@ -20,7 +22,7 @@
 //! | `log` | [`LogRequest`] | [`Log`] |
 //! | `read` | [`ReadRequest`] | frames: [`Located`], then [`ReadChunk`]s |
 //! | `stage` | frames: [`PutHead`], [`BlockBatch`]es, [`PutTail`] | [`StagedUpload`] |
-//! | `commit-staged` | [`CommitStagedRequest`] | [`Committed`] |
+//! | `commit-staged` | [`CommitStagedRequest`] | [`CommittedPuts`] |
 //! | `edit` | [`EditRequest`] | [`Committed`] |
 //! | `remove` | [`RemoveRequest`] | [`Committed`] |
 //! | `prune` | [`PruneRequest`] | [`Committed`] |
@@ -190,7 +192,7 @@ impl std::fmt::Display for Op {
 }
 
 /// Version of this protocol; a server refuses requests that name another.
-pub const PROTOCOL_VERSION: u16 = 14;
+pub const PROTOCOL_VERSION: u16 = 15;
 /// Header carrying [`PROTOCOL_VERSION`].
 pub const VERSION_HEADER: &str = "vouch-protocol";
 /// Largest single (non-streamed) request or response body.
@@ -364,14 +366,43 @@ pub struct StagedUpload {
     pub blocks: u64,
 }
 
-/// Commits the upload staged under `attempt`: a put whose blocks went up outside the client's
-/// commit lock (so that many uploads of one client run at once) and whose commit is sent
-/// under it. `name` and `record` repeat what was staged; the provider refuses a mismatch.
+/// Commits uploads staged under their attempts: puts whose blocks went up outside the client's
+/// commit lock (so that many uploads of one client run at once) and whose commits are sent
+/// under it, several at once (a group commit: one request, one durable write at the provider,
+/// one intent and one root written by the client). At most [`MAX_GROUP`] puts, of distinct
+/// names and attempts. The provider applies them in this order, each over the namespace the
+/// ones before it left, and makes the ones it applied durable together.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitStagedRequest {
+    pub puts: Vec<StagedPut>,
+}
+
+/// One put of a [`CommitStagedRequest`]: `name` and `record` repeat what was staged under
+/// `attempt`; the provider refuses a mismatch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StagedPut {
     pub name: String,
     pub attempt: Attempt,
     pub record: ByteBuf,
+}
+
+/// Puts in one [`CommitStagedRequest`], at most.
+pub const MAX_GROUP: usize = 64;
+
+/// The answer to a [`CommitStagedRequest`]: one outcome per put, in its order. A committed
+/// put's proofs start from the namespace the puts before it left (the client checks them as a
+/// chain from its root); a refused one changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommittedPuts {
+    pub puts: Vec<Outcome>,
+}
+
+/// What became of one change of a commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    Committed(Committed),
+    /// Not applied, and why (what a request of the change alone would have been answered).
+    Refused(ErrorBody),
 }
 
 /// A frame of a put's upload (`stage`).
@@ -503,21 +534,23 @@ pub struct BlockList {
 /// state, whether the change was applied.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastCommitRequest {
-    /// The name the change was about.
+    /// The name the change was about (the first one's, of several committed at once).
     pub name: String,
-    /// The change's attempt: settled from now on, refused should it still arrive.
-    pub attempt: Attempt,
+    /// The attempts of the change (of each change, of several committed at once): settled
+    /// from now on, refused should they still arrive.
+    pub attempts: Vec<Attempt>,
 }
 
 /// The provider's answer to [`LastCommitRequest`], given once no change of this client is in
 /// flight: the lookup of the name in the current namespace (it verifies against the client's
 /// old root when the change was not applied) and the answer of the last commit the provider
 /// made durable for this client (stored in the commit's own metadata batch; it verifies from
-/// the old root to the new one when the change was applied). `None` before any commit.
+/// the old root to the new one when the change was applied): one [`Outcome`] per change it
+/// made at once, in order; none before any commit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastCommit {
     pub lookup: WireLookup,
-    pub committed: Option<Committed>,
+    pub committed: Vec<Outcome>,
 }
 
 /// What went wrong, for the client to act on.
@@ -570,6 +603,7 @@ pub fn fuzz_wire_message(data: &[u8]) {
     reencode::<HealedBlocks>(data);
     reencode::<EditRequest>(data);
     reencode::<CommitStagedRequest>(data);
+    reencode::<CommittedPuts>(data);
     reencode::<StagedUpload>(data);
     reencode::<vicos::AipAdmit>(data);
     reencode::<vicos::AipInvoke>(data);
@@ -630,6 +664,15 @@ pub fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-located", encode(&located)),
         ("seed-chunk", encode_frame(&ReadFrame::Chunk(chunk))),
         ("seed-committed", encode(&committed)),
+        (
+            "seed-committed-puts",
+            encode(&CommittedPuts {
+                puts: vec![
+                    Outcome::Committed(committed.clone()),
+                    Outcome::Refused(ErrorBody { code: ErrorCode::Conflict, message: "x".into() }),
+                ],
+            }),
+        ),
         ("seed-error", encode(&ErrorBody { code: ErrorCode::DataLost, message: "x".into() })),
         ("seed-por-audit", encode(&por_audit)),
         ("seed-empty", Vec::new()),

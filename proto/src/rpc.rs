@@ -37,7 +37,7 @@ rpc! {
     LookupRequest => Lookup -> Located;
     ListRequest => List -> Listing;
     LogRequest => Log -> crate::Log;
-    CommitStagedRequest => CommitStaged -> Committed;
+    CommitStagedRequest => CommitStaged -> CommittedPuts;
     EditRequest => Edit -> Committed;
     RemoveRequest => Remove -> Committed;
     PruneRequest => Prune -> Committed;

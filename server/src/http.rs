@@ -264,6 +264,8 @@ async fn lookup(app: Arc<App>, c: String, r: LookupRequest) -> Served<LookupRequ
 }
 
 async fn list(app: Arc<App>, c: String, _: ListRequest) -> Served<ListRequest> {
+    // A commit applies its changes to the namespace in memory before they are durable.
+    let _reading = app.provider.honest().files().reading(&c).await;
     app.provider.listing(&c)
 }
 
@@ -294,7 +296,7 @@ async fn blocks(app: Arc<App>, c: String, r: BlocksRequest) -> Served<BlocksRequ
 }
 
 async fn last_commit(app: Arc<App>, c: String, r: LastCommitRequest) -> Served<LastCommitRequest> {
-    app.provider.last_commit(&c, &r.name, r.attempt).await
+    app.provider.last_commit(&c, &r.name, &r.attempts).await
 }
 
 async fn heal_blocks(app: Arc<App>, c: String, r: HealBlocksRequest) -> Served<HealBlocksRequest> {

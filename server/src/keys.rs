@@ -43,8 +43,15 @@ pub fn version(client: &str, file: &FileId, number: u64) -> Vec<u8> {
     format!("ns/{client}/v/{}/{number:016x}", hex(file)).into_bytes()
 }
 
-/// The last commit's answer (outside the `e/` and `v/` prefixes scanned above).
+/// The last commit's outcomes, one per change it made (outside the `e/` and `v/` prefixes
+/// scanned above).
 pub fn last_commit(client: &str) -> Vec<u8> {
+    format!("ns/{client}/last-outcomes").into_bytes()
+}
+
+/// The last commit's answer as providers before group commits kept it (one change's): read
+/// when [`last_commit`] holds nothing, deleted by every commit.
+pub fn last_commit_of_one(client: &str) -> Vec<u8> {
     format!("ns/{client}/last").into_bytes()
 }
 

@@ -18,8 +18,9 @@ use vouch_core::pdp::{FileId, SchemeId};
 use vouch_proto::por::*;
 use vouch_proto::vicos::*;
 use vouch_proto::{
-    Attempt, AuditAnswer, AuditRequest, BlockList, CommitStagedRequest, Committed, EditRequest, HealBlocksRequest,
-    HealedBlocks, LastCommit, Listing, Located, Log, PruneRequest, ReadChunk, RemoveRequest, StagedUpload, WireBlock,
+    Attempt, AuditAnswer, AuditRequest, BlockList, CommitStagedRequest, Committed, CommittedPuts, EditRequest,
+    HealBlocksRequest, HealedBlocks, LastCommit, Listing, Located, Log, PruneRequest, ReadChunk, RemoveRequest,
+    StagedUpload, WireBlock,
 };
 use vouch_store::{Compaction, CompactionPolicy};
 
@@ -68,8 +69,8 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
         Box::pin(self.honest().files().audit(client, req, max_bytes))
     }
 
-    fn last_commit<'a>(&'a self, client: &'a str, name: &'a str, attempt: Attempt) -> Answer<'a, LastCommit> {
-        Box::pin(self.honest().files().last_commit(client, name, attempt))
+    fn last_commit<'a>(&'a self, client: &'a str, name: &'a str, attempts: &'a [Attempt]) -> Answer<'a, LastCommit> {
+        Box::pin(self.honest().files().last_commit(client, name, attempts))
     }
 
     fn heal_blocks<'a>(&'a self, client: &'a str, req: &'a HealBlocksRequest) -> Answer<'a, HealedBlocks> {
@@ -107,7 +108,7 @@ pub trait Service: Send + Sync + std::fmt::Debug + 'static {
         client: &'a str,
         req: &'a CommitStagedRequest,
         limits: &'a Limits,
-    ) -> Answer<'a, Committed> {
+    ) -> Answer<'a, CommittedPuts> {
         Box::pin(self.honest().files().commit_staged(client, req, limits))
     }
 

@@ -11,6 +11,7 @@ mod compaction;
 mod concurrency;
 mod crash;
 mod e2e;
+mod group_commit;
 mod intents;
 mod lie_matrix;
 mod limits;

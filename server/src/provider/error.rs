@@ -68,6 +68,10 @@ pub enum FilesError {
     BadRecord(#[source] RecordError),
     #[error("the commit names another name or record than its staged upload")]
     NotTheStaged,
+    #[error("a commit-staged names 1 to {max} puts, not {puts}")]
+    GroupSize { puts: usize, max: usize },
+    #[error("a commit-staged names each name and each attempt once")]
+    NamedTwice,
 
     // ---- settling, committing ----
     #[error("this change was settled as not applied")]
@@ -127,6 +131,8 @@ impl FilesError {
             | StagedTwice
             | BadRecord(_)
             | NotTheStaged
+            | GroupSize { .. }
+            | NamedTwice
             | Plan(_)
             | VersionsEdit(_)
             | NamespaceEdit(_)

@@ -16,11 +16,12 @@
 use super::*;
 use std::collections::VecDeque;
 use tokio::sync::{OwnedRwLockReadGuard, RwLock};
-use vouch_proto::{Attempt, LastCommit};
+use vouch_proto::{Attempt, LastCommit, Outcome, MAX_GROUP};
 
-/// How many settled attempts a client's gate remembers. One suffices for a client that
-/// crashes once; a few more cover crashes in a row while old requests are still in transit.
-const SETTLED_KEPT: usize = 64;
+/// How many settled attempts a client's gate remembers. One settling's (up to a group
+/// commit's [`MAX_GROUP`]) suffices for a client that crashes once; a few more cover crashes
+/// in a row while old requests are still in transit.
+const SETTLED_KEPT: usize = 8 * MAX_GROUP;
 
 /// A client's change gate: held for reading by each change in flight, for writing by
 /// `last-commit`; it holds the attempts settled lately.
@@ -49,29 +50,48 @@ impl Files {
         gates.entry(client.to_string()).or_default().clone()
     }
 
-    /// Held by a change of `client` for as long as it may still commit; refused when the
-    /// change's attempt was settled already.
-    pub(super) async fn changing(&self, client: &str, attempt: Attempt) -> Result<InFlight, ProviderError> {
+    /// Held by a change of `client` for as long as it may still commit; refused when one of
+    /// the change's attempts (one per change committed at once) was settled already.
+    pub(super) async fn changing(&self, client: &str, attempts: &[Attempt]) -> Result<InFlight, ProviderError> {
         let gate = self.gate(client).read_owned().await;
-        if gate.settled.contains(&attempt) {
+        if attempts.iter().any(|a| gate.settled.contains(a)) {
             return Err(FilesError::Settled.into());
         }
         Ok(gate)
     }
 
-    /// The lookup of `name` in the current namespace and the last commit's stored answer, once
-    /// no change of `client` is in flight; `attempt` is settled from here on.
-    pub async fn last_commit(&self, client: &str, name: &str, attempt: Attempt) -> Result<LastCommit, ProviderError> {
+    /// The lookup of `name` in the current namespace and the last commit's stored outcomes,
+    /// once no change of `client` is in flight; `attempts` are settled from here on.
+    pub async fn last_commit(
+        &self,
+        client: &str,
+        name: &str,
+        attempts: &[Attempt],
+    ) -> Result<LastCommit, ProviderError> {
         vouch_core::namespace::check_name(name).map_err(FilesError::BadName)?;
+        if attempts.is_empty() || attempts.len() > MAX_GROUP {
+            return Err(FilesError::GroupSize { puts: attempts.len(), max: MAX_GROUP }.into());
+        }
         let mut gate = self.gate(client).write_owned().await;
-        gate.settle(attempt);
-        self.drop_staged(client, &attempt);
+        for attempt in attempts {
+            gate.settle(*attempt);
+            self.drop_staged(client, attempt);
+        }
         let (answer, _) = self.lookup(client, name)?;
-        let committed = match self.repo.record(&keys::last_commit(client))? {
-            None => None,
-            Some(bytes) => Some(vouch_proto::decode(&bytes).map_err(|e| corrupt("the last commit's answer", e))?),
-        };
-        Ok(LastCommit { lookup: wire_lookup(&answer), committed })
+        Ok(LastCommit { lookup: wire_lookup(&answer), committed: self.last_outcomes(client)? })
+    }
+
+    /// The outcomes of the last commit of `client` (kept as one change's answer before group
+    /// commits).
+    fn last_outcomes(&self, client: &str) -> Result<Vec<Outcome>, ProviderError> {
+        let damaged = |e| corrupt("the last commit's answer", e);
+        if let Some(bytes) = self.repo.record(&keys::last_commit(client))? {
+            return vouch_proto::decode(&bytes).map_err(damaged);
+        }
+        match self.repo.record(&keys::last_commit_of_one(client))? {
+            Some(bytes) => Ok(vec![Outcome::Committed(vouch_proto::decode(&bytes).map_err(damaged)?)]),
+            None => Ok(Vec::new()),
+        }
     }
 }
 
@@ -80,7 +100,7 @@ mod tests {
     use super::*;
     use crate::Blocks;
     use serde_bytes::ByteBuf;
-    use vouch_proto::CommitStagedRequest;
+    use vouch_proto::{CommitStagedRequest, StagedPut};
 
     #[test]
     fn a_gate_remembers_the_latest_settled_attempts() {
@@ -104,12 +124,12 @@ mod tests {
         let provider = Provider::open_dir(dir.path(), &Blocks::Local).unwrap();
         let provider = provider.files();
         let (settled, fresh) = (Attempt([1; 16]), Attempt([2; 16]));
-        provider.last_commit("c", "f", settled).await.unwrap();
+        provider.last_commit("c", "f", &[settled]).await.unwrap();
         let refused = |r: Result<(), ProviderError>, what: &str| {
             assert!(matches!(r, Err(ProviderError::Files(FilesError::Settled))), "{what}: {r:?}");
         };
         let record = ByteBuf::from(vec![0; 8]);
-        let staged = CommitStagedRequest { name: "f".into(), attempt: settled, record };
+        let staged = CommitStagedRequest { puts: vec![StagedPut { name: "f".into(), attempt: settled, record }] };
         refused(provider.commit_staged("c", &staged, &crate::Limits::default()).await.map(drop), "put");
         let edit = EditRequest { name: "f".into(), base: 1, edits: vec![], blocks: vec![], time: 0, attempt: settled };
         refused(provider.edit("c", edit).await.map(drop), "edit");
@@ -117,7 +137,8 @@ mod tests {
         let prune = PruneRequest { name: "f".into(), versions: vec![1], attempt: settled };
         refused(provider.prune("c", &prune).await.map(drop), "prune");
         // Another attempt, or another client's, is not fenced.
-        assert!(provider.changing("c", fresh).await.is_ok());
-        assert!(provider.changing("d", settled).await.is_ok());
+        assert!(provider.changing("c", &[fresh]).await.is_ok());
+        assert!(provider.changing("d", &[settled]).await.is_ok());
+        assert!(provider.changing("c", &[fresh, settled]).await.is_err(), "one settled attempt fences the group");
     }
 }

@@ -1,7 +1,11 @@
 //! Puts in two steps: `stage` receives a put's blocks, checks them against its record and
 //! stores them, outside every lock; `commit-staged` commits it. A client that uploads many
 //! objects at once on one root (the S3 gateway, Iris's portal) then serialises only its
-//! commits, not its uploads: one slow upload no longer holds up every other write.
+//! commits, not its uploads: one slow upload no longer holds up every other write. And the
+//! puts whose uploads wait for the client's commit lock are committed together: one
+//! `commit-staged` of several puts, each applied over the namespace the ones before it left
+//! and answered on its own (a put refused changes nothing), the applied ones made durable in
+//! one repository commit (see `commit`).
 //!
 //! A staged upload is not a change in flight (it holds no change gate, see `settle`): it
 //! can only commit through `commit-staged`, which the client sends after recording its
@@ -14,7 +18,7 @@ use super::write::NewList;
 use super::*;
 use crate::Limits;
 use std::time::{Duration, Instant};
-use vouch_proto::CommitStagedRequest;
+use vouch_proto::{CommitStagedRequest, CommittedPuts, StagedPut, MAX_GROUP};
 
 /// A put's blocks, stored and checked against its record, waiting for its commit.
 pub(crate) struct SealedPut {
@@ -83,43 +87,59 @@ impl Files {
         Ok(StagedUpload { blocks: count })
     }
 
-    /// The change of a staged upload, its locks taken: `commit-staged`'s first step.
+    /// The changes of staged uploads, their locks taken: `commit-staged`'s first step. A put
+    /// whose upload is not there (it expired, the provider restarted, it was settled) or is
+    /// another than the request says is refused in its place.
     pub async fn stage_staged(
         &self,
         client: &str,
         req: &CommitStagedRequest,
         limits: &Limits,
-    ) -> Result<Staged<'_>, ProviderError> {
-        // The gate first: a settle of this attempt either ran before (the upload is gone and
-        // the attempt refused) or waits for this commit.
-        let in_flight = self.changing(client, req.attempt).await?;
-        let sealed = self.staged.take(client, &req.attempt, limits.staged_for).ok_or(FilesError::NothingStaged)?;
-        let record = VersionRecord::from_bytes(&req.record).map_err(FilesError::BadRecord)?;
-        if sealed.name != req.name || sealed.record != record {
+    ) -> Result<Batch<'_>, ProviderError> {
+        let puts = &req.puts;
+        if puts.is_empty() || puts.len() > MAX_GROUP {
+            return Err(FilesError::GroupSize { puts: puts.len(), max: MAX_GROUP }.into());
+        }
+        // Each name once: a later put of a name would be proven over a version list the
+        // store does not hold yet.
+        let names: HashSet<&str> = puts.iter().map(|p| p.name.as_str()).collect();
+        let attempts: Vec<Attempt> = puts.iter().map(|p| p.attempt).collect();
+        if names.len() != puts.len() || attempts.iter().collect::<HashSet<_>>().len() != puts.len() {
+            return Err(FilesError::NamedTwice.into());
+        }
+        // The gate first: a settle of these attempts either ran before (the uploads are gone
+        // and the attempts refused) or waits for this commit.
+        let in_flight = self.changing(client, &attempts).await?;
+        let changes = puts.iter().map(|put| self.take_staged(client, put, limits)).collect();
+        let write = self.write.lock().await;
+        Ok(Batch { client: client.to_string(), changes, holding: Holding { _write: write, _in_flight: in_flight } })
+    }
+
+    /// The change of the upload `put` names, taken from those waiting.
+    fn take_staged(&self, client: &str, put: &StagedPut, limits: &Limits) -> Result<Staged, ProviderError> {
+        let sealed = self.staged.take(client, &put.attempt, limits.staged_for).ok_or(FilesError::NothingStaged)?;
+        let record = VersionRecord::from_bytes(&put.record).map_err(FilesError::BadRecord)?;
+        if sealed.name != put.name || sealed.record != record {
             return Err(FilesError::NotTheStaged.into());
         }
-        let write = self.write.lock().await;
         Ok(Staged {
-            client: client.to_string(),
             name: sealed.name,
             change: Change::Append(sealed.record),
             new_list: Some(NewList { list: sealed.list, base: None }),
             file_update: None,
             blocks: Some(sealed.blocks),
-            _write: write,
-            _in_flight: Some(in_flight),
         })
     }
 
-    /// Commits a staged upload (see the module documentation).
+    /// Commits staged uploads (see the module documentation): each put's outcome, in order.
     pub async fn commit_staged(
         &self,
         client: &str,
         req: &CommitStagedRequest,
         limits: &Limits,
-    ) -> Result<Committed, ProviderError> {
-        let staged = self.stage_staged(client, req, limits).await?;
-        self.commit(staged).await
+    ) -> Result<CommittedPuts, ProviderError> {
+        let batch = self.stage_staged(client, req, limits).await?;
+        Ok(commit::committed_puts(&self.commit(batch).await?))
     }
 
     /// Drops the upload staged under `attempt`, if any: the attempt is being settled.

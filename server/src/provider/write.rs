@@ -74,13 +74,13 @@ impl Files {
     /// Applies a batch of edits to the latest version, making a new version.
     pub async fn edit(&self, client: &str, req: EditRequest) -> Result<Committed, ProviderError> {
         let staged = self.stage_edit(client, req).await?;
-        self.commit(staged).await
+        self.commit_one(staged).await
     }
 
     /// An edit's change, staged: its blocks stored (or sealed for the commit's batch), the
     /// version's list edited.
-    pub async fn stage_edit(&self, client: &str, req: EditRequest) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = self.changing(client, req.attempt).await?;
+    pub async fn stage_edit(&self, client: &str, req: EditRequest) -> Result<Batch<'_>, ProviderError> {
+        let in_flight = self.changing(client, &[req.attempt]).await?;
         let write = self.write.lock().await;
         let started = std::time::Instant::now();
         let (_, version) = self.locate(client, &req.name, None)?;
@@ -135,36 +135,35 @@ impl Files {
         let stored = put.upload.finish().await?;
         let flushed = started.elapsed();
         tracing::debug!(?located, ?staged, ?updated, ?flushed, total = ?started.elapsed(), "edit staged");
-        Ok(Staged {
-            client: client.to_string(),
+        let staged = Staged {
             name: req.name,
             change: Change::Append(record),
             new_list: Some(NewList { list, base: Some((base_list, edits)) }),
             file_update: Some(update.to_bytes()),
             blocks: Some(stored),
-            _write: write,
-            _in_flight: Some(in_flight),
-        })
+        };
+        Ok(Batch::one(client, staged, Holding { _write: write, _in_flight: in_flight }))
     }
 
     pub async fn remove(&self, client: &str, req: &RemoveRequest) -> Result<Committed, ProviderError> {
         let staged = self.stage_remove(client, req).await?;
-        self.commit(staged).await
+        self.commit_one(staged).await
     }
 
-    pub async fn stage_remove(&self, client: &str, req: &RemoveRequest) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = self.changing(client, req.attempt).await?;
+    pub async fn stage_remove(&self, client: &str, req: &RemoveRequest) -> Result<Batch<'_>, ProviderError> {
+        let in_flight = self.changing(client, &[req.attempt]).await?;
         let write = self.write.lock().await;
-        Ok(Staged::without_blocks(client, &req.name, Change::Remove, write, in_flight))
+        let staged = Staged::without_blocks(&req.name, Change::Remove);
+        Ok(Batch::one(client, staged, Holding { _write: write, _in_flight: in_flight }))
     }
 
     pub async fn prune(&self, client: &str, req: &PruneRequest) -> Result<Committed, ProviderError> {
         let staged = self.stage_prune(client, req).await?;
-        self.commit(staged).await
+        self.commit_one(staged).await
     }
 
-    pub async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Staged<'_>, ProviderError> {
-        let in_flight = self.changing(client, req.attempt).await?;
+    pub async fn stage_prune(&self, client: &str, req: &PruneRequest) -> Result<Batch<'_>, ProviderError> {
+        let in_flight = self.changing(client, &[req.attempt]).await?;
         let write = self.write.lock().await;
         let (_, found) = self.lookup(client, &req.name)?;
         let Found::At { entry, .. } = found else {
@@ -182,7 +181,8 @@ impl Files {
                     .ok_or_else(|| FilesError::NoSuchVersion { name: req.name.clone(), version: *n })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Staged::without_blocks(client, &req.name, Change::Prune(positions), write, in_flight))
+        let staged = Staged::without_blocks(&req.name, Change::Prune(positions));
+        Ok(Batch::one(client, staged, Holding { _write: write, _in_flight: in_flight }))
     }
 
     /// Deletes versions' records and lists, and the blocks no kept version uses. (Their

@@ -13,7 +13,7 @@ use vouch_core::pdp::{FileId, SchemeId};
 use vouch_core::{hash, Block, FlexList};
 use vouch_proto::{
     decode, encode, encode_frame, Attempt, BlockBatch, CommitStagedRequest, ErrorBody, ErrorCode, PutFrame, PutHead,
-    PutTail, ReadRequest, WireBlock, PROTOCOL_VERSION, VERSION_HEADER,
+    PutTail, ReadRequest, StagedPut, WireBlock, PROTOCOL_VERSION, VERSION_HEADER,
 };
 use vouch_server::{Limits, Provider, RunningServer, ServeOptions};
 use vouch_store::{BlobStore, MetaDb, ObjectBlobs, Repository};
@@ -140,7 +140,8 @@ async fn put(addr: std::net::SocketAddr, name: &str, count: u64, len: usize) -> 
         return (status, body);
     }
     let record = ByteBuf::from(record_of(&all).to_bytes().to_vec());
-    let commit = encode(&CommitStagedRequest { name: name.into(), attempt: Attempt([1; 16]), record });
+    let commit =
+        encode(&CommitStagedRequest { puts: vec![StagedPut { name: name.into(), attempt: Attempt([1; 16]), record }] });
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     request_head(&mut tcp, "commit-staged", Some(commit.len())).await;
     tcp.write_all(&commit).await.unwrap();

@@ -83,6 +83,17 @@ impl Commit {
         self
     }
 
+    /// Takes `other`'s changes, after this one's: changes made durable together.
+    pub fn absorb(&mut self, other: Commit) -> &mut Self {
+        let Commit { records, blocks, replaced, lists, forget } = other;
+        self.records.append(records);
+        self.blocks.extend(blocks);
+        self.replaced.extend(replaced);
+        self.lists.extend(lists);
+        self.forget.extend(forget);
+        self
+    }
+
     /// The batch that makes this change durable, read against the store as it is now.
     pub(super) fn resolve(mut self, repo: &Repository) -> Result<MetaBatch, StoreError> {
         let mut batch = std::mem::take(&mut self.records);

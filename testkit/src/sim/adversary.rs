@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use vouch_client::{Link, LinkAnswer, LinkRequest};
 use vouch_proto::vicos::CosGetFrame;
-use vouch_proto::{encode, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
+use vouch_proto::{decode, encode, CommitStagedRequest, ErrorBody, ErrorCode, Op, PROTOCOL_VERSION, VERSION_HEADER};
 use vouch_server::{InProcess, Provider};
 
 /// An answer as the adversary holds it: whole.
@@ -60,6 +60,9 @@ pub(super) struct Adversary {
     /// Another member's operation, armed by the run, that a [`Strategy::Delay`] of the next
     /// INVOKE of the client with this token runs first.
     pub(super) interleave: Option<(String, BoxFuture<'static, ()>)>,
+    /// Other puts of a file owner, armed by the run, to start before that owner's next
+    /// `commit-staged` goes on (they stage while it waits, and commit together after it).
+    pub(super) before_commit: Option<(String, BoxFuture<'static, ()>)>,
     /// The positions of the INVOKEs each member was shown.
     pub(super) views: Views,
     /// The members whose read of an object it cut, until their next INVOKE.
@@ -107,6 +110,7 @@ impl Adversary {
             log: Vec::new(),
             group_forked: false,
             interleave: None,
+            before_commit: None,
             views: Views::default(),
             cut_reads: Default::default(),
             hold: Rng::new(0),
@@ -139,6 +143,16 @@ impl Adversary {
         self.rng.pick(&strategies).copied().unwrap_or(Strategy::Honest)
     }
 
+    /// The puts to start before this message, when it is the `commit-staged` of the owner
+    /// they were armed for (a schedule an honest provider also sees: no lie, no choice).
+    fn before_commit(&mut self, op: Op, token: &str) -> Option<BoxFuture<'static, ()>> {
+        let armed = matches!(&self.before_commit, Some((armed_for, _)) if armed_for == token);
+        match armed && op == Op::CommitStaged {
+            true => self.before_commit.take().map(|(_, puts)| puts),
+            false => None,
+        }
+    }
+
     /// The operation to run before this message ([`Strategy::Delay`]), when one is armed for
     /// its client and the seed says so.
     fn delay(&mut self, op: Op, token: &str) -> Option<BoxFuture<'static, ()>> {
@@ -158,6 +172,9 @@ impl Adversary {
     }
 }
 
+/// How the coverage counts a `commit-staged` of several puts.
+pub const GROUP_COMMIT: &str = "commit-staged of several puts";
+
 /// The client's link to the provider, through the adversary, one message at a time.
 #[derive(Clone)]
 pub(super) struct SimLink(pub(super) Arc<tokio::sync::Mutex<Adversary>>);
@@ -171,6 +188,10 @@ impl Link for SimLink {
             let delayed = adversary.lock().await.delay(op, &token);
             if let Some(other) = delayed {
                 other.await;
+            }
+            let started = adversary.lock().await.before_commit(op, &token);
+            if let Some(puts) = started {
+                puts.await;
             }
             let answer = adversary.lock().await.answer(op, &token, body).await?;
             let mut pieces = vec![Ok(answer.body)];
@@ -213,6 +234,9 @@ impl Adversary {
         let strategy = self.choose(op);
         *self.used.entry(strategy).or_default() += 1;
         *self.ops.entry(op.to_string()).or_default() += 1;
+        if op == Op::CommitStaged && decode::<CommitStagedRequest>(&body).is_ok_and(|r| r.puts.len() > 1) {
+            *self.ops.entry(GROUP_COMMIT.to_string()).or_default() += 1;
+        }
         self.lied |= !strategy.is_honest();
         let group_message = op.to_string().starts_with("aip-");
         self.group_forked |= group_message && matches!(strategy, Strategy::Rollback | Strategy::ReplayAnswer);

@@ -4,8 +4,10 @@
 use super::model::Value;
 use super::report::{Invariant, SimFailure};
 use super::run::{describe, ended, owner_client, Ended, Run, BLOCK, FILES, POR_FILES};
+use futures::FutureExt;
 use std::io::Cursor;
-use vouch_client::{ByteEdit, ClientError, PutOptions};
+use std::sync::Arc;
+use vouch_client::{ByteEdit, Client, ClientError, PutOptions};
 
 impl Run {
     // ---- files (FlexList, DPDP) ----
@@ -17,6 +19,7 @@ impl Run {
     pub(super) async fn file_step(&mut self) -> Result<(), SimFailure> {
         let (o, name) = self.owner_and_name(&FILES);
         match self.rng.below(100) {
+            0..=29 if self.group_puts.as_mut().is_some_and(|r| r.percent(50)) => self.put_together(o, name).await,
             0..=29 => self.put(o, name, false).await,
             30..=44 => self.edit(o, name).await,
             45..=69 => self.get(o, name).await,
@@ -29,13 +32,16 @@ impl Run {
 
     pub(super) fn restart_client(&mut self, o: usize) -> Result<(), SimFailure> {
         let owner = &mut self.owners[o];
-        owner.client = owner_client(&self.link, owner.token, owner.secret, &owner.store).map_err(|e| SimFailure {
-            seed: self.seed,
-            step: self.step,
-            invariant: Invariant::HonestFaultsAreNotLies,
-            detail: e,
-            trace: self.trace.clone(),
-        })?;
+        owner.client =
+            owner_client(&self.link, owner.token, owner.secret, &owner.store).map(Arc::new).map_err(|e| {
+                SimFailure {
+                    seed: self.seed,
+                    step: self.step,
+                    invariant: Invariant::HonestFaultsAreNotLies,
+                    detail: e,
+                    trace: self.trace.clone(),
+                }
+            })?;
         self.note(format!("{}: client restarted", self.owners[o].token));
         Ok(())
     }
@@ -46,6 +52,46 @@ impl Run {
         let options = PutOptions { block_size: BLOCK, por, ..PutOptions::default() };
         let result = self.owners[o].client.put_with(name, Cursor::new(data.clone()), options, |_| {}).await;
         self.written(o, "put", name, Some(data), result.map(|_| ())).await
+    }
+
+    /// Puts of two or three names at once by one owner: the first one's commit waits at the
+    /// provider while the others stage, and they commit together after it (a group commit:
+    /// the adversary's strategies meet one `commit-staged` of several puts). Its choices come
+    /// from the run's own stream for them.
+    pub(super) async fn put_together(&mut self, o: usize, first: &'static str) -> Result<(), SimFailure> {
+        let Some(choices) = self.group_puts.as_mut() else { return Ok(()) };
+        let mut names = vec![first];
+        let more = 1 + choices.below(2) as usize;
+        for name in FILES.iter().filter(|n| **n != first).take(more) {
+            names.push(name);
+        }
+        let puts: Vec<(&'static str, Vec<u8>)> = names
+            .into_iter()
+            .map(|name| {
+                let len = choices.below(6000) as usize;
+                (name, choices.bytes(len))
+            })
+            .collect();
+        let client = self.owners[o].client.clone();
+        let later: Vec<(String, Vec<u8>)> = puts[1..].iter().map(|(n, d)| (n.to_string(), d.clone())).collect();
+        let started = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let start = start_while_committing(client.clone(), later, started.clone());
+        self.adversary.lock().await.before_commit = Some((self.owners[o].token.to_string(), start.boxed()));
+        let options = PutOptions { block_size: BLOCK, ..PutOptions::default() };
+        let (name, data) = &puts[0];
+        let result = client.put_with(name, Cursor::new(data.clone()), options, |_| {}).await.map(drop);
+        // Not started: the first put never reached its commit.
+        self.adversary.lock().await.before_commit = None;
+        let handles = std::mem::take(&mut *started.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut results = vec![result];
+        for handle in handles {
+            results.push(handle.await.unwrap_or_else(|e| Err(ClientError::BadInput(format!("a put's task: {e}")))));
+        }
+        self.coverage.outcome(&format!("grouped-puts:{}", results.len()));
+        for ((name, data), result) in puts.iter().zip(results) {
+            self.written(o, "put", name, Some(data.clone()), result).await?;
+        }
+        Ok(())
     }
 
     /// The truth after a write of `value` to `name` ended as `result`.
@@ -268,5 +314,37 @@ impl Run {
                 ),
             )),
         }
+    }
+}
+
+/// How long (on the run's clock) a put started beside a commit may take to join the group.
+const HELD_UP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A put's task, run beside the run's own step.
+type PutTask = tokio::task::JoinHandle<Result<(), ClientError>>;
+
+/// Starts `puts` of `client` one after another, each once it is waiting for the commit lock
+/// the put in its commit holds (or once it ended before that, or is held up: a lookup caught
+/// in a lie waits for that commit to settle): their order in the group is the order given.
+/// Their tasks go to `started`. The clock is the run's paused one: it moves only while every
+/// task waits, so a put held up is told from one at work.
+async fn start_while_committing(
+    client: Arc<Client>,
+    puts: Vec<(String, Vec<u8>)>,
+    started: Arc<std::sync::Mutex<Vec<PutTask>>>,
+) {
+    for (name, data) in puts {
+        let waiting = client.puts_waiting_to_commit();
+        let putting = client.clone();
+        let task = tokio::spawn(async move {
+            let options = PutOptions { block_size: BLOCK, ..PutOptions::default() };
+            putting.put_with(&name, Cursor::new(data), options, |_| {}).await.map(drop)
+        });
+        let held_up = tokio::time::Instant::now() + HELD_UP;
+        while !task.is_finished() && client.puts_waiting_to_commit() == waiting && tokio::time::Instant::now() < held_up
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        started.lock().unwrap_or_else(|e| e.into_inner()).push(task);
     }
 }

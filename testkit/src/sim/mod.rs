@@ -34,6 +34,7 @@ mod strategy;
 mod views;
 mod without_u;
 
+pub use adversary::GROUP_COMMIT;
 pub use batch::{run_many, Batch};
 pub use report::{Coverage, Invariant, RunReport, SimFailure};
 pub use strategy::{Action, Strategy};

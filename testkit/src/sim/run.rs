@@ -27,6 +27,11 @@ pub(super) const BLOCK: Option<usize> = Some(1024);
 const SCHEDULE_SEED: u64 = 0x5c4e_d01e_de1a_7ed0;
 /// Mixed into a seed for the choices of [`Strategy::HoldBatch`].
 const HOLD_SEED: u64 = 0x401d_ba7c_4e1d_0001;
+/// Mixed into a seed for whether a run's file owners put several names at once (a group
+/// commit), and for those puts' choices: apart from the main stream, so that the runs without
+/// them are the runs they were. This constant leaves the regression seeds of earlier holes
+/// without them.
+const GROUP_PUTS_SEED: u64 = 0x6a0c_0111_7ed0_017c;
 /// Mixed into a seed for the choices of PoR removals and prunes.
 const FREES_SEED: u64 = 0xf7ee_5107_0c0b_0002;
 /// Mixed into a seed for whether [`Strategy::HoldBatch`] is a run's only lie.
@@ -58,7 +63,7 @@ pub(super) struct Owner {
     pub(super) token: &'static str,
     pub(super) secret: u8,
     pub(super) store: Arc<MemoryState>,
-    pub(super) client: Client,
+    pub(super) client: Arc<Client>,
     pub(super) model: Model,
 }
 
@@ -84,6 +89,8 @@ pub(super) struct Run {
     pub(super) frees: Rng,
     /// Percent of PoR steps followed by a removal or a prune.
     pub(super) free_rate: u64,
+    /// In the runs whose file owners put several names at once, the choices of those puts.
+    pub(super) group_puts: Option<Rng>,
     pub(super) adversary: Arc<tokio::sync::Mutex<Adversary>>,
     pub(super) link: SimLink,
     pub(super) owners: Vec<Owner>,
@@ -257,6 +264,8 @@ impl Run {
                 }
             }
         }
+        let mut group_puts = Rng::new(seed ^ GROUP_PUTS_SEED);
+        let group_puts = group_puts.percent(30).then_some(group_puts);
         let mut adversary = Adversary::new(providers, Rng::new(rng.next_u64()), strategies, rate, focus);
         adversary.hold = hold;
         adversary.free_answers = Rng::new(seed ^ FREE_ANSWERS_SEED);
@@ -269,7 +278,7 @@ impl Run {
         for (i, (token, _)) in TOKENS[..2].iter().enumerate() {
             let store = Arc::new(MemoryState::new(vouch_client::state::Root::empty()));
             let secret = 1 + i as u8;
-            let client = owner_client(&link, token, secret, &store)?;
+            let client = Arc::new(owner_client(&link, token, secret, &store)?);
             owners.push(Owner { token, secret, store, client, model: Model::default() });
         }
         // The group is made before the adversary acts.
@@ -309,6 +318,7 @@ impl Run {
             schedule,
             frees: Rng::new(seed ^ FREES_SEED),
             free_rate,
+            group_puts,
             adversary,
             link,
             owners,

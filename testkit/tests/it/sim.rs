@@ -5,7 +5,7 @@
 //! [`TEST_STEPS`] steps long, half of `vouch sim`'s, to keep CI within its budget.
 
 use std::time::Instant;
-use vouch_testkit::sim::{run_many, run_seed, DEFAULT_STEPS};
+use vouch_testkit::sim::{run_many, run_seed, DEFAULT_STEPS, GROUP_COMMIT};
 
 /// Steps in each of the ten thousand runs.
 const TEST_STEPS: usize = DEFAULT_STEPS / 2;
@@ -92,6 +92,8 @@ fn ten_thousand_seeds_hold_every_invariant() {
     // Every strategy and action was used, and lies were caught.
     assert_eq!(batch.coverage.unused(), Vec::<String>::new());
     assert!(batch.coverage.caught > 0 && batch.coverage.outcomes.get("fork:caught").is_some_and(|&n| n > 0));
+    // Puts of several names committed together met the adversary.
+    assert!(batch.coverage.provider_ops.get(GROUP_COMMIT).is_some_and(|&n| n > 0), "no group commit");
 }
 
 #[test]
@@ -108,9 +110,10 @@ fn the_seeds_of_holes_found_hold() {
 #[test]
 fn a_seed_replays_its_run_exactly() {
     // Runs with S3 applications through the gateway, with two operations at once (Delay) and
-    // with a refused PoR batch applied or its labels served later (HoldBatch) among them:
-    // those are where an order could depend on more than the seed.
-    let (mut through_the_gateway, mut delayed, mut held) = (0, 0, 0);
+    // with a refused PoR batch applied or its labels served later (HoldBatch), and with puts of
+    // several names at once (a group commit) among them: those are where an order could depend
+    // on more than the seed.
+    let (mut through_the_gateway, mut delayed, mut held, mut grouped) = (0, 0, 0, 0);
     for seed in 3..=16 {
         let (a, b) = (run_seed(seed, DEFAULT_STEPS).unwrap(), run_seed(seed, DEFAULT_STEPS).unwrap());
         assert_eq!(a.trace, b.trace, "seed {seed}");
@@ -119,9 +122,11 @@ fn a_seed_replays_its_run_exactly() {
         through_the_gateway += a.coverage.outcomes.keys().any(|k| k.starts_with("s3-")) as u32;
         delayed += a.coverage.strategies.contains_key("Delay") as u32;
         held += a.coverage.strategies.contains_key("HoldBatch") as u32;
+        grouped += a.coverage.outcomes.keys().any(|k| k.starts_with("grouped-puts:")) as u32;
     }
     assert!(
-        through_the_gateway > 0 && delayed > 0 && held > 0,
-        "{through_the_gateway} runs through the gateway, {delayed} delayed, {held} with a PoR batch held"
+        through_the_gateway > 0 && delayed > 0 && held > 0 && grouped > 0,
+        "{through_the_gateway} runs through the gateway, {delayed} delayed, {held} with a PoR batch held, \
+         {grouped} with puts at once"
     );
 }

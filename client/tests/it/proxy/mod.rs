@@ -56,7 +56,8 @@ pub enum Answer {
 /// What a test opens (`add_permits`, one per request) to let a held request or answer go on.
 pub type Gate = Arc<tokio::sync::Semaphore>;
 
-/// Serves HTTP/1.1 on a free port (one request per connection, bodies with a length) and
+/// Serves HTTP/1.1 on a free port (one request per connection, bodies with a length or
+/// chunked) and
 /// answers each request `/v1/{op}` as `decide(op)` says. Returns the proxy's URL.
 pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sync + 'static) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -90,7 +91,16 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
                         k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
                     })
                 };
-                let len: usize = header("content-length").map_or(0, |v| v.parse().unwrap());
+                let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+                let len = match chunked {
+                    // A streamed request (`stage`): its chunks joined into one body.
+                    true => {
+                        let body = dechunk(&mut socket, buf.split_off(head_end)).await;
+                        buf.extend_from_slice(&body);
+                        body.len()
+                    }
+                    false => header("content-length").map_or(0, |v| v.parse().unwrap()),
+                };
                 while buf.len() < head_end + len {
                     let mut piece = [0u8; 8192];
                     let n = socket.read(&mut piece).await.unwrap();
@@ -142,6 +152,37 @@ pub async fn proxy(upstream: String, decide: impl Fn(&str) -> Answer + Send + Sy
         }
     });
     format!("http://{addr}")
+}
+
+/// The body of a chunked request, read from `socket` after `read` (what came with its head).
+async fn dechunk(socket: &mut tokio::net::TcpStream, mut read: Vec<u8>) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        // `size\r\n`, `size` bytes, `\r\n`; a size of 0 ends it (with no trailers here).
+        let line_end = loop {
+            if let Some(i) = read.windows(2).position(|w| w == b"\r\n") {
+                break i;
+            }
+            fill(socket, &mut read).await;
+        };
+        let size = usize::from_str_radix(std::str::from_utf8(&read[..line_end]).unwrap().trim(), 16).unwrap();
+        while read.len() < line_end + 2 + size + 2 {
+            fill(socket, &mut read).await;
+        }
+        body.extend_from_slice(&read[line_end + 2..line_end + 2 + size]);
+        read.drain(..line_end + 2 + size + 2);
+        if size == 0 {
+            return body;
+        }
+    }
+}
+
+async fn fill(socket: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let mut piece = [0u8; 8192];
+    let n = socket.read(&mut piece).await.unwrap();
+    assert!(n > 0, "request body cut short");
+    buf.extend_from_slice(&piece[..n]);
 }
 
 /// A proxy that forwards each request unless `rules` names a lie for its operation.
