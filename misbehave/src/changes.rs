@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use vouch_core::Edit;
 use vouch_proto::{CommitStagedRequest, Committed, CommittedPuts, EditRequest, PruneRequest, RemoveRequest, WireBlock};
 use vouch_server::Limits;
-use vouch_server::{committed_puts, Batch, FilesError, Planned, Proven, ProviderError, PutState, Steps};
+use vouch_server::{committed_puts, only_outcome, Batch, Planned, Proven, ProviderError, PutState, Steps};
 use vouch_store::StoreError;
 
 impl Misbehaving {
@@ -56,8 +56,7 @@ impl Misbehaving {
 
     /// [`Misbehaving::commit`] of a batch of one change.
     async fn commit_one(&self, batch: Batch<'_>) -> Result<Committed, ProviderError> {
-        let mut outcomes = self.commit(batch).await?;
-        outcomes.pop().unwrap_or_else(|| Err(FilesError::InconsistentChange.into()))
+        only_outcome(self.commit(batch).await?)
     }
 }
 

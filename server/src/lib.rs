@@ -24,8 +24,8 @@ pub use config::{hex32, token_hash, ClientCredential, LimitSettings, ServerConfi
 pub use limits::Limits;
 pub use open::{check_dir, rebuild_dir, Blocks, OpenError};
 pub use provider::{
-    committed_puts, Batch, Challenged, FilesError, HeldBlocks, Planned, PorError, Prepared, Proven, Provider,
-    ProviderError, PutState, ReadPlan, RequestError, Steps, MAX_CHALLENGE,
+    committed_puts, only_outcome, Batch, Challenged, FilesError, HeldBlocks, Planned, PorError, Prepared, Proven,
+    Provider, ProviderError, PutState, ReadPlan, RequestError, Steps, MAX_CHALLENGE,
 };
 pub use service::{Answer, Service};
 pub use vicos::{AipMessage, CosReader, CosUpload, GroupError};

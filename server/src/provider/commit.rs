@@ -179,6 +179,14 @@ pub fn committed_puts(outcomes: &[Result<Committed, ProviderError>]) -> Committe
     CommittedPuts { puts: outcomes.iter().map(outcome).collect() }
 }
 
+/// The outcome of a batch of one change.
+pub fn only_outcome(mut outcomes: Vec<Result<Committed, ProviderError>>) -> Result<Committed, ProviderError> {
+    match (outcomes.pop(), outcomes.is_empty()) {
+        (Some(outcome), true) => outcome,
+        _ => Err(FilesError::InconsistentChange.into()),
+    }
+}
+
 /// A change's outcome on the wire: a refusal says what a request of it alone was answered.
 fn outcome(result: &Result<Committed, ProviderError>) -> Outcome {
     match result {
@@ -199,8 +207,7 @@ impl Files {
 
     /// Commits a batch of one change: its answer, or why it was refused.
     pub(super) async fn commit_one(&self, batch: Batch<'_>) -> Result<Committed, ProviderError> {
-        let mut outcomes = self.commit(batch).await?;
-        outcomes.pop().unwrap_or(Err(FilesError::InconsistentChange.into()))
+        only_outcome(self.commit(batch).await?)
     }
 
     /// Each change of the batch in turn: planned, proven and applied to the namespace in

@@ -38,7 +38,7 @@ mod write;
 
 pub use crate::request_error::RequestError;
 pub use crate::vicos::GroupError;
-pub use commit::{committed_puts, Batch, Planned, Prepared, Proven, Steps};
+pub use commit::{committed_puts, only_outcome, Batch, Planned, Prepared, Proven, Steps};
 use commit::{Holding, Staged};
 pub use error::FilesError;
 pub use por::{PorError, PorLogs};
