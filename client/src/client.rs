@@ -36,7 +36,12 @@ impl ClientState {
 
 /// A client: `Send + Sync`, to be shared (`Arc<Client>`) by every task of a process; see the
 /// crate documentation for what concurrent calls see.
-pub struct Client {
+pub struct Client(Arc<Parts>);
+
+/// What a client is made of, behind one `Arc`: the work a client starts on a task of its own
+/// (a group's commit, which outlives the call that began it: see `crate::group`) holds a
+/// handle of it ([`Client::handle`]).
+pub struct Parts {
     pub(crate) remote: Remote,
     pub(crate) keys: Arc<Keys>,
     pub(crate) ledger: Arc<Ledger>,
@@ -64,7 +69,7 @@ pub(crate) fn assemble(
     dir: Option<PathBuf>,
 ) -> Result<Client, ClientError> {
     let ledger = Arc::new(Ledger::load(store)?);
-    Ok(Client {
+    Ok(Client(Arc::new(Parts {
         remote,
         keys: Arc::new(keys),
         ledger,
@@ -72,7 +77,22 @@ pub(crate) fn assemble(
         uploading: NameLocks::default(),
         waiting: Waiting::default(),
         dir,
-    })
+    })))
+}
+
+impl std::ops::Deref for Client {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+impl Client {
+    /// Another handle of this client (the same parts), for a task of its own.
+    pub(crate) fn handle(&self) -> Client {
+        Client(self.0.clone())
+    }
 }
 
 impl Client {

@@ -41,13 +41,8 @@ impl Client {
         // A put still waiting after a group was committed was left for the next one (its
         // name was in that group already): its turn comes at the next taking of the lock.
         while place.is_waiting() {
-            match Commit::begin(self).await {
-                Ok(commit) => {
-                    let group = self.waiting.take();
-                    if !group.is_empty() {
-                        commit.commit_group(group).await;
-                    }
-                }
+            match self.take_the_lock_and_commit_a_group().await {
+                Ok(()) => {}
                 Err(e) if place.withdraw() => return Err(e),
                 // Taken by a group already: its answer comes from there.
                 Err(_) => {}
@@ -57,11 +52,31 @@ impl Client {
         answer.await.unwrap_or_else(|_| {
             Err(ClientError::Io {
                 what: "the commit".into(),
-                source: std::io::Error::other(
-                    "the group commit this put joined was given up before its answer; the next command settles it",
-                ),
+                source: std::io::Error::other("the group commit this put joined failed before its answer"),
             })
         })
+    }
+
+    /// Waits for the commit lock and commits the puts waiting then, on a task of its own: a
+    /// group's commit goes on when the caller that began it stops waiting (an S3 application
+    /// that hung up, say), so the other puts of the group get their outcomes, and its intent
+    /// is settled by its own answer. A caller that stops waiting before the group is taken
+    /// leaves the queue (its put is not committed); the task then commits what waits, if
+    /// anything.
+    async fn take_the_lock_and_commit_a_group(&self) -> Result<(), ClientError> {
+        let client = self.handle();
+        let task = tokio::spawn(async move {
+            let commit = Commit::begin(&client).await?;
+            let group = client.waiting.take();
+            if !group.is_empty() {
+                commit.commit_group(group).await;
+            }
+            Ok(())
+        });
+        task.await.map_err(|e| ClientError::Io {
+            what: "the commit".into(),
+            source: std::io::Error::other(format!("the group commit's task: {e}")),
+        })?
     }
 }
 

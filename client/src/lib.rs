@@ -11,7 +11,9 @@
 //! * **Commits are serialised.** A method that changes the root (`put`, `edit`, `sync`,
 //!   `remove`, `prune`) holds the client's commit lock from the proven lookup it starts from
 //!   to the adoption of the new root: one commit in flight per root, as the provider too
-//!   applies one change at a time per client. Concurrent commits wait their turn, in order.
+//!   applies one change at a time per client. Concurrent commits wait their turn, in order;
+//!   puts that wait together are committed together (`crate::group`), on a task of the
+//!   client's own, so a caller that stops waiting does not stop the others' commit.
 //! * **Reads run concurrently** (`get`, `version`, `list`, `log`, `audit`), with each other
 //!   and with a commit in flight. A read checks its answer against the root the client held
 //!   when the read was sent, or against any root adopted since: the provider may answer from

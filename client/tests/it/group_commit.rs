@@ -332,3 +332,70 @@ async fn a_put_refused_in_a_group_fails_alone_and_the_others_land() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// The callers of a group's puts stop waiting (S3 applications hang up) while the group's
+/// commit is on its way: the commit goes on without them, and its own answer settles it. Every
+/// put of the group lands, and nothing is left for `last-commit` to settle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_groups_commit_goes_on_when_the_callers_that_began_it_stop_waiting() {
+    let setup = Setup::new(Misbehave::None).await;
+    let gates: [Gate; 2] = [Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0))];
+    let (arrived, mut at_proxy) = unbounded_channel();
+    let commits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let settles = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (held, counted) = (gates.clone(), settles.clone());
+    let url = proxy::proxy(setup.url(), move |op| {
+        let pass: proxy::Pass = Box::new(|code, body| (code, body));
+        match op {
+            // The first commit (held.bin's) is held while the group forms; the second (the
+            // group's) while its callers hang up.
+            "commit-staged" => match commits.fetch_add(1, Ordering::SeqCst) {
+                n @ (0 | 1) => {
+                    arrived.send(()).unwrap();
+                    Answer::After(held[n].clone(), pass)
+                }
+                _ => Answer::Forward(pass),
+            },
+            "last-commit" => {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Answer::Forward(pass)
+            }
+            _ => Answer::Forward(pass),
+        }
+    })
+    .await;
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\n")).unwrap();
+    let client = Arc::new(setup.client());
+    let put = |name: String, data: Vec<u8>| {
+        let client = client.clone();
+        tokio::spawn(async move { client.put(&name, Cursor::new(data), BLOCK, |_| {}).await })
+    };
+    let first = put("held.bin".into(), sample(10_000, 1));
+    at_proxy.recv().await.unwrap();
+    let group: Vec<_> = (0..GROUP).map(|i| put(name(i), data(i))).collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while client.puts_waiting_to_commit() < GROUP {
+        assert!(tokio::time::Instant::now() < deadline, "the puts never all waited for the commit");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    gates[0].add_permits(1);
+    first.await.unwrap().unwrap();
+    // The group's commit is at the proxy: all its callers hang up, the one that took the
+    // commit lock among them.
+    at_proxy.recv().await.unwrap();
+    for gone in group {
+        gone.abort();
+        assert!(gone.await.unwrap_err().is_cancelled());
+    }
+    gates[1].add_permits(1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while client.has_unsettled_change() {
+        assert!(tokio::time::Instant::now() < deadline, "the group's commit was left to settle");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(names(&client).await.unwrap(), all_names());
+    for i in 0..GROUP {
+        assert_eq!(read(&client, &name(i)).await.unwrap(), data(i));
+    }
+    assert_eq!(settles.load(Ordering::SeqCst), 0, "nothing was left for last-commit");
+}
