@@ -629,6 +629,8 @@ async fn drive(side: &Side, clients: Vec<Vec<Op>>) -> Result<Timed, SelfCheckFai
         latencies.extend(done.map_err(|e| SelfCheckFailed(format!("{}: {e}", side.name)))?);
     }
     let wall = start.elapsed();
+    // For a profile sliced by pass (`RUST_LOG=vouch_bench=debug`): which side ran, and when.
+    tracing::debug!(side = side.name, requests = latencies.len(), seconds = wall.as_secs_f64(), "a pass ended");
     Ok(Timed { wall, latencies, cpu_s: cpu.and_then(|c| c.elapsed()).map(|(machine, _)| machine) })
 }
 
