@@ -309,6 +309,19 @@ async fn run_ops(
     }
     let wall = start.elapsed();
     let cpu = cpu.and_then(|c| c.elapsed());
+    // For a profile sliced by run (`RUST_LOG=vouch_bench=debug`): what ran, and when.
+    let what = match target {
+        Target::Vicos(_) => "vicos",
+        Target::Native(..) => "native",
+        Target::Floor(..) => "floor",
+    };
+    tracing::debug!(
+        target = what,
+        clients = spec.clients,
+        ops = latencies.len(),
+        seconds = wall.as_secs_f64(),
+        "a run ended"
+    );
     latencies.sort();
     let per_op = |s: f64| s * 1e6 / latencies.len().max(1) as f64;
     let kind = |(done, attempted): (usize, usize)| Kind {
