@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 use vouch_client::{Client, ClientError, Transfer, ViolationKind as Kind};
 use vouch_misbehave::Misbehave;
 use vouch_proto::{decode, encode, CommitStagedRequest, CommittedPuts, ErrorBody, ErrorCode, LastCommit, Outcome};
@@ -97,23 +98,14 @@ async fn a_group_named_so_behind_a_held_commit(lie: Lie, named: fn(usize) -> Str
         }
     })
     .await;
-    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\n")).unwrap();
-    let client = Arc::new(setup.client());
-    let put = |name: String, data: Vec<u8>| {
-        let client = client.clone();
-        tokio::spawn(async move { client.put(&name, Cursor::new(data), BLOCK, |_| {}).await })
-    };
-    let held = put("held.bin".into(), sample(10_000, 1));
+    let client = behind(&setup, &url);
+    let held = spawn_put(&client, "held.bin".into(), sample(10_000, 1));
     at_proxy.recv().await.unwrap();
-    let group: Vec<_> = (0..GROUP).map(|i| put(named(i), data(i))).collect();
+    let group: Vec<_> = (0..GROUP).map(|i| spawn_put(&client, named(i), data(i))).collect();
     // Every put of the group staged and waiting for the lock the held commit holds (a second
     // put of a name waits for the first instead, before its upload).
     let names: std::collections::HashSet<String> = (0..GROUP).map(named).collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while client.puts_waiting_to_commit() < names.len() {
-        assert!(tokio::time::Instant::now() < deadline, "the puts never all waited for the commit");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until_waiting(&client, names.len()).await;
     gate.add_permits(1);
     held.await.unwrap().unwrap();
     let mut puts = Vec::new();
@@ -122,6 +114,27 @@ async fn a_group_named_so_behind_a_held_commit(lie: Lie, named: fn(usize) -> Str
     }
     let sizes = std::iter::from_fn(|| sizes.try_recv().ok()).collect();
     Grouped { setup, client, puts, sizes }
+}
+
+/// The client of `setup`, talking to the proxy at `url`.
+fn behind(setup: &Setup, url: &str) -> Arc<Client> {
+    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\n")).unwrap();
+    Arc::new(setup.client())
+}
+
+/// A put of `name` by `client`, on a task of its own.
+fn spawn_put(client: &Arc<Client>, name: String, data: Vec<u8>) -> JoinHandle<Result<Transfer, ClientError>> {
+    let client = client.clone();
+    tokio::spawn(async move { client.put(&name, Cursor::new(data), BLOCK, |_| {}).await })
+}
+
+/// Waits until `n` staged puts wait for the commit lock.
+async fn until_waiting(client: &Client, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while client.puts_waiting_to_commit() < n {
+        assert!(tokio::time::Instant::now() < deadline, "the puts never all waited for the commit");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 async fn read(client: &Client, name: &str) -> Result<Vec<u8>, ClientError> {
@@ -364,20 +377,11 @@ async fn a_groups_commit_goes_on_when_the_callers_that_began_it_stop_waiting() {
         }
     })
     .await;
-    std::fs::write(setup.state.join("config.toml"), format!("server = \"{url}\"\n")).unwrap();
-    let client = Arc::new(setup.client());
-    let put = |name: String, data: Vec<u8>| {
-        let client = client.clone();
-        tokio::spawn(async move { client.put(&name, Cursor::new(data), BLOCK, |_| {}).await })
-    };
-    let first = put("held.bin".into(), sample(10_000, 1));
+    let client = behind(&setup, &url);
+    let first = spawn_put(&client, "held.bin".into(), sample(10_000, 1));
     at_proxy.recv().await.unwrap();
-    let group: Vec<_> = (0..GROUP).map(|i| put(name(i), data(i))).collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while client.puts_waiting_to_commit() < GROUP {
-        assert!(tokio::time::Instant::now() < deadline, "the puts never all waited for the commit");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let group: Vec<_> = (0..GROUP).map(|i| spawn_put(&client, name(i), data(i))).collect();
+    until_waiting(&client, GROUP).await;
     gates[0].add_permits(1);
     first.await.unwrap().unwrap();
     // The group's commit is at the proxy: all its callers hang up, the one that took the
