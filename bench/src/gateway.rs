@@ -115,6 +115,10 @@ pub struct Throughput {
     /// CPU time of the whole machine (every process: the S3 server's too) per MB moved, over
     /// all rounds: what bounds the throughput when every part shares the machine's cores.
     pub cpu_ms_per_mb: Option<CpuPerMb>,
+    /// The same of this process alone: the S3 application's client, and for the gateway side
+    /// the gateway, its client and the provider (not the S3 server). Steadier from run to run
+    /// than the machine's, which takes in the S3 server's own variation.
+    pub own_cpu_ms_per_mb: Option<CpuPerMb>,
 }
 
 /// Machine CPU ms per MB written and read.
@@ -574,11 +578,12 @@ impl Op {
     }
 }
 
-/// Requests made, the time they took, and the machine's CPU seconds meanwhile.
+/// Requests made, the time they took, and the CPU seconds meanwhile: the machine's, and this
+/// process's.
 struct Timed {
     wall: Duration,
     latencies: Vec<Duration>,
-    cpu_s: Option<f64>,
+    cpu_s: Option<(f64, f64)>,
 }
 
 impl Timed {
@@ -631,7 +636,7 @@ async fn drive(side: &Side, clients: Vec<Vec<Op>>) -> Result<Timed, SelfCheckFai
     let wall = start.elapsed();
     // For a profile sliced by pass (`RUST_LOG=vouch_bench=debug`): which side ran, and when.
     tracing::debug!(side = side.name, requests = latencies.len(), seconds = wall.as_secs_f64(), "a pass ended");
-    Ok(Timed { wall, latencies, cpu_s: cpu.and_then(|c| c.elapsed()).map(|(machine, _)| machine) })
+    Ok(Timed { wall, latencies, cpu_s: cpu.and_then(|c| c.elapsed()) })
 }
 
 /// Objects of `len` bytes, each different (no block is shared, so none is stored once for two).
@@ -661,9 +666,10 @@ async fn sequential_figure(
     let per_client = min_bytes.div_ceil(clients * object).max(1);
     let count = clients * per_client;
     let sides: Vec<&Side> = std::iter::once(gateway).chain(baselines).collect();
-    // Per side: the best write and read, and the machine CPU seconds of every round's.
+    // Per side: the best write and read, and the CPU seconds of every round's writes and
+    // reads (the machine's, and this process's).
     let mut best = vec![(Duration::MAX, Duration::MAX); sides.len()];
-    let mut cpu = Some(vec![(0.0f64, 0.0f64); sides.len()]);
+    let mut cpu = Some(vec![[(0.0f64, 0.0f64); 2]; sides.len()]);
     for round in 0..sizes.seq_rounds {
         // Fresh bytes and keys each round; which side goes first turns with the rounds.
         let bodies = objects(count, object, (clients * 100 + round) as u64);
@@ -682,8 +688,10 @@ async fn sequential_figure(
             let (w, r) = (drive(side, puts).await?, drive(side, gets).await?);
             cpu = match (cpu, w.cpu_s, r.cpu_s) {
                 (Some(mut sums), Some(cw), Some(cr)) => {
-                    sums[at].0 += cw;
-                    sums[at].1 += cr;
+                    for (sum, (machine, own)) in sums[at].iter_mut().zip([cw, cr]) {
+                        sum.0 += machine;
+                        sum.1 += own;
+                    }
                     Some(sums)
                 }
                 _ => None,
@@ -696,7 +704,10 @@ async fn sequential_figure(
     let figures = |at: usize| Throughput {
         write_mb_s: mb_s(bytes, best[at].0),
         read_mb_s: mb_s(bytes, best[at].1),
-        cpu_ms_per_mb: cpu.as_ref().map(|sums| CpuPerMb { write: per_mb(sums[at].0), read: per_mb(sums[at].1) }),
+        cpu_ms_per_mb: cpu.as_ref().map(|sums| CpuPerMb { write: per_mb(sums[at][0].0), read: per_mb(sums[at][1].0) }),
+        own_cpu_ms_per_mb: cpu
+            .as_ref()
+            .map(|sums| CpuPerMb { write: per_mb(sums[at][0].1), read: per_mb(sums[at][1].1) }),
     };
     let baseline = |name: &str| sides.iter().position(|s| s.name == name).map(figures);
     Ok(Sequential {
@@ -845,9 +856,13 @@ impl crate::Shown for Report {
         out += "sequential, whole objects, best of the rounds [Iris Fig. 5: 250-280 MB/s with 100 clients]:\n";
         for s in self.sequential.iter().chain(&self.large) {
             let side = |name: &str, t: &Throughput| {
-                let cpu = t.cpu_ms_per_mb.map_or(String::new(), |c| {
-                    format!("; machine CPU per MB: write {:.2} ms, read {:.2} ms", c.write, c.read)
-                });
+                let cpu = match (t.cpu_ms_per_mb, t.own_cpu_ms_per_mb) {
+                    (Some(c), Some(own)) => format!(
+                        "; machine CPU per MB: write {:.2} ms, read {:.2} ms (this process {:.2}, {:.2})",
+                        c.write, c.read, own.write, own.read
+                    ),
+                    _ => String::new(),
+                };
                 let ratio = |of: fn(&Throughput) -> f64| {
                     s.raw.as_ref().map_or(String::new(), |r| format!(" ({:.2}x)", of(t) / of(r)))
                 };
@@ -978,6 +993,11 @@ mod tests {
             [(2, 2, 96 << 10)]
         );
         assert!(report.sequential.iter().all(|s| s.gateway.write_mb_s > 0.0 && s.raw.is_none() && s.proxy.is_none()));
+        // Where the machine's CPU is measured, this process's is too.
+        for t in report.sequential.iter().map(|s| &s.gateway) {
+            assert_eq!(t.cpu_ms_per_mb.is_some(), t.own_cpu_ms_per_mb.is_some(), "{t:?}");
+            assert!(t.own_cpu_ms_per_mb.is_none_or(|c| c.write >= 0.0 && c.read >= 0.0), "{t:?}");
+        }
         assert_eq!((report.random.len(), report.random[0].get.ops, report.random[0].put.ops), (1, 4, 2));
         assert_eq!(report.latency.get_cold.ops, 3);
         assert_eq!(report.small.iter().map(|f| f.object_bytes).collect::<Vec<_>>(), SMALL_SIZES);
