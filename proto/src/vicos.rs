@@ -51,14 +51,24 @@ pub struct AipAdmit {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AipAck {}
 
-/// `[INVOKE, o, τ, c]` from member `from`.
+/// `[INVOKE, o, τ, c]` from member `from`, after the COMMITs it carries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AipInvoke {
     pub group: String,
     pub from: u32,
     /// `Invoke<DictOp>`.
     pub invoke: ByteBuf,
+    /// The sender's COMMITs (each `Commit<DictOp>`, oldest first, at most
+    /// [`MAX_CARRIED_COMMITS`]) that the provider answered before they were durable: it takes
+    /// each one it does not hold before the INVOKE (after a crash that lost them), and passes
+    /// over the others. The REPLY, answered only once everything before it is durable, proves
+    /// them durable.
+    pub commits: Vec<ByteBuf>,
 }
+
+/// The most COMMITs one INVOKE carries: the pending list's bound (a member's COMMITs not yet
+/// proven durable are of its pending operations).
+pub const MAX_CARRIED_COMMITS: usize = 128;
 
 /// `[REPLY, ...]`: `Reply<Adict>`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +79,11 @@ pub struct AipReply {
 /// `[COMMIT, o, t, z, φ]` from member `from`, and the COMMIT-AUTH of that same update when
 /// its REPLY showed nothing pending before it (`aip::Client::own_update`): then the member
 /// authenticated it at once, and its passive phase needs no round trip of its own.
+///
+/// Answered before it is durable: it joins the journal's next write (within
+/// `Limits::vicos_flush_after`, or with the next message's), so that an operation costs one
+/// durable write, not two. Until a later answer proves it durable (a REPLY, or `aip-work`'s),
+/// the member carries it in its next INVOKE ([`AipInvoke::commits`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AipCommit {
     pub group: String,

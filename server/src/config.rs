@@ -82,6 +82,7 @@ impl LimitSettings {
                 Some(kib) => kib as usize * 1024,
                 None => base.aip_page_bytes,
             },
+            vicos_flush_after: base.vicos_flush_after,
         })
     }
 }

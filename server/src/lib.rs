@@ -74,6 +74,28 @@ impl<S: Service> RunningServer<S> {
         self.wait().await
     }
 
+    /// Stops as a crash would for what the provider holds in memory only: requests in flight
+    /// finish, then the provider is dropped without being closed, so the VICOS COMMITs it
+    /// answered and has not written yet are lost (what its stores made durable stays). For
+    /// the tests of recovery from a crash.
+    pub async fn crash(mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let served = self.task.await.map_err(std::io::Error::other)?;
+        if let Some(maintenance) = self.maintenance {
+            maintenance.abort();
+            let _ = maintenance.await;
+        }
+        for _ in 0..500 {
+            if Arc::strong_count(&self.app) == 1 {
+                return served;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        served.and(Err(std::io::Error::other("connections still hold the provider after the crash")))
+    }
+
     /// Waits until the server stops (for `vouch serve`, on Ctrl-C) and its store is closed.
     pub async fn wait(self) -> std::io::Result<()> {
         let served = self.task.await.map_err(std::io::Error::other);
@@ -166,6 +188,7 @@ pub async fn start_with<S: Service>(
         .map_err(|source| StartError::Listen { addr: listen.to_string(), source })?;
     provider.honest().groups().set_idle(options.limits.group_idle);
     provider.honest().groups().set_page_bytes(options.limits.aip_page_bytes);
+    provider.honest().groups().set_flush_after(options.limits.vicos_flush_after);
     let app = Arc::new(http::App { provider: provider.clone(), clients, limits: options.limits });
     let maintenance = options.maintenance.map(|m| tokio::spawn(maintain(Arc::downgrade(&app), m)));
     let held = app.clone();
@@ -193,6 +216,7 @@ pub async fn in_process<S: Service>(
     provider.sweep_orphans().await?;
     provider.honest().groups().set_idle(limits.group_idle);
     provider.honest().groups().set_page_bytes(limits.aip_page_bytes);
+    provider.honest().groups().set_flush_after(limits.vicos_flush_after);
     let app = Arc::new(http::App { provider: provider.clone(), clients, limits });
     Ok(InProcess { router: http::router(app), provider })
 }

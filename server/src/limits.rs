@@ -35,6 +35,13 @@ pub struct Limits {
     /// reads it in pages of this size (`aip-history`). Lower it behind a proxy that caps
     /// response bodies.
     pub aip_page_bytes: usize,
+    /// The longest a VICOS COMMIT, answered at once, waits for the journal write that makes it
+    /// durable: the next message's write takes it along, and this one writes it when no
+    /// message comes. A crash in between loses it, and its member carries it again in its next
+    /// INVOKE (`AipInvoke::commits`). Zero: written at once, on a task of its own (what the
+    /// simulator runs: no wall clock in the order of its steps). Not a configuration setting:
+    /// the tests stretch it.
+    pub vicos_flush_after: Duration,
 }
 
 /// 256 GiB: a large file; the store's disk, not the provider's memory, is what it costs.
@@ -53,6 +60,9 @@ pub const DEFAULT_STAGED_FOR: Duration = Duration::from_secs(600);
 pub const DEFAULT_GROUP_IDLE: Duration = Duration::from_secs(600);
 /// 32 MiB: half a message, the rest left for the pending operations and the response.
 pub const DEFAULT_AIP_PAGE_BYTES: usize = vouch_core::aip::wire::DELTA_BYTES;
+/// 2 ms: long enough for a member's next INVOKE (or another member's message) to take a
+/// COMMIT into its own write, short enough that an idle group's COMMITs are durable at once.
+pub const DEFAULT_VICOS_FLUSH_AFTER: Duration = Duration::from_millis(2);
 /// 60 s without progress ends a stream.
 pub const DEFAULT_STREAM_IDLE: Duration = Duration::from_secs(60);
 /// Longest time a non-streaming request may take. A PoR request's wait for its client's log
@@ -71,6 +81,7 @@ impl Default for Limits {
             staged_for: DEFAULT_STAGED_FOR,
             group_idle: DEFAULT_GROUP_IDLE,
             aip_page_bytes: DEFAULT_AIP_PAGE_BYTES,
+            vicos_flush_after: DEFAULT_VICOS_FLUSH_AFTER,
         }
     }
 }

@@ -24,6 +24,10 @@
 //! before it: Sec. 3.7), so the group never waits on a member that went away. An update
 //! with nothing pending before it is authenticated from its own REPLY, and its COMMIT-AUTH
 //! travels with its COMMIT ([`aip::Client::own_update`]): no passive round trip of its own.
+//! The provider answers a COMMIT before its journal write (one durable write per operation,
+//! the INVOKE's, not two): the member keeps it and carries it in its next INVOKE until a
+//! REPLY proves it durable, so a provider crash in between loses nothing (as the paper's
+//! client, Alg. 1, returns once its COMMIT is sent).
 //! ABORT (an incompatible operation of another member was pending) is an answer, not an
 //! error: the caller retries.
 
@@ -52,7 +56,7 @@ use vouch_core::aip::{
 use vouch_proto::vicos::object_name;
 use vouch_proto::vicos::{
     AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipHistoryPage, AipInvoke, AipReply, AipWork,
-    AipWorkRequest, CosDelete, CosGetFrame, CosObject, CosPutFrame, MAX_COMMIT_AUTHS,
+    AipWorkRequest, CosDelete, CosGetFrame, CosObject, CosPutFrame, MAX_CARRIED_COMMITS, MAX_COMMIT_AUTHS,
 };
 use vouch_proto::{encode_frame, ErrorCode, Op};
 
@@ -203,6 +207,11 @@ pub struct Group {
     /// An INVOKE left since the last save: saved before the next leaves, so that a member
     /// restored after a crash never signs its counter again (#43 item 9).
     unsaved_invoke: std::sync::atomic::AtomicBool,
+    /// The positions of the COMMITs the provider answered in this process and no later
+    /// answer has proven durable yet (it answers a COMMIT before its journal write: see
+    /// [`AipCommit`]). Each stays in [`aip::Client::unsent`], saved, and rides in the next
+    /// INVOKE ([`AipInvoke::commits`]) until a REPLY (or `aip-work`'s answer) proves it.
+    answered: std::sync::Mutex<std::collections::BTreeSet<u64>>,
     /// A lie caught in the group's history (see [`caught`]): every later operation refuses.
     caught: std::sync::Mutex<Option<Caught>>,
     /// Where the member keeps it, when opened from a state directory.
@@ -234,6 +243,7 @@ impl Group {
             admitted: false.into(),
             retired: Default::default(),
             unsaved_invoke: false.into(),
+            answered: Default::default(),
             caught: Default::default(),
             caught_file: None,
         }
@@ -510,8 +520,10 @@ impl Group {
 
     /// One AIP operation: INVOKE, the REPLY checked, COMMIT, then the passive phase.
     ///
-    /// A COMMIT is kept until the provider has it ([`aip::Client::unsent`]): one lost with a
-    /// connection is sent again before the next INVOKE, and a member opened from a state
+    /// A COMMIT is kept until the provider has it durably ([`aip::Client::unsent`]): one lost
+    /// with a connection is sent again before the next INVOKE; one the provider answered rides
+    /// in the next INVOKE, whose REPLY proves it durable (the provider answers a COMMIT before
+    /// its journal write, and a crash in between loses it); and a member opened from a state
     /// directory saves its state after the REPLY and before the COMMIT leaves, so that a
     /// crash in between neither loses a COMMIT the provider may have nor leaves an operation
     /// hanging for good (the next REPLY shows it, with no status here, and this member
@@ -569,7 +581,8 @@ impl Group {
     /// INVOKE, and the REPLY checked and saved with its COMMIT (write-ahead).
     async fn attempt(&self, aip: &mut aip::Client<Adict>, op: DictOp) -> Result<Settled, ClientError> {
         let me = aip.id();
-        if !aip.unsent().is_empty() || self.unsaved_invoke.load(std::sync::atomic::Ordering::Acquire) {
+        let never_sent = aip.unsent().iter().any(|c| !self.answered().contains(&c.t));
+        if never_sent || self.unsaved_invoke.load(std::sync::atomic::Ordering::Acquire) {
             // Left by an operation whose write-ahead save failed (a full disk): saved before
             // they leave, or a crash after sending them could bring back a state that aborts
             // an operation this member did commit.
@@ -581,10 +594,15 @@ impl Group {
         let reply = loop {
             let invoke = aip.invoke(op.clone()).map_err(|v| aip_violation(&self.name, v))?;
             self.unsaved_invoke.store(true, std::sync::atomic::Ordering::Release);
-            let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke) };
+            let (carried, commits) = self.carried(aip);
+            let asked = AipInvoke { group: self.name.clone(), from: me, invoke: wire(&invoke), commits };
             let answered: Result<AipReply, _> = self.remote.call(&asked).await;
             match answered {
-                Ok(r) => break Reply::<Adict>::from_wire(&r.reply).map_err(|e| malformed(e.to_string()))?,
+                Ok(r) => {
+                    // Answered after the carried COMMITs' journal write, whatever the REPLY says.
+                    self.proven_durable(aip, &carried);
+                    break Reply::<Adict>::from_wire(&r.reply).map_err(|e| malformed(e.to_string()))?;
+                }
                 // Further behind than one REPLY shows (#43 item 10): the history in pages, then
                 // the operation again. A refusal changes nothing at the provider.
                 Err(ClientError::Refused { code: ErrorCode::TooLarge, .. }) if catch_ups < MAX_CATCH_UPS => {
@@ -631,16 +649,19 @@ impl Group {
         }
     }
 
-    /// Sends the COMMITs the provider does not have yet, oldest first; the work the last
+    /// Sends the COMMITs the provider has not answered yet, oldest first; the work the last
     /// answer hands over, and whether every one was taken. One the provider refuses (it has
-    /// it, or has moved past it) is delivered too: sending it again would change nothing.
+    /// it, or has moved past it) counts as answered too: sending it again would change
+    /// nothing. Each answered one rides in the next INVOKE until an answer proves it durable
+    /// ([`Group::carried`]).
     async fn deliver(
         &self,
         aip: &mut aip::Client<Adict>,
         mut early: Option<(u64, ByteBuf)>,
     ) -> Result<(Option<AipWork>, bool), ClientError> {
         let (mut work, mut taken) = (None, true);
-        for commit in aip.unsent().to_vec() {
+        let answered = self.answered().clone();
+        for commit in aip.unsent().iter().filter(|c| !answered.contains(&c.t)).cloned().collect::<Vec<_>>() {
             let commit_auth = early.take_if(|(t, _)| *t == commit.t).map(|(_, auth)| auth);
             let sent = AipCommit { group: self.name.clone(), from: aip.id(), commit: wire(&commit), commit_auth };
             match self.remote.call(&sent).await {
@@ -651,9 +672,62 @@ impl Group {
                 }
                 Err(e) => return Err(e),
             }
-            aip.delivered(commit.t);
+            self.answered().insert(commit.t);
         }
         Ok((work, taken))
+    }
+
+    fn answered(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<u64>> {
+        self.answered.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The COMMITs the next INVOKE carries (the oldest [`MAX_CARRIED_COMMITS`] answered but
+    /// not proven durable): their positions, and their encodings.
+    fn carried(&self, aip: &aip::Client<Adict>) -> (Vec<u64>, Vec<ByteBuf>) {
+        let answered = self.answered();
+        let carried = aip.unsent().iter().filter(|c| answered.contains(&c.t)).take(MAX_CARRIED_COMMITS);
+        carried.map(|c| (c.t, wire(c))).unzip()
+    }
+
+    /// An answer computed after the COMMITs at `positions` were taken came back: they are
+    /// durable at the provider (it answers nothing before everything it was computed on is,
+    /// but a COMMIT), and leave the member's state at its next save.
+    fn proven_durable(&self, aip: &mut aip::Client<Adict>, positions: &[u64]) {
+        let mut answered = self.answered();
+        for t in positions {
+            aip.delivered(*t);
+            answered.remove(t);
+        }
+    }
+
+    /// Proves this member's answered COMMITs durable with one `aip-work` (its answer waits for
+    /// everything the provider applied), does the work it hands over, and saves the state
+    /// without them: for a member about to stop (see [`Group::flush_retired`]), whose next
+    /// INVOKE may never come, and before objects their operations replaced are deleted.
+    /// Whether they are proven: a COMMIT not proven stays in the saved state, and rides in
+    /// the next INVOKE (of this process, or the next one's). A lie caught in the work is kept
+    /// as any operation's is.
+    pub(super) async fn prove_commits(&self) -> bool {
+        let proving = async {
+            let mut aip = self.aip.lock().await;
+            let positions: Vec<u64> = self.answered().iter().copied().collect();
+            if positions.is_empty() {
+                return Ok(());
+            }
+            let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };
+            let work: AipWork = self.remote.call(&asked).await?;
+            self.proven_durable(&mut aip, &positions);
+            self.persist(&aip)?;
+            // Handed the group's work (and its lease) with the answer: done, not dropped.
+            self.passive(&mut aip, work).await
+        };
+        match self.guarded(|| "proving its COMMITs durable".to_string(), proving).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("group {}: COMMITs not proven durable: {e}", self.name);
+                false
+            }
+        }
     }
 
     /// Does the passive-phase work the provider has for this member now: updates of others
@@ -669,7 +743,9 @@ impl Group {
         let mut aip = self.aip.lock().await;
         self.admit().await?;
         let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };
+        let positions: Vec<u64> = self.answered().iter().copied().collect();
         let work: AipWork = self.remote.call(&asked).await?;
+        self.proven_durable(&mut aip, &positions);
         self.passive(&mut aip, work).await
     }
 

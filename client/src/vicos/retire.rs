@@ -44,6 +44,11 @@ impl RetireQueue {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
+    /// Puts back a batch that may not go yet.
+    fn put_back(&self, batch: Vec<Retired>) {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(batch);
+    }
+
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
@@ -52,8 +57,10 @@ impl RetireQueue {
 
 impl Group {
     /// Queues for deletion the object a committed put or delete replaced, and deletes the
-    /// queue's batch when that filled it. Only after the COMMIT was taken: the object of a
-    /// put that a takeover later aborts would still be named.
+    /// queue's batch when that filled it. Only after the COMMIT was taken, and the batch only
+    /// once the COMMITs are proven durable ([`Group::prove_commits`]): the object replaced by
+    /// a put that a takeover later aborts (its COMMIT lost in a crash, and its member never
+    /// back to carry it) would still be named.
     pub(super) async fn retire(&self, key: &[u8], replaced: Option<Vec<u8>>, mine: Option<[u8; NONCE_LEN]>) {
         // A value that is no `x || n || h` names no object (as `adict_get` reads it).
         let Some(super::Named { nonce, .. }) = replaced.as_deref().and_then(super::Named::parse) else { return };
@@ -61,16 +68,30 @@ impl Group {
             return;
         }
         if let Some(batch) = self.retired.push((key.to_vec(), nonce)) {
-            self.delete_retired(batch).await;
+            self.delete_proven(batch).await;
         }
     }
 
-    /// Deletes every replaced object this member has queued (best effort: one that fails
-    /// stays behind, and is logged). Call it before the member goes away.
+    /// Proves this member's answered COMMITs durable, then deletes every replaced object it
+    /// has queued (best effort: one that fails stays behind, and is logged). Call it before
+    /// the member goes away.
     pub async fn flush_retired(&self) {
+        let proven = self.prove_commits().await;
         let batch = self.retired.take();
         if !batch.is_empty() {
-            self.delete_retired(batch).await;
+            match proven {
+                true => self.delete_retired(batch).await,
+                false => self.retired.put_back(batch),
+            }
+        }
+    }
+
+    /// Deletes `batch` once the COMMITs that replaced its objects are proven durable; puts it
+    /// back when they cannot be proven now (the provider not reached).
+    async fn delete_proven(&self, batch: Vec<Retired>) {
+        match self.prove_commits().await {
+            true => self.delete_retired(batch).await,
+            false => self.retired.put_back(batch),
         }
     }
 

@@ -10,11 +10,13 @@ use common::{Setup, TOKEN_BOB};
 use serde_bytes::ByteBuf;
 use std::io::Cursor;
 use std::path::Path;
+use std::time::Duration;
 use vouch_client::vicos::{Group, GroupFile, Signatures};
 use vouch_client::{ClientError, Remote};
 use vouch_core::aip::{self, Adict, DictOp, Mode, Outcome, Reply, Wire};
 use vouch_misbehave::Misbehave;
 use vouch_proto::vicos::{AipInvoke, AipReply};
+use vouch_server::ServeOptions;
 
 const GROUP: &str = "team";
 
@@ -50,7 +52,7 @@ async fn crash_mid_put(setup: &Setup, key: &str, saved_after_reply: bool) {
     let value = [[9u8; 16].as_slice(), &[0; 32]].concat(); // names no stored object: never read
     let invoke = aip.invoke(DictOp::Put { key: key.into(), value }).unwrap();
     let remote = Remote::new(&setup.url(), common::TOKEN).unwrap();
-    let asked = AipInvoke { group: GROUP.into(), from: 0, invoke: ByteBuf::from(invoke.to_wire()) };
+    let asked = AipInvoke { group: GROUP.into(), from: 0, invoke: ByteBuf::from(invoke.to_wire()), commits: vec![] };
     let reply: AipReply = remote.call(&asked).await.unwrap();
     if saved_after_reply {
         aip.on_reply(Reply::from_wire(&reply.reply).unwrap()).unwrap();
@@ -103,6 +105,31 @@ async fn a_commit_a_crash_kept_from_the_provider_is_sent_when_the_member_comes_b
     let keys = done(bob.list().await);
     assert_eq!(keys.len(), 142);
     assert!(keys.contains(&b"landed".to_vec()));
+}
+
+/// The provider answers a COMMIT before its journal write (the next message's write takes it
+/// along), and a crash in between loses it. The member, the same process, carries it in its
+/// next INVOKE: the put it reported done stays done, and the group goes on past it (more
+/// operations than the pending list holds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_the_provider_answered_and_lost_in_a_crash_rides_in_the_next_invoke() {
+    let mut setup = Setup::new(Misbehave::None).await;
+    let unflushed = vouch_server::Limits { vicos_flush_after: Duration::from_secs(3600), ..Default::default() };
+    setup.crash_and_restart(ServeOptions { limits: unflushed, ..ServeOptions::default() }).await;
+    let (alice, bob) = group(&setup).await;
+    done(alice.put(b"landed", Cursor::new(b"1".to_vec())).await);
+    setup.crash_and_restart(ServeOptions::default()).await;
+
+    // The COMMIT is gone: the put is pending, its outcome unknown to others.
+    assert_eq!(bob.list().await.unwrap(), Outcome::Abort);
+    // Alice's next operation carries it.
+    assert_eq!(read(&alice, "first").await, None);
+    for n in 0..140u32 {
+        done(bob.put(format!("k{n}").as_bytes(), Cursor::new(vec![1])).await);
+    }
+    let keys = done(bob.list().await);
+    assert_eq!(keys.len(), 141);
+    assert_eq!(read(&bob, "landed").await.unwrap(), b"1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

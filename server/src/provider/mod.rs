@@ -231,8 +231,10 @@ impl Provider {
         Ok(self.repo.maintain(policy).await?)
     }
 
-    /// Copies what only the local metadata log holds to the blob store (a clean shutdown).
+    /// Makes the VICOS COMMITs answered before they were durable durable, then copies what
+    /// only the local metadata log holds to the blob store (a clean shutdown).
     pub async fn close(&self) -> Result<(), ProviderError> {
+        self.groups.flush().await;
         Ok(self.repo.close().await?)
     }
 }

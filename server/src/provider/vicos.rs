@@ -71,6 +71,18 @@ impl Groups {
         self.sequencer.set_page_bytes(bytes);
     }
 
+    /// How long an answered COMMIT may wait for its journal write
+    /// ([`crate::Limits::vicos_flush_after`]).
+    pub fn set_flush_after(&self, after: std::time::Duration) {
+        self.sequencer.set_flush_after(after);
+    }
+
+    /// Makes every entry the groups' sequencers hold in memory durable (a clean shutdown: the
+    /// COMMITs answered before they were durable).
+    pub async fn flush(&self) {
+        self.sequencer.flush(&self.repo).await;
+    }
+
     /// Groups unused this long leave memory ([`crate::Limits::group_idle`]).
     pub fn set_idle(&self, idle: std::time::Duration) {
         self.sequencer.set_idle(idle);

@@ -4,7 +4,7 @@
 use crate::provider::Refusal;
 use std::convert::Infallible;
 use vouch_core::aip::{ClientId, ServerError, WireError};
-use vouch_proto::vicos::{MAX_COMMIT_AUTHS, MAX_GROUP_NAME, MAX_OBJECT_KEY};
+use vouch_proto::vicos::{MAX_CARRIED_COMMITS, MAX_COMMIT_AUTHS, MAX_GROUP_NAME, MAX_OBJECT_KEY};
 
 /// A request [`Groups`](crate::Groups) refuses.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +44,8 @@ pub enum GroupError {
     GenesisNotEmpty,
     #[error("{count} COMMIT-AUTHs in one message; 1 to {MAX_COMMIT_AUTHS}")]
     CommitAuthCount { count: usize },
+    #[error("{count} COMMITs carried by one INVOKE; at most {MAX_CARRIED_COMMITS}")]
+    CarriedCount { count: usize },
     /// The group's AIP server refuses the message (see [`GroupError::refusal`]).
     #[error("group {group}: {source}")]
     Refused {
@@ -137,6 +139,7 @@ impl GroupError {
             | AdmissionHashLength { .. }
             | GenesisNotEmpty
             | CommitAuthCount { .. }
+            | CarriedCount { .. }
             | KeyTooLong { .. } => Refusal::BadRequest,
         }
     }

@@ -12,10 +12,15 @@
 //! last handed work), the others are handed none, so that many members do not all
 //! authenticate the same updates and race to answer them.
 //!
-//! No answer leaves before the journal holds everything it was computed on; the entries of
-//! concurrent messages are made durable together ([`super::group_commit`]).
+//! No answer leaves before the journal holds everything it was computed on, but one: a
+//! COMMIT's. It is answered at once and made durable by the next message's write (or, when
+//! none comes, after [`crate::Limits::vicos_flush_after`]), so that an operation costs one
+//! durable write, its INVOKE's, not two. The member keeps it until a later answer proves it
+//! durable, and carries it in its next INVOKE ([`AipInvoke::commits`]), so a crash that loses
+//! it loses nothing: the INVOKE takes it again first. The entries of concurrent messages are
+//! made durable together ([`super::group_commit`]).
 
-use super::group_commit::{durable, Slot};
+use super::group_commit::{durable, Slot, Ticket};
 use super::journal::{self, Entry, Loaded};
 use super::{check_group, refused, AipMessage, GroupError};
 use crate::provider::ProviderError;
@@ -30,7 +35,7 @@ use vouch_core::aip::{
 };
 use vouch_proto::vicos::{
     AipAck, AipAdmit, AipCommit, AipCommitAuth, AipCreate, AipHistory, AipHistoryPage, AipInvoke, AipReply, AipWork,
-    AipWorkRequest, MAX_COMMIT_AUTHS,
+    AipWorkRequest, MAX_CARRIED_COMMITS, MAX_COMMIT_AUTHS,
 };
 use vouch_store::Repository;
 
@@ -46,13 +51,16 @@ pub(crate) struct Sequencer {
     eviction: Mutex<(std::time::Duration, Instant)>,
     /// The most bytes of history one answer shows ([`crate::Limits::aip_page_bytes`]).
     page_bytes: AtomicUsize,
+    /// How long an answered COMMIT waits for its write ([`crate::Limits::vicos_flush_after`]).
+    flush_after: Mutex<std::time::Duration>,
 }
 
 impl Default for Sequencer {
     fn default() -> Self {
         let eviction = (crate::limits::DEFAULT_GROUP_IDLE, Instant::now());
         let page_bytes = AtomicUsize::new(crate::limits::DEFAULT_AIP_PAGE_BYTES);
-        Sequencer { groups: Mutex::default(), eviction: Mutex::new(eviction), page_bytes }
+        let flush_after = Mutex::new(crate::limits::DEFAULT_VICOS_FLUSH_AFTER);
+        Sequencer { groups: Mutex::default(), eviction: Mutex::new(eviction), page_bytes, flush_after }
     }
 }
 
@@ -64,6 +72,10 @@ fn malformed(what: AipMessage) -> impl FnOnce(aip::WireError) -> GroupError {
 fn unknown(group: &str) -> GroupError {
     GroupError::NoGroup { group: group.to_string() }
 }
+
+/// A message applied in memory ([`Sequencer::step`]): its answer, its group's slot, and the
+/// ticket of its entries.
+type Stepped<A> = (Result<A, ProviderError>, Arc<Slot>, Ticket);
 
 /// How long the passive-phase work stays with the member it was handed to: long enough for
 /// a loaded member to answer, short enough that one that went away holds up little.
@@ -166,6 +178,41 @@ impl Sequencer {
                 configure(&mut loaded.server, bytes);
             }
         }
+    }
+
+    pub(crate) fn set_flush_after(&self, after: std::time::Duration) {
+        *self.flush_after.lock().expect("VICOS flush") = after;
+    }
+
+    /// Makes everything the groups in memory applied durable (a clean shutdown).
+    pub(crate) async fn flush(&self, repo: &Repository) {
+        let slots: Vec<(String, Arc<Slot>)> =
+            self.groups.lock().expect("VICOS groups").iter().map(|(g, s)| (g.clone(), s.clone())).collect();
+        for (group, slot) in slots {
+            let ticket = slot.lock().everything();
+            if let Some(ticket) = ticket {
+                if let Err(e) = durable(&in_repo(repo, &group), &group, &slot, ticket).await {
+                    tracing::warn!(group, "a VICOS journal write at shutdown failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// Makes `ticket`'s entries durable after [`crate::Limits::vicos_flush_after`], unless a
+    /// message's write took them first. A provider gone by then is a crash for the journal:
+    /// the entries are lost, and their members carry them again.
+    fn flush_soon(&self, repo: &Arc<Repository>, group: &str, slot: Arc<Slot>, ticket: Ticket) {
+        let after = *self.flush_after.lock().expect("VICOS flush");
+        let (repo, group) = (Arc::downgrade(repo), group.to_string());
+        tokio::spawn(async move {
+            if !after.is_zero() {
+                tokio::time::sleep(after).await;
+            }
+            let Some(repo) = repo.upgrade() else { return };
+            if let Err(e) = durable(&in_repo(&repo, &group), &group, &slot, ticket).await {
+                tracing::warn!(group, "an answered COMMIT's journal write failed (its member carries it again): {e}");
+            }
+        });
     }
 
     /// The group's server, replayed from its journal when not in memory.
@@ -287,11 +334,12 @@ impl Sequencer {
     }
 
     /// One message of member `from`, sent by provider client `caller`, that may change the
-    /// group's server: `apply` runs it; when accepted, its `entry` joins the journal (after
-    /// the member's binding to `caller`, at its first), `answer` reads the server, and the
-    /// answer waits until the entries are durable. A refused message changes nothing (AIP's
-    /// server checks before it changes anything) and adds no entry.
-    async fn step<R, A>(
+    /// group's server, in memory: `apply` runs it; when accepted, its `entry` joins the
+    /// journal (after the member's binding to `caller`, at its first) and `answer` reads the
+    /// server. The answer is the caller's to send once the entries are durable (the ticket),
+    /// or at once for a COMMIT. A refused message changes nothing (AIP's server checks before
+    /// it changes anything) and adds no entry.
+    fn step<R, A>(
         &self,
         repo: &Repository,
         group: &str,
@@ -299,7 +347,7 @@ impl Sequencer {
         entry: Entry,
         apply: impl FnOnce(&mut aip::Server<Adict>) -> Result<(R, Vec<Entry>), aip::ServerError<std::convert::Infallible>>,
         answer: impl FnOnce(&mut Loaded, R) -> Result<A, ProviderError>,
-    ) -> Result<A, ProviderError> {
+    ) -> Result<Stepped<A>, ProviderError> {
         let slot = self.slot(repo, group, false)?;
         let (answered, ticket) = {
             let mut state = slot.lock();
@@ -318,23 +366,88 @@ impl Sequencer {
             let tickets = entries.into_iter().zip(first..).map(|(e, n)| state.push(n, e.encode()));
             (answered, tickets.last().expect("an entry"))
         };
-        durable(&in_repo(repo, group), group, &slot, ticket).await?;
-        answered
+        Ok((answered, slot, ticket))
+    }
+
+    /// The COMMITs an INVOKE carries ([`AipInvoke::commits`]), each taken unless the server
+    /// refuses it (it has it, the usual case, or has moved past it); the ticket of those
+    /// taken. Only from the member's own provider client, as any message of its.
+    fn take_carried(
+        &self,
+        repo: &Repository,
+        group: &str,
+        (from, caller): (ClientId, &str),
+        slot: &Slot,
+        carried: Vec<(Commit<aip::DictOp>, &ByteBuf)>,
+    ) -> Result<Option<Ticket>, ProviderError> {
+        if carried.is_empty() {
+            return Ok(None);
+        }
+        let mut state = slot.lock();
+        if unbound(self.held(&mut state.loaded, repo, group)?, group, from, caller)? {
+            return Ok(None); // not bound yet: it has committed nothing through this client
+        }
+        let mut ticket = None;
+        for (commit, bytes) in carried {
+            let loaded = self.held(&mut state.loaded, repo, group)?;
+            match loaded.server.on_commit(from, commit) {
+                Ok(()) => {
+                    let n = loaded.next;
+                    loaded.next += 1;
+                    ticket = Some(state.push(n, Entry::Commit { from, commit: bytes.clone() }.encode()));
+                }
+                Err(e) => tracing::trace!(group, "a carried COMMIT is passed over: {e}"),
+            }
+        }
+        drop(state);
+        if ticket.is_some() {
+            slot.progressed.notify_waiters();
+        }
+        Ok(ticket)
     }
 
     /// `aip-invoke`: the REPLY (Alg. 3). While the pending list is full (Sec. 5.2), it waits
     /// for operations to complete, up to [`INVOKE_WAIT`], then is refused with a conflict.
     /// Waiting INVOKEs let the passive phase go first: the paper's priority of COMMIT and
     /// COMMIT-AUTH over INVOKE (Sec. 5.2 "Message delivery order"), where it matters.
+    ///
+    /// The COMMITs it carries are taken first, before the wait: one a crash lost may be what
+    /// holds the pending list full.
     pub(crate) async fn invoke(
         &self,
-        repo: &Repository,
+        repo: &Arc<Repository>,
         req: &AipInvoke,
         caller: &str,
     ) -> Result<AipReply, ProviderError> {
         let invoke: Invoke<aip::DictOp> = Invoke::from_wire(&req.invoke).map_err(malformed(AipMessage::Invoke))?;
+        if req.commits.len() > MAX_CARRIED_COMMITS {
+            return Err(GroupError::CarriedCount { count: req.commits.len() }.into());
+        }
+        let carried = req
+            .commits
+            .iter()
+            .map(|bytes| Commit::from_wire(bytes).map(|c| (c, bytes)).map_err(malformed(AipMessage::Commit)))
+            .collect::<Result<Vec<_>, _>>()?;
         let deadline = tokio::time::Instant::now() + INVOKE_WAIT;
         let slot = self.slot(repo, &req.group, false)?;
+        let taken = self.take_carried(repo, &req.group, (req.from, caller), &slot, carried)?;
+        let replied = self.invoke_taken(repo, req, caller, invoke, &slot, deadline).await;
+        if let (Some(ticket), Err(_)) = (taken, &replied) {
+            self.flush_soon(repo, &req.group, slot, ticket); // no REPLY's write took them
+        }
+        replied
+    }
+
+    /// [`Sequencer::invoke`] once its carried COMMITs are taken.
+    async fn invoke_taken(
+        &self,
+        repo: &Repository,
+        req: &AipInvoke,
+        caller: &str,
+        invoke: Invoke<aip::DictOp>,
+        slot: &Slot,
+        deadline: tokio::time::Instant,
+    ) -> Result<AipReply, ProviderError> {
         loop {
             let progressed = slot.progressed.notified();
             tokio::pin!(progressed);
@@ -350,18 +463,21 @@ impl Sequencer {
         }
         let entry = Entry::InvokeCounted { from: req.from, invoke: req.invoke.clone() };
         let step = |s: &mut aip::Server<Adict>| s.on_invoke_wire(req.from, invoke).map(|reply| (reply, Vec::new()));
-        self.step(repo, &req.group, (req.from, caller), entry, step, |_, reply| Ok(reply))
-            .await
-            .map(|reply| AipReply { reply: ByteBuf::from(reply) })
+        let (replied, slot, ticket) = self.step(repo, &req.group, (req.from, caller), entry, step, |_, r| Ok(r))?;
+        durable(&in_repo(repo, &req.group), &req.group, &slot, ticket).await?;
+        replied.map(|reply| AipReply { reply: ByteBuf::from(reply) })
     }
 
     /// `aip-commit`: `O[q]`, and `A[q]` when the sender authenticated its update at once,
     /// then the passive-phase work of its sender. A COMMIT-AUTH refused there is passed over
     /// (the COMMIT stands; the passive phase hands the update out as ever): an honest member's
     /// is never refused, since nothing before `q` was pending when it was replied.
+    ///
+    /// Answered before its entries are durable (see the module's notes): they go with the
+    /// next write, or after [`crate::Limits::vicos_flush_after`].
     pub(crate) async fn commit(
         &self,
-        repo: &Repository,
+        repo: &Arc<Repository>,
         req: &AipCommit,
         caller: &str,
     ) -> Result<AipWork, ProviderError> {
@@ -386,11 +502,10 @@ impl Sequencer {
                 }
             }
         };
-        let answered = self.step(repo, group, (req.from, caller), entry, apply, answer).await;
+        let (answered, slot, ticket) = self.step(repo, group, (req.from, caller), entry, apply, answer)?;
         // A committed query, or an aborted operation, may complete at once.
-        if let Ok(slot) = self.slot(repo, group, false) {
-            slot.progressed.notify_waiters();
-        }
+        slot.progressed.notify_waiters();
+        self.flush_soon(repo, group, slot, ticket);
         answered
     }
 

@@ -64,6 +64,17 @@ impl Setup {
         format!("http://{}", self.server.as_ref().unwrap().addr)
     }
 
+    /// Stops the provider as a crash would (what it holds in memory only is lost: see
+    /// `RunningServer::crash`) and starts it again over the same data, on the same address,
+    /// honest, with `options`.
+    pub async fn crash_and_restart(&mut self, options: ServeOptions) {
+        let server = self.server.take().unwrap();
+        let addr = server.addr.to_string();
+        server.crash().await.unwrap();
+        let provider = provider::lying(&self.data, &self.blocks, Misbehave::None);
+        self.server = Some(provider::serve(&addr, provider, options, provider::ALICE_AND_BOB).await);
+    }
+
     /// Restarts the provider over the same data, behaving as told.
     pub async fn restart(&mut self, misbehave: Misbehave) {
         self.server.take().unwrap().shutdown().await.unwrap();

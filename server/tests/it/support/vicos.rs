@@ -137,7 +137,12 @@ impl Member {
     /// INVOKE; the REPLY, checked by the client (a violation panics), and its position `t`.
     pub async fn invoke(&mut self, op: DictOp) -> Result<(Reply<Adict>, u64), ErrorBody> {
         let invoke = self.aip.invoke(op).unwrap();
-        let req = AipInvoke { group: self.group.clone(), from: self.aip.id(), invoke: ByteBuf::from(invoke.to_wire()) };
+        let req = AipInvoke {
+            group: self.group.clone(),
+            from: self.aip.id(),
+            invoke: ByteBuf::from(invoke.to_wire()),
+            commits: vec![],
+        };
         match self.call(&req).await {
             Ok(r) => {
                 let reply = Reply::<Adict>::from_wire(&r.reply).unwrap();
