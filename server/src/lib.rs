@@ -68,9 +68,7 @@ impl<S: Service> RunningServer<S> {
     /// Stops accepting, lets requests in flight finish, and waits until the provider's store
     /// is closed (so another provider can open it).
     pub async fn shutdown(mut self) -> std::io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.stop();
         self.wait().await
     }
 
@@ -79,25 +77,24 @@ impl<S: Service> RunningServer<S> {
     /// answered and has not written yet are lost (what its stores made durable stays). For
     /// the tests of recovery from a crash.
     pub async fn crash(mut self) -> std::io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let served = self.task.await.map_err(std::io::Error::other)?;
-        if let Some(maintenance) = self.maintenance {
-            maintenance.abort();
-            let _ = maintenance.await;
-        }
-        for _ in 0..500 {
-            if Arc::strong_count(&self.app) == 1 {
-                return served;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        served.and(Err(std::io::Error::other("connections still hold the provider after the crash")))
+        self.stop();
+        self.end(false).await
     }
 
     /// Waits until the server stops (for `vouch serve`, on Ctrl-C) and its store is closed.
     pub async fn wait(self) -> std::io::Result<()> {
+        self.end(true).await
+    }
+
+    fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Waits until the server stops and the connections let go of the provider, which is
+    /// then closed (`close`) or dropped as it is.
+    async fn end(self, close: bool) -> std::io::Result<()> {
         let served = self.task.await.map_err(std::io::Error::other);
         if let Some(maintenance) = self.maintenance {
             // Stopped at an await point: a compaction cut short leaves only objects nobody
@@ -109,8 +106,10 @@ impl<S: Service> RunningServer<S> {
         // Connection tasks end just after the server future; give them a few seconds.
         for _ in 0..500 {
             if Arc::strong_count(&self.app) == 1 {
-                if let Err(e) = self.app.provider.close().await {
-                    tracing::warn!("could not copy the metadata log to the blob store at shutdown: {e}");
+                if close {
+                    if let Err(e) = self.app.provider.close().await {
+                        tracing::warn!("could not copy the metadata log to the blob store at shutdown: {e}");
+                    }
                 }
                 drop(self.app);
                 return served;

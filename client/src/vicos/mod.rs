@@ -733,20 +733,25 @@ impl Group {
     /// Does the passive-phase work the provider has for this member now: updates of others
     /// delegated to it (Sec. 3.7), so that a member that went away holds up no one. A member
     /// that runs for long (a gateway) calls this now and then; each operation does it anyway.
-    /// First, the replaced objects this member queued go ([`Group::flush_retired`]).
+    /// Then the replaced objects this member queued go ([`Group::flush_retired`]): the answer
+    /// proved its COMMITs durable, so that takes no request of its own.
     pub async fn help(&self) -> Result<(), ClientError> {
         self.guarded(|| "the help a member gives the group".to_string(), self.help_unguarded()).await
     }
 
     async fn help_unguarded(&self) -> Result<(), ClientError> {
+        let helped = async {
+            let mut aip = self.aip.lock().await;
+            self.admit().await?;
+            let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };
+            let positions: Vec<u64> = self.answered().iter().copied().collect();
+            let work: AipWork = self.remote.call(&asked).await?;
+            self.proven_durable(&mut aip, &positions);
+            self.passive(&mut aip, work).await
+        };
+        let helped = helped.await;
         self.flush_retired().await;
-        let mut aip = self.aip.lock().await;
-        self.admit().await?;
-        let asked = AipWorkRequest { group: self.name.clone(), from: aip.id() };
-        let positions: Vec<u64> = self.answered().iter().copied().collect();
-        let work: AipWork = self.remote.call(&asked).await?;
-        self.proven_durable(&mut aip, &positions);
-        self.passive(&mut aip, work).await
+        helped
     }
 
     /// The passive phase: authenticates what the provider hands over, until nothing is left.
